@@ -1,0 +1,176 @@
+"""The command line: read it, install the configuration, then start serving.
+
+The order is the point. Arguments are parsed and validated first, so a bad
+flag stops the process (exit status 2) before anything serves; the
+configuration is installed next; only then is the server module imported and
+are extensions discovered, so an extension asking `get_config()` is told
+what the operator actually said.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from jupyter_mcp_server import __version__
+from jupyter_mcp_server.config import (
+    DEFAULT_TIMEOUT,
+    IDLE_TIMEOUT,
+    MAX_KERNELS,
+    MAX_OUTPUT_BLOCKS,
+    MAX_OUTPUT_BYTES,
+    MAX_TIMEOUT,
+    TRANSPORTS,
+    ServerConfig,
+    set_config,
+)
+
+logger = logging.getLogger("jupyter_mcp_server")
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _positive(kind: type) -> object:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jupyter-mcp-server",
+        description="A local-first MCP server for reading, editing and running Jupyter notebooks.",
+    )
+    parser.add_argument("--version", action="version", version=f"jupyter-mcp-server {__version__}")
+    commands = parser.add_subparsers(dest="command")
+    start = commands.add_parser("start", help="Start the server (the default command).")
+    add_start_arguments(start)
+    return parser
+
+
+def add_start_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP only: the address to bind (default loopback).")
+    parser.add_argument("--port", type=int, default=4040, help="HTTP only: the port (default 4040).")
+    parser.add_argument("--workspace-root", default=None, help="The directory notebooks live in (default: the current directory).")
+    parser.add_argument(
+        "--capability",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="Turn a capability on (NAME or NAME=on) or off (NAME=off). Repeatable.",
+    )
+    parser.add_argument("--default-timeout", type=_positive(float), default=DEFAULT_TIMEOUT, help="Seconds per execution when a call gives none.")
+    parser.add_argument("--max-timeout", type=_positive(float), default=MAX_TIMEOUT, help="The largest timeout a call may ask for, in seconds.")
+    parser.add_argument("--max-output-bytes", type=_positive(int), default=MAX_OUTPUT_BYTES, help="Output bytes kept per execution.")
+    parser.add_argument("--max-output-blocks", type=_positive(int), default=MAX_OUTPUT_BLOCKS, help="Output blocks kept per execution.")
+    parser.add_argument("--max-kernels", type=_positive(int), default=MAX_KERNELS, help="Kernels running at once.")
+    parser.add_argument("--idle-timeout", type=_positive(float), default=IDLE_TIMEOUT, help="Seconds before an idle notebook session's kernel is stopped.")
+    parser.add_argument("--mcp-token", default=os.environ.get("JUPYTER_MCP_TOKEN"), help="HTTP: require 'Authorization: Bearer TOKEN'.")
+    parser.add_argument("--audit-log", default=None, help="Append a JSON line per tool call and execution to this file.")
+
+
+def fail(message: str) -> NoReturn:
+    print(f"jupyter-mcp-server: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def parse_config(argv: list[str]) -> ServerConfig:
+    """Arguments to a configuration; anything wrong exits with status 2, saying what."""
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        argv = ["start", *argv]
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        args = build_parser().parse_args(["start", *argv])
+    root = Path(args.workspace_root) if args.workspace_root else Path.cwd()
+    if not root.is_dir():
+        fail(f"--workspace-root {str(root)!r} does not exist or is not a directory.")
+    if args.default_timeout > args.max_timeout:
+        fail(f"--default-timeout {args.default_timeout:g} is above --max-timeout {args.max_timeout:g}.")
+    if not 0 < args.port < 65536:
+        fail(f"--port {args.port} is not a port number (1-65535).")
+    if args.transport == "streamable-http" and args.host not in LOOPBACK_HOSTS and not args.mcp_token:
+        fail(
+            f"Refusing to bind {args.host}: anything but loopback needs --mcp-token, because "
+            "whoever reaches this server runs code with your rights."
+        )
+    return ServerConfig(
+        workspace_root=root.resolve(),
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        default_timeout=args.default_timeout,
+        max_timeout=args.max_timeout,
+        max_output_bytes=args.max_output_bytes,
+        max_output_blocks=args.max_output_blocks,
+        max_kernels=args.max_kernels,
+        idle_timeout=args.idle_timeout,
+        mcp_token=args.mcp_token,
+        capability_args=tuple(args.capability),
+        audit_log=Path(args.audit_log).resolve() if args.audit_log else None,
+    )
+
+
+def configure_capabilities(config: ServerConfig) -> None:
+    """Layers 2 to 4 of seeds/003, after the extensions have declared theirs."""
+    from jupyter_mcp_server.capabilities import (
+        ENV_VARIABLE,
+        UnknownCapability,
+        get_capabilities,
+        parse_assignment,
+        parse_list,
+    )
+    from jupyter_mcp_server.server import extension_manager
+
+    registry = get_capabilities()
+    declared_by_extensions = extension_manager.collect_capabilities(registry)
+    try:
+        registry.apply(parse_list(os.environ.get(ENV_VARIABLE, "")), "env", ENV_VARIABLE)
+        registry.apply([parse_assignment(a) for a in config.capability_args], "cli", "--capability")
+    except (UnknownCapability, ValueError) as error:
+        fail(str(error))
+    for capability in declared_by_extensions:
+        registry.declare(capability)
+
+
+def prepare(argv: list[str]) -> ServerConfig:
+    """Everything before serving: configuration, extensions, capabilities, hooks."""
+    logging.basicConfig(
+        level=os.environ.get("JUPYTER_MCP_LOG_LEVEL", "WARNING").upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = set_config(parse_config(argv))
+    from jupyter_mcp_server.server import refresh_advertised_capabilities, register_extension_tools
+
+    register_extension_tools()
+    configure_capabilities(config)
+    refresh_advertised_capabilities()
+    if config.audit_log is not None:
+        from jupyter_mcp_server.hooks import AuditLog, get_hooks
+
+        AuditLog(config.audit_log).install(get_hooks())
+    return config
+
+
+def main(argv: list[str] | None = None) -> None:
+    config = prepare(list(sys.argv[1:] if argv is None else argv))
+    if config.transport == "stdio":
+        from jupyter_mcp_server.transports.stdio import serve
+    elif config.transport == "streamable-http":
+        from jupyter_mcp_server.transports.http import serve  # type: ignore[no-redef]
+    else:
+        fail(f"--transport {config.transport} is not available yet; use stdio or streamable-http.")
+    serve(config)

@@ -1,0 +1,86 @@
+"""The server's process-wide state, and each connection's own.
+
+One :class:`ServerContext` per process holds the workspace, the notebook
+store, the kernels, the capabilities and the hooks, built from the
+configuration once the command line has been read. What a client chose with
+``use_notebook`` is not in it: that belongs to the connection that chose it
+(:class:`ConnectionState`), so two clients never share a "current notebook".
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_mcp_server.capabilities import CapabilityRegistry, get_capabilities
+from jupyter_mcp_server.config import ServerConfig, get_config
+from jupyter_mcp_server.hooks import Hooks, get_hooks
+from jupyter_mcp_server.kernels.manager import KernelManager
+from jupyter_mcp_server.store import NotebookStore
+from jupyter_mcp_server.workspace import Workspace
+
+#: How many connections' choices are remembered at once.
+MAX_CONNECTIONS = 1024
+
+#: Runs `execute_code` somewhere else (a sandbox) or answers None to decline.
+ExecutionInterceptor = Callable[[str, float], Awaitable[Any]]
+
+
+@dataclass
+class ConnectionState:
+    """What one client connection has chosen: its named notebooks and its current one."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    current: str | None = None
+
+
+class ServerContext:
+    """Everything a tool needs, built once from the configuration."""
+
+    _instance: ServerContext | None = None
+
+    def __init__(self, config: ServerConfig, capabilities: CapabilityRegistry, hooks: Hooks) -> None:
+        self.config = config
+        self.capabilities = capabilities
+        self.hooks = hooks
+        self.workspace = Workspace(config.workspace_root)
+        self.store = NotebookStore(self.workspace)
+        self.kernels = KernelManager(
+            workspace_root=self.workspace.root,
+            max_kernels=config.max_kernels,
+            idle_timeout=config.idle_timeout,
+            capability=capabilities.enabled,
+        )
+        self.interceptors: list[ExecutionInterceptor] = []
+        #: By connection key, oldest first; bounded, since HTTP sessions end
+        #: without telling the tools.
+        self._connections: OrderedDict[str, ConnectionState] = OrderedDict()
+
+    @classmethod
+    def get_instance(cls) -> ServerContext:
+        """The process's context, built from :func:`get_config` on first use."""
+        if cls._instance is None:
+            cls._instance = cls(get_config(), get_capabilities(), get_hooks())
+        return cls._instance
+
+    @classmethod
+    def reset(cls) -> None:
+        cls._instance = None
+
+    def connection(self, key: str | None) -> ConnectionState:
+        """The state of the connection identified by `key`; None remembers nothing."""
+        if key is None:
+            return ConnectionState()
+        state = self._connections.get(key)
+        if state is None:
+            state = self._connections[key] = ConnectionState()
+            while len(self._connections) > MAX_CONNECTIONS:
+                self._connections.popitem(last=False)
+        else:
+            self._connections.move_to_end(key)
+        return state
+
+    def all_connections(self) -> list[ConnectionState]:
+        return list(self._connections.values())

@@ -1,0 +1,97 @@
+"""The server's own tools, offered as an extension like any other.
+
+`CoreToolsExtension` offers the notebooks tools as `ToolSpec` contributions
+in the ``notebooks`` toolset, declared from `tools.NOTEBOOK_TOOLS` in the first
+place rather than read back off a server's private registry. It is registered
+by `ExtensionManager.discover()` itself: a distribution cannot be missing its
+own tools.
+
+A built server is more than its tools: :func:`furnish` gives every server
+built for a toolset selection the same resources, prompts and handlers as the
+module-level one, so ``initialize`` advertises the same abilities whichever
+URL a client used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any
+
+from mcp.types import ToolAnnotations
+
+from jupyter_mcp_server import __version__
+from jupyter_mcp_server.extensions import (
+    JupyterMCPExtension,
+    PluginCompatibility,
+    PluginManifest,
+    ToolSpec,
+    Toolset,
+)
+
+CORE_TOOLSET = "notebooks"
+CORE_EXTENSION = "jupyter-mcp-server"
+
+#: What every built server is furnished with besides its tools.
+FURNISHINGS: list[Callable[[Any], None]] = []
+
+
+def furnishing(register: Callable[[Any], None]) -> Callable[[Any], None]:
+    """Declare something every built server gets (a resource, a prompt, a handler)."""
+    FURNISHINGS.append(register)
+    return register
+
+
+def furnish(server: Any) -> Any:
+    """Give `server` everything the module-level server has besides its tools."""
+    for register in FURNISHINGS:
+        register(server)
+    return server
+
+
+@cache
+def core_tool_specs() -> tuple[ToolSpec, ...]:
+    """The notebooks tools as contributions, lifted once."""
+    from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
+
+    return tuple(
+        ToolSpec(
+            name=tool.name,
+            handler=tool.handler,
+            title=tool.title,
+            toolset=CORE_TOOLSET,
+            annotations=ToolAnnotations(
+                title=tool.title,
+                read_only_hint=tool.read_only,
+                destructive_hint=tool.destructive,
+                idempotent_hint=tool.idempotent,
+                open_world_hint=tool.open_world,
+            ),
+        )
+        for tool in NOTEBOOK_TOOLS
+    )
+
+
+class CoreToolsExtension(JupyterMCPExtension):
+    """The notebooks tools: read, edit and run notebooks on this server's kernels."""
+
+    def manifest(self) -> PluginManifest:
+        return PluginManifest(
+            name=CORE_EXTENSION,
+            version=__version__,
+            description="Read, edit and run Jupyter notebooks on kernels this server manages.",
+            author="jupyter-mcp-server",
+            compatibility=PluginCompatibility(api_version="v1"),
+        )
+
+    def toolsets(self) -> Sequence[Toolset]:
+        return (
+            Toolset(
+                name=CORE_TOOLSET,
+                title="Notebooks",
+                description="Read, edit and run Jupyter notebooks in the workspace on kernels the server manages.",
+            ),
+        )
+
+    def tools(self) -> Sequence[ToolSpec]:
+        return core_tool_specs()

@@ -1,0 +1,62 @@
+"""The failures a caller can act on, each with a stable code.
+
+Every layer below the tools (workspace, store, kernels) raises
+:class:`ToolFailure`; the tools turn it into an MCP result with
+``isError: true`` and ``_meta["io.jupyter-mcp/error"]``. Keeping the code
+on the exception means the layer that knows what went wrong also says what
+to do next, and no tool has to guess.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: The error codes of CONTRACT.md. Nothing else is ever sent as a code.
+INVALID_ARGUMENT = "invalid_argument"
+INVALID_PATH = "invalid_path"
+NOT_FOUND = "not_found"
+ALREADY_EXISTS = "already_exists"
+NO_NOTEBOOK = "no_notebook"
+REVISION_CONFLICT = "revision_conflict"
+KERNEL_GONE = "kernel_gone"
+KERNEL_LIMIT = "kernel_limit"
+TIMEOUT = "timeout"
+INTERRUPTED = "interrupted"
+EXECUTION_ERROR = "execution_error"
+UNSUPPORTED = "unsupported"
+
+ERROR_CODES = frozenset(
+    {
+        INVALID_ARGUMENT,
+        INVALID_PATH,
+        NOT_FOUND,
+        ALREADY_EXISTS,
+        NO_NOTEBOOK,
+        REVISION_CONFLICT,
+        KERNEL_GONE,
+        KERNEL_LIMIT,
+        TIMEOUT,
+        INTERRUPTED,
+        EXECUTION_ERROR,
+        UNSUPPORTED,
+    }
+)
+
+#: Where a failure's code and details travel in a tool result.
+ERROR_META_KEY = "io.jupyter-mcp/error"
+
+
+class ToolFailure(Exception):
+    """A failure with a code from CONTRACT.md and a message saying what to do next."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        if code not in ERROR_CODES:
+            raise ValueError(f"unknown error code {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def as_meta(self) -> dict[str, Any]:
+        """The ``_meta`` entry a tool result carries for this failure."""
+        return {ERROR_META_KEY: {"code": self.code, **self.details}}

@@ -1,0 +1,360 @@
+"""Everything this server serves arrives as an extension; this is the mechanism.
+
+The foundation is `reactor_mcp_server` (tools as contributions, extensions of
+a tool by name, toolsets chosen by URL) on the `reactor` plugin platform.
+This module is the one place that imports either: it adds what is about this
+server rather than about MCP (capabilities, the two Jupyter hooks) and mends
+what the foundation leaves open:
+
+* extensions of one tool apply in a declared order, ties broken by extension
+  name, never by the order in which distributions were installed;
+* a failing extension costs only itself, and the log names it;
+* putting tools on a server replaces a tool of the same name instead of
+  letting the SDK keep the first and warn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from reactor import PluginCompatibility, PluginManifest
+from reactor_mcp_server import (
+    ENTRY_POINT_GROUP,
+    TOOLS,
+    McpExtension,
+    McpHost,
+    Selection,
+    ToolExtension,
+    ToolSpec,
+    Toolset,
+    parse_selection,
+    resolve,
+    tool,
+)
+
+from jupyter_mcp_server.capabilities import Capability, CapabilityRegistry
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ExtensionManager",
+    "JupyterMCPExtension",
+    "McpExtension",
+    "PluginCompatibility",
+    "PluginManifest",
+    "Selection",
+    "ToolExtension",
+    "ToolSpec",
+    "Toolset",
+    "get_extension_manager",
+    "parse_selection",
+    "tool",
+]
+
+ENVIRONMENT = "JUPYTER_MCP_EXTENSIONS"
+
+
+class _ToolExtensionsHeldBack:
+    """The contributions registry with `extend` taken over by the extension itself."""
+
+    def __init__(self, contributions: Any) -> None:
+        self._contributions = contributions
+
+    def contribute(self, *args: Any, **kwargs: Any) -> Any:
+        return self._contributions.contribute(*args, **kwargs)
+
+    def extend(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class JupyterMCPExtension(McpExtension):
+    """Base class for an extension of this server. Every hook has a default.
+
+    `tool_extensions()` may answer pairs ``(tool_name, ToolExtension)`` or
+    triples ``(tool_name, ToolExtension, order)``. Extensions of one tool
+    apply in ascending order (the last applied wraps outermost, so its check
+    runs first); equal orders apply in extension-name order. A pair takes the
+    class's `tool_extension_order`.
+    """
+
+    #: Where this extension's tool extensions apply among others of the same tool.
+    tool_extension_order: int = 0
+
+    def capabilities(self) -> Sequence[Capability]:
+        """Capabilities this extension declares (namespace the names)."""
+        return ()
+
+    def create_code_sandbox(self, config: Any, logger: logging.Logger) -> Any:
+        """A kernel for a sandbox variant, or None to leave it to the server."""
+        return None
+
+    async def intercept_execute_code(self, code: str, timeout: float) -> Any:
+        """Run `execute_code` yourself and answer its result, or None to decline."""
+        return None
+
+    def provide_contributions(self, contributions: Any) -> None:
+        super().provide_contributions(_ToolExtensionsHeldBack(contributions))
+        for item in self.tool_extensions():
+            name, extension = item[0], item[1]
+            order = item[2] if len(item) > 2 else self.tool_extension_order  # type: ignore[misc]
+            contributions.extend(TOOLS, name, extension, order=order)
+
+
+class ExtensionHost(McpHost):
+    """The reactor host, resolving extensions of a tool in a declared order."""
+
+    def offered_tools(
+        self,
+        toolsets: Iterable[str] | None = None,
+        tenant_id: str | None = None,
+    ) -> list[ToolSpec]:
+        wanted = None if toolsets is None else set(toolsets)
+        resolved: list[ToolSpec] = []
+        for contribution in self.platform.get_contributions(TOOLS, tenant_id=tenant_id):
+            spec = contribution.value
+            if not isinstance(spec, ToolSpec):
+                logger.error("Extension %s offered something that is not a tool", contribution.plugin)
+                continue
+            if wanted is not None and spec.toolset not in wanted:
+                continue
+            extensions = sorted(
+                self.platform.get_contribution_extensions(TOOLS, spec.name, tenant_id=tenant_id),
+                key=lambda item: (item.order, item.plugin),
+            )
+            try:
+                resolved.append(resolve(spec, [item.value for item in extensions]))
+            except Exception:
+                logger.exception("Tool %s is not served: an extension of it failed", spec.name)
+        return resolved
+
+    def unapplied_extensions(self) -> list[tuple[str, str]]:
+        """(extension, tool) pairs whose tool nobody offered."""
+        offered = {c.value.name for c in self.platform.get_contributions(TOOLS) if isinstance(c.value, ToolSpec)}
+        unapplied: list[tuple[str, str]] = []
+        for name, extension in self._registered.items():
+            try:
+                targets = [item[0] for item in extension.tool_extensions()]
+            except Exception:
+                continue
+            unapplied.extend((name, target) for target in targets if target not in offered)
+        return unapplied
+
+    @property
+    def registered(self) -> dict[str, McpExtension]:
+        return dict(self._registered)
+
+
+class ExtensionManager:
+    """A thin layer over the reactor host, adding this server's own hooks."""
+
+    def __init__(self) -> None:
+        self.host = ExtensionHost(name="jupyter-mcp-server")
+        self._registered_on: set[int] = set()
+        self._started = False
+        self._collected: list[Capability] | None = None
+
+    # --- Finding and adding extensions ------------------------------------------
+
+    def discover(self) -> list[str]:
+        """The core tools first, then every entry point, sorted by name.
+
+        `JUPYTER_MCP_EXTENSIONS` narrows the entry points to the names it
+        lists; the core tools are always there.
+        """
+        from importlib import metadata
+
+        from jupyter_mcp_server.core_tools import CoreToolsExtension
+
+        names = [self.register(CoreToolsExtension())]
+        listed = os.environ.get(ENVIRONMENT)
+        wanted = None if listed is None else {n.strip() for n in listed.split(",") if n.strip()}
+        for entry_point in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            if wanted is not None and entry_point.name not in wanted:
+                logger.info("Extension '%s' is installed but not in %s", entry_point.name, ENVIRONMENT)
+                continue
+            try:
+                factory = entry_point.load()
+                extension = factory() if callable(factory) else factory
+            except Exception:
+                logger.exception("Extension '%s' could not be loaded; the others are served", entry_point.name)
+                continue
+            if not isinstance(extension, McpExtension):
+                logger.error("Extension '%s' is not an McpExtension: %r", entry_point.name, extension)
+                continue
+            names.append(self.register(extension, entry_point.name))
+        return [name for name in names if name]
+
+    def register(self, extension: McpExtension, label: str | None = None) -> str | None:
+        """Add one extension; any McpExtension is welcome. A failure costs only it."""
+        try:
+            return self.host.add(extension)
+        except Exception:
+            logger.exception("Extension '%s' could not be registered", label or type(extension).__name__)
+            return None
+
+    def get(self, name: str) -> McpExtension | None:
+        """One registered extension by manifest name; None when it is not installed."""
+        return self.host.registered.get(name)
+
+    @property
+    def extensions(self) -> list[McpExtension]:
+        return list(self.host.registered.values())
+
+    # --- Tools -------------------------------------------------------------------
+
+    def tools(self, toolsets: Iterable[str] | None = None) -> list[ToolSpec]:
+        """Every tool on offer, extensions applied."""
+        return self.host.offered_tools(toolsets)
+
+    def declared_toolsets(self) -> tuple[Toolset, ...]:
+        return self.host.declared_toolsets()
+
+    def register_tools(self, mcp: Any, once: bool = True) -> list[str]:
+        """Put every offered tool on `mcp`, run each extension's `on_server`, start the platform."""
+        if once and id(mcp) in self._registered_on:
+            return []
+        specs = self.tools()
+        put_on_server(mcp, specs)
+        for name, extension in self.host.registered.items():
+            try:
+                extension.on_server(mcp)
+            except Exception:
+                logger.exception("Extension '%s' failed acting on the server", name)
+        for name, target in self.host.unapplied_extensions():
+            logger.debug("Extension '%s' extends '%s', which nobody offers; it does not apply", name, target)
+        self._registered_on.add(id(mcp))
+        self.start()
+        return [spec.name for spec in specs]
+
+    def build(self, selection: Selection) -> Any:
+        """The server a toolset selection asks for (built once per selection)."""
+        return self.host.build(selection)
+
+    def describe_toolsets(self) -> dict[str, Any]:
+        """`GET /toolsets`: every declared toolset and the tools it serves by default."""
+        built = self.host.build(Selection())
+        served = set(built.tool_names)
+        by_toolset: dict[str, list[str]] = {}
+        for spec in self.tools():
+            by_toolset.setdefault(spec.toolset, []).append(spec.name)
+        return {
+            "toolsets": [
+                {
+                    "name": toolset.name,
+                    "title": toolset.title or toolset.name,
+                    "description": toolset.description,
+                    "default": toolset.default,
+                    "tools": sorted(name for name in by_toolset.get(toolset.name, []) if name in served),
+                    "offered": sorted(by_toolset.get(toolset.name, [])),
+                }
+                for toolset in sorted(self.declared_toolsets(), key=lambda t: t.name)
+            ]
+        }
+
+    # --- Capabilities and lifecycle --------------------------------------------
+
+    def collect_capabilities(self, registry: CapabilityRegistry) -> list[Capability]:
+        """Ask each extension once what it declares; one that raises costs only its own.
+
+        Answers what was declared; asking again declares the same values again
+        without asking the extensions twice.
+        """
+        if self._collected is not None:
+            for capability in self._collected:
+                registry.declare(capability)
+            return list(self._collected)
+        collected: list[Capability] = []
+        for name, extension in self.host.registered.items():
+            declare = getattr(extension, "capabilities", None)
+            if declare is None:
+                continue
+            try:
+                declared = list(declare())
+            except Exception:
+                logger.exception("Extension '%s' failed to declare its capabilities", name)
+                continue
+            for capability in declared:
+                if not isinstance(capability, Capability):
+                    logger.error("Extension '%s' declared %r, not a Capability", name, capability)
+                    continue
+                registry.declare(capability)
+                collected.append(capability)
+        self._collected = collected
+        return collected
+
+    def start(self) -> None:
+        """Start the platform: each extension's `on_start`, once."""
+        if not self._started:
+            self._started = True
+            self.host.start()
+
+    def stop(self) -> None:
+        """Each extension's `on_stop`."""
+        if self._started:
+            self._started = False
+            self.host.stop()
+
+    # --- The Jupyter hooks -------------------------------------------------------
+
+    def create_code_sandbox(self, config: Any, log: logging.Logger | None = None) -> Any:
+        """The first kernel an extension provides for this configuration, or None."""
+        for name, extension in self.host.registered.items():
+            provide = getattr(extension, "create_code_sandbox", None)
+            if provide is None:
+                continue
+            try:
+                sandbox = provide(config, log or logger)
+            except Exception:
+                logger.exception("Extension '%s' failed in create_code_sandbox", name)
+                continue
+            if sandbox is not None:
+                return sandbox
+        return None
+
+    async def intercept_execute_code(self, code: str, timeout: float) -> Any:
+        """The first extension's answer to `execute_code`, or None to run it here."""
+        for name, extension in self.host.registered.items():
+            intercept = getattr(extension, "intercept_execute_code", None)
+            if intercept is None:
+                continue
+            try:
+                result = await intercept(code, timeout)
+            except Exception:
+                logger.exception("Extension '%s' failed in intercept_execute_code", name)
+                continue
+            if result is not None:
+                return result
+        return None
+
+
+def put_on_server(server: Any, specs: Iterable[ToolSpec]) -> None:
+    """Put tools on a server, replacing any of the same name (the SDK would keep the first)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    for spec in specs:
+        with contextlib.suppress(ToolError):
+            server.remove_tool(spec.name)
+        server.add_tool(
+            spec.handler,
+            name=spec.name,
+            title=spec.title or None,
+            description=spec.documentation or None,
+            annotations=spec.annotations,
+            meta=spec.meta or None,
+        )
+
+
+_manager: ExtensionManager | None = None
+
+
+def get_extension_manager() -> ExtensionManager:
+    """The process's extension manager."""
+    global _manager
+    if _manager is None:
+        _manager = ExtensionManager()
+    return _manager

@@ -1,0 +1,128 @@
+"""Observers around every tool call and every kernel execution.
+
+Hooks observe; they never change a call. An extension registers them in
+``on_start`` (logging, metrics, an audit trail), and one that raises is
+logged and skipped, so a broken observer never breaks the call it watches.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call about to run."""
+
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCallEnded:
+    """A tool call that ran: how long, and how it ended (``ok`` or an error code)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    duration: float
+    outcome: str
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Code about to run on a kernel."""
+
+    code: str
+    kernel_id: str
+    notebook: str | None
+
+
+@dataclass(frozen=True)
+class ExecutionEnded:
+    """Code that ran on a kernel, and its status."""
+
+    code: str
+    kernel_id: str
+    notebook: str | None
+    status: str
+    duration: float
+
+
+@dataclass
+class Hooks:
+    """The observers registered in this process."""
+
+    before_tool: list[Callable[[ToolCall], None]] = field(default_factory=list)
+    after_tool: list[Callable[[ToolCallEnded], None]] = field(default_factory=list)
+    before_execution: list[Callable[[Execution], None]] = field(default_factory=list)
+    after_execution: list[Callable[[ExecutionEnded], None]] = field(default_factory=list)
+
+    def fire(self, observers: list[Callable[[Any], None]], event: Any) -> None:
+        for observer in list(observers):
+            try:
+                observer(event)
+            except Exception:
+                logger.exception("Hook %r failed on %s; the call goes on", observer, type(event).__name__)
+
+
+_hooks = Hooks()
+
+
+def get_hooks() -> Hooks:
+    """The process's hooks."""
+    return _hooks
+
+
+class AuditLog:
+    """The shipped hook: one JSON line per tool call and execution, appended to a file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def install(self, hooks: Hooks) -> None:
+        hooks.after_tool.append(self.tool_call)
+        hooks.after_execution.append(self.execution)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **record}
+        line = json.dumps(record, ensure_ascii=False, default=str)
+        with self._lock, self.path.open("a", encoding="utf-8") as stream:
+            stream.write(line + "\n")
+
+    def tool_call(self, event: ToolCallEnded) -> None:
+        self._write(
+            {
+                "event": "tool_call",
+                "tool": event.tool,
+                "arguments": _redacted(event.arguments),
+                "duration_ms": round(event.duration * 1000, 3),
+                "outcome": event.outcome,
+            }
+        )
+
+    def execution(self, event: ExecutionEnded) -> None:
+        self._write(
+            {
+                "event": "execution",
+                "kernel_id": event.kernel_id,
+                "notebook": event.notebook,
+                "code": event.code,
+                "status": event.status,
+                "duration_ms": round(event.duration * 1000, 3),
+            }
+        )
+
+
+def _redacted(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as logged: secrets never reach the audit file."""
+    return {k: ("***" if "token" in k.lower() else v) for k, v in arguments.items()}

@@ -1,0 +1,1 @@
+"""The kernel layer: local kernels, execution and bounded outputs."""

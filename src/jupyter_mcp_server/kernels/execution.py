@@ -1,0 +1,150 @@
+"""Running code on a kernel, driven by the kernel's own messages.
+
+There is no polling floor: the loop wakes when an iopub message arrives, and
+only when the kernel is silent does it look at whether the process is still
+there, so a kernel that dies mid-call is reported within a fraction of a
+second rather than at the timeout. On timeout the kernel is interrupted, and
+the partial outputs are returned with the status saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_mcp_server.kernels.outputs import CollectedOutputs, OutputCollector
+
+logger = logging.getLogger(__name__)
+
+#: How long a silent kernel is waited on before its process is looked at.
+LIVENESS_INTERVAL = 0.2
+#: How long an interrupted kernel gets to report itself idle again.
+INTERRUPT_GRACE = 3.0
+
+OK = "ok"
+ERROR = "error"
+TIMEOUT = "timeout"
+INTERRUPTED = "interrupted"
+GONE = "gone"
+
+
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    """What one execution produced, whatever way it ended."""
+
+    status: str
+    outputs: CollectedOutputs
+    execution_count: int | None
+    user_expressions: dict[str, Any] | None
+    duration: float
+
+
+class KernelDied(Exception):
+    """The kernel's process went away while code was running on it."""
+
+
+async def run_code(
+    client: Any,
+    is_alive: Callable[[], Awaitable[bool]],
+    interrupt: Callable[[], Awaitable[None]],
+    code: str,
+    *,
+    timeout: float,
+    max_output_bytes: int,
+    max_output_blocks: int,
+    user_expressions: dict[str, str] | None = None,
+    on_output: Callable[[dict[str, Any]], None] | None = None,
+    interrupted: asyncio.Event | None = None,
+) -> ExecutionOutcome:
+    """Run `code` on a started kernel client and collect what it says.
+
+    `interrupted` is set by whoever interrupted this kernel on purpose
+    (`interrupt_kernel`), so a `KeyboardInterrupt` reads as `interrupted`
+    rather than as an error the code raised. Raises :class:`KernelDied`
+    when the process disappears; the caller decides what that means.
+    """
+    collector = OutputCollector(max_output_bytes, max_output_blocks)
+    collector.on_output = on_output
+    started = time.monotonic()
+    deadline = started + timeout
+    msg_id = client.execute(
+        code, store_history=True, user_expressions=user_expressions or {}, allow_stdin=False
+    )
+    status: str | None = None
+    timed_out = False
+    while True:
+        wait = deadline - time.monotonic()
+        if wait <= 0 and not timed_out:
+            timed_out = True
+            await _interrupt_quietly(interrupt)
+            deadline = time.monotonic() + INTERRUPT_GRACE
+            continue
+        if wait <= 0:
+            # Interrupted and still busy: the kernel ignores SIGINT. Report the
+            # timeout now; the next call gets its own deadline.
+            status = TIMEOUT
+            break
+        try:
+            message = await client.get_iopub_msg(timeout=min(wait, LIVENESS_INTERVAL))
+        except queue.Empty:
+            if not await is_alive():
+                raise KernelDied() from None
+            continue
+        if message.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        msg_type = message["header"]["msg_type"]
+        content = message["content"]
+        if msg_type == "status":
+            if content.get("execution_state") == "idle":
+                break
+            continue
+        collector.add(msg_type, content)
+
+    reply = await _reply_for(client, msg_id) if status is None else None
+    reply_content = (reply or {}).get("content", {})
+    if reply_content.get("execution_count") is not None:
+        collector.set_execution_count(reply_content["execution_count"])
+    collected = collector.result()
+    if status is None:
+        if timed_out:
+            status = TIMEOUT
+        elif collected.error is not None or reply_content.get("status") == "error":
+            interrupted_on_purpose = interrupted is not None and interrupted.is_set()
+            is_keyboard = collected.error is not None and collected.error.ename == "KeyboardInterrupt"
+            status = INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
+        elif reply_content.get("status") == "aborted":
+            status = INTERRUPTED if interrupted is not None and interrupted.is_set() else ERROR
+        else:
+            status = OK
+    return ExecutionOutcome(
+        status=status,
+        outputs=collected,
+        execution_count=collected.execution_count,
+        user_expressions=reply_content.get("user_expressions") or None,
+        duration=time.monotonic() - started,
+    )
+
+
+async def _reply_for(client: Any, msg_id: str) -> dict[str, Any] | None:
+    """The shell reply to `msg_id`; replies to earlier, abandoned calls are skipped."""
+    deadline = time.monotonic() + 5.0
+    while (wait := deadline - time.monotonic()) > 0:
+        try:
+            reply = await client.get_shell_msg(timeout=wait)
+        except queue.Empty:
+            return None
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return reply
+    return None
+
+
+async def _interrupt_quietly(interrupt: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await interrupt()
+    except Exception:  # the timeout is reported either way
+        logger.warning("Interrupting a kernel after a timeout failed", exc_info=True)

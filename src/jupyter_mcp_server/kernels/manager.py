@@ -1,0 +1,378 @@
+"""The kernels this server starts, and which notebook each one belongs to.
+
+Local kernels, started through `jupyter_client`'s async manager, one session
+per notebook unless a caller shares one on purpose by passing its
+`kernel_id`. This module also owns every way a kernel can disappear behind
+somebody's back (a killed process, a crash, idle reaping), and sends all of
+them through one decision: :meth:`KernelManager.live_kernel_of`, which either
+reports the loss or, when the ``kernel.auto-restart`` capability is on,
+starts a replacement and says that it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_mcp_server.errors import (
+    INVALID_ARGUMENT,
+    KERNEL_GONE,
+    KERNEL_LIMIT,
+    NOT_FOUND,
+    ToolFailure,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_KERNEL_NAME = "python3"
+AUTO_RESTART = "kernel.auto-restart"
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One running kernel and the notebooks bound to it."""
+
+    kernel_id: str
+    kernel_name: str
+    manager: Any
+    client: Any
+    notebooks: set[str] = field(default_factory=set)
+    last_used: float = field(default_factory=time.monotonic)
+    #: One execution at a time: a notebook's cells run in order.
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Set by a deliberate interrupt, so the KeyboardInterrupt it causes is
+    #: reported as an interruption, not as the code's own error.
+    interrupted: asyncio.Event = field(default_factory=asyncio.Event)
+    busy: bool = False
+
+    async def is_alive(self) -> bool:
+        try:
+            return bool(await self.manager.is_alive())
+        except Exception:
+            return False
+
+    async def interrupt(self) -> None:
+        await self.manager.interrupt_kernel()
+
+    @property
+    def state(self) -> str:
+        return "busy" if self.busy else "idle"
+
+
+def gone_message(notebook: str) -> str:
+    """What a caller reads when a notebook's kernel has disappeared (seeds/003)."""
+    return (
+        f"The kernel of '{notebook}' is gone, and its session — every variable, "
+        "import and definition — went with it. Call restart_notebook to start a fresh "
+        f"one, or enable the '{AUTO_RESTART}' capability to have replacements started "
+        "automatically."
+    )
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """The kernel a call runs on, and whether it replaced a lost one to get it."""
+
+    kernel: Kernel
+    replaced: bool = False
+
+
+class KernelManager:
+    """Starts, binds, reaps and stops this server's kernels."""
+
+    def __init__(
+        self,
+        *,
+        workspace_root: Path,
+        max_kernels: int,
+        idle_timeout: float,
+        capability: Callable[[str], bool] = lambda name: False,
+    ) -> None:
+        self.workspace_root = workspace_root
+        self.max_kernels = max_kernels
+        self.idle_timeout = idle_timeout
+        #: Asked, never cached: the capability registry decides.
+        self.capability = capability
+        self._kernels: dict[str, Kernel] = {}
+        self._bindings: dict[str, str] = {}
+        #: Notebooks whose kernel disappeared; the next call is told so.
+        self._lost: set[str] = set()
+        self._pool: list[asyncio.Task[Kernel]] = []
+        self._background: asyncio.Task[None] | None = None
+        self._start_lock = asyncio.Lock()
+
+    # --- What exists -----------------------------------------------------------
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        return list(self._kernels.values())
+
+    def get(self, kernel_id: str) -> Kernel:
+        kernel = self._kernels.get(kernel_id)
+        if kernel is None:
+            known = ", ".join(sorted(self._kernels)) or "none"
+            raise ToolFailure(
+                NOT_FOUND,
+                f"No kernel '{kernel_id}' is running. Running kernels: {known}. "
+                "Call list_kernels to see them.",
+                known=sorted(self._kernels),
+            )
+        return kernel
+
+    def kernel_id_of(self, notebook: str) -> str | None:
+        return self._bindings.get(notebook)
+
+    @staticmethod
+    def kernelspecs() -> list[str]:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        return sorted(KernelSpecManager().find_kernel_specs())
+
+    # --- Binding notebooks -------------------------------------------------------
+
+    async def attach(
+        self,
+        notebook: str,
+        *,
+        kernel_id: str | None = None,
+        kernel_name: str | None = None,
+        metadata_kernel: str | None = None,
+    ) -> Kernel:
+        """Bind `notebook` to a kernel: `kernel_id`, else a new `kernel_name`,
+        else the notebook's own kernelspec, else the default.
+
+        Attaching for the first time is never refused by a capability: there
+        was no session to lose.
+        """
+        current = self._bindings.get(notebook)
+        if kernel_id is not None:
+            kernel = self.get(kernel_id)
+            if current is not None and current != kernel_id:
+                await self.detach(notebook)
+            kernel.notebooks.add(notebook)
+            self._bindings[notebook] = kernel.kernel_id
+            self._lost.discard(notebook)
+            return kernel
+        if current is not None and current in self._kernels:
+            return self._kernels[current]
+        kernel = await self.start(kernel_name or metadata_kernel or DEFAULT_KERNEL_NAME)
+        kernel.notebooks.add(notebook)
+        self._bindings[notebook] = kernel.kernel_id
+        self._lost.discard(notebook)
+        return kernel
+
+    async def live_kernel_of(self, notebook: str, *, metadata_kernel: str | None = None) -> Attachment:
+        """The notebook's kernel, alive: the one decision about lost kernels.
+
+        Never bound: a first attachment. Bound and alive: that kernel. Lost
+        (killed, crashed, reaped): `kernel_gone`, unless ``kernel.auto-restart``
+        is on, in which case a replacement is started and the answer says so.
+        """
+        kernel_id = self._bindings.get(notebook)
+        kernel = self._kernels.get(kernel_id) if kernel_id else None
+        if kernel is not None and await kernel.is_alive():
+            return Attachment(kernel)
+        if kernel is None and notebook not in self._lost:
+            return Attachment(await self.attach(notebook, metadata_kernel=metadata_kernel))
+        name = kernel.kernel_name if kernel else (metadata_kernel or DEFAULT_KERNEL_NAME)
+        if kernel is not None:
+            await self._forget(kernel)
+            self._lost.add(notebook)
+        if not self.capability(AUTO_RESTART):
+            raise ToolFailure(KERNEL_GONE, gone_message(notebook), notebook=notebook)
+        logger.warning("Kernel of %s is gone; starting a replacement (kernel.auto-restart)", notebook)
+        return Attachment(await self.attach(notebook, kernel_name=name), replaced=True)
+
+    async def mark_lost(self, kernel: Kernel) -> None:
+        """A kernel died under a call: every notebook bound to it has lost its session."""
+        self._lost.update(kernel.notebooks)
+        await self._forget(kernel)
+
+    async def restart(self, notebook: str, *, metadata_kernel: str | None = None) -> Kernel:
+        """A fresh kernel for `notebook`, asked for by the caller: never blocked."""
+        kernel_id = self._bindings.get(notebook)
+        old = self._kernels.get(kernel_id) if kernel_id else None
+        name = old.kernel_name if old else (metadata_kernel or DEFAULT_KERNEL_NAME)
+        if old is not None and old.notebooks == {notebook}:
+            await self._stop(old)
+        elif old is not None:
+            old.notebooks.discard(notebook)
+        self._bindings.pop(notebook, None)
+        self._lost.discard(notebook)
+        return await self.attach(notebook, kernel_name=name)
+
+    async def detach(self, notebook: str) -> str | None:
+        """Release `notebook`'s kernel; the kernel stops when its last notebook goes."""
+        self._lost.discard(notebook)
+        kernel_id = self._bindings.pop(notebook, None)
+        kernel = self._kernels.get(kernel_id) if kernel_id else None
+        if kernel is not None:
+            kernel.notebooks.discard(notebook)
+            if not kernel.notebooks:
+                await self._stop(kernel)
+        return kernel_id
+
+    # --- Starting and stopping ---------------------------------------------------
+
+    async def start(self, kernel_name: str = DEFAULT_KERNEL_NAME) -> Kernel:
+        """A started kernel, from the warm pool when it has one of this name."""
+        async with self._start_lock:
+            if len(self._kernels) >= self.max_kernels:
+                raise ToolFailure(
+                    KERNEL_LIMIT,
+                    f"This server runs at most {self.max_kernels} kernels (--max-kernels) and "
+                    "all are in use. Free one with unuse_notebook, or restart the server with a "
+                    "higher --max-kernels.",
+                    max_kernels=self.max_kernels,
+                    kernels=sorted(self._kernels),
+                )
+            kernel = await self._take_pooled(kernel_name) or await self._launch(kernel_name)
+            self._kernels[kernel.kernel_id] = kernel
+        self._refill_pool()
+        return kernel
+
+    async def _launch(self, kernel_name: str) -> Kernel:
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        if kernel_name not in self.kernelspecs():
+            raise ToolFailure(
+                NOT_FOUND,
+                f"No kernelspec named '{kernel_name}'. Installed: {', '.join(self.kernelspecs())}.",
+                known=self.kernelspecs(),
+            )
+        kernel_id = str(uuid.uuid4())
+        runtime = jupyter_runtime_dir()
+        os.makedirs(runtime, exist_ok=True)
+        manager = AsyncKernelManager(
+            kernel_name=kernel_name,
+            connection_file=os.path.join(runtime, f"kernel-{kernel_id}.json"),
+        )
+        await manager.start_kernel(cwd=str(self.workspace_root))
+        client = manager.client()
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=60)
+        except Exception as error:
+            client.stop_channels()
+            await manager.shutdown_kernel(now=True)
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"Kernel '{kernel_name}' did not become ready: {error}",
+            ) from error
+        return Kernel(kernel_id=kernel_id, kernel_name=kernel_name, manager=manager, client=client)
+
+    async def _take_pooled(self, kernel_name: str) -> Kernel | None:
+        if kernel_name != DEFAULT_KERNEL_NAME:
+            return None
+        while self._pool:
+            task = self._pool.pop(0)
+            try:
+                kernel = await task
+            except Exception:
+                logger.warning("A prestarted kernel failed to start", exc_info=True)
+                continue
+            if await kernel.is_alive():
+                return kernel
+            await self._shutdown_quietly(kernel)
+        return None
+
+    def _refill_pool(self) -> None:
+        """Start the next kernel before anybody asks (the ``kernel.prestart`` capability)."""
+        if not self.capability("kernel.prestart") or self._pool:
+            return
+        if len(self._kernels) + 1 > self.max_kernels:
+            return
+        with contextlib.suppress(RuntimeError):
+            self._pool.append(asyncio.get_running_loop().create_task(self._launch(DEFAULT_KERNEL_NAME)))
+
+    async def _forget(self, kernel: Kernel) -> None:
+        for notebook in kernel.notebooks:
+            if self._bindings.get(notebook) == kernel.kernel_id:
+                del self._bindings[notebook]
+        self._kernels.pop(kernel.kernel_id, None)
+        await self._shutdown_quietly(kernel)
+
+    async def _stop(self, kernel: Kernel) -> None:
+        for notebook in list(kernel.notebooks):
+            self._bindings.pop(notebook, None)
+        kernel.notebooks.clear()
+        self._kernels.pop(kernel.kernel_id, None)
+        await self._shutdown_quietly(kernel)
+        self._refill_pool()
+
+    async def _shutdown_quietly(self, kernel: Kernel) -> None:
+        with contextlib.suppress(Exception):
+            kernel.client.stop_channels()
+        try:
+            await kernel.manager.shutdown_kernel(now=True)
+        except Exception:
+            logger.debug("Kernel %s did not shut down cleanly", kernel.kernel_id, exc_info=True)
+        with contextlib.suppress(Exception):
+            kernel.manager.cleanup_connection_file()
+
+    async def interrupt(self, kernel: Kernel) -> bool:
+        """Interrupt `kernel`; answers whether it was running anything to interrupt."""
+        if not await kernel.is_alive():
+            raise ToolFailure(
+                KERNEL_GONE,
+                f"Kernel '{kernel.kernel_id}' is gone; there is nothing to interrupt. "
+                "Call restart_notebook to start a fresh one.",
+            )
+        was_busy = kernel.busy
+        if was_busy:
+            kernel.interrupted.set()
+        await kernel.interrupt()
+        return was_busy
+
+    # --- Background work ---------------------------------------------------------
+
+    def start_background(self) -> None:
+        """Prestart a kernel and reap idle sessions, from inside the running loop."""
+        self._refill_pool()
+        if self._background is None:
+            self._background = asyncio.get_running_loop().create_task(self._reap_forever())
+
+    async def _reap_forever(self) -> None:
+        interval = max(0.5, min(30.0, self.idle_timeout / 4))
+        while True:
+            await asyncio.sleep(interval)
+            await self.reap_idle()
+
+    async def reap_idle(self) -> list[str]:
+        """Release notebooks idle past `--idle-timeout`; their sessions are lost."""
+        now = time.monotonic()
+        reaped: list[str] = []
+        for kernel in list(self._kernels.values()):
+            if kernel.busy or kernel.lock.locked() or now - kernel.last_used < self.idle_timeout:
+                continue
+            reaped.extend(kernel.notebooks)
+            self._lost.update(kernel.notebooks)
+            await self._stop(kernel)
+        if reaped:
+            logger.info("Reaped idle notebook sessions: %s", ", ".join(sorted(reaped)))
+        return reaped
+
+    async def shutdown_all(self) -> None:
+        """Stop every kernel this server started, the warm pool included."""
+        if self._background is not None:
+            self._background.cancel()
+            self._background = None
+        pooled, self._pool = self._pool, []
+        for task in pooled:
+            try:
+                kernel = await task
+            except BaseException:
+                continue
+            await self._shutdown_quietly(kernel)
+        kernels, self._kernels = list(self._kernels.values()), {}
+        self._bindings.clear()
+        await asyncio.gather(*(self._shutdown_quietly(k) for k in kernels), return_exceptions=True)

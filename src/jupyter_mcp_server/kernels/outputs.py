@@ -1,0 +1,324 @@
+"""Bounded, honest outputs from a kernel's iopub messages.
+
+A cell can print gigabytes; a model reading the result can take a few hundred
+kilobytes, and a client must know exactly what it did not see. This module
+turns iopub messages into nbformat v4 outputs while keeping the server-wide
+limits (``max_output_bytes``, ``max_output_blocks``) and counting what it
+leaves out, so the output schema 1.0 ``truncation`` object is exact:
+
+- A *payload* is one iopub output message as its nbformat output dict; its
+  size is its compact UTF-8 JSON size (:func:`payload_size`).
+- Payloads are kept while fewer than ``max_blocks`` are kept and their bytes
+  fit in ``max_bytes``. The first payload that does not fit starts a gap:
+  it and every payload after it are omitted, even smaller ones that would fit,
+  so the kept outputs are always a true prefix of what the code printed.
+  Omitted payloads are measured and dropped, never held.
+- An error payload is the exception to the gap: it is always kept, normalised
+  and size-bounded, because the error is the one thing a caller must see.
+  Normalisation shortens it; the bytes it removed count as omitted bytes.
+- No synthetic stderr stream announces a truncation: clients read
+  ``truncation``, and cannot mistake a server limit for the notebook's stderr.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+ENAME_MAX_CHARS = 128
+TRACEBACK_MAX_LINES = 4
+FIELD_MIN_CHARS = 32
+FIELD_MAX_CHARS = 1024
+ELLIPSIS = "…"
+
+# CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks)
+# and the two-character escapes: everything a terminal would not print.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+# A '\r' that is not the first half of '\r\n' returns the cursor to the start
+# of the line, so whatever the line held up to it is overwritten (the rule of
+# nbconvert's coalesce_streams). '.' stops at '\n', so lines never merge.
+_OVERWRITTEN = re.compile(r"[^\n]*\r(?=[^\n])")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """What the limits left out: whole payloads, and bytes cut from an error."""
+
+    truncated: bool
+    omitted_blocks: int
+    omitted_bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "truncated": self.truncated,
+            "omitted_blocks": self.omitted_blocks,
+            "omitted_bytes": self.omitted_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """A kernel error, normalised: plain text, bounded, innermost frames."""
+
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ename": self.ename, "evalue": self.evalue, "traceback": list(self.traceback)}
+
+
+@dataclass(frozen=True)
+class CollectedOutputs:
+    """Everything one execution produced, as the notebook will store it."""
+
+    outputs: list[dict[str, Any]]
+    truncation: Truncation
+    error: ErrorInfo | None
+    execution_count: int | None
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without terminal escape sequences (colours mean nothing in JSON)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def payload_size(output: dict[str, Any]) -> int:
+    """The size the limits count: compact UTF-8 JSON, non-ASCII left as is."""
+    return len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def normalise_error(
+    ename: Any, evalue: Any, traceback: Any, max_bytes: int
+) -> tuple[ErrorInfo, int]:
+    """The error as it is kept, and how many bytes normalising it removed.
+
+    The removed bytes are the original error payload's size minus the
+    normalised one's, never below zero (appending the final line can make a
+    bare error grow).
+    """
+    raw_lines = [str(line) for line in (traceback or [])]
+    original = payload_size(_error_output(str(ename or ""), str(evalue or ""), raw_lines))
+    name = strip_ansi(str(ename or ""))
+    value = strip_ansi(str(evalue or ""))
+    lines = [strip_ansi(line) for line in raw_lines]
+    if not _ends_with_exception_line(lines, name) and (name or value):
+        lines.append(f"{name}: {value}" if value else name)
+    lines = lines[-TRACEBACK_MAX_LINES:]
+    name = _shorten(name, ENAME_MAX_CHARS)
+    cap = min(max(max_bytes // 16, FIELD_MIN_CHARS), FIELD_MAX_CHARS)
+    while True:
+        info = ErrorInfo(name, _shorten(value, cap), [_shorten(line, cap) for line in lines])
+        size = payload_size(_error_output(info.ename, info.evalue, info.traceback))
+        if size <= max_bytes or cap <= FIELD_MIN_CHARS:
+            return info, max(0, original - size)
+        cap = max(FIELD_MIN_CHARS, cap // 2)
+
+
+class OutputCollector:
+    """Collects one execution's iopub messages into bounded nbformat outputs.
+
+    Feed it with :meth:`add` in arrival order, then read :meth:`result`.
+    ``on_output``, when set, is called with each payload as it is kept (not
+    with omitted ones, updates or clears); it runs after the collector's own
+    bookkeeping, and its exceptions are the caller's.
+    """
+
+    def __init__(self, max_bytes: int, max_blocks: int) -> None:
+        if max_bytes < 0 or max_blocks < 0:
+            raise ValueError("output limits cannot be negative")
+        self.max_bytes = max_bytes
+        self.max_blocks = max_blocks
+        self.on_output: Callable[[dict[str, Any]], None] | None = None
+        self._shortened = False
+        self._outputs: list[dict[str, Any]] = []
+        # display_id -> kept outputs showing it; the id is transient and is
+        # not written into the notebook, so it lives only here.
+        self._displays: dict[str, list[dict[str, Any]]] = {}
+        self._kept_bytes = 0
+        self._kept_blocks = 0
+        self._omitted_blocks = 0
+        self._omitted_bytes = 0
+        self._in_gap = False
+        self._clear_before_next_output = False
+        self._error: ErrorInfo | None = None
+        self._execution_count: int | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        """Payload bytes kept since the last clear: what the byte limit is checked on."""
+        return self._kept_bytes
+
+    def set_execution_count(self, count: int | None) -> None:
+        if isinstance(count, int):
+            self._execution_count = count
+
+    def add(self, msg_type: str, content: dict[str, Any]) -> None:
+        """Take one iopub message; anything that is not output is ignored."""
+        if msg_type == "stream":
+            text = content.get("text", "")
+            text = "".join(text) if isinstance(text, list) else str(text)
+            name = content.get("name", "stdout")
+            self._add_payload({"output_type": "stream", "name": name, "text": strip_ansi(text)})
+        elif msg_type in ("display_data", "execute_result"):
+            output: dict[str, Any] = {"output_type": msg_type}
+            if msg_type == "execute_result":
+                self.set_execution_count(content.get("execution_count"))
+                output["execution_count"] = content.get("execution_count")
+            output["data"] = _plain_data(content.get("data") or {})
+            output["metadata"] = dict(content.get("metadata") or {})
+            self._add_payload(output, _display_id_of(content))
+        elif msg_type == "error":
+            self._add_error(content)
+        elif msg_type == "clear_output":
+            if content.get("wait"):
+                self._clear_before_next_output = True
+            else:
+                self._clear()
+        elif msg_type == "update_display_data":
+            self._update_display(content)
+        elif msg_type == "execute_input":
+            self.set_execution_count(content.get("execution_count"))
+
+    def result(self) -> CollectedOutputs:
+        """A snapshot: later messages do not change what it returns."""
+        truncated = self._omitted_blocks > 0 or self._shortened
+        return CollectedOutputs(
+            outputs=copy.deepcopy(self._outputs),
+            truncation=Truncation(truncated, self._omitted_blocks, self._omitted_bytes),
+            error=self._error,
+            execution_count=self._execution_count,
+        )
+
+    def _add_payload(self, payload: dict[str, Any], display_id: str | None = None) -> None:
+        self._apply_pending_clear()
+        size = payload_size(payload)
+        fits = self._kept_blocks < self.max_blocks and self._kept_bytes + size <= self.max_bytes
+        if self._in_gap or not fits:
+            self._in_gap = True
+            self._omitted_blocks += 1
+            self._omitted_bytes += size
+            return
+        self._keep(payload, size, display_id)
+
+    def _add_error(self, content: dict[str, Any]) -> None:
+        self._apply_pending_clear()
+        info, removed = normalise_error(
+            content.get("ename"), content.get("evalue"), content.get("traceback"), self.max_bytes
+        )
+        self._omitted_bytes += removed
+        # Stripping colour codes counts in omitted_bytes (seeds/004) but loses
+        # nothing a reader needs; only a shortened error makes it `truncated`.
+        raw = [str(line) for line in (content.get("traceback") or [])]
+        plain = _error_output(
+            strip_ansi(str(content.get("ename") or "")),
+            strip_ansi(str(content.get("evalue") or "")),
+            [strip_ansi(line) for line in raw],
+        )
+        kept = _error_output(info.ename, info.evalue, list(info.traceback))
+        if payload_size(kept) < payload_size(plain):
+            self._shortened = True
+        self._error = info
+        payload = _error_output(info.ename, info.evalue, list(info.traceback))
+        self._keep(payload, payload_size(payload), None)
+
+    def _keep(self, payload: dict[str, Any], size: int, display_id: str | None) -> None:
+        self._kept_blocks += 1
+        self._kept_bytes += size
+        last = self._outputs[-1] if self._outputs else None
+        if (
+            payload["output_type"] == "stream"
+            and last is not None
+            and last["output_type"] == "stream"
+            and last["name"] == payload["name"]
+        ):
+            # Only the unfinished last line can still be overwritten by '\r'.
+            head, newline, tail = last["text"].rpartition("\n")
+            last["text"] = head + newline + _overwrite_lines(tail + payload["text"])
+        else:
+            kept = dict(payload)
+            if kept["output_type"] == "stream":
+                kept["text"] = _overwrite_lines(kept["text"])
+            self._outputs.append(kept)
+            if display_id is not None:
+                self._displays.setdefault(display_id, []).append(kept)
+        if self.on_output is not None:
+            self.on_output(payload)
+
+    def _update_display(self, content: dict[str, Any]) -> None:
+        # An update replaces what an output shows rather than adding one, so it
+        # is no new block, and it applies even in a gap: the kept prefix then
+        # shows the display's latest state, as the notebook would. Updates for
+        # displays that were never kept (or were cleared) are dropped, as
+        # Jupyter drops updates for unknown ids.
+        targets = self._displays.get(_display_id_of(content) or "", [])
+        if not targets:
+            return
+        data = _plain_data(content.get("data") or {})
+        metadata = dict(content.get("metadata") or {})
+        growth = sum(
+            payload_size({**target, "data": data, "metadata": metadata}) - payload_size(target)
+            for target in targets
+        )
+        if self._kept_bytes + growth > self.max_bytes:
+            self._in_gap = True
+            self._omitted_blocks += 1
+            self._omitted_bytes += payload_size(
+                {"output_type": "display_data", "data": data, "metadata": metadata}
+            )
+            return
+        self._kept_bytes += growth
+        for target in targets:
+            target["data"] = dict(data)
+            target["metadata"] = dict(metadata)
+
+    def _apply_pending_clear(self) -> None:
+        if self._clear_before_next_output:
+            self._clear()
+
+    def _clear(self) -> None:
+        # Cleared outputs were shown and replaced, not omitted: the budget
+        # starts again and the gap closes, while the omitted counts stay.
+        self._outputs.clear()
+        self._displays.clear()
+        self._kept_bytes = 0
+        self._kept_blocks = 0
+        self._in_gap = False
+        self._clear_before_next_output = False
+
+
+def _error_output(ename: str, evalue: str, traceback: list[str]) -> dict[str, Any]:
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": traceback}
+
+
+def _shorten(text: str, max_chars: int) -> str:
+    return text if len(text) <= max_chars else text[: max_chars - 1] + ELLIPSIS
+
+
+def _ends_with_exception_line(lines: list[str], ename: str) -> bool:
+    """Whether the traceback already ends in ``Name: message`` (IPython's last line)."""
+    last = next((line for line in reversed(lines) if line.strip()), "")
+    last_line = next((part for part in reversed(last.splitlines()) if part.strip()), "")
+    # The name may be qualified there (``json.decoder.JSONDecodeError``).
+    pattern = rf"(?:[\w.]+\.)?{re.escape(ename)}(?::|$)"
+    return bool(ename) and re.match(pattern, last_line.strip()) is not None
+
+
+def _overwrite_lines(text: str) -> str:
+    return _OVERWRITTEN.sub("", text) if "\r" in text else text
+
+
+def _plain_data(data: dict[str, Any]) -> dict[str, Any]:
+    plain = dict(data)
+    if isinstance(plain.get("text/plain"), str):
+        plain["text/plain"] = strip_ansi(plain["text/plain"])
+    return plain
+
+
+def _display_id_of(content: dict[str, Any]) -> str | None:
+    display_id = (content.get("transient") or {}).get("display_id")
+    return display_id if isinstance(display_id, str) and display_id else None

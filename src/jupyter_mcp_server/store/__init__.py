@@ -1,0 +1,19 @@
+"""The notebook store: notebook files in the workspace as documents the tools edit.
+
+It sits on the workspace and knows nothing of tools, kernels or transports;
+``formats`` turns bytes into documents and back, ``store`` keeps the documents
+in step with the files.
+"""
+
+from .formats import IPYNB, PY_PERCENT, new_cell, new_notebook
+from .store import NotebookStore, NotebookView, revision_of
+
+__all__ = [
+    "IPYNB",
+    "PY_PERCENT",
+    "NotebookStore",
+    "NotebookView",
+    "new_cell",
+    "new_notebook",
+    "revision_of",
+]

@@ -1,0 +1,288 @@
+"""Notebook bytes on disk <-> the nbformat document the tools work on.
+
+Two formats live on disk: ``.ipynb`` JSON and Jupytext ``py:percent`` scripts.
+In memory both are the same thing, an nbformat 4.5 ``NotebookNode`` whose
+cells all carry an ``id`` and a ``str`` source, so nothing above this module
+ever asks which format a notebook came from. Parsing validates once; writing
+does not validate again, because every change goes through tools that keep
+the document valid and re-validating thousands of cells per edit is slow.
+
+nbformat and jupytext are imported inside the functions: the server must
+start fast, and jupytext is only needed once a script is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import deque
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from ..errors import INVALID_ARGUMENT, INVALID_PATH, ToolFailure
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+IPYNB = "ipynb"
+PY_PERCENT = "py:percent"
+
+_FORMAT_OF_SUFFIX = {".ipynb": IPYNB, ".py": PY_PERCENT}
+
+#: What nbformat drops when it writes a file (``strip_transient``).
+_TRANSIENT_NOTEBOOK_KEYS = frozenset({"orig_nbformat", "orig_nbformat_minor", "signature"})
+#: Mime types nbformat splits into lines besides ``text/*`` (``split_lines``).
+_SPLIT_MIMES = frozenset({"application/javascript", "image/svg+xml"})
+
+_CELL_TYPES = ("code", "markdown", "raw")
+
+
+def format_of(path: str) -> str:
+    """The format a notebook path is stored in, refusing anything else."""
+    fmt = _FORMAT_OF_SUFFIX.get(PurePosixPath(path).suffix.lower())
+    if fmt is None:
+        raise ToolFailure(
+            INVALID_PATH,
+            f"{path!r} is not a notebook path: notebooks are .ipynb files or "
+            ".py Jupytext percent scripts.",
+        )
+    return fmt
+
+
+def new_cell_id() -> str:
+    """A fresh cell id the way nbformat makes them (8 hex characters)."""
+    return uuid.uuid4().hex[:8]
+
+
+def new_notebook(kernelspec: dict[str, str] | None = None) -> NotebookNode:
+    """An empty nbformat 4.5 notebook, optionally bound to a kernelspec."""
+    from nbformat import v4
+
+    notebook = v4.new_notebook()
+    if kernelspec:
+        notebook.metadata["kernelspec"] = {
+            key: kernelspec[key]
+            for key in ("display_name", "language", "name")
+            if key in kernelspec
+        }
+        if kernelspec.get("language"):
+            notebook.metadata["language_info"] = {"name": kernelspec["language"]}
+    return notebook
+
+
+def new_cell(cell_type: str, source: str) -> NotebookNode:
+    """A new cell with a fresh id; ``cell_type`` is code, markdown or raw."""
+    from nbformat import v4
+
+    makers = {"code": v4.new_code_cell, "markdown": v4.new_markdown_cell, "raw": v4.new_raw_cell}
+    if cell_type not in makers:
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"Unknown cell_type {cell_type!r}: use one of {', '.join(_CELL_TYPES)}.",
+            known=list(_CELL_TYPES),
+        )
+    return makers[cell_type](source=source)
+
+
+def parse_notebook(
+    data: bytes, fmt: str, name: str, previous: NotebookNode | None = None
+) -> NotebookNode:
+    """The validated 4.5 document in ``data``, or ``ToolFailure(invalid_argument)``.
+
+    Cells without an id on disk (older versions, scripts, 4.5 files written
+    without ids) get one in memory. When ``previous`` is the document this
+    file held before an outside change, such cells take over the id of the
+    previous cell with the same type and source, in order, so ids stay
+    stable while the server runs even though the file does not store them.
+    """
+    try:
+        if fmt == IPYNB:
+            notebook, generated = _parse_ipynb(data)
+        else:
+            notebook = _parse_percent(data)
+            generated = list(range(len(notebook.cells)))
+    except ToolFailure:
+        raise
+    except Exception as error:  # whatever nbformat or jupytext trip over in a broken file
+        raise _invalid(name, _describe(error)) from error
+    _carry_identity(notebook, generated, previous, carry_outputs=fmt == PY_PERCENT)
+    return notebook
+
+
+def serialize_notebook(notebook: NotebookNode, fmt: str) -> bytes:
+    """The bytes to store, exactly as nbformat (or jupytext) would write them."""
+    if fmt == IPYNB:
+        from nbformat.v4.nbjson import BytesEncoder
+
+        text = json.dumps(
+            _disk_form(notebook),
+            cls=BytesEncoder,
+            indent=1,
+            sort_keys=True,
+            separators=(",", ": "),
+            ensure_ascii=False,
+        )
+        return (text + "\n").encode("utf-8")
+    import jupytext
+
+    return jupytext.writes(notebook, fmt=PY_PERCENT).encode("utf-8")
+
+
+def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int]]:
+    import nbformat
+    from nbformat.reader import get_version
+
+    raw = json.loads(data.decode("utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError("the JSON is not an object")
+    major, minor = get_version(raw)
+    if major not in nbformat.versions:
+        raise ValueError(f"nbformat version {major} is not supported")
+    # The version's own reader rejoins split lines and drops transient keys.
+    notebook = nbformat.versions[major].to_notebook_json(raw, minor=minor)
+    if (major, minor) < (4, 5):
+        notebook = nbformat.convert(notebook, 4)
+        notebook = nbformat.v4.upgrade(
+            notebook, from_version=4, from_minor=notebook.get("nbformat_minor")
+        )
+        for key in _TRANSIENT_NOTEBOOK_KEYS:
+            notebook.metadata.pop(key, None)
+        generated = list(range(len(notebook.cells)))
+    else:
+        generated = _ids_from_disk(notebook)
+    # Public validate would silently "repair" duplicate ids; they were refused above.
+    nbformat.validate(notebook)
+    return notebook, generated
+
+
+def _parse_percent(data: bytes) -> NotebookNode:
+    import jupytext
+
+    return jupytext.reads(data.decode("utf-8"), fmt=PY_PERCENT)
+
+
+def _ids_from_disk(notebook: NotebookNode) -> list[int]:
+    """Refuse duplicate ids, give missing ones; the indices of the cells given one."""
+    cells = notebook.get("cells")
+    generated: list[int] = []
+    seen: set[str] = set()
+    for index, cell in enumerate(cells if isinstance(cells, list) else ()):
+        if not isinstance(cell, dict):
+            continue  # validation names the problem
+        if "id" not in cell:
+            cell["id"] = new_cell_id()
+            generated.append(index)
+        elif isinstance(cell["id"], str) and cell["id"] in seen:
+            raise ValueError(
+                f"cell id {cell['id']!r} is used by more than one cell, again at cell {index}"
+            )
+        elif isinstance(cell["id"], str):
+            seen.add(cell["id"])
+    return generated
+
+
+def _carry_identity(
+    notebook: NotebookNode,
+    generated: list[int],
+    previous: NotebookNode | None,
+    carry_outputs: bool,
+) -> None:
+    cells = notebook.cells
+    is_generated = set(generated)
+    used = {cell.id for index, cell in enumerate(cells) if index not in is_generated}
+    pool: dict[tuple[str, str], deque[Any]] = {}
+    for old in previous.cells if previous is not None else ():
+        if old.id not in used:
+            pool.setdefault((old.cell_type, old.source), deque()).append(old)
+    unmatched = []
+    for index in generated:
+        cell = cells[index]
+        candidates = pool.get((cell.cell_type, cell.source))
+        if not candidates:
+            unmatched.append(cell)
+            continue
+        old = candidates.popleft()
+        cell.id = old.id
+        if carry_outputs and cell.cell_type == "code":
+            # Scripts do not store outputs: an unchanged cell keeps the ones it had.
+            cell.outputs = old.get("outputs", [])
+            cell.execution_count = old.get("execution_count")
+        used.add(cell.id)
+    for cell in unmatched:
+        while cell.id in used:
+            cell.id = new_cell_id()
+        used.add(cell.id)
+
+
+def _disk_form(notebook: NotebookNode) -> dict[str, Any]:
+    """nbformat's ``split_lines`` + ``strip_transient``, without its deep copy.
+
+    Only the containers that differ on disk are rebuilt; everything else is
+    shared with the live document, which is never modified here. Item access
+    rather than attributes: this runs for every cell of every write.
+    """
+    metadata = {
+        key: value
+        for key, value in notebook["metadata"].items()
+        if key not in _TRANSIENT_NOTEBOOK_KEYS
+    }
+    return {**notebook, "metadata": metadata, "cells": [_disk_cell(c) for c in notebook["cells"]]}
+
+
+def _disk_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    disk = dict(cell)
+    source = cell.get("source")
+    if isinstance(source, str):
+        disk["source"] = source.splitlines(True)
+    if "trusted" in cell["metadata"]:
+        disk["metadata"] = {k: v for k, v in cell["metadata"].items() if k != "trusted"}
+    if cell.get("attachments"):
+        disk["attachments"] = {name: _split_bundle(b) for name, b in cell["attachments"].items()}
+    if cell["cell_type"] == "code":
+        disk["outputs"] = [_disk_output(output) for output in cell["outputs"]]
+    return disk
+
+
+def _disk_output(output: dict[str, Any]) -> dict[str, Any]:
+    kind = output["output_type"]
+    if kind in ("execute_result", "display_data") and "data" in output:
+        return {**output, "data": _split_bundle(output["data"])}
+    if kind == "stream" and isinstance(output.get("text"), str):
+        return {**output, "text": output["text"].splitlines(True)}
+    return output
+
+
+def _split_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
+    return {
+        mime: value.splitlines(True)
+        if isinstance(value, str) and (mime.startswith("text/") or mime in _SPLIT_MIMES)
+        else value
+        for mime, value in bundle.items()
+    }
+
+
+def _describe(error: Exception) -> str:
+    """A one-line account of what is wrong with a file, with where it is."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+    if isinstance(error, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {error.start})"
+    if isinstance(error, (AttributeError, KeyError)) and error.args:
+        # nbformat's readers reach for keys a broken file does not have.
+        return f"the required key {error.args[0]!r} is missing"
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    message = message.splitlines()[0]
+    path = list(getattr(error, "absolute_path", None) or ())
+    if path:
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+        message = f"{message} at {where.lstrip('.')}"
+    return message if len(message) <= 300 else message[:297] + "..."
+
+
+def _invalid(name: str, problem: str) -> ToolFailure:
+    return ToolFailure(
+        INVALID_ARGUMENT,
+        f"{name} is not a valid notebook ({problem}). The file was left untouched; "
+        "fix it in an editor or with nbformat, then try again.",
+        path=name,
+    )

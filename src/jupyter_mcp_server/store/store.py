@@ -1,0 +1,273 @@
+"""The notebooks the server edits: one in-memory document per file, never stale.
+
+Agents edit notebooks that people also have open in JupyterLab or an editor.
+Re-parsing a 2,000-cell notebook on every call is slow, and keeping a parsed
+copy without checking it silently overwrites whatever someone else saved. So
+each file's parsed document is kept together with the file's status
+(mtime, size, inode, device) and its revision; every call stats the file
+first and re-reads it only when it changed. A mutation edits the document in
+place, serializes it once, checks the file once more and replaces it
+atomically. Nothing is validated again per mutation: the document was
+validated when it was read, and the tools keep it valid.
+
+A revision is the first 16 hex digits of the SHA-256 of the file's bytes, so
+it changes exactly when the bytes do, whoever wrote them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
+
+from ..errors import ALREADY_EXISTS, NOT_FOUND, REVISION_CONFLICT, ToolFailure
+from . import formats
+
+if TYPE_CHECKING:
+    import os
+
+    from nbformat import NotebookNode
+
+    from ..workspace import Workspace
+
+T = TypeVar("T")
+
+#: A file's timestamp proves nothing about writes in the same clock tick. Until
+#: a check happened this long after the file's mtime (2 s covers the coarsest
+#: file systems, FAT and some network mounts), the bytes are compared as well.
+_RACY_WINDOW_NS = 2_000_000_000
+
+
+def revision_of(data: bytes) -> str:
+    """The revision of a file holding ``data``."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class NotebookView:
+    """A notebook as the store holds it right now.
+
+    ``notebook`` is the live document, shared with the store: callers read
+    what they need before their next ``await`` and never change it; only
+    :meth:`NotebookStore.mutate` does.
+    """
+
+    path: str
+    notebook: NotebookNode
+    revision: str
+    format: str
+
+
+@dataclass(frozen=True)
+class _Fingerprint:
+    mtime_ns: int
+    size: int
+    inode: int
+    device: int
+
+    @classmethod
+    def of(cls, status: os.stat_result) -> _Fingerprint:
+        return cls(status.st_mtime_ns, status.st_size, status.st_ino, status.st_dev)
+
+
+@dataclass(frozen=True)
+class _Document:
+    notebook: NotebookNode
+    format: str
+    revision: str
+    fingerprint: _Fingerprint
+    #: Wall-clock time taken just before the status in ``fingerprint`` was seen.
+    checked_ns: int
+    #: The notebook may no longer match the file (a change failed half-way):
+    #: the file is read again, and this copy only lends its ids.
+    stale: bool = False
+
+    def is_racy(self) -> bool:
+        return self.checked_ns - self.fingerprint.mtime_ns < _RACY_WINDOW_NS
+
+
+class NotebookStore:
+    """Reads, creates and changes notebooks in a workspace, noticing outside edits."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+        self._documents: dict[str, _Document] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def read(self, path: str) -> NotebookView:
+        """The notebook at ``path``, re-read only if the file changed since last time."""
+        key, fmt = self._locate(path)
+        async with self._lock(key):
+            return _view(key, self._current(key, fmt))
+
+    async def revision(self, path: str) -> str:
+        """The revision of the notebook at ``path`` as it is on disk now."""
+        return (await self.read(path)).revision
+
+    async def create(self, path: str, kernelspec: dict[str, str] | None = None) -> NotebookView:
+        """A new empty notebook at ``path``; ``already_exists`` if anything is there."""
+        key, fmt = self._locate(path)
+        async with self._lock(key):
+            notebook = formats.new_notebook(kernelspec)
+            data = formats.serialize_notebook(notebook, fmt)
+            checked_ns = time.time_ns()
+            try:
+                status = self._workspace.write_atomic(key, data, exclusive=True)
+            except ToolFailure as failure:
+                if failure.code != ALREADY_EXISTS:
+                    raise
+                raise ToolFailure(
+                    ALREADY_EXISTS,
+                    f'{key!r} already exists. Open it with use_notebook mode="connect", '
+                    "or choose another name to create a new notebook.",
+                    path=key,
+                ) from failure
+            document = _Document(
+                notebook, fmt, revision_of(data), _Fingerprint.of(status), checked_ns
+            )
+            self._documents[key] = document
+            return _view(key, document)
+
+    async def mutate(
+        self,
+        path: str,
+        change: Callable[[NotebookNode], T],
+        expected_revision: str | None = None,
+    ) -> tuple[T, NotebookView]:
+        """Apply ``change`` to the notebook and store the result atomically.
+
+        ``change(notebook)`` edits the document in place and returns what the
+        caller wants back. It must check everything it needs (and raise its
+        ``ToolFailure``) before it touches the notebook: the document is not
+        copied first, because copying thousands of cells per edit is slow. Should
+        it raise anyway, the document is dropped and read again from the file.
+
+        With ``expected_revision``, a file that is not at that revision is
+        refused with ``revision_conflict`` carrying ``current_revision``. A
+        file that changes while the change is being applied is read again and
+        the change applied once more on top of it (which, with
+        ``expected_revision``, becomes a conflict): an outside edit is never
+        overwritten with a stale copy.
+        """
+        key, fmt = self._locate(path)
+        async with self._lock(key):
+            for _attempt in range(2):
+                document = self._current(key, fmt)
+                if expected_revision is not None and expected_revision != document.revision:
+                    raise _conflict(key, expected_revision, document.revision)
+                try:
+                    result = change(document.notebook)
+                    data = formats.serialize_notebook(document.notebook, fmt)
+                    revision = revision_of(data)
+                    if revision == document.revision:
+                        return result, _view(key, document)  # same bytes: leave the file be
+                    checked_ns = time.time_ns()
+                    if not self._still_on_disk(key, document):
+                        self._retire(key)
+                        continue
+                    status = self._workspace.write_atomic(key, data)
+                except BaseException:
+                    self._retire(key)
+                    raise
+                document = _Document(
+                    document.notebook, fmt, revision, _Fingerprint.of(status), checked_ns
+                )
+                self._documents[key] = document
+                return result, _view(key, document)
+            current = revision_of(self._workspace.read_bytes(key))
+            raise ToolFailure(
+                REVISION_CONFLICT,
+                f"{key} kept changing on disk while it was being edited (another program "
+                f"is writing it); its current revision is {current}. Read it again "
+                f"(read_notebook / get_notebook_revision) and retry with "
+                f"expected_revision={current}.",
+                path=key,
+                current_revision=current,
+            )
+
+    def forget(self, path: str) -> None:
+        """Drop the in-memory document of ``path``; the next call reads the file."""
+        key, _ = self._locate(path)
+        self._documents.pop(key, None)
+        lock = self._locks.get(key)
+        if lock is not None and not lock.locked():
+            del self._locks[key]
+
+    def _locate(self, path: str) -> tuple[str, str]:
+        """The canonical workspace-relative path (one per file) and its format."""
+        key = self._workspace.relative_of(self._workspace.resolve(path))
+        return key, formats.format_of(key)
+
+    def _lock(self, key: str) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    def _current(self, key: str, fmt: str) -> _Document:
+        """The document matching the file as it is now, parsing only if it changed."""
+        checked_ns = time.time_ns()
+        status = self._workspace.stat(key)
+        if status is None:
+            raise ToolFailure(
+                NOT_FOUND,
+                f"{key!r} does not exist in the workspace. Create it with use_notebook "
+                'mode="create", or use list_files to find an existing notebook.',
+                path=key,
+            )
+        document = self._documents.get(key)
+        data = None
+        if (
+            document is not None
+            and not document.stale
+            and document.fingerprint == _Fingerprint.of(status)
+        ):
+            if not document.is_racy():
+                return document
+            data = self._workspace.read_bytes(key)
+            if revision_of(data) == document.revision:
+                document = replace(document, checked_ns=checked_ns)
+                self._documents[key] = document
+                return document
+        if data is None:
+            # Status first, bytes second: a write in between only causes another read later.
+            data = self._workspace.read_bytes(key)
+        previous = document.notebook if document is not None else None
+        try:
+            notebook = formats.parse_notebook(data, fmt, key, previous)
+        except ToolFailure:
+            self._retire(key)  # keep its ids for when the file is fixed
+            raise
+        document = _Document(notebook, fmt, revision_of(data), _Fingerprint.of(status), checked_ns)
+        self._documents[key] = document
+        return document
+
+    def _still_on_disk(self, key: str, document: _Document) -> bool:
+        """Whether the file still holds what ``document`` was read from."""
+        status = self._workspace.stat(key)
+        if status is None or _Fingerprint.of(status) != document.fingerprint:
+            return False
+        if not document.is_racy():
+            return True
+        return revision_of(self._workspace.read_bytes(key)) == document.revision
+
+    def _retire(self, key: str) -> None:
+        document = self._documents.get(key)
+        if document is not None:
+            self._documents[key] = replace(document, stale=True)
+
+
+def _view(key: str, document: _Document) -> NotebookView:
+    return NotebookView(key, document.notebook, document.revision, document.format)
+
+
+def _conflict(key: str, expected: str, current: str) -> ToolFailure:
+    return ToolFailure(
+        REVISION_CONFLICT,
+        f"{key} was changed since revision {expected}; its current revision is {current}. "
+        "Read it again (read_notebook / get_notebook_revision) and retry with "
+        f"expected_revision={current}.",
+        path=key,
+        expected_revision=expected,
+        current_revision=current,
+    )

@@ -1,0 +1,52 @@
+"""The notebooks tools: what a model calls to read, edit and run notebooks.
+
+Each tool is an ordinary async function declared here with its title and
+annotations (read-only, destructive, idempotent, open-world as they truly
+are); ``core_tools.CoreToolsExtension`` offers them as contributions, so the
+server's own tools arrive by the same mechanism as any extension's.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_mcp_server.tools import cells, notebooks, running, workspace_tools
+
+
+@dataclass(frozen=True)
+class NotebookTool:
+    """One tool as this package declares it."""
+
+    handler: Any
+    title: str
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+
+    @property
+    def name(self) -> str:
+        return self.handler.__name__
+
+
+NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
+    NotebookTool(workspace_tools.list_files, "List Files", True, False, True, False),
+    NotebookTool(workspace_tools.list_kernels, "List Kernels", True, False, True, False),
+    NotebookTool(notebooks.use_notebook, "Use Notebook", False, False, True, False),
+    NotebookTool(notebooks.list_notebooks, "List Notebooks", True, False, True, False),
+    NotebookTool(notebooks.restart_notebook, "Restart Notebook Kernel", False, True, False, False),
+    NotebookTool(notebooks.unuse_notebook, "Release Notebook", False, True, True, False),
+    NotebookTool(notebooks.read_notebook, "Read Notebook", True, False, True, False),
+    NotebookTool(notebooks.get_notebook_revision, "Get Notebook Revision", True, False, True, False),
+    NotebookTool(cells.insert_cell, "Insert Cell", False, False, False, False),
+    NotebookTool(cells.overwrite_cell_source, "Overwrite Cell Source", False, True, True, False),
+    NotebookTool(cells.edit_cell_source, "Edit Cell Source", False, True, False, False),
+    NotebookTool(cells.move_cell, "Move Cell", False, False, False, False),
+    NotebookTool(cells.delete_cell, "Delete Cells", False, True, False, False),
+    NotebookTool(cells.clear_cell_output, "Clear Cell Output", False, True, True, False),
+    NotebookTool(cells.read_cell, "Read Cell", True, False, True, False),
+    NotebookTool(running.execute_cell, "Execute Cell", False, True, False, True),
+    NotebookTool(running.insert_execute_code_cell, "Insert and Execute Code Cell", False, True, False, True),
+    NotebookTool(running.execute_code, "Execute Code", False, True, False, True),
+    NotebookTool(running.interrupt_kernel, "Interrupt Kernel", False, True, True, False),
+    NotebookTool(running.interrupt_notebook_session, "Interrupt Notebook Session", False, True, True, False),
+)

@@ -1,0 +1,253 @@
+"""The tools that insert, edit, move, delete and read cells.
+
+Every edit goes through the store's ``mutate``: one atomic replace of the
+file, refused with ``revision_conflict`` when ``expected_revision`` is stale.
+Each change checks its arguments before touching the notebook, so a refused
+edit leaves the document exactly as it was.
+"""
+
+import difflib
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.store import new_cell
+from jupyter_mcp_server.tools import models
+from jupyter_mcp_server.tools.addressing import cell_position, notebook_path, server
+from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
+from jupyter_mcp_server.tools.rendering import cell_heading, output_blocks
+from jupyter_mcp_server.tools.results import answer, tool_handler
+
+CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
+CellId = Annotated[str | None, Field(description="The cell's stable id (from read_notebook). Give this or cell_index, not both.")]
+
+
+def unified_diff(before: str, after: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), "before", "after", n=2
+        )
+    )
+
+
+def insertion_index(cells: list[Any], cell_index: int) -> int:
+    if cell_index == -1:
+        return len(cells)
+    if not 0 <= cell_index <= len(cells):
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"cell_index {cell_index} is out of range for inserting: use 0 to {len(cells)}, or -1 to append.",
+            cell_count=len(cells),
+        )
+    return cell_index
+
+
+@tool_handler("insert_cell")
+async def insert_cell(
+    cell_index: Annotated[int, Field(description="Where the new cell goes (0-based); -1 appends.")],
+    cell_type: Annotated[Literal["code", "markdown", "raw"], Field(description="The new cell's type.")],
+    cell_source: Annotated[str, Field(description="The new cell's source.")],
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.CellPlaced]:
+    """Insert a new code, markdown or raw cell without running it. Returns its stable cell_id."""
+    path = notebook_path(ctx, notebook_name)
+
+    def change(notebook: Any) -> tuple[str, int]:
+        index = insertion_index(notebook.cells, cell_index)
+        cell = new_cell(cell_type, cell_source)
+        notebook.cells.insert(index, cell)
+        return cell["id"], index
+
+    (cell_id, index), view = await server().store.mutate(path, change, expected_revision)
+    result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision)
+    return answer(result.model_dump(), f"Inserted {cell_type} cell {cell_id} at index {index}; revision {view.revision}.")
+
+
+async def edit_source(
+    path: str,
+    cell_index: int | None,
+    cell_id: str | None,
+    expected_revision: str | None,
+    rewrite: Any,
+) -> tuple[str, str, str]:
+    """Replace one cell's source with `rewrite(old)`; answers (cell_id, diff, revision)."""
+
+    def change(notebook: Any) -> tuple[str, str]:
+        cell = notebook.cells[cell_position(notebook, cell_index, cell_id)]
+        before = cell.get("source", "")
+        after = rewrite(before)
+        cell["source"] = after
+        return cell["id"], unified_diff(before, after)
+
+    (found_id, diff), view = await server().store.mutate(path, change, expected_revision)
+    return found_id, diff, view.revision
+
+
+@tool_handler("overwrite_cell_source")
+async def overwrite_cell_source(
+    cell_source: Annotated[str, Field(description="The cell's whole new source.")],
+    cell_index: CellIndex = None,
+    cell_id: CellId = None,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.CellEdited]:
+    """Replace a cell's whole source (outputs are kept). Returns a unified diff of the change. For a small change prefer edit_cell_source."""
+    path = notebook_path(ctx, notebook_name)
+    found_id, diff, revision = await edit_source(path, cell_index, cell_id, expected_revision, lambda _: cell_source)
+    result = models.CellEdited(cell_id=found_id, diff=diff, revision=revision)
+    return answer(result.model_dump(), f"Cell {found_id} rewritten; revision {revision}.\n{diff or '(no change)'}")
+
+
+@tool_handler("edit_cell_source")
+async def edit_cell_source(
+    old_string: Annotated[str, Field(description="Exact text to find in the cell's source.")],
+    new_string: Annotated[str, Field(description="Text to put in its place.")],
+    cell_index: CellIndex = None,
+    cell_id: CellId = None,
+    replace_all: Annotated[bool, Field(description="Replace every occurrence; otherwise old_string must occur exactly once.")] = False,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.CellEdited]:
+    """Replace an exact piece of a cell's source, like a text editor's find-and-replace. Fails if old_string is missing, or occurs more than once without replace_all."""
+    if old_string == "":
+        raise ToolFailure(INVALID_ARGUMENT, "old_string is empty: give the exact text to replace.")
+    path = notebook_path(ctx, notebook_name)
+
+    def rewrite(source: str) -> str:
+        count = source.count(old_string)
+        if count == 0:
+            raise ToolFailure(NOT_FOUND, "old_string does not occur in the cell's source. Read the cell with read_cell and copy the text exactly.")
+        if count > 1 and not replace_all:
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"old_string occurs {count} times; include more surrounding text to make it unique, or pass replace_all=true.",
+                occurrences=count,
+            )
+        return source.replace(old_string, new_string)
+
+    found_id, diff, revision = await edit_source(path, cell_index, cell_id, expected_revision, rewrite)
+    result = models.CellEdited(cell_id=found_id, diff=diff, revision=revision)
+    return answer(result.model_dump(), f"Cell {found_id} edited; revision {revision}.\n{diff}")
+
+
+@tool_handler("move_cell")
+async def move_cell(
+    source_index: Annotated[int | None, Field(description="Index of the cell to move. Give this or source_cell_id.")] = None,
+    source_cell_id: Annotated[str | None, Field(description="Id of the cell to move. Give this or source_index.")] = None,
+    target_index: Annotated[int | None, Field(description="The index the moved cell has afterwards. Give this or target_cell_id.")] = None,
+    target_cell_id: Annotated[str | None, Field(description="Move the cell to the position this other cell has now. Give this or target_index.")] = None,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.CellPlaced]:
+    """Move a cell. target_index is the index the moved cell has after the move; its id does not change."""
+    path = notebook_path(ctx, notebook_name)
+
+    def change(notebook: Any) -> tuple[str, int]:
+        origin = cell_position(notebook, source_index, source_cell_id, what="cell to move")
+        target = cell_position(notebook, target_index, target_cell_id, what="target position")
+        cell = notebook.cells.pop(origin)
+        notebook.cells.insert(target, cell)
+        return cell["id"], target
+
+    (cell_id, index), view = await server().store.mutate(path, change, expected_revision)
+    result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision)
+    return answer(result.model_dump(), f"Moved cell {cell_id} to index {index}; revision {view.revision}.")
+
+
+@tool_handler("delete_cell")
+async def delete_cell(
+    cell_indices: Annotated[list[int] | None, Field(description="Indices of the cells to delete. Give this or cell_ids_to_delete.")] = None,
+    cell_ids_to_delete: Annotated[list[str] | None, Field(description="Ids of the cells to delete. Give this or cell_indices.")] = None,
+    include_source: Annotated[bool, Field(description="Return each deleted cell's source, so the deletion can be undone.")] = True,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.CellsDeleted]:
+    """Delete one or more cells, all at once, by indices or by ids."""
+    if (cell_indices is None) == (cell_ids_to_delete is None) or not (cell_indices or cell_ids_to_delete):
+        raise ToolFailure(INVALID_ARGUMENT, "Name the cells to delete with exactly one of cell_indices or cell_ids_to_delete (non-empty).")
+    path = notebook_path(ctx, notebook_name)
+
+    def change(notebook: Any) -> list[models.DeletedCell]:
+        if cell_indices is not None:
+            positions = [cell_position(notebook, index, None) for index in cell_indices]
+        else:
+            positions = [cell_position(notebook, None, cell_id) for cell_id in cell_ids_to_delete or []]
+        if len(set(positions)) != len(positions):
+            raise ToolFailure(INVALID_ARGUMENT, "The same cell is named twice; name each cell once.")
+        deleted = [
+            models.DeletedCell(
+                cell_id=notebook.cells[p]["id"],
+                source=notebook.cells[p].get("source", "") if include_source else None,
+            )
+            for p in positions
+        ]
+        for position in sorted(positions, reverse=True):
+            del notebook.cells[position]
+        return deleted
+
+    deleted, view = await server().store.mutate(path, change, expected_revision)
+    result = models.CellsDeleted(deleted=deleted, revision=view.revision)
+    return answer(result.model_dump(), f"Deleted {len(deleted)} cell(s): {', '.join(d.cell_id for d in deleted)}; revision {view.revision}.")
+
+
+@tool_handler("clear_cell_output")
+async def clear_cell_output(
+    cell_index: CellIndex = None,
+    cell_id: CellId = None,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.CellCleared]:
+    """Remove a code cell's outputs and execution count. The source is kept."""
+    path = notebook_path(ctx, notebook_name)
+
+    def change(notebook: Any) -> str:
+        cell = notebook.cells[cell_position(notebook, cell_index, cell_id)]
+        if cell.get("cell_type") != "code":
+            raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells have outputs.")
+        cell["outputs"] = []
+        cell["execution_count"] = None
+        return cell["id"]
+
+    found_id, view = await server().store.mutate(path, change, expected_revision)
+    result = models.CellCleared(cell_id=found_id, revision=view.revision)
+    return answer(result.model_dump(), f"Cleared the outputs of cell {found_id}; revision {view.revision}.")
+
+
+@tool_handler("read_cell")
+async def read_cell(
+    cell_index: CellIndex = None,
+    cell_id: CellId = None,
+    include_outputs: Annotated[bool, Field(description="Include the cell's outputs (images come back as image content).")] = True,
+    notebook_name: NotebookName = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.CellRead]:
+    """Read one cell: its id, index, type, full source, execution count and outputs."""
+    path = notebook_path(ctx, notebook_name)
+    view = await server().store.read(path)
+    index = cell_position(view.notebook, cell_index, cell_id)
+    cell = view.notebook.cells[index]
+    outputs = list(cell.get("outputs", [])) if include_outputs and cell.get("cell_type") == "code" else None
+    result = models.CellRead(
+        cell_id=cell["id"],
+        cell_index=index,
+        cell_type=cell["cell_type"],
+        source=cell.get("source", ""),
+        execution_count=cell.get("execution_count"),
+        outputs=outputs,
+        revision=view.revision,
+    )
+    return answer(
+        result.model_dump(),
+        f"{cell_heading(index, cell)}\n{result.source}",
+        output_blocks(outputs or []),
+    )

@@ -1,0 +1,206 @@
+"""The tools that choose, list, read and release notebooks and their kernels."""
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.tools import models
+from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path, server
+from jupyter_mcp_server.tools.rendering import cell_heading, output_blocks, source_preview
+from jupyter_mcp_server.tools.results import answer, tool_handler
+
+NotebookName = Annotated[
+    str | None,
+    Field(description="A name given to use_notebook, or a workspace-relative path. Omitted: this connection's current notebook."),
+]
+ExpectedRevision = Annotated[
+    str | None,
+    Field(description="Fail with revision_conflict instead of writing if the notebook's revision is no longer this one."),
+]
+
+
+def kernelspec_metadata(kernel_name: str) -> dict[str, str]:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel_name)
+    except NoSuchKernel:
+        known = server().kernels.kernelspecs()
+        raise ToolFailure(
+            NOT_FOUND,
+            f"No kernelspec named '{kernel_name}'. Installed: {', '.join(known)}.",
+            known=known,
+        ) from None
+    return {"name": kernel_name, "display_name": spec.display_name, "language": spec.language}
+
+
+def metadata_kernel(notebook: Any) -> str | None:
+    """The kernelspec the notebook itself names, if it is installed here."""
+    name = (notebook.get("metadata", {}).get("kernelspec") or {}).get("name")
+    if name and name in server().kernels.kernelspecs():
+        return name
+    return None
+
+
+@tool_handler("use_notebook")
+async def use_notebook(
+    notebook_name: Annotated[str, Field(description="The name to call this notebook by on this connection, or its path.")],
+    notebook_path: Annotated[str | None, Field(description="Workspace-relative path (.ipynb or .py percent script). Omitted: notebook_name is the path.")] = None,
+    mode: Annotated[Literal["connect", "create"], Field(description="connect: open an existing notebook; create: make a new empty one.")] = "connect",
+    kernel_id: Annotated[str | None, Field(description="Share this already running kernel (see list_kernels) instead of starting one.")] = None,
+    kernel_name: Annotated[str | None, Field(description="Kernelspec for a new kernel. Default: the notebook's own, then python3.")] = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.NotebookUsed]:
+    """Open (mode="connect") or create (mode="create") a notebook, attach a kernel to it, and make it this connection's current notebook.
+
+    Later tools act on the current notebook when notebook_name is omitted. Each notebook gets its own kernel unless you pass kernel_id of a running kernel to share it.
+    """
+    context = server()
+    path = checked_path(notebook_path or notebook_name)
+    if mode == "create":
+        view = await context.store.create(path, kernelspec_metadata(kernel_name or "python3"))
+    else:
+        view = await context.store.read(path)
+    if kernel_id is not None or kernel_name is not None:
+        kernel = await context.kernels.attach(
+            path, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel(view.notebook)
+        )
+    else:
+        kernel = (await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))).kernel
+    state = connection_of(ctx)
+    state.names[notebook_name] = path
+    state.current = path
+    result = models.NotebookUsed(
+        notebook_name=notebook_name,
+        notebook_path=path,
+        cell_count=len(view.notebook.cells),
+        kernel_id=kernel.kernel_id,
+        revision=view.revision,
+    )
+    verb = "Created" if mode == "create" else "Opened"
+    return answer(
+        result.model_dump(),
+        f"{verb} '{path}' ({result.cell_count} cells, revision {view.revision}) as '{notebook_name}' "
+        f"on kernel {kernel.kernel_id} ({kernel.kernel_name}). It is now this connection's current notebook.",
+    )
+
+
+@tool_handler("list_notebooks")
+async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult, models.NotebookList]:
+    """List the notebooks this connection named with use_notebook and the notebooks that have a kernel, marking the current one."""
+    context = server()
+    state = connection_of(ctx)
+    entries: dict[str, models.NotebookEntry] = {}
+    for name, path in state.names.items():
+        entries[path] = models.NotebookEntry(
+            notebook_name=name,
+            notebook_path=path,
+            current=path == state.current,
+            kernel_id=context.kernels.kernel_id_of(path),
+        )
+    for kernel in context.kernels.kernels:
+        for path in sorted(kernel.notebooks):
+            entries.setdefault(
+                path,
+                models.NotebookEntry(
+                    notebook_name=path, notebook_path=path, current=path == state.current, kernel_id=kernel.kernel_id
+                ),
+            )
+    listed = models.NotebookList(notebooks=sorted(entries.values(), key=lambda e: e.notebook_path))
+    lines = [
+        f"{'* ' if e.current else '  '}{e.notebook_name} -> {e.notebook_path} (kernel {e.kernel_id or 'none'})"
+        for e in listed.notebooks
+    ]
+    return answer(listed.model_dump(), "\n".join(lines) or "No notebooks are in use. Call use_notebook to open one.")
+
+
+@tool_handler("unuse_notebook")
+async def unuse_notebook(
+    notebook_name: Annotated[str, Field(description="The notebook to release: a name given to use_notebook or a path.")],
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.Released]:
+    """Release a notebook: forget its name on this connection and stop its kernel unless another notebook shares it. The file is not changed."""
+    context = server()
+    path = notebook_path(ctx, notebook_name)
+    kernel_id = await context.kernels.detach(path)
+    state = connection_of(ctx)
+    for name in [n for n, p in state.names.items() if p == path]:
+        del state.names[name]
+    if state.current == path:
+        state.current = None
+    released = models.Released(notebook_name=notebook_name, notebook_path=path, kernel_id=kernel_id)
+    return answer(released.model_dump(), f"Released '{path}'" + (f" and its kernel {kernel_id}." if kernel_id else "."))
+
+
+@tool_handler("restart_notebook")
+async def restart_notebook(
+    notebook_name: NotebookName = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.KernelRestarted]:
+    """Start a fresh kernel for the notebook, discarding its variables, imports and definitions. Use it when the kernel is gone (kernel_gone) or its state is broken."""
+    context = server()
+    path = notebook_path(ctx, notebook_name)
+    view = await context.store.read(path)
+    kernel = await context.kernels.restart(path, metadata_kernel=metadata_kernel(view.notebook))
+    result = models.KernelRestarted(kernel_id=kernel.kernel_id, revision=view.revision)
+    return answer(result.model_dump(), f"'{path}' now runs on a fresh kernel {kernel.kernel_id}; its previous session is gone.")
+
+
+@tool_handler("get_notebook_revision")
+async def get_notebook_revision(
+    notebook_name: NotebookName = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.Revisioned]:
+    """Get the notebook's current revision, to pass as expected_revision so an edit never overwrites a newer version."""
+    path = notebook_path(ctx, notebook_name)
+    revision = await server().store.revision(path)
+    return answer({"revision": revision}, f"'{path}' is at revision {revision}.")
+
+
+@tool_handler("read_notebook")
+async def read_notebook(
+    notebook_name: NotebookName = None,
+    response_format: Annotated[Literal["brief", "detailed"], Field(description="brief: ids, types and the first line of each cell; detailed: full sources and outputs.")] = "brief",
+    start_index: Annotated[int, Field(description="First cell to return (0-based).", ge=0)] = 0,
+    limit: Annotated[int, Field(description="How many cells to return (0 means all from start_index).", ge=0)] = 20,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.NotebookRead]:
+    """Read a page of the notebook's cells: indices, stable cell ids, types, sources and (detailed) outputs.
+
+    Start with the brief form to find cells, then read_cell or a detailed page for what you need.
+    """
+    path = notebook_path(ctx, notebook_name)
+    view = await server().store.read(path)
+    cells = view.notebook.cells
+    if start_index > len(cells):
+        raise ToolFailure(INVALID_ARGUMENT, f"start_index {start_index} is past the end: the notebook has {len(cells)} cells.")
+    stop = len(cells) if limit == 0 else min(len(cells), start_index + limit)
+    detailed = response_format == "detailed"
+    summaries = []
+    lines = [f"'{path}': {len(cells)} cells, revision {view.revision}; cells {start_index}-{max(start_index, stop - 1)}:"]
+    for index in range(start_index, stop):
+        cell = cells[index]
+        source = cell.get("source", "")
+        summaries.append(
+            models.CellSummary(
+                index=index,
+                cell_id=cell.get("id", ""),
+                cell_type=cell.get("cell_type"),
+                source=source if detailed else source_preview(source),
+                execution_count=cell.get("execution_count"),
+                outputs=list(cell.get("outputs", [])) if detailed and cell.get("cell_type") == "code" else None,
+            )
+        )
+        lines.append(cell_heading(index, cell))
+        lines.append(source if detailed else source_preview(source))
+    result = models.NotebookRead(cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision)
+    if stop < len(cells):
+        lines.append(f"… {len(cells) - stop} more cells: call again with start_index={stop}.")
+    return answer(result.model_dump(), "\n".join(lines))
+
+
+def outputs_content(cell: Any) -> list:
+    return output_blocks(list(cell.get("outputs", [])))

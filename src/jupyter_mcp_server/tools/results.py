@@ -1,0 +1,97 @@
+"""How a tool answers: structured results, failures with codes, and the hook pair.
+
+Every tool returns an MCP ``CallToolResult``: ``structuredContent`` matching
+the tool's output schema and a short text for a model that reads only
+``content``. A failure is ``isError: true`` with a message that says what to
+do next and ``_meta["io.jupyter-mcp/error"]`` carrying the stable code.
+:func:`tool_handler` is the one place that turns a raised
+:class:`~jupyter_mcp_server.errors.ToolFailure` into that shape and fires
+the hooks, so no tool can forget either.
+"""
+
+import functools
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from mcp.types import CallToolResult, ContentBlock, TextContent
+
+from jupyter_mcp_server.errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.hooks import ToolCall, ToolCallEnded, get_hooks
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Awaitable[CallToolResult]])
+
+
+def answer(
+    structured: dict[str, Any],
+    text: str | None = None,
+    content: Sequence[ContentBlock] = (),
+) -> CallToolResult:
+    """A successful result: the structured answer, and what a model reads."""
+    blocks: list[ContentBlock] = []
+    if text is not None:
+        blocks.append(TextContent(type="text", text=text))
+    blocks.extend(content)
+    if not blocks:
+        blocks.append(TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)))
+    return CallToolResult(content=blocks, structured_content=structured)
+
+
+def failure(
+    error: ToolFailure,
+    structured: dict[str, Any] | None = None,
+    content: Sequence[ContentBlock] = (),
+) -> CallToolResult:
+    """A failed result: never reported as success, never without its reason."""
+    blocks: list[ContentBlock] = [TextContent(type="text", text=error.message), *content]
+    return CallToolResult(
+        content=blocks,
+        structured_content=structured,
+        is_error=True,
+        _meta=error.as_meta(),
+    )
+
+
+def outcome_of(result: CallToolResult) -> str:
+    """``ok``, or the error code a result carries."""
+    if not result.is_error:
+        return "ok"
+    meta = result.meta or {}
+    return str((meta.get(ERROR_META_KEY) or {}).get("code", "error"))
+
+
+def tool_handler(name: str) -> Callable[[F], F]:
+    """Run a tool: failures become coded results, and the hook pair fires around it."""
+
+    def decorate(handler: F) -> F:
+        @functools.wraps(handler)
+        async def run(*args: Any, **kwargs: Any) -> CallToolResult:
+            hooks = get_hooks()
+            arguments = {k: v for k, v in kwargs.items() if k != "ctx"}
+            hooks.fire(hooks.before_tool, ToolCall(tool=name, arguments=arguments))
+            started = time.monotonic()
+            try:
+                result = await handler(*args, **kwargs)
+            except ToolFailure as error:
+                result = failure(error)
+            except (ValueError, TypeError) as error:
+                logger.info("Tool %s refused its arguments: %s", name, error)
+                result = failure(ToolFailure(INVALID_ARGUMENT, f"{name}: {error}"))
+            hooks.fire(
+                hooks.after_tool,
+                ToolCallEnded(
+                    tool=name,
+                    arguments=arguments,
+                    duration=time.monotonic() - started,
+                    outcome=outcome_of(result),
+                ),
+            )
+            return result
+
+        return run  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,310 @@
+"""The tools that run code: cells, scratch code, and interrupts.
+
+An execution holds its kernel's lock, so one notebook's cells run in order
+while different notebooks run in parallel. A cell's outputs are written back
+into that cell by id when it finishes, even when it failed, so an unrelated
+edit made during a long execution never costs the outputs; only a changed
+source of that very cell is a conflict.
+"""
+
+import contextlib
+import time
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from nbformat import from_dict
+
+from jupyter_mcp_server.errors import (
+    EXECUTION_ERROR,
+    INTERRUPTED,
+    INVALID_ARGUMENT,
+    KERNEL_GONE,
+    NOT_FOUND,
+    REVISION_CONFLICT,
+    TIMEOUT,
+    ToolFailure,
+)
+from jupyter_mcp_server.hooks import Execution, ExecutionEnded
+from jupyter_mcp_server.kernels.execution import ExecutionOutcome, KernelDied, run_code
+from jupyter_mcp_server.kernels.manager import Kernel, gone_message
+from jupyter_mcp_server.store import new_cell
+from jupyter_mcp_server.tools import models
+from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path, server
+from jupyter_mcp_server.tools.cells import insertion_index
+from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
+from jupyter_mcp_server.tools.rendering import output_blocks
+from jupyter_mcp_server.tools.results import answer, failure, tool_handler
+
+Timeout = Annotated[
+    float | None,
+    Field(description="Seconds to wait before interrupting the kernel (default --default-timeout, at most --max-timeout)."),
+]
+
+STATUS_CODES = {"error": EXECUTION_ERROR, "timeout": TIMEOUT, "interrupted": INTERRUPTED}
+
+
+def effective_timeout(timeout: float | None) -> float:
+    config = server().config
+    if timeout is None:
+        return config.default_timeout
+    if timeout <= 0:
+        raise ToolFailure(INVALID_ARGUMENT, f"timeout must be positive, not {timeout}.")
+    if timeout > config.max_timeout:
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"timeout {timeout:g}s is above this server's --max-timeout of {config.max_timeout:g}s. "
+            "Pass a smaller timeout, or split the work into shorter cells.",
+            max_timeout=config.max_timeout,
+        )
+    return timeout
+
+
+async def run_on(kernel: Kernel, code: str, timeout: float, notebook: str | None) -> ExecutionOutcome:
+    """Run code on a kernel, in order with the other calls on it; a death is reported, not hidden."""
+    context = server()
+    hooks = context.hooks
+    async with kernel.lock:
+        kernel.busy = True
+        kernel.interrupted.clear()
+        hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook))
+        try:
+            outcome = await run_code(
+                kernel.client,
+                kernel.is_alive,
+                kernel.interrupt,
+                code,
+                timeout=timeout,
+                max_output_bytes=context.config.max_output_bytes,
+                max_output_blocks=context.config.max_output_blocks,
+                interrupted=kernel.interrupted,
+            )
+        except KernelDied:
+            hooks.fire(
+                hooks.after_execution,
+                ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status="gone", duration=0.0),
+            )
+            await context.kernels.mark_lost(kernel)
+            raise ToolFailure(
+                KERNEL_GONE,
+                gone_message(notebook or f"kernel {kernel.kernel_id}"),
+                kernel_id=kernel.kernel_id,
+            ) from None
+        finally:
+            kernel.busy = False
+            kernel.last_used = time.monotonic()
+        hooks.fire(
+            hooks.after_execution,
+            ExecutionEnded(
+                code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=outcome.status, duration=outcome.duration
+            ),
+        )
+        return outcome
+
+
+def execution_result(
+    outcome: ExecutionOutcome,
+    *,
+    cell_id: str | None = None,
+    revision: str | None = None,
+    note: str | None = None,
+) -> CallToolResult:
+    """Output schema 1.0 in structuredContent; the outputs themselves in content."""
+    collected = outcome.outputs
+    structured = models.ExecutionResult(
+        execution_count=outcome.execution_count,
+        truncation=models.TruncationModel(**collected.truncation.as_dict()),
+        error=models.ErrorModel(**collected.error.as_dict()) if collected.error else None,
+        user_expressions=outcome.user_expressions,
+        status=outcome.status,  # type: ignore[arg-type]
+        cell_id=cell_id,
+        revision=revision,
+    ).model_dump()
+    content: list[Any] = []
+    if note:
+        content.append(TextContent(type="text", text=note))
+    content.extend(output_blocks(collected.outputs))
+    truncation = collected.truncation
+    if truncation.omitted_blocks:
+        content.append(
+            TextContent(
+                type="text",
+                text=f"[jupyter-mcp-server: {truncation.omitted_blocks} output block(s), {truncation.omitted_bytes} bytes, "
+                "omitted by --max-output-bytes/--max-output-blocks]",
+            )
+        )
+    if outcome.status == "ok":
+        if not content:
+            content.append(TextContent(type="text", text="(no output)"))
+        return answer(structured, content=content)
+    code = STATUS_CODES[outcome.status]
+    messages = {
+        "error": "The code raised an exception (see the traceback).",
+        "timeout": "The execution timed out and the kernel was interrupted; the outputs so far are below. "
+        "Pass a larger timeout, or make the cell faster.",
+        "interrupted": "The execution was interrupted; the outputs so far are below.",
+    }
+    return failure(ToolFailure(code, messages[outcome.status]), structured=structured, content=content)
+
+
+def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
+    """Write an execution's outputs into its cell by id, wherever the cell is now."""
+
+    def change(notebook: Any) -> None:
+        index = index_of_id(notebook, cell_id)
+        if index is None:
+            raise ToolFailure(
+                NOT_FOUND,
+                f"Cell {cell_id} was deleted while it ran; its outputs are returned but not stored.",
+                cell_id=cell_id,
+            )
+        cell = notebook.cells[index]
+        if cell.get("source", "") != source:
+            raise ToolFailure(
+                REVISION_CONFLICT,
+                f"Cell {cell_id}'s source was changed while it ran; its outputs are returned but not "
+                "stored, so they are not attached to code that did not produce them. Run it again.",
+                cell_id=cell_id,
+            )
+        cell["outputs"] = [from_dict(output) for output in outcome.outputs.outputs]
+        cell["execution_count"] = outcome.execution_count
+
+    return change
+
+
+async def run_cell(path: str, cell_id: str, source: str, timeout: float) -> CallToolResult:
+    context = server()
+    view = await context.store.read(path)
+    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))
+    outcome = await run_on(attachment.kernel, source, timeout, path)
+    note = (
+        f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
+        "earlier variables, imports and definitions are not in it."
+        if attachment.replaced
+        else None
+    )
+    try:
+        _, written = await context.store.mutate(path, cell_writer(cell_id, source, outcome))
+    except ToolFailure as error:
+        result = execution_result(outcome, cell_id=cell_id, note=note)
+        error.details.setdefault("current_revision", await _revision_or_none(path))
+        return failure(error, structured=result.structured_content, content=result.content[:])
+    return execution_result(outcome, cell_id=cell_id, revision=written.revision, note=note)
+
+
+async def _revision_or_none(path: str) -> str | None:
+    with contextlib.suppress(ToolFailure):
+        return await server().store.revision(path)
+    return None
+
+
+@tool_handler("execute_cell")
+async def execute_cell(
+    cell_index: Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id.")] = None,
+    cell_id: Annotated[str | None, Field(description="The cell's stable id. Give this or cell_index.")] = None,
+    timeout: Timeout = None,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.ExecutionResult]:
+    """Run a code cell on the notebook's kernel and store its outputs in the notebook (even when it fails).
+
+    Returns the outputs (text, images, tracebacks) and status ok, error, timeout or interrupted. On timeout the kernel is interrupted and the outputs so far are returned.
+    """
+    seconds = effective_timeout(timeout)
+    path = notebook_path(ctx, notebook_name)
+    view = await server().store.read(path)
+    if expected_revision is not None and expected_revision != view.revision:
+        raise ToolFailure(
+            REVISION_CONFLICT,
+            f"'{path}' changed since revision {expected_revision}; it is now at {view.revision}. "
+            f"Read it again and retry with expected_revision={view.revision}.",
+            current_revision=view.revision,
+        )
+    cell = view.notebook.cells[cell_position(view.notebook, cell_index, cell_id)]
+    if cell.get("cell_type") != "code":
+        raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.")
+    return await run_cell(path, cell["id"], cell.get("source", ""), seconds)
+
+
+@tool_handler("insert_execute_code_cell")
+async def insert_execute_code_cell(
+    cell_index: Annotated[int, Field(description="Where the new code cell goes (0-based); -1 appends.")],
+    cell_source: Annotated[str, Field(description="The code to put in the cell and run.")],
+    timeout: Timeout = None,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.ExecutionResult]:
+    """Insert a new code cell and run it; its outputs are stored in the notebook. The usual way to add and run code."""
+    seconds = effective_timeout(timeout)
+    path = notebook_path(ctx, notebook_name)
+
+    def change(notebook: Any) -> str:
+        index = insertion_index(notebook.cells, cell_index)
+        cell = new_cell("code", cell_source)
+        notebook.cells.insert(index, cell)
+        return cell["id"]
+
+    cell_id, _ = await server().store.mutate(path, change, expected_revision)
+    return await run_cell(path, cell_id, cell_source, seconds)
+
+
+@tool_handler("execute_code")
+async def execute_code(
+    code: Annotated[str, Field(description="Code to run. Nothing is stored in the notebook.")],
+    timeout: Timeout = None,
+    kernel_id: Annotated[str | None, Field(description="Run on this kernel (see list_kernels) instead of the notebook's.")] = None,
+    notebook_name: NotebookName = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.ExecutionResult]:
+    """Run scratch code on a notebook's kernel (or a given kernel_id) without storing it: for inspecting variables, installing packages, quick checks. Variables it defines stay in the kernel."""
+    seconds = effective_timeout(timeout)
+    context = server()
+    for intercept in context.interceptors:
+        intercepted = await intercept(code, seconds)
+        if intercepted is not None:
+            return intercepted
+    if kernel_id is not None:
+        kernel = context.kernels.get(kernel_id)
+        if not await kernel.is_alive():
+            await context.kernels.mark_lost(kernel)
+            raise ToolFailure(KERNEL_GONE, gone_message(f"kernel {kernel_id}"), kernel_id=kernel_id)
+        return execution_result(await run_on(kernel, code, seconds, None))
+    path = notebook_path(ctx, notebook_name)
+    view = await context.store.read(path)
+    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))
+    outcome = await run_on(attachment.kernel, code, seconds, path)
+    note = "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
+    return execution_result(outcome, note=note)
+
+
+@tool_handler("interrupt_kernel")
+async def interrupt_kernel(
+    kernel_id: Annotated[str, Field(description="The kernel to interrupt (see list_kernels).")],
+) -> Annotated[CallToolResult, models.KernelOnly]:
+    """Interrupt what a kernel is running (like Ctrl-C); its variables are kept. Says whether anything was running."""
+    context = server()
+    kernel = context.kernels.get(kernel_id)
+    was_busy = await context.kernels.interrupt(kernel)
+    text = f"Interrupted kernel {kernel_id}." if was_busy else f"Kernel {kernel_id} was idle; the interrupt had nothing to stop."
+    return answer({"kernel_id": kernel_id}, text)
+
+
+@tool_handler("interrupt_notebook_session")
+async def interrupt_notebook_session(
+    notebook_name: Annotated[str, Field(description="The notebook whose running code to interrupt: a name given to use_notebook or a path.")],
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.KernelOnly]:
+    """Interrupt the code a notebook's kernel is running (like Ctrl-C); its variables are kept."""
+    context = server()
+    path = notebook_path(ctx, notebook_name)
+    kernel_id = context.kernels.kernel_id_of(path)
+    if kernel_id is None:
+        raise ToolFailure(NOT_FOUND, f"'{path}' has no kernel; nothing is running. Call use_notebook to attach one.")
+    kernel = context.kernels.get(kernel_id)
+    was_busy = await context.kernels.interrupt(kernel)
+    text = f"Interrupted '{path}' (kernel {kernel_id})." if was_busy else f"'{path}' was idle; the interrupt had nothing to stop."
+    return answer({"kernel_id": kernel_id}, text)

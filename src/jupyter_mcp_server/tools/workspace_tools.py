@@ -1,0 +1,49 @@
+"""The tools that look around: files in the workspace and the kernels running."""
+
+from typing import Annotated
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.tools import models
+from jupyter_mcp_server.tools.addressing import server
+from jupyter_mcp_server.tools.results import answer, tool_handler
+
+
+@tool_handler("list_files")
+async def list_files(
+    path: Annotated[str, Field(description="Directory to list, relative to the workspace root ('' is the root).")] = "",
+    max_depth: Annotated[int, Field(description="How deep to descend: 1 lists direct children, up to 3.", ge=0, le=3)] = 1,
+    start_index: Annotated[int, Field(description="First entry to return, for paging.", ge=0)] = 0,
+    limit: Annotated[int, Field(description="How many entries to return (0 means all).", ge=0)] = 25,
+    pattern: Annotated[str, Field(description="Glob to filter by, such as '*.ipynb'.")] = "",
+) -> Annotated[CallToolResult, models.FileList]:
+    """List files and directories in the workspace (paths relative to its root), to find notebooks to open."""
+    if not 0 <= max_depth <= 3:
+        raise ToolFailure(INVALID_ARGUMENT, f"max_depth must be 0 to 3, not {max_depth}.")
+    entries = server().workspace.list_files(path, max_depth, pattern)
+    page = entries[start_index:] if limit == 0 else entries[start_index : start_index + limit]
+    listed = models.FileList(files=[models.FileEntry(**e) for e in page], total=len(entries))
+    lines = [f"{e['type']:9} {e['size']:>10}  {e['path']}" for e in page]
+    if start_index + len(page) < len(entries):
+        lines.append(f"… {len(entries) - start_index - len(page)} more: call again with start_index={start_index + len(page)}.")
+    return answer(listed.model_dump(), "\n".join(lines) or "No files match.")
+
+
+@tool_handler("list_kernels")
+async def list_kernels() -> Annotated[CallToolResult, models.KernelList]:
+    """List the kernels this server runs (id, kernelspec, busy or idle, the notebooks bound to each) and the installed kernelspecs."""
+    kernels = server().kernels
+    listed = models.KernelList(
+        kernels=[
+            models.KernelEntry(
+                kernel_id=k.kernel_id, kernel_name=k.kernel_name, state=k.state, notebooks=sorted(k.notebooks)
+            )
+            for k in kernels.kernels
+        ],
+        kernelspecs=kernels.kernelspecs(),
+    )
+    lines = [f"{k.kernel_id} {k.kernel_name} {k.state} {', '.join(k.notebooks) or '(no notebook)'}" for k in listed.kernels]
+    lines.append(f"Kernelspecs: {', '.join(listed.kernelspecs)}")
+    return answer(listed.model_dump(), "\n".join(lines))

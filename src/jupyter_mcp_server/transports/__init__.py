@@ -1,0 +1,1 @@
+"""How the server is reached: stdio, streamable HTTP, JSON lines."""

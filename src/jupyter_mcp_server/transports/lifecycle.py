@@ -1,0 +1,29 @@
+"""What every transport does around serving: start the background work, and
+on the way out stop every kernel and every extension, whatever ended it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+logger = logging.getLogger(__name__)
+
+
+@contextlib.asynccontextmanager
+async def running_server() -> AsyncIterator[None]:
+    from jupyter_mcp_server.context import ServerContext
+    from jupyter_mcp_server.server import extension_manager
+
+    context = ServerContext.get_instance()
+    removed = context.workspace.remove_stale_temp_files()
+    if removed:
+        logger.info("Removed %d temporary files left by an earlier crash", removed)
+    context.kernels.start_background()
+    try:
+        yield
+    finally:
+        # Shielded: a cancelled server must still stop what it started.
+        await asyncio.shield(context.kernels.shutdown_all())
+        extension_manager.stop()

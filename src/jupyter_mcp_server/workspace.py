@@ -1,0 +1,426 @@
+"""The workspace boundary: every file the server touches goes through here.
+
+Agents name notebooks with paths and ``notebook:///`` URIs they make up, so a
+single place has to decide what a name may mean. A path is relative to the
+root, never absolute, never contains ``..`` (in any spelling, backslashes
+included), and must not resolve outside the root through a symlink. Checking
+a path and then opening it leaves a window in which a directory can be
+swapped for a symlink, so reads and writes walk from a descriptor of the root
+one component at a time with ``O_NOFOLLOW`` along the already resolved path:
+a symlink appearing there makes the open fail instead of leaving the root.
+Writes go to a temporary file in the same directory and are renamed into
+place, so a reader never sees half a notebook and a crash never loses one.
+
+POSIX only: the walk needs ``dir_fd`` and ``O_NOFOLLOW``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fnmatch
+import os
+import re
+import secrets
+import stat as stat_module
+import string
+import unicodedata
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypedDict
+from urllib.parse import quote, unquote_to_bytes
+
+from jupyter_mcp_server.errors import (
+    ALREADY_EXISTS,
+    INVALID_ARGUMENT,
+    INVALID_PATH,
+    NOT_FOUND,
+    ToolFailure,
+)
+
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
+MAX_LIST_DEPTH = 3
+URI_PREFIX = "notebook:///"
+
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+# Only names we create are removed at start-up, never a user's file that merely ends alike.
+_TEMPORARY_NAME = re.compile(r"\..*\.[0-9a-f]{16}\.jmcp-tmp", re.DOTALL)
+_SKIPPED_WHEN_CLEANING = frozenset({".git", "node_modules"})
+_WINDOWS_DRIVE = re.compile(r"[A-Za-z]:")
+_BROKEN_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# RFC 3986 pchar without '%': unreserved, sub-delims, ':' and '@'.
+_URI_PATH_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@")
+_PASS_INSIDE = "Pass a path inside the workspace such as 'notebook.ipynb'."
+_CHECK_IT = "Check the file, or pass another path inside the workspace."
+# The OS errors a caller can act on, said as what is wrong with the path.
+_OS_REASONS = {
+    errno.ELOOP: "is a symbolic link that was swapped in or loops; it is not followed",
+    errno.ENOTDIR: "has a parent that is not a directory (or was just replaced by a symlink)",
+    errno.EISDIR: "is a directory, not a file",
+    errno.EACCES: "cannot be accessed: permission denied",
+    errno.EPERM: "cannot be accessed: operation not permitted",
+    errno.ENAMETOOLONG: "is too long for the file system",
+}
+
+
+class FileEntry(TypedDict):
+    path: str
+    type: str
+    size: int
+    last_modified: str
+
+
+def _problem_with(relative: str) -> str | None:
+    """Why ``relative`` cannot name anything in a workspace, or None when it can."""
+    if relative.startswith(("/", "\\")) or _WINDOWS_DRIVE.match(relative):
+        return "is absolute"
+    # Backslash is a separator on Windows clients, so 'a\..\b' escapes there.
+    if ".." in re.split(r"[/\\]", relative):
+        return "contains '..'"
+    if any(unicodedata.category(character) == "Cc" for character in relative):
+        return "contains a control character (such as NUL or a newline)"
+    try:
+        encoded = relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode (it contains a lone surrogate)"
+    if len(encoded) > MAX_PATH_BYTES:
+        return f"is longer than {MAX_PATH_BYTES} bytes"
+    if any(len(name) > MAX_NAME_BYTES for name in encoded.split(b"/")):
+        return f"has a name longer than {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def _iso_utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Workspace:
+    """A directory whose contents agents may read and write, and nothing outside it."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root: Path = Path(os.path.realpath(os.fspath(root)))
+        if not self.root.is_dir():
+            raise ValueError(f"workspace root {self.root} is not an existing directory")
+
+    def _reject(self, relative: object, problem: str, next_step: str = _PASS_INSIDE) -> ToolFailure:
+        return ToolFailure(
+            INVALID_PATH,
+            f"Paths are relative to the workspace root {self.root}; {relative!r} {problem}. "
+            + next_step,
+            path=relative if isinstance(relative, str) else None,
+        )
+
+    def _missing(self, relative: str) -> ToolFailure:
+        return ToolFailure(
+            NOT_FOUND,
+            f"{relative!r} does not exist in the workspace {self.root}. "
+            "Use list_files to see what is there.",
+            path=relative,
+        )
+
+    def _contains(self, path: Path) -> bool:
+        return path == self.root or path.is_relative_to(self.root)
+
+    def resolve(self, relative: str, *, must_exist: bool = False) -> Path:
+        """The real absolute path ``relative`` names inside the root ("" is the root)."""
+        if not isinstance(relative, str):
+            raise self._reject(relative, f"is a {type(relative).__name__}, not a string")
+        problem = _problem_with(relative)
+        if problem:
+            raise self._reject(relative, problem)
+        real = Path(os.path.realpath(self.root / relative))
+        if not self._contains(real):
+            raise self._reject(relative, "resolves outside the workspace through a symbolic link")
+        if must_exist and not real.exists():
+            raise self._missing(relative)
+        return real
+
+    def relative_of(self, path: Path) -> str:
+        """The POSIX path of ``path`` relative to the root ("" for the root itself)."""
+        try:
+            relative = Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            raise self._reject(str(path), "is not inside the workspace") from None
+        return "" if relative == "." else relative
+
+    def stat(self, relative: str) -> os.stat_result | None:
+        """The status of the file ``relative`` names, or None when nothing is there."""
+        real = self.resolve(relative)
+        with self._explained(relative):
+            try:
+                return os.stat(real)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+
+    @contextlib.contextmanager
+    def _explained(self, relative: str) -> Iterator[None]:
+        """Turn the OS errors a caller can act on into failures that say what to do."""
+        try:
+            yield
+        except OSError as error:
+            if error.errno == errno.ENOENT:
+                raise self._missing(relative) from error
+            if error.errno in _OS_REASONS:
+                raise self._reject(relative, _OS_REASONS[error.errno], _CHECK_IT) from error
+            raise
+
+    def _open_directory(self, names: tuple[str, ...], *, create_missing: bool) -> int:
+        """A descriptor of root/names, reached without following any symlink."""
+        fd = os.open(self.root, _DIRECTORY_FLAGS)
+        try:
+            for name in names:
+                try:
+                    next_fd = os.open(name, _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create_missing:
+                        raise
+                    # Someone else may create it at the same moment; either way it exists.
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, dir_fd=fd)
+                    next_fd = os.open(name, _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                fd, previous = next_fd, fd
+                os.close(previous)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _names_of(self, relative: str) -> tuple[str, ...]:
+        real = self.resolve(relative)
+        if real == self.root:
+            raise self._reject(relative, "is the workspace root, a directory, not a file")
+        return real.relative_to(self.root).parts
+
+    def read_bytes(self, relative: str) -> bytes:
+        """The content of a regular file, refusing any symlink swapped in after the check."""
+        names = self._names_of(relative)
+        with self._explained(relative):
+            directory = self._open_directory(names[:-1], create_missing=False)
+            try:
+                # O_NONBLOCK so a FIFO planted under the name cannot hang the server.
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+                fd = os.open(names[-1], flags, dir_fd=directory)
+            finally:
+                os.close(directory)
+            with open(fd, "rb") as file:
+                mode = os.fstat(fd).st_mode
+                if stat_module.S_ISDIR(mode):
+                    raise self._reject(relative, "is a directory, not a file; use list_files on it")
+                if not stat_module.S_ISREG(mode):
+                    raise self._reject(relative, "is not a regular file")
+                return file.read()
+
+    def write_atomic(
+        self, relative: str, data: bytes, *, exclusive: bool = False
+    ) -> os.stat_result:
+        """Replace (or create) a file all at once, creating missing parent directories.
+
+        ``exclusive`` refuses an existing file. It is checked before writing and
+        again just before the rename; a file created by someone else between that
+        last check and the rename is replaced. A hard-link based create would
+        close the window but fails on file systems without links.
+        """
+        names = self._names_of(relative)
+        name = names[-1]
+        with self._explained(relative):
+            directory = self._open_directory(names[:-1], create_missing=True)
+            try:
+                existing = self._existing(directory, name, relative, exclusive=exclusive)
+                temporary = f".{name[:32]}.{secrets.token_hex(8)}.jmcp-tmp"
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                # 0o666 lets the umask decide, as for any new file; an existing file keeps its mode.
+                fd = os.open(temporary, flags, 0o666, dir_fd=directory)
+                try:
+                    try:
+                        if existing is not None:
+                            os.fchmod(fd, stat_module.S_IMODE(existing.st_mode))
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    self._existing(directory, name, relative, exclusive=exclusive)
+                    os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+                except BaseException:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(temporary, dir_fd=directory)
+                    raise
+                # The rename is durable only once the directory entry itself is on disk.
+                os.fsync(directory)
+                return os.stat(name, dir_fd=directory, follow_symlinks=False)
+            finally:
+                os.close(directory)
+
+    def _existing(
+        self, directory: int, name: str, relative: str, *, exclusive: bool
+    ) -> os.stat_result | None:
+        try:
+            existing = os.stat(name, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if exclusive:
+            raise ToolFailure(
+                ALREADY_EXISTS,
+                f"{relative!r} already exists in the workspace. Choose another name, "
+                "or open the existing file instead of creating it.",
+                path=relative,
+            )
+        # Resolved paths hold no symlinks, so one here loops or was swapped in.
+        if stat_module.S_ISLNK(existing.st_mode):
+            raise self._reject(relative, _OS_REASONS[errno.ELOOP], _CHECK_IT)
+        if not stat_module.S_ISREG(existing.st_mode):
+            raise self._reject(relative, "is a directory or special file", _CHECK_IT)
+        return existing
+
+    def remove_stale_temp_files(self) -> int:
+        """Delete temporary files a crashed write left behind; how many there were."""
+        removed = 0
+        for directory, subdirectories, files in os.walk(self.root):
+            subdirectories[:] = [d for d in subdirectories if d not in _SKIPPED_WHEN_CLEANING]
+            for name in files:
+                if _TEMPORARY_NAME.fullmatch(name):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(directory, name))
+                        removed += 1
+        return removed
+
+    def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[FileEntry]:
+        """Entries under ``path`` down to ``max_depth`` levels, sorted by path.
+
+        ``max_depth`` 0 lists ``path`` itself, 1 its children, up to 3. Hidden
+        names and symlinks leading outside the workspace are left out. ``pattern``
+        is a glob matched against an entry's path or its name; directories are
+        descended into even when they do not match it.
+        """
+        if type(max_depth) is not int or not 0 <= max_depth <= MAX_LIST_DEPTH:
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"max_depth is {max_depth!r}; pass an integer from 0 (the path itself) "
+                f"to {MAX_LIST_DEPTH}.",
+            )
+        if not isinstance(pattern, str):
+            raise ToolFailure(INVALID_ARGUMENT, "pattern must be a glob string such as '*.ipynb'.")
+        base = self.resolve(path, must_exist=True)
+        if not base.is_dir():
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"{path!r} is a file, not a directory. List its parent directory and pass "
+                f"pattern={base.name!r} to see it.",
+                path=path,
+            )
+        # Entries keep the name the caller used, even when it goes through a symlink.
+        shown = "/".join(part for part in path.split("/") if part not in ("", "."))
+        entries: list[FileEntry] = []
+
+        def visit(real: str, relative: str, status: os.stat_result, depth: int) -> None:
+            name = relative.rsplit("/", 1)[-1]
+            is_directory = stat_module.S_ISDIR(status.st_mode)
+            # The path itself is an entry only when nothing below it was asked for.
+            listed = depth > 0 or max_depth == 0
+            matches = fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(name, pattern)
+            if listed and (not pattern or matches):
+                kind = "notebook" if name.lower().endswith(".ipynb") else "file"
+                entries.append(
+                    {
+                        "path": relative,
+                        "type": "directory" if is_directory else kind,
+                        "size": 0 if is_directory else status.st_size,
+                        "last_modified": _iso_utc(status.st_mtime),
+                    }
+                )
+            if is_directory and depth < max_depth:
+                for child, child_status in self._children_of(real, allow_failure=depth > 0):
+                    child_relative = f"{relative}/{child.name}" if relative else child.name
+                    visit(child.path, child_relative, child_status, depth + 1)
+
+        with self._explained(path):
+            visit(str(base), shown, os.stat(base), 0)
+        return sorted(entries, key=lambda entry: entry["path"])
+
+    def _children_of(
+        self, directory: str, *, allow_failure: bool
+    ) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
+        try:
+            with os.scandir(directory) as scan:
+                children = list(scan)
+        except OSError:
+            # One unreadable subdirectory should not hide the rest of the listing.
+            if allow_failure:
+                return
+            raise
+        for child in children:
+            if child.name.startswith(".") or _problem_with(child.name):
+                continue
+            try:
+                if child.is_symlink():
+                    if not self._contains(Path(os.path.realpath(child.path))):
+                        continue
+                    yield child, os.stat(child.path)
+                else:
+                    yield child, child.stat(follow_symlinks=False)
+            except OSError:
+                continue  # a dangling symlink or an entry deleted meanwhile
+
+
+def notebook_uri(relative: str) -> str:
+    """The ``notebook:///`` URI of a workspace path: each segment UTF-8 percent-encoded."""
+    segments = relative.split("/") if isinstance(relative, str) else []
+    problem = _problem_with(relative) if isinstance(relative, str) else "is not a string"
+    if not problem and any(segment in ("", ".") for segment in segments):
+        problem = "has an empty or '.' segment; normalise it first"
+    if problem:
+        raise ToolFailure(INVALID_PATH, f"Cannot make a notebook URI: {relative!r} {problem}.")
+    return URI_PREFIX + "/".join(quote(segment, safe="") for segment in segments)
+
+
+def path_of_uri(uri: str) -> str:
+    """The workspace-relative path a ``notebook:///`` URI names, checked strictly.
+
+    The result still has to go through :meth:`Workspace.resolve`, which knows
+    about symlinks. A fragment is not part of the notebook's name: callers that
+    accept one (a cell reference, say) split it off before calling this.
+    """
+
+    def rejected(problem: str) -> ToolFailure:
+        return ToolFailure(
+            INVALID_PATH,
+            f"{uri!r} is not a valid notebook URI: {problem}. Notebook URIs look like "
+            "'notebook:///nested%20folder/analysis.ipynb' (empty authority, percent-encoded path).",
+            uri=uri if isinstance(uri, str) else None,
+        )
+
+    if not isinstance(uri, str):
+        raise rejected("it is not a string")
+    scheme, colon, rest = uri.partition(":")
+    if not colon or scheme.lower() != "notebook":
+        raise rejected("the scheme must be 'notebook'")
+    if not rest.startswith("///"):
+        raise rejected("the authority must be empty, so the URI starts with 'notebook:///'")
+    if "?" in rest or "#" in rest:
+        raise rejected("a query or fragment is not part of a notebook's name")
+    segments: list[str] = []
+    for raw in rest[3:].split("/"):
+        if not raw:
+            raise rejected("it has an empty path segment")
+        if _BROKEN_PERCENT.search(raw):
+            raise rejected("a '%' is not followed by two hexadecimal digits")
+        stray = next((c for c in raw if c != "%" and c not in _URI_PATH_CHARACTERS), None)
+        if stray is not None:
+            raise rejected(f"{stray!r} must be percent-encoded as {quote(stray, safe='')!r}")
+        try:
+            segment = unquote_to_bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            raise rejected("the percent-encoded bytes are not UTF-8") from None
+        if "/" in segment or "\x00" in segment:
+            raise rejected("a segment encodes '/' or NUL")
+        if segment in (".", ".."):
+            raise rejected("it has a '.' or '..' segment")
+        segments.append(segment)
+    path = "/".join(segments)
+    problem = _problem_with(path)
+    if problem:
+        raise rejected(f"the path {path!r} {problem}")
+    return path

@@ -1,0 +1,348 @@
+"""The output collector keeps limits exactly and tells what it left out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jupyter_mcp_server.kernels.outputs import (
+    CollectedOutputs,
+    ErrorInfo,
+    OutputCollector,
+    Truncation,
+    normalise_error,
+    strip_ansi,
+)
+
+RED = "\x1b[0;31m"
+RESET = "\x1b[0m"
+
+
+def size_of(output: dict) -> int:
+    """The contract's payload size, computed here without the module's help."""
+    return len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def stream(text: str, name: str = "stdout") -> dict:
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def display(data: dict, display_id: str | None = None) -> dict:
+    content: dict = {"data": data, "metadata": {}}
+    if display_id is not None:
+        content["transient"] = {"display_id": display_id}
+    return content
+
+
+def collect(*messages: tuple[str, dict], max_bytes: int = 1 << 20, max_blocks: int = 128):
+    collector = OutputCollector(max_bytes, max_blocks)
+    for msg_type, content in messages:
+        collector.add(msg_type, content)
+    return collector.result()
+
+
+def test_consecutive_streams_of_one_name_merge_into_one_output():
+    result = collect(
+        ("stream", {"name": "stdout", "text": "a\n"}),
+        ("stream", {"name": "stdout", "text": "b\n"}),
+    )
+    assert result.outputs == [stream("a\nb\n")]
+    assert result.truncation == Truncation(False, 0, 0)
+    assert result.error is None
+
+
+def test_interleaved_stdout_and_stderr_keep_their_order():
+    result = collect(
+        ("stream", {"name": "stdout", "text": "1\n"}),
+        ("stream", {"name": "stderr", "text": "2\n"}),
+        ("stream", {"name": "stdout", "text": "3\n"}),
+        ("stream", {"name": "stdout", "text": "4\n"}),
+    )
+    assert result.outputs == [
+        stream("1\n"),
+        stream("2\n", "stderr"),
+        stream("3\n4\n"),
+    ]
+
+
+def test_carriage_return_overwrites_the_current_line_across_chunks():
+    result = collect(
+        ("stream", {"name": "stdout", "text": "start\n10%"}),
+        ("stream", {"name": "stdout", "text": "\r50%"}),
+        ("stream", {"name": "stdout", "text": "\r100%\n"}),
+        ("stream", {"name": "stdout", "text": "done\r\n"}),
+    )
+    assert result.outputs == [stream("start\n100%\ndone\r\n")]
+
+
+def test_a_trailing_carriage_return_waits_for_what_follows():
+    result = collect(
+        ("stream", {"name": "stdout", "text": "a\rb\r"}),
+        ("stream", {"name": "stdout", "text": "c"}),
+    )
+    assert result.outputs == [stream("c")]
+
+
+def test_ansi_codes_are_stripped_from_stream_text():
+    result = collect(("stream", {"name": "stderr", "text": f"{RED}warn{RESET}\n"}))
+    assert result.outputs == [stream("warn\n", "stderr")]
+    assert strip_ansi("\x1b]8;;http://x\x07link\x1b]8;;\x07 \x1b[1;32mok\x1b[0m") == "link ok"
+
+
+def test_byte_limit_omits_payloads_and_counts_their_exact_size():
+    first, second, third = "a" * 40, "b" * 40, "c" * 5
+    limit = size_of(stream(first)) + 10
+    result = collect(
+        ("stream", {"name": "stdout", "text": first}),
+        ("stream", {"name": "stdout", "text": second}),
+        # Small enough to fit, but kept outputs must stay a true prefix.
+        ("stream", {"name": "stderr", "text": third}),
+        max_bytes=limit,
+    )
+    assert result.outputs == [stream(first)]
+    expected = size_of(stream(second)) + size_of(stream(third, "stderr"))
+    assert result.truncation == Truncation(True, 2, expected)
+    assert result.truncation.as_dict() == {
+        "truncated": True,
+        "omitted_blocks": 2,
+        "omitted_bytes": expected,
+    }
+
+
+def test_block_limit_counts_payloads_not_merged_outputs():
+    texts = [f"line {i}\n" for i in range(5)]
+    result = collect(
+        *[("stream", {"name": "stdout", "text": text}) for text in texts], max_blocks=3
+    )
+    assert result.outputs == [stream("".join(texts[:3]))]
+    assert result.truncation.omitted_blocks == 2
+    assert result.truncation.omitted_bytes == sum(size_of(stream(t)) for t in texts[3:])
+
+
+def test_a_payload_exactly_at_the_byte_limit_is_kept():
+    payload = stream("x" * 100)
+    result = collect(("stream", payload), max_bytes=size_of(payload))
+    assert result.outputs == [payload]
+    assert not result.truncation.truncated
+
+
+def test_memory_stays_within_the_byte_limit():
+    max_bytes = 1 << 20
+    collector = OutputCollector(max_bytes, max_blocks=10_000)
+    chunk = "y" * (5 * 1024 * 1024 // 1000)
+    omitted = 0
+    kept_so_far = 0
+    for _ in range(1000):
+        collector.add("stream", {"name": "stdout", "text": chunk})
+        assert collector.size_bytes <= max_bytes
+        size = size_of(stream(chunk))
+        if omitted or kept_so_far + size > max_bytes:
+            omitted += size
+        else:
+            kept_so_far += size
+    result = collector.result()
+    assert len(result.outputs) == 1
+    assert len(result.outputs[0]["text"]) <= max_bytes
+    assert result.truncation.omitted_bytes == omitted
+    assert result.truncation.omitted_blocks == 1000 - kept_so_far // size_of(stream(chunk))
+
+
+def test_clear_output_without_wait_clears_at_once_and_restarts_the_budget():
+    result = collect(
+        ("stream", {"name": "stdout", "text": "old\n"}),
+        ("stream", {"name": "stdout", "text": "omitted\n"}),
+        ("clear_output", {"wait": False}),
+        ("stream", {"name": "stdout", "text": "new\n"}),
+        max_blocks=1,
+    )
+    assert result.outputs == [stream("new\n")]
+    assert result.truncation == Truncation(True, 1, size_of(stream("omitted\n")))
+
+
+def test_clear_output_with_wait_clears_at_the_next_output():
+    collector = OutputCollector(1 << 20, 128)
+    collector.add("stream", {"name": "stdout", "text": "old\n"})
+    collector.add("clear_output", {"wait": True})
+    assert collector.result().outputs == [stream("old\n")]
+    collector.add("display_data", display({"text/plain": "new"}))
+    assert collector.result().outputs == [
+        {"output_type": "display_data", "data": {"text/plain": "new"}, "metadata": {}}
+    ]
+
+
+def test_update_display_data_replaces_the_tracked_output_in_place():
+    result = collect(
+        ("display_data", display({"text/plain": "0%"}, "bar")),
+        ("stream", {"name": "stdout", "text": "between\n"}),
+        ("update_display_data", display({"text/plain": "100%"}, "bar")),
+        ("update_display_data", display({"text/plain": "ignored"}, "unknown")),
+        max_blocks=2,
+    )
+    assert result.outputs == [
+        {"output_type": "display_data", "data": {"text/plain": "100%"}, "metadata": {}},
+        stream("between\n"),
+    ]
+    assert "transient" not in result.outputs[0]
+    assert result.truncation == Truncation(False, 0, 0)
+
+
+def test_an_update_that_does_not_fit_is_omitted():
+    small = {"output_type": "display_data", "data": {"text/plain": "0"}, "metadata": {}}
+    big_data = {"text/plain": "9" * 200}
+    result = collect(
+        ("display_data", display({"text/plain": "0"}, "bar")),
+        ("update_display_data", display(big_data, "bar")),
+        max_bytes=size_of(small) + 10,
+    )
+    assert result.outputs == [small]
+    omitted = size_of({"output_type": "display_data", "data": big_data, "metadata": {}})
+    assert result.truncation == Truncation(True, 1, omitted)
+
+
+def test_execute_result_carries_its_execution_count():
+    collector = OutputCollector(1 << 20, 128)
+    collector.add("execute_input", {"code": "1", "execution_count": 6})
+    collector.add("status", {"execution_state": "busy"})
+    assert collector.result().execution_count == 6
+    collector.add(
+        "execute_result", {"data": {"text/plain": "1"}, "metadata": {}, "execution_count": 7}
+    )
+    result = collector.result()
+    assert result.outputs == [
+        {
+            "output_type": "execute_result",
+            "execution_count": 7,
+            "data": {"text/plain": "1"},
+            "metadata": {},
+        }
+    ]
+    assert result.execution_count == 7
+    collector.set_execution_count(8)
+    assert collector.result().execution_count == 8
+
+
+IPYTHON_TRACEBACK = [
+    f"{RED}---------------------------------------------------------------------------{RESET}",
+    f"{RED}ZeroDivisionError{RESET}                         Traceback (most recent call last)",
+    f"Cell {RED}In[1], line 3{RESET}\n      1 def f():\n----> 3 g()",
+    f"Cell {RED}In[1], line 5{RESET}\n----> 5 1/0",
+    f"{RED}ZeroDivisionError{RESET}: division by zero",
+]
+
+
+def test_errors_are_stripped_of_ansi_and_keep_the_four_innermost_lines():
+    info, removed = normalise_error(
+        f"{RED}ZeroDivisionError{RESET}", "division by zero", IPYTHON_TRACEBACK, 1 << 20
+    )
+    assert info == ErrorInfo(
+        "ZeroDivisionError",
+        "division by zero",
+        [strip_ansi(line) for line in IPYTHON_TRACEBACK[1:]],
+    )
+    original = {
+        "output_type": "error",
+        "ename": f"{RED}ZeroDivisionError{RESET}",
+        "evalue": "division by zero",
+        "traceback": IPYTHON_TRACEBACK,
+    }
+    normalised = {"output_type": "error", **info.as_dict()}
+    assert removed == size_of(original) - size_of(normalised)
+    assert removed > 0
+
+
+def test_a_traceback_without_the_exception_line_gets_one():
+    info, _ = normalise_error("KeyError", "'x'", ["frame 1", "frame 2", "frame 3", "frame 4"], 4096)
+    assert info.traceback == ["frame 2", "frame 3", "frame 4", "KeyError: 'x'"]
+    qualified, _ = normalise_error(
+        "JSONDecodeError", "bad", ["json.decoder.JSONDecodeError: bad"], 4096
+    )
+    assert qualified.traceback == ["json.decoder.JSONDecodeError: bad"]
+
+
+def test_error_fields_are_capped_by_the_byte_limit():
+    info, removed = normalise_error("E" * 300, "v" * 5000, ["t" * 5000] * 6, 1 << 20)
+    assert info.ename == "E" * 127 + "…"
+    assert info.evalue == "v" * 1023 + "…"
+    assert len(info.traceback) == 4
+    assert info.traceback[:3] == ["t" * 1023 + "…"] * 3
+    assert info.traceback[3] == ("E" * 300 + ": " + "v" * 5000)[:1023] + "…"
+    original = {
+        "output_type": "error",
+        "ename": "E" * 300,
+        "evalue": "v" * 5000,
+        "traceback": ["t" * 5000] * 6,
+    }
+    assert removed == size_of(original) - size_of({"output_type": "error", **info.as_dict()})
+
+    # max_bytes // 16 = 64 characters per field, never below 32.
+    small, _ = normalise_error("E", "v" * 100, [], 1024)
+    assert small.evalue == "v" * 63 + "…"
+    tiny, _ = normalise_error("E", "v" * 100, [], 16)
+    assert tiny.evalue == "v" * 31 + "…"
+
+
+def test_error_fields_shrink_further_until_the_error_fits():
+    # Four-byte characters: five fields of 2000 // 16 = 125 characters would
+    # take about 2500 bytes, so the cap halves once, to 62.
+    max_bytes = 2000
+    info, _ = normalise_error("E", "😀" * 5000, ["😀" * 5000] * 4, max_bytes)
+    assert size_of({"output_type": "error", **info.as_dict()}) <= max_bytes
+    assert info.evalue == "😀" * 61 + "…"
+    assert info.traceback[-1] == "E: " + "😀" * 58 + "…"
+    # It never goes below 32 characters, even when that cannot fit.
+    floor, _ = normalise_error("E", "😀" * 5000, ["😀" * 5000] * 4, 100)
+    assert floor.evalue == "😀" * 31 + "…"
+
+
+def test_the_error_is_kept_even_past_the_limits():
+    collector = OutputCollector(max_bytes=200, max_blocks=1)
+    collector.add("stream", {"name": "stdout", "text": "kept\n"})
+    collector.add("stream", {"name": "stdout", "text": "omitted\n"})
+    collector.add(
+        "error",
+        {"ename": "ValueError", "evalue": "bad", "traceback": [f"{RED}ValueError{RESET}: bad"]},
+    )
+    result = collector.result()
+    error_output = {
+        "output_type": "error",
+        "ename": "ValueError",
+        "evalue": "bad",
+        "traceback": ["ValueError: bad"],
+    }
+    assert result.outputs == [stream("kept\n"), error_output]
+    assert result.error == ErrorInfo("ValueError", "bad", ["ValueError: bad"])
+    raw_error = {**error_output, "traceback": [f"{RED}ValueError{RESET}: bad"]}
+    removed = size_of(raw_error) - size_of(error_output)
+    assert result.truncation == Truncation(True, 1, size_of(stream("omitted\n")) + removed)
+
+    # Past the byte limit too: the error is the one thing kept beyond it.
+    full = OutputCollector(max_bytes=size_of(stream("kept\n")), max_blocks=128)
+    full.add("stream", {"name": "stdout", "text": "kept\n"})
+    full.add("error", {"ename": "ValueError", "evalue": "bad", "traceback": []})
+    assert full.result().outputs == [stream("kept\n"), error_output]
+    assert full.size_bytes == size_of(stream("kept\n")) + size_of(error_output)
+    assert full.result().truncation == Truncation(False, 0, 0)
+
+
+def test_on_output_sees_each_kept_payload_only():
+    seen: list[dict] = []
+    collector = OutputCollector(max_bytes=1 << 20, max_blocks=2)
+    collector.on_output = seen.append
+    for text in ("a", "b", "c"):
+        collector.add("stream", {"name": "stdout", "text": text})
+    assert seen == [stream("a"), stream("b")]
+
+
+def test_result_is_a_snapshot():
+    collector = OutputCollector(1 << 20, 128)
+    collector.add("stream", {"name": "stdout", "text": "a"})
+    before = collector.result()
+    collector.add("stream", {"name": "stdout", "text": "b"})
+    assert isinstance(before, CollectedOutputs)
+    assert before.outputs == [stream("a")]
+
+
+def test_negative_limits_are_refused():
+    with pytest.raises(ValueError):
+        OutputCollector(-1, 1)

@@ -1,0 +1,450 @@
+"""The workspace boundary: what a path may name, and how files are read and written."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jupyter_mcp_server.errors import ToolFailure
+from jupyter_mcp_server.workspace import Workspace, notebook_uri, path_of_uri
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    root = tmp_path / "root"
+    root.mkdir()
+    return Workspace(root)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    directory = tmp_path / "outside"
+    directory.mkdir()
+    (directory / "secret.txt").write_text("TOP-SECRET")
+    return directory
+
+
+def failure_code(call, *args, **kwargs) -> str:
+    with pytest.raises(ToolFailure) as caught:
+        call(*args, **kwargs)
+    return caught.value.code
+
+
+def test_root_must_be_an_existing_directory(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        Workspace(tmp_path / "missing")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError):
+        Workspace(tmp_path / "file")
+
+
+def test_root_is_resolved_through_symlinks(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert Workspace(tmp_path / "link").root == (tmp_path / "real").resolve()
+
+
+def test_resolve_names_paths_inside_the_root(workspace: Workspace) -> None:
+    assert workspace.resolve("") == workspace.root
+    assert workspace.resolve("a/b.ipynb") == workspace.root / "a" / "b.ipynb"
+    assert workspace.resolve("~") == workspace.root / "~"
+    assert workspace.resolve("./x") == workspace.root / "x"
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "/etc/passwd",
+        "\\\\server\\share\\x",
+        "\\x",
+        "C:\\x",
+        "c:x",
+        "a/../b",
+        "..",
+        "../x",
+        "a/..",
+        "./..",
+        "a\\..\\b",
+        "a\x00b",
+        "a\nb",
+        "a\x7fb",
+        "x" * 256,
+        "é" * 128,
+        "a/" * 2049,
+        "\ud800",
+    ],
+)
+def test_resolve_rejects_paths_that_could_leave_the_root(
+    workspace: Workspace, relative: str
+) -> None:
+    assert failure_code(workspace.resolve, relative) == "invalid_path"
+
+
+def test_resolve_rejects_non_strings(workspace: Workspace) -> None:
+    assert failure_code(workspace.resolve, b"x") == "invalid_path"
+    assert failure_code(workspace.resolve, None) == "invalid_path"
+
+
+def test_rejection_says_what_was_wrong_and_what_to_do(workspace: Workspace) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        workspace.resolve("a/../b")
+    assert "'..'" in caught.value.message
+    assert str(workspace.root) in caught.value.message
+    assert "notebook.ipynb" in caught.value.message
+
+
+def test_longest_allowed_name_is_accepted(workspace: Workspace) -> None:
+    assert workspace.resolve("x" * 255).name == "x" * 255
+
+
+def test_unicode_names_are_not_normalised(workspace: Workspace) -> None:
+    nfc, nfd = "caf\u00e9.ipynb", "cafe\u0301.ipynb"
+    assert workspace.resolve(nfc).name == nfc
+    assert workspace.resolve(nfd).name == nfd
+
+
+def test_symlinks_escaping_the_root_are_rejected(workspace: Workspace, outside: Path) -> None:
+    (workspace.root / "dir_link").symlink_to(outside)
+    (workspace.root / "file_link").symlink_to(outside / "secret.txt")
+    (workspace.root / "dangling").symlink_to(outside / "missing")
+    for relative in ("dir_link", "dir_link/secret.txt", "file_link", "dangling"):
+        assert failure_code(workspace.resolve, relative) == "invalid_path"
+        assert failure_code(workspace.read_bytes, relative) == "invalid_path"
+    assert failure_code(workspace.write_atomic, "dir_link/new.txt", b"x") == "invalid_path"
+    assert not (outside / "new.txt").exists()
+
+
+def test_symlinks_inside_the_root_are_followed(workspace: Workspace) -> None:
+    (workspace.root / "real").mkdir()
+    (workspace.root / "real" / "a.txt").write_text("hello")
+    (workspace.root / "alias").symlink_to("real")
+    assert workspace.resolve("alias/a.txt") == workspace.root / "real" / "a.txt"
+    assert workspace.read_bytes("alias/a.txt") == b"hello"
+
+
+def test_must_exist_reports_not_found(workspace: Workspace) -> None:
+    assert failure_code(workspace.resolve, "missing.ipynb", must_exist=True) == "not_found"
+    assert workspace.stat("missing.ipynb") is None
+    assert failure_code(workspace.read_bytes, "missing.ipynb") == "not_found"
+
+
+def test_relative_of(workspace: Workspace, outside: Path) -> None:
+    assert workspace.relative_of(workspace.root / "a" / "b.ipynb") == "a/b.ipynb"
+    assert workspace.relative_of(workspace.root) == ""
+    assert failure_code(workspace.relative_of, outside) == "invalid_path"
+
+
+def test_read_bytes_refuses_directories_and_special_files(workspace: Workspace) -> None:
+    (workspace.root / "sub").mkdir()
+    os.mkfifo(workspace.root / "fifo")
+    for relative in ("", "sub", "fifo"):
+        assert failure_code(workspace.read_bytes, relative) == "invalid_path"
+
+
+def test_a_symlink_swapped_in_after_the_check_is_not_followed(
+    workspace: Workspace, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace.root / "sub").mkdir()
+    (workspace.root / "sub" / "secret.txt").write_text("inside")
+    checked = workspace.resolve
+
+    def resolve_then_swap(relative: str, **kwargs: bool) -> Path:
+        real = checked(relative, **kwargs)
+        (workspace.root / "sub").rename(workspace.root / "moved")
+        (workspace.root / "sub").symlink_to(outside)
+        return real
+
+    monkeypatch.setattr(workspace, "resolve", resolve_then_swap)
+    with pytest.raises(ToolFailure) as caught:
+        workspace.read_bytes("sub/secret.txt")
+    assert caught.value.code == "invalid_path"
+    assert "TOP-SECRET" not in caught.value.message
+
+
+def test_a_file_swapped_for_a_symlink_is_not_followed(
+    workspace: Workspace, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace.root / "data.txt").write_text("inside")
+    checked = workspace.resolve
+
+    def resolve_then_swap(relative: str, **kwargs: bool) -> Path:
+        real = checked(relative, **kwargs)
+        (workspace.root / "data.txt").unlink()
+        (workspace.root / "data.txt").symlink_to(outside / "secret.txt")
+        return real
+
+    monkeypatch.setattr(workspace, "resolve", resolve_then_swap)
+    assert failure_code(workspace.read_bytes, "data.txt") == "invalid_path"
+
+
+def temporary_files(root: Path) -> list[Path]:
+    return [path for path in root.rglob("*") if path.name.endswith(".jmcp-tmp")]
+
+
+def test_write_atomic_creates_and_replaces(workspace: Workspace) -> None:
+    status = workspace.write_atomic("a.ipynb", b"first")
+    assert (workspace.root / "a.ipynb").read_bytes() == b"first"
+    assert status.st_size == 5
+    assert workspace.stat("a.ipynb").st_ino == status.st_ino
+    workspace.write_atomic("a.ipynb", b"second!")
+    assert workspace.read_bytes("a.ipynb") == b"second!"
+    assert temporary_files(workspace.root) == []
+
+
+def test_write_atomic_gives_new_files_the_usual_mode(workspace: Workspace) -> None:
+    umask = os.umask(0o022)
+    try:
+        workspace.write_atomic("new.ipynb", b"{}")
+    finally:
+        os.umask(umask)
+    assert (workspace.root / "new.ipynb").stat().st_mode & 0o777 == 0o644
+
+
+def test_symlink_loops_are_neither_read_nor_replaced(workspace: Workspace) -> None:
+    (workspace.root / "a").symlink_to("b")
+    (workspace.root / "b").symlink_to("a")
+    assert failure_code(workspace.read_bytes, "a") == "invalid_path"
+    assert failure_code(workspace.write_atomic, "a", b"x") == "invalid_path"
+    assert failure_code(workspace.stat, "a") == "invalid_path"
+    assert (workspace.root / "a").is_symlink()
+    assert temporary_files(workspace.root) == []
+
+
+def test_write_atomic_keeps_an_existing_files_mode(workspace: Workspace) -> None:
+    target = workspace.root / "a.py"
+    target.write_text("old")
+    target.chmod(0o600)
+    workspace.write_atomic("a.py", b"new")
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_write_atomic_leaves_the_old_content_when_writing_fails(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace.root / "a.ipynb").write_bytes(b"old")
+    real_fsync = os.fsync
+    calls: list[int] = []
+
+    def failing_fsync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(errno.EIO, "disk on fire")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError):
+        workspace.write_atomic("a.ipynb", b"new content")
+    assert (workspace.root / "a.ipynb").read_bytes() == b"old"
+    assert temporary_files(workspace.root) == []
+    workspace.write_atomic("a.ipynb", b"new content")
+    assert (workspace.root / "a.ipynb").read_bytes() == b"new content"
+
+
+def test_write_atomic_exclusive_refuses_an_existing_file(workspace: Workspace) -> None:
+    workspace.write_atomic("a.ipynb", b"one", exclusive=True)
+    assert failure_code(workspace.write_atomic, "a.ipynb", b"two", exclusive=True) == (
+        "already_exists"
+    )
+    assert workspace.read_bytes("a.ipynb") == b"one"
+    assert temporary_files(workspace.root) == []
+
+
+def test_write_atomic_creates_missing_parents(workspace: Workspace) -> None:
+    workspace.write_atomic("analysis/deep/new.ipynb", b"{}")
+    assert (workspace.root / "analysis" / "deep" / "new.ipynb").read_bytes() == b"{}"
+
+
+def test_write_atomic_refuses_directories_and_file_parents(workspace: Workspace) -> None:
+    (workspace.root / "sub").mkdir()
+    (workspace.root / "file").write_text("x")
+    assert failure_code(workspace.write_atomic, "sub", b"x") == "invalid_path"
+    assert failure_code(workspace.write_atomic, "", b"x") == "invalid_path"
+    assert failure_code(workspace.write_atomic, "file/x", b"x") == "invalid_path"
+    assert temporary_files(workspace.root) == []
+
+
+def test_remove_stale_temp_files(workspace: Workspace) -> None:
+    root = workspace.root
+    (root / "sub").mkdir()
+    (root / ".git").mkdir()
+    (root / ".a.ipynb.0123456789abcdef.jmcp-tmp").write_text("")
+    (root / "sub" / ".b.0123456789abcdef.jmcp-tmp").write_text("")
+    (root / ".git" / ".c.0123456789abcdef.jmcp-tmp").write_text("")
+    (root / "keep.jmcp-tmp").write_text("")
+    assert workspace.remove_stale_temp_files() == 2
+    assert sorted(p.name for p in temporary_files(root)) == [
+        ".c.0123456789abcdef.jmcp-tmp",
+        "keep.jmcp-tmp",
+    ]
+
+
+@pytest.fixture
+def tree(workspace: Workspace, outside: Path) -> Workspace:
+    root = workspace.root
+    (root / "a" / "b" / "c" / "d").mkdir(parents=True)
+    (root / "top.ipynb").write_text("{}")
+    (root / "notes.txt").write_text("hello")
+    (root / "a" / "inner.ipynb").write_text("{}")
+    (root / "a" / "b" / "deeper.py").write_text("# %%")
+    (root / "a" / "b" / "c" / "deepest.ipynb").write_text("{}")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "x.ipynb").write_text("{}")
+    (root / ".dot.ipynb").write_text("{}")
+    (root / ".x.ipynb.0123456789abcdef.jmcp-tmp").write_text("")
+    (root / "escape").symlink_to(outside)
+    (root / "alias.ipynb").symlink_to(root / "top.ipynb")
+    return workspace
+
+
+def paths(entries: list) -> list[str]:
+    return [entry["path"] for entry in entries]
+
+
+def test_list_files_direct_children(tree: Workspace) -> None:
+    entries = tree.list_files()
+    assert paths(entries) == ["a", "alias.ipynb", "notes.txt", "top.ipynb"]
+    by_path = {entry["path"]: entry for entry in entries}
+    assert by_path["a"]["type"] == "directory"
+    assert by_path["a"]["size"] == 0
+    assert by_path["top.ipynb"]["type"] == "notebook"
+    assert by_path["notes.txt"] == {
+        "path": "notes.txt",
+        "type": "file",
+        "size": 5,
+        "last_modified": by_path["notes.txt"]["last_modified"],
+    }
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", by_path["notes.txt"]["last_modified"])
+
+
+def test_list_files_depths(tree: Workspace) -> None:
+    assert paths(tree.list_files("a", max_depth=0)) == ["a"]
+    assert paths(tree.list_files("", max_depth=0)) == [""]
+    assert paths(tree.list_files("a", max_depth=2)) == [
+        "a/b",
+        "a/b/c",
+        "a/b/deeper.py",
+        "a/inner.ipynb",
+    ]
+    deepest = paths(tree.list_files(max_depth=3))
+    assert "a/b/c" in deepest
+    assert "a/b/c/d" not in deepest
+    for depth in (-1, 4, True, "1"):
+        assert failure_code(tree.list_files, "", depth) == "invalid_argument"
+
+
+def test_list_files_pattern_still_descends(tree: Workspace) -> None:
+    assert paths(tree.list_files(max_depth=3, pattern="*.ipynb")) == [
+        "a/inner.ipynb",
+        "alias.ipynb",
+        "top.ipynb",
+    ]
+    assert paths(tree.list_files(max_depth=3, pattern="*.py")) == ["a/b/deeper.py"]
+    assert paths(tree.list_files("a/b/c", pattern="*.ipynb")) == ["a/b/c/deepest.ipynb"]
+    assert paths(tree.list_files(max_depth=3, pattern="a/b/*")) == ["a/b/c", "a/b/deeper.py"]
+
+
+def test_list_files_refuses_bad_paths(tree: Workspace) -> None:
+    assert failure_code(tree.list_files, "missing") == "not_found"
+    assert failure_code(tree.list_files, "top.ipynb") == "invalid_argument"
+    assert failure_code(tree.list_files, "escape") == "invalid_path"
+    assert failure_code(tree.list_files, "../") == "invalid_path"
+
+
+SEED_PATH = "nested folder/分析.ipynb"
+SEED_URI = "notebook:///nested%20folder/%E5%88%86%E6%9E%90.ipynb"
+
+
+def test_the_seed_example_both_ways() -> None:
+    assert notebook_uri(SEED_PATH) == SEED_URI
+    assert path_of_uri(SEED_URI) == SEED_PATH
+
+
+def test_reserved_characters_are_encoded() -> None:
+    assert notebook_uri("a b/c?#%&.ipynb") == "notebook:///a%20b/c%3F%23%25%26.ipynb"
+    assert path_of_uri("notebook:///a%20b/c%3F%23%25%26.ipynb") == "a b/c?#%&.ipynb"
+    assert path_of_uri("NOTEBOOK:///x.ipynb") == "x.ipynb"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "notebook://host/x",
+        "notebook:/x",
+        "notebook:x",
+        "notebook:////x",
+        "notebook:///a//b",
+        "notebook:///a/",
+        "notebook:///",
+        "notebook:///a%2Fb",
+        "notebook:///a%2fb",
+        "notebook:///a%00b",
+        "notebook:///%2e%2e/x",
+        "notebook:///%2E%2E",
+        "notebook:///../x",
+        "notebook:///./x",
+        "notebook:///a/%2e",
+        "notebook:///a%zz",
+        "notebook:///a%2",
+        "notebook:///%ff",
+        "notebook:///%C3",
+        "notebook:///a b",
+        "notebook:///分析.ipynb",
+        "notebook:///a%5C..%5Cb",
+        "http:///x",
+        "x",
+        "notebook:///a?x",
+        "notebook:///a#b",
+    ],
+)
+def test_malformed_uris_are_rejected(uri: str) -> None:
+    assert failure_code(path_of_uri, uri) == "invalid_path"
+
+
+def test_notebook_uri_refuses_paths_it_cannot_round_trip() -> None:
+    for relative in ("", "a//b", "./a", "a/", "../a", "/a", "a\x00"):
+        assert failure_code(notebook_uri, relative) == "invalid_path"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_resolve_either_rejects_or_stays_inside(tmp_path_factory, relative: str) -> None:
+    root = tmp_path_factory.getbasetemp() / "property-root"
+    root.mkdir(exist_ok=True)
+    workspace = Workspace(root)
+    try:
+        resolved = workspace.resolve(relative)
+    except ToolFailure as failure:
+        assert failure.code == "invalid_path"
+    else:
+        assert resolved == workspace.root or resolved.is_relative_to(workspace.root)
+
+
+segment_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\"),
+    min_size=1,
+    max_size=20,
+).filter(lambda segment: segment not in (".", ".."))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(segment_text, min_size=1, max_size=5))
+def test_uris_round_trip(segments: list[str]) -> None:
+    relative = "/".join(segments)
+    uri = notebook_uri(relative)
+    assert uri.isascii()
+    assert path_of_uri(uri) == relative
+
+
+def test_list_files_follows_symlinks_inside_and_keeps_the_callers_name(tree: Workspace) -> None:
+    (tree.root / "linkdir").symlink_to(tree.root / "a")
+    (tree.root / "dangling").symlink_to("nowhere")
+    assert "linkdir" in paths(tree.list_files())
+    assert "dangling" not in paths(tree.list_files())
+    assert paths(tree.list_files("linkdir")) == ["linkdir/b", "linkdir/inner.ipynb"]
+    assert paths(tree.list_files("./a//")) == ["a/b", "a/inner.ipynb"]
