@@ -21,8 +21,7 @@ from jupyter_mcp_server.errors import (
     REVISION_CONFLICT,
     ToolFailure,
 )
-from jupyter_mcp_server.store import NotebookStore, new_cell, revision_of
-from jupyter_mcp_server.store import formats
+from jupyter_mcp_server.store import NotebookStore, formats, new_cell, revision_of
 from jupyter_mcp_server.workspace import Workspace
 
 

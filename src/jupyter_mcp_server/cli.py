@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import NoReturn
 
 from jupyter_mcp_server import __version__
@@ -34,7 +35,7 @@ logger = logging.getLogger("jupyter_mcp_server")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-def _positive(kind: type) -> object:
+def _positive(kind: type) -> Callable[[str], float | int]:
     def parse(text: str) -> float | int:
         try:
             value = kind(text)
@@ -89,7 +90,7 @@ def fail(message: str) -> NoReturn:
 
 def parse_config(argv: list[str]) -> ServerConfig:
     """Arguments to a configuration; anything wrong exits with status 2, saying what."""
-    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["start", *argv]
     args = build_parser().parse_args(argv)
     if args.command is None:

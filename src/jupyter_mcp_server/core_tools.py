@@ -25,8 +25,8 @@ from jupyter_mcp_server.extensions import (
     JupyterMCPExtension,
     PluginCompatibility,
     PluginManifest,
-    ToolSpec,
     Toolset,
+    ToolSpec,
 )
 
 CORE_TOOLSET = "notebooks"

@@ -34,8 +34,6 @@ _TRANSIENT_NOTEBOOK_KEYS = frozenset({"orig_nbformat", "orig_nbformat_minor", "s
 #: Mime types nbformat splits into lines besides ``text/*`` (``split_lines``).
 _SPLIT_MIMES = frozenset({"application/javascript", "image/svg+xml"})
 
-_CELL_TYPES = ("code", "markdown", "raw")
-
 
 def format_of(path: str) -> str:
     """The format a notebook path is stored in, refusing anything else."""
@@ -60,11 +58,8 @@ def new_notebook(kernelspec: dict[str, str] | None = None) -> NotebookNode:
 
     notebook = v4.new_notebook()
     if kernelspec:
-        notebook.metadata["kernelspec"] = {
-            key: kernelspec[key]
-            for key in ("display_name", "language", "name")
-            if key in kernelspec
-        }
+        known = ("display_name", "language", "name")
+        notebook.metadata["kernelspec"] = {k: kernelspec[k] for k in known if k in kernelspec}
         if kernelspec.get("language"):
             notebook.metadata["language_info"] = {"name": kernelspec["language"]}
     return notebook
@@ -78,8 +73,8 @@ def new_cell(cell_type: str, source: str) -> NotebookNode:
     if cell_type not in makers:
         raise ToolFailure(
             INVALID_ARGUMENT,
-            f"Unknown cell_type {cell_type!r}: use one of {', '.join(_CELL_TYPES)}.",
-            known=list(_CELL_TYPES),
+            f"Unknown cell_type {cell_type!r}: use one of {', '.join(makers)}.",
+            known=list(makers),
         )
     return makers[cell_type](source=source)
 
@@ -190,14 +185,15 @@ def _carry_identity(
     cells = notebook.cells
     is_generated = set(generated)
     used = {cell.id for index, cell in enumerate(cells) if index not in is_generated}
-    pool: dict[tuple[str, str], deque[Any]] = {}
+    # Cells of a type newer than 4.5 (a 4.99 "future cell") may have no source.
+    pool: dict[tuple[str, str | None], deque[Any]] = {}
     for old in previous.cells if previous is not None else ():
         if old.id not in used:
-            pool.setdefault((old.cell_type, old.source), deque()).append(old)
+            pool.setdefault((old.cell_type, old.get("source")), deque()).append(old)
     unmatched = []
     for index in generated:
         cell = cells[index]
-        candidates = pool.get((cell.cell_type, cell.source))
+        candidates = pool.get((cell.cell_type, cell.get("source")))
         if not candidates:
             unmatched.append(cell)
             continue
@@ -267,9 +263,10 @@ def _describe(error: Exception) -> str:
         return f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
     if isinstance(error, UnicodeDecodeError):
         return f"not UTF-8 text (byte {error.start})"
-    if isinstance(error, (AttributeError, KeyError)) and error.args:
+    key = error.args[0] if isinstance(error, (AttributeError, KeyError)) and error.args else None
+    if isinstance(key, str) and key.isidentifier():
         # nbformat's readers reach for keys a broken file does not have.
-        return f"the required key {error.args[0]!r} is missing"
+        return f"the required key {key!r} is missing"
     message = getattr(error, "message", None) or str(error) or type(error).__name__
     message = message.splitlines()[0]
     path = list(getattr(error, "absolute_path", None) or ())

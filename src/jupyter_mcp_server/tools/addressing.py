@@ -11,7 +11,13 @@ from typing import Any
 from mcp.server.mcpserver import Context
 
 from jupyter_mcp_server.context import ConnectionState, ServerContext
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, INVALID_PATH, NO_NOTEBOOK, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.errors import (
+    INVALID_ARGUMENT,
+    INVALID_PATH,
+    NO_NOTEBOOK,
+    NOT_FOUND,
+    ToolFailure,
+)
 
 NOTEBOOK_SUFFIXES = (".ipynb", ".py")
 

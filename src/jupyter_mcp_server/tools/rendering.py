@@ -40,9 +40,7 @@ def output_blocks(outputs: list[dict[str, Any]]) -> list[ContentBlock]:
                     ImageContent(type="image", data=_text(data[image]).replace("\n", ""), mime_type=image)
                 )
             text = next((mime for mime in TEXT_TYPES if mime in data), None)
-            if text is not None and (image is None or text != "text/plain"):
-                blocks.append(TextContent(type="text", text=_text(data[text])))
-            elif text is not None and image is None:
+            if (text is not None and (image is None or text != "text/plain")) or (text is not None and image is None):
                 blocks.append(TextContent(type="text", text=_text(data[text])))
     return blocks
 

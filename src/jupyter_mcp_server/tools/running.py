@@ -13,9 +13,8 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
-from pydantic import Field
-
 from nbformat import from_dict
+from pydantic import Field
 
 from jupyter_mcp_server.errors import (
     EXECUTION_ERROR,

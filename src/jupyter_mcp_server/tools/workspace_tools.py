@@ -24,7 +24,7 @@ async def list_files(
         raise ToolFailure(INVALID_ARGUMENT, f"max_depth must be 0 to 3, not {max_depth}.")
     entries = server().workspace.list_files(path, max_depth, pattern)
     page = entries[start_index:] if limit == 0 else entries[start_index : start_index + limit]
-    listed = models.FileList(files=[models.FileEntry(**e) for e in page], total=len(entries))
+    listed = models.FileList(files=[models.FileEntry.model_validate(e) for e in page], total=len(entries))
     lines = [f"{e['type']:9} {e['size']:>10}  {e['path']}" for e in page]
     if start_index + len(page) < len(entries):
         lines.append(f"… {len(entries) - start_index - len(page)} more: call again with start_index={start_index + len(page)}.")

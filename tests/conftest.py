@@ -1,0 +1,97 @@
+"""The harness every end-to-end test uses: the real server, the official client.
+
+`serve(workspace, *args)` spawns `jupyter-mcp-server start` over stdio and
+yields a connected `mcp.Client`; nothing is mocked. Helpers read the
+contract's error shape off a result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+ERROR_KEY = "io.jupyter-mcp/error"
+
+
+def server_command(workspace: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace), *args]
+
+
+def server_environment(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("JUPYTER_MCP_CAPABILITIES", None)
+    env.pop("JUPYTER_MCP_EXTENSIONS", None)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    workspace: Path,
+    *args: str,
+    mode: str = "legacy",
+    env: dict[str, str] | None = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """A running server over stdio, and the official client connected to it."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=server_command(workspace, *args)[1:],
+        env=server_environment(**(env or {})),
+        cwd=str(workspace),
+    )
+    async with Client(params, mode=mode, **client_options) as client:
+        yield client
+
+
+def error_code(result: CallToolResult) -> str | None:
+    """The contract's error code on a failed result (None on success)."""
+    if not result.is_error:
+        return None
+    return ((result.meta or {}).get(ERROR_KEY) or {}).get("code")
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def ok(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Call a tool that must succeed; answer its structured content."""
+    result = await client.call_tool(tool, arguments or {})
+    assert not result.is_error, f"{tool} failed: {text_of(result)} {result.meta}"
+    assert result.structured_content is not None, f"{tool} has no structuredContent"
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, arguments: dict[str, Any], code: str) -> CallToolResult:
+    """Call a tool that must fail with `code`; answer the result."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} succeeded but should fail with {code}: {text_of(result)}"
+    assert error_code(result) == code, f"{tool}: expected {code}, got {error_code(result)}: {text_of(result)}"
+    assert text_of(result).strip(), "an error must say what went wrong"
+    return result
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def shared() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("../shared is not beside this checkout")
+    return SHARED

@@ -1,0 +1,177 @@
+"""Real notebooks written by other projects go through the store unharmed.
+
+Every valid notebook reads and writes back equal in meaning (ids are added
+where missing, and the version is upgraded to 4.5 on that first write, nothing
+else); every invalid one is refused and left byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import warnings
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat import validator
+from nbformat.reader import reads as read_without_validating
+
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.store import NotebookStore, formats
+from jupyter_mcp_server.workspace import Workspace
+
+CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+
+
+def corpus(folder: str, pattern: str) -> list[Path]:
+    return sorted((CORPORA / folder).glob(pattern)) if (CORPORA / folder).is_dir() else []
+
+
+def ids_of(paths: list[Path]) -> list[str]:
+    return [str(path.relative_to(CORPORA)) for path in paths]
+
+
+JUPYTEXT = corpus("jupytext", "**/*.ipynb")
+NBFORMAT = corpus("nbformat", "*.ipynb")
+PERCENT = corpus("jupytext-percent", "**/*.py")
+
+
+def nbformat_rejects(text: str) -> bool:
+    """nbformat's own verdict: missing ids are given, as its validate does, but
+    duplicate ids are not silently "repaired"."""
+    try:
+        notebook = nbformat.convert(read_without_validating(text), 4)
+    except Exception:
+        return True
+    if notebook.get("nbformat_minor", 0) >= 5:
+        for index, cell in enumerate(notebook.cells):
+            cell.setdefault("id", f"given-{index}")
+    return not validator.isvalid(notebook)
+
+
+def meaning(text: str, drop_ids: list[bool]) -> nbformat.NotebookNode:
+    """A notebook as nbformat reads it, without what the first write may add."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        notebook = nbformat.reads(text, as_version=4)
+    for cell, drop in zip(notebook.cells, drop_ids, strict=True):
+        if drop:
+            cell.pop("id", None)
+    notebook.pop("nbformat_minor")
+    for key in ("orig_nbformat", "orig_nbformat_minor"):
+        notebook.metadata.pop(key, None)
+    return notebook
+
+
+def cells_without_ids(text: str) -> list[bool]:
+    raw = read_without_validating(text)
+    if raw.nbformat < 4:
+        return [True] * len(nbformat.convert(raw, 4).cells)
+    return ["id" not in cell or raw.nbformat_minor < 5 for cell in raw.cells]
+
+
+def store_holding(source: Path, tmp_path: Path) -> tuple[NotebookStore, Path]:
+    if not source.exists():
+        pytest.skip(f"{CORPORA} is not available")
+    copied = tmp_path / source.name
+    shutil.copyfile(source, copied)
+    return NotebookStore(Workspace(tmp_path)), copied
+
+
+def require(paths: list[Path]) -> None:
+    if not paths:
+        pytest.skip(f"no corpus under {CORPORA}")
+
+
+@pytest.mark.parametrize("source", JUPYTEXT or [CORPORA / "missing"], ids=ids_of(JUPYTEXT) or None)
+async def test_a_notebook_writes_back_equal_in_meaning(source: Path, tmp_path: Path) -> None:
+    require(JUPYTEXT)
+    store, copied = store_holding(source, tmp_path)
+    original = copied.read_text(encoding="utf-8")
+
+    view = await store.read(copied.name)
+    assert copied.read_text(encoding="utf-8") == original, "reading never writes"
+    memory_ids = [cell.id for cell in view.notebook.cells]
+    await store.mutate(copied.name, lambda notebook: None)
+
+    written = copied.read_text(encoding="utf-8")
+    on_disk = nbformat.reads(written, as_version=nbformat.NO_CONVERT)
+    nbformat.validate(on_disk)
+    assert (on_disk.nbformat, on_disk.nbformat_minor) >= (4, 5)
+    assert [cell.id for cell in on_disk.cells] == memory_ids
+    missing = cells_without_ids(original)
+    assert meaning(written, missing) == meaning(original, missing)
+
+
+WELL_FORMED = [path for path in JUPYTEXT + NBFORMAT if not nbformat_rejects(path.read_text())]
+
+
+@pytest.mark.parametrize(
+    "source", WELL_FORMED or [CORPORA / "missing"], ids=ids_of(WELL_FORMED) or None
+)
+def test_serialization_is_byte_identical_to_nbformat_writes(source: Path) -> None:
+    require(WELL_FORMED)
+    data = source.read_bytes()
+    notebook = formats.parse_notebook(data, formats.IPYNB, source.name)
+    expected = nbformat.writes(copy.deepcopy(notebook)) + "\n"
+    assert formats.serialize_notebook(notebook, formats.IPYNB) == expected.encode()
+
+
+@pytest.mark.parametrize("source", NBFORMAT or [CORPORA / "missing"], ids=ids_of(NBFORMAT) or None)
+async def test_nbformat_test_notebooks_read_or_are_refused_untouched(
+    source: Path, tmp_path: Path
+) -> None:
+    require(NBFORMAT)
+    store, copied = store_holding(source, tmp_path)
+    data = copied.read_bytes()
+    if nbformat_rejects(data.decode()):
+        with pytest.raises(ToolFailure) as caught:
+            await store.read(copied.name)
+        assert caught.value.code == INVALID_ARGUMENT
+        assert copied.name in caught.value.message
+        with pytest.raises(ToolFailure):
+            await store.mutate(copied.name, lambda notebook: None)
+        assert copied.read_bytes() == data
+        assert sorted(p.name for p in tmp_path.iterdir()) == [copied.name]
+        return
+
+    view = await store.read(copied.name)
+    assert copied.read_bytes() == data, "older versions are upgraded on the first write only"
+    assert all(isinstance(cell.id, str) for cell in view.notebook.cells)
+    known = [cell for cell in view.notebook.cells if cell.cell_type in ("code", "markdown", "raw")]
+    assert all(isinstance(cell.source, str) for cell in known)
+    await store.mutate(copied.name, lambda notebook: None)
+    written = copied.read_text(encoding="utf-8")
+    nbformat.validate(nbformat.reads(written, as_version=nbformat.NO_CONVERT))
+    missing = cells_without_ids(data.decode())
+    assert meaning(written, missing) == meaning(data.decode(), missing)
+
+
+def test_the_deliberately_invalid_nbformat_notebooks_are_among_the_refused() -> None:
+    require(NBFORMAT)
+    refused = {path.name for path in NBFORMAT if nbformat_rejects(path.read_text())}
+    # The duplicate ids one only fails when nbformat is not allowed to "repair" it.
+    assert {"invalid.ipynb", "invalid_cell_id.ipynb", "invalid_unique_cell_id.ipynb"} <= refused
+    assert {"test4.5.ipynb", "test3.ipynb", "v4_5_no_cell_id.ipynb"}.isdisjoint(refused)
+
+
+@pytest.mark.parametrize("source", PERCENT or [CORPORA / "missing"], ids=ids_of(PERCENT) or None)
+async def test_a_percent_script_reads_as_jupytext_reads_it(source: Path, tmp_path: Path) -> None:
+    import jupytext
+
+    require(PERCENT)
+    store, copied = store_holding(source, tmp_path)
+    text = copied.read_text(encoding="utf-8")
+    expected = [(c.cell_type, c.source) for c in jupytext.reads(text, fmt="py:percent").cells]
+
+    view = await store.read(copied.name)
+    assert view.format == "py:percent"
+    assert [(c.cell_type, c.source) for c in view.notebook.cells] == expected
+    ids = [cell.id for cell in view.notebook.cells]
+    assert len(set(ids)) == len(ids)
+
+    await store.mutate(copied.name, lambda notebook: None)
+    store.forget(copied.name)
+    reread = await store.read(copied.name)
+    assert [(c.cell_type, c.source) for c in reread.notebook.cells] == expected
