@@ -258,6 +258,25 @@ async def test_a_write_racing_a_change_with_expected_revision_is_a_conflict(
     assert (await store.read("race.ipynb")).notebook.cells[0].source == "theirs"
 
 
+async def test_a_file_that_keeps_changing_is_a_conflict_not_a_loop(
+    store: NotebookStore, root: Path
+) -> None:
+    path = root / "busy.ipynb"
+    save(path, notebook_with("0"))
+    saves = []
+
+    def change_while_someone_keeps_saving(notebook: nbformat.NotebookNode) -> None:
+        saves.append(save(path, notebook_with(str(len(saves) + 1))))
+        notebook.cells[0].source = "ours"
+
+    failure = await refused(
+        REVISION_CONFLICT, store.mutate("busy.ipynb", change_while_someone_keeps_saving)
+    )
+    assert len(saves) == 2
+    assert failure.details["current_revision"] == revision_of(saves[-1])
+    assert path.read_bytes() == saves[-1]
+
+
 async def test_a_change_that_fails_half_way_leaves_nothing_behind(
     store: NotebookStore, root: Path
 ) -> None:

@@ -126,27 +126,35 @@ def serialize_notebook(notebook: NotebookNode, fmt: str) -> bytes:
 def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int]]:
     import nbformat
     from nbformat.reader import get_version
+    from nbformat.validator import iter_validate
 
     raw = json.loads(data.decode("utf-8"))
-    if not isinstance(raw, dict):
-        raise ValueError("the JSON is not an object")
+    if not isinstance(raw, dict) or "nbformat" not in raw:
+        raise ValueError("the JSON has no nbformat version, so it is not a notebook")
     major, minor = get_version(raw)
     if major not in nbformat.versions:
-        raise ValueError(f"nbformat version {major} is not supported")
-    # The version's own reader rejoins split lines and drops transient keys.
-    notebook = nbformat.versions[major].to_notebook_json(raw, minor=minor)
-    if (major, minor) < (4, 5):
-        notebook = nbformat.convert(notebook, 4)
-        notebook = nbformat.v4.upgrade(
-            notebook, from_version=4, from_minor=notebook.get("nbformat_minor")
-        )
-        for key in _TRANSIENT_NOTEBOOK_KEYS:
-            notebook.metadata.pop(key, None)
-        generated = list(range(len(notebook.cells)))
-    else:
-        generated = _ids_from_disk(notebook)
-    # Public validate would silently "repair" duplicate ids; they were refused above.
-    nbformat.validate(notebook)
+        raise ValueError(f"nbformat version {major!r} is not supported")
+    try:
+        # The version's own reader rejoins split lines and drops transient keys.
+        notebook = nbformat.versions[major].to_notebook_json(raw, minor=minor)
+        if (major, minor) < (4, 5):
+            notebook = nbformat.convert(notebook, 4)
+            notebook = nbformat.v4.upgrade(
+                notebook, from_version=4, from_minor=notebook.get("nbformat_minor")
+            )
+            for key in _TRANSIENT_NOTEBOOK_KEYS:
+                notebook.metadata.pop(key, None)
+            generated = list(range(len(notebook.cells)))
+        else:
+            generated = _ids_from_disk(notebook)
+        # Public validate would silently "repair" duplicate ids; they were refused above.
+        nbformat.validate(notebook)
+    except (AttributeError, KeyError, TypeError):
+        # A broken structure trips nbformat's readers before its schema names the problem.
+        problem = next(iter_validate(nbformat.from_dict(raw)), None)
+        if problem is not None:
+            raise problem from None
+        raise
     return notebook, generated
 
 

@@ -1,0 +1,160 @@
+"""Serving over streamable HTTP, with the URL choosing the toolsets.
+
+`/mcp?only=notebooks` is a server built for exactly that selection,
+`/mcp?sandboxes` the defaults plus sandboxes. The server for a selection is
+built once and kept. The reactor router forgets its applications whenever the
+host changes (another client's URL waking an extension), which drops every
+live session with them; here a session is routed by its id to the application
+that issued it, for as long as it lives, whatever other clients select.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
+
+from jupyter_mcp_server.config import ServerConfig
+from jupyter_mcp_server.transports.lifecycle import running_server
+from jupyter_mcp_server.transports.walls import Receive, Scope, Send, Walls
+
+logger = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+SESSION_HEADER = b"mcp-session-id"
+
+
+class SelectionRouter:
+    """Routes each MCP request to the server its selection, or its session, belongs to."""
+
+    def __init__(self) -> None:
+        self._apps: dict[tuple[int, str], Any] = {}
+        self._sessions: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
+        self._tasks: Any = None
+        self._closing: asyncio.Event | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The scope every application's lifespan runs in, entered and left in one task."""
+        import anyio
+
+        self._closing = asyncio.Event()
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            try:
+                yield
+            finally:
+                self._closing.set()
+                self._apps.clear()
+                self._sessions.clear()
+
+    async def _serve(self, app: Any, *, task_status: Any) -> None:
+        assert self._closing is not None
+        async with app.router.lifespan_context(app):
+            task_status.started()
+            await self._closing.wait()
+
+    async def app_for(self, scope: Scope) -> Any:
+        from jupyter_mcp_server.extensions import parse_selection
+        from jupyter_mcp_server.server import extension_manager
+
+        raw = scope.get("query_string", b"").decode("utf-8", "replace")
+        built = extension_manager.build(parse_selection(raw))
+        if built.unknown:
+            logger.warning("A client asked for unknown toolsets: %s", ", ".join(sorted(built.unknown)))
+        key = (id(built.server), ",".join(sorted(built.toolsets)))
+        app = self._apps.get(key)
+        if app is not None:
+            return app
+        async with self._lock:
+            app = self._apps.get(key)
+            if app is None:
+                app = built.server.streamable_http_app(
+                    streamable_http_path=MCP_PATH,
+                    transport_security=_walls_are_ours(),
+                )
+                await self._tasks.start(self._serve, app)
+                self._apps[key] = app
+        return app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session_id = _header(scope, SESSION_HEADER)
+        app = self._sessions.get(session_id) if session_id else None
+        if app is None:
+            app = await self.app_for(scope)
+        method = scope.get("method")
+
+        async def remembering(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                issued = _header(message, SESSION_HEADER)
+                status = message.get("status", 500)
+                if issued and status < 400 and method != "DELETE":
+                    self._sessions[issued] = app
+                elif session_id and (method == "DELETE" or status == 404):
+                    self._sessions.pop(session_id, None)
+            await send(message)
+
+        await app(scope, receive, remembering)
+
+
+def _header(holder: Any, name: bytes) -> str | None:
+    for key, value in holder.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _walls_are_ours() -> Any:
+    """Host and Origin are checked by `Walls` for every route; the SDK's copy is off."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def create_app(config: ServerConfig) -> Any:
+    """The whole HTTP application: `/mcp`, `/toolsets`, `/healthz`, behind the walls."""
+    router = SelectionRouter()
+
+    async def toolsets(request: Request) -> JSONResponse:
+        from jupyter_mcp_server.server import extension_manager
+
+        return JSONResponse(extension_manager.describe_toolsets())
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with running_server(), router.running():
+            yield
+
+    app = Starlette(
+        routes=[
+            Route("/healthz", health, methods=["GET"]),
+            Route("/toolsets", toolsets, methods=["GET"]),
+            Mount("", app=router),
+        ],
+        lifespan=lifespan,
+    )
+    return Walls(app, bound_host=config.host, token=config.mcp_token)
+
+
+def serve(config: ServerConfig) -> None:
+    import uvicorn
+
+    uvicorn.run(
+        create_app(config),
+        host=config.host,
+        port=config.port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+    )
