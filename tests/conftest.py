@@ -95,3 +95,23 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is not beside this checkout")
     return SHARED
+
+
+def install_packages(target: Path, *packages: Path) -> Path:
+    """Install packages for real (pip, no deps) into `target`, for PYTHONPATH."""
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--disable-pip-version-check", "--target", str(target), *map(str, packages)],
+        check=True,
+        capture_output=True,
+    )
+    return target
+
+
+@pytest.fixture(scope="session")
+def my_extension_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """PYTHONPATH entry where examples/my-extension is installed as a package."""
+    target = tmp_path_factory.mktemp("my-extension-site")
+    return str(install_packages(target, REPO / "examples" / "my-extension"))

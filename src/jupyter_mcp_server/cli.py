@@ -13,8 +13,8 @@ import argparse
 import logging
 import os
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
 
 from jupyter_mcp_server import __version__

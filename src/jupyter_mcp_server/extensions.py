@@ -31,6 +31,7 @@ from reactor_mcp_server import (
     ToolExtension,
     Toolset,
     ToolSpec,
+    manifest_of,
     parse_selection,
     resolve,
     tool,
@@ -59,19 +60,6 @@ __all__ = [
 ENVIRONMENT = "JUPYTER_MCP_EXTENSIONS"
 
 
-class _ToolExtensionsHeldBack:
-    """The contributions registry with `extend` taken over by the extension itself."""
-
-    def __init__(self, contributions: Any) -> None:
-        self._contributions = contributions
-
-    def contribute(self, *args: Any, **kwargs: Any) -> Any:
-        return self._contributions.contribute(*args, **kwargs)
-
-    def extend(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
 class JupyterMCPExtension(McpExtension):
     """Base class for an extension of this server. Every hook has a default.
 
@@ -98,15 +86,65 @@ class JupyterMCPExtension(McpExtension):
         return None
 
     def provide_contributions(self, contributions: Any) -> None:
-        super().provide_contributions(_ToolExtensionsHeldBack(contributions))
-        for item in self.tool_extensions():
+        # The base class unpacks `tool_extensions()` as pairs and extends with
+        # no order; it is shown none, and they are contributed here, ordered.
+        # Asked once, and a failure costs only the tool extensions.
+        try:
+            declared = list(self.tool_extensions())
+        except Exception:
+            logger.exception("Extension '%s' failed in tool_extensions(); its other contributions stand", _name_of(self))
+            declared = []
+        self.__dict__["tool_extensions"] = _nothing
+        try:
+            super().provide_contributions(contributions)
+        finally:
+            del self.__dict__["tool_extensions"]
+        for item in declared:
             name, extension = item[0], item[1]
             order = item[2] if len(item) > 2 else self.tool_extension_order  # type: ignore[misc]
             contributions.extend(TOOLS, name, extension, order=order)
 
 
+def _nothing() -> tuple[()]:
+    return ()
+
+
+def _name_of(extension: McpExtension) -> str:
+    try:
+        return extension.manifest().name
+    except Exception:
+        return type(extension).__name__
+
+
+def _guard_lifecycle(extension: McpExtension, name: str) -> None:
+    """`on_start` / `on_stop` that raise cost only their extension.
+
+    The platform's `start()` and `stop()` call every plugin's hook in one loop
+    that does not catch, so one raising would stop the server starting (or the
+    others from being told to stop).
+    """
+    for hook in ("on_start", "on_stop"):
+        original = getattr(extension, hook, None)
+        if original is None or getattr(original, "__guarded__", False):
+            continue
+
+        def guarded(original: Any = original, hook: str = hook) -> None:
+            try:
+                original()
+            except Exception:
+                logger.exception("Extension '%s' failed in %s; the others go on", name, hook)
+
+        guarded.__guarded__ = True  # type: ignore[attr-defined]
+        setattr(extension, hook, guarded)
+
+
 class ExtensionHost(McpHost):
     """The reactor host, resolving extensions of a tool in a declared order."""
+
+    def add(self, extension: McpExtension) -> str:
+        name = manifest_of(extension).name
+        _guard_lifecycle(extension, name)
+        return super().add(extension)
 
     def offered_tools(
         self,

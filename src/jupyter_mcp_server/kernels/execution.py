@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from jupyter_mcp_server.kernels.outputs import CollectedOutputs, OutputCollector
 
 logger = logging.getLogger(__name__)
@@ -60,6 +62,7 @@ async def run_code(
     user_expressions: dict[str, str] | None = None,
     on_output: Callable[[dict[str, Any]], None] | None = None,
     interrupted: asyncio.Event | None = None,
+    interrupt_on_cancel: bool = False,
 ) -> ExecutionOutcome:
     """Run `code` on a started kernel client and collect what it says.
 
@@ -91,6 +94,14 @@ async def run_code(
             break
         try:
             message = await client.get_iopub_msg(timeout=min(wait, LIVENESS_INTERVAL))
+        except asyncio.CancelledError:
+            if interrupt_on_cancel:
+                # The SDK cancels through anyio, which re-delivers cancellation
+                # at every await: only a shielded scope lets the kernel settle
+                # before the next request may reach it.
+                with anyio.CancelScope(shield=True):
+                    await _interrupt_and_settle(client, interrupt, msg_id)
+            raise
         except queue.Empty:
             if not await is_alive():
                 raise KernelDied() from None
@@ -141,6 +152,29 @@ async def _reply_for(client: Any, msg_id: str) -> dict[str, Any] | None:
         if reply.get("parent_header", {}).get("msg_id") == msg_id:
             return reply
     return None
+
+
+async def _interrupt_and_settle(client: Any, interrupt: Callable[[], Awaitable[None]], msg_id: str) -> None:
+    """Interrupt, then wait for the interrupted execution to end.
+
+    Returning before it ends would let the next request reach the kernel
+    while the interrupt is still being handled, and ipykernel aborts requests
+    queued behind an execution that failed.
+    """
+    await _interrupt_quietly(interrupt)
+    deadline = time.monotonic() + INTERRUPT_GRACE
+    while (wait := deadline - time.monotonic()) > 0:
+        try:
+            message = await client.get_iopub_msg(timeout=wait)
+        except queue.Empty:
+            return
+        if (
+            message.get("parent_header", {}).get("msg_id") == msg_id
+            and message["header"]["msg_type"] == "status"
+            and message["content"].get("execution_state") == "idle"
+        ):
+            await _reply_for(client, msg_id)
+            return
 
 
 async def _interrupt_quietly(interrupt: Callable[[], Awaitable[None]]) -> None:

@@ -162,7 +162,12 @@ class KernelManager:
             self._lost.discard(notebook)
             return kernel
         if current is not None and current in self._kernels:
-            return self._kernels[current]
+            bound = self._kernels[current]
+            if kernel_name is None or kernel_name == bound.kernel_name:
+                return bound
+            # Asked for another kernelspec: like changing a notebook's kernel in
+            # Jupyter, the notebook moves to a new kernel of that spec.
+            await self.detach(notebook)
         kernel = await self.start(kernel_name or metadata_kernel or DEFAULT_KERNEL_NAME)
         kernel.notebooks.add(notebook)
         self._bindings[notebook] = kernel.kernel_id

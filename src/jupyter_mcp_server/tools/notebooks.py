@@ -59,7 +59,11 @@ async def use_notebook(
     Later tools act on the current notebook when notebook_name is omitted. Each notebook gets its own kernel unless you pass kernel_id of a running kernel to share it.
     """
     context = server()
-    path = checked_path(notebook_path or notebook_name)
+    state = connection_of(ctx)
+    if notebook_path is None and mode == "connect" and notebook_name in state.names:
+        path = state.names[notebook_name]  # a name this connection gave: switch back to it
+    else:
+        path = checked_path(notebook_path or notebook_name)
     if mode == "create":
         view = await context.store.create(path, kernelspec_metadata(kernel_name or "python3"))
     else:
@@ -70,7 +74,6 @@ async def use_notebook(
         )
     else:
         kernel = (await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))).kernel
-    state = connection_of(ctx)
     state.names[notebook_name] = path
     state.current = path
     result = models.NotebookUsed(

@@ -42,6 +42,9 @@ Timeout = Annotated[
     Field(description="Seconds to wait before interrupting the kernel (default --default-timeout, at most --max-timeout)."),
 ]
 
+#: The capability that makes a cancelled request interrupt its kernel.
+CANCEL_INTERRUPTS = "execution.cancel-interrupts"
+
 STATUS_CODES = {"error": EXECUTION_ERROR, "timeout": TIMEOUT, "interrupted": INTERRUPTED}
 
 
@@ -79,6 +82,9 @@ async def run_on(kernel: Kernel, code: str, timeout: float, notebook: str | None
                 max_output_bytes=context.config.max_output_bytes,
                 max_output_blocks=context.config.max_output_blocks,
                 interrupted=kernel.interrupted,
+                # Whether a cancelled request stops the kernel too is the
+                # operator's choice (seeds/004: by default it does not).
+                interrupt_on_cancel=context.capabilities.enabled(CANCEL_INTERRUPTS),
             )
         except KernelDied:
             hooks.fire(
