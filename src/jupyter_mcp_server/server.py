@@ -73,6 +73,20 @@ def register_extension_tools() -> list[str]:
     if not extension_manager.extensions:
         extension_manager.discover()
     names = extension_manager.register_tools(mcp, once=True)
+    connect_extension_hooks()
     extension_manager.collect_capabilities(get_capabilities())
     refresh_advertised_capabilities()
     return names
+
+
+def connect_extension_hooks() -> None:
+    """Give the kernel layer and `execute_code` the extensions' two Jupyter hooks."""
+    from jupyter_mcp_server.config import get_config
+    from jupyter_mcp_server.context import ServerContext
+
+    context = ServerContext.get_instance()
+    if extension_manager.intercept_execute_code not in context.interceptors:
+        context.interceptors.append(extension_manager.intercept_execute_code)
+    context.kernels.kernel_source = lambda kernel_name: extension_manager.create_code_sandbox(
+        get_config(), logging.getLogger("jupyter_mcp_server.sandbox")
+    )

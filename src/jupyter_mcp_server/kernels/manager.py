@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import time
@@ -52,6 +53,12 @@ class Kernel:
     #: reported as an interruption, not as the code's own error.
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
     busy: bool = False
+    #: Started by this manager, and so stopped by it. A kernel an extension
+    #: provided (a sandbox) is that extension's to stop.
+    owned: bool = True
+    #: Where the kernel runs, for a caller who wants to know ("local", or a
+    #: sandbox's description).
+    origin: str = "local"
 
     async def is_alive(self) -> bool:
         try:
@@ -95,12 +102,16 @@ class KernelManager:
         max_kernels: int,
         idle_timeout: float,
         capability: Callable[[str], bool] = lambda name: False,
+        kernel_source: Callable[[str], Any] | None = None,
     ) -> None:
         self.workspace_root = workspace_root
         self.max_kernels = max_kernels
         self.idle_timeout = idle_timeout
         #: Asked, never cached: the capability registry decides.
         self.capability = capability
+        #: Asked first when a kernel is needed (the extensions'
+        #: `create_code_sandbox`); None means start a local one.
+        self.kernel_source = kernel_source
         self._kernels: dict[str, Kernel] = {}
         self._bindings: dict[str, str] = {}
         #: Notebooks whose kernel disappeared; the next call is told so.
@@ -239,7 +250,11 @@ class KernelManager:
                     max_kernels=self.max_kernels,
                     kernels=sorted(self._kernels),
                 )
-            kernel = await self._take_pooled(kernel_name) or await self._launch(kernel_name)
+            kernel = (
+                await self._provided(kernel_name)
+                or await self._take_pooled(kernel_name)
+                or await self._launch(kernel_name)
+            )
             self._kernels[kernel.kernel_id] = kernel
         self._refill_pool()
         return kernel
@@ -274,6 +289,25 @@ class KernelManager:
                 f"Kernel '{kernel_name}' did not become ready: {error}",
             ) from error
         return Kernel(kernel_id=kernel_id, kernel_name=kernel_name, manager=manager, client=client)
+
+    async def _provided(self, kernel_name: str) -> Kernel | None:
+        """A kernel an extension provides (a sandbox), if one does."""
+        if self.kernel_source is None:
+            return None
+        provided = self.kernel_source(kernel_name)
+        if inspect.isawaitable(provided):
+            provided = await provided
+        if provided is None:
+            return None
+        return Kernel(
+            kernel_id=getattr(provided, "kernel_id", None) or str(uuid.uuid4()),
+            kernel_name=getattr(provided, "kernel_name", None) or kernel_name,
+            manager=provided.manager,
+            client=provided.client,
+            lock=getattr(provided, "lock", None) or asyncio.Lock(),
+            owned=False,
+            origin=str(getattr(provided, "origin", "sandbox")),
+        )
 
     async def _take_pooled(self, kernel_name: str) -> Kernel | None:
         if kernel_name != DEFAULT_KERNEL_NAME:
@@ -315,6 +349,8 @@ class KernelManager:
         self._refill_pool()
 
     async def _shutdown_quietly(self, kernel: Kernel) -> None:
+        if not kernel.owned:
+            return
         with contextlib.suppress(Exception):
             kernel.client.stop_channels()
         try:
