@@ -36,6 +36,7 @@ import platform
 import queue
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +57,7 @@ CONCURRENT_NOTEBOOKS = 8
 
 try:
     from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 except ImportError:  # pragma: no cover - a friendly message beats a traceback
     sys.exit(
         "benchmarks/run.py needs the project's environment: run it with the venv's python, "
@@ -172,6 +174,7 @@ class Metric:
 
 METRICS: list[Metric] = [
     Metric("spawn", "1 spawn -> initialize", "s"),
+    Metric("exit", "1 exit after stdin closes", "s"),
     Metric("first_exec_settled", "2 first exec, new notebook (after settle)", "s"),
     Metric(
         "first_exec_cold",
@@ -179,6 +182,7 @@ METRICS: list[Metric] = [
         "s",
         floor_key="first_exec_settled",
     ),
+    Metric("round_trip", "3 MCP round trip, trivial tool", "s"),
     Metric("execute_code", "3 warm execute_code 1+1", "s"),
     Metric("execute_cell", "3 warm execute_cell 1+1 (persisted)", "s", floor_key="execute_code"),
     Metric("insert_first", "4 insert_cell, first 50", "s"),
@@ -474,14 +478,41 @@ class Session:
 
 
 @contextlib.asynccontextmanager
-async def connect(profile: Profile, workspace: Path) -> AsyncIterator[Session]:
-    """Spawn the server over stdio and complete the handshake; timed from spawn to initialized."""
+async def connect(
+    profile: Profile, workspace: Path, on_exit: Callable[[float], None] | None = None
+) -> AsyncIterator[Session]:
+    """Spawn the server over stdio and complete the handshake; timed from spawn to initialized.
+
+    The server's stderr (and its kernels') goes to a log beside the workspace,
+    shown when something fails. ``on_exit`` is told how long the server took
+    to exit once the client closed its stdin.
+    """
     params = profile.parameters(workspace)
-    started = time.perf_counter()
-    async with Client(params, mode=profile.mode) as client:
-        elapsed = time.perf_counter() - started
-        pid = find_server_pid(str(workspace), profile.process_match)
-        yield Session(profile, client, workspace, pid, elapsed)
+    log_path = workspace.parent / f"{workspace.name}.log"
+    with open(log_path, "w") as errlog:
+        try:
+            stack = contextlib.AsyncExitStack()
+            started = time.perf_counter()
+            client = await stack.enter_async_context(
+                Client(stdio_client(params, errlog=errlog), mode=profile.mode)
+            )
+            elapsed = time.perf_counter() - started
+            # What a host does next, untimed: the tool list (the client also
+            # keeps the output schemas it validates results against).
+            await client.list_tools()
+            try:
+                pid = find_server_pid(str(workspace), profile.process_match)
+                yield Session(profile, client, workspace, pid, elapsed)
+            finally:
+                stopping = time.perf_counter()
+                await stack.aclose()
+            if on_exit is not None:
+                on_exit(time.perf_counter() - stopping)
+        except BaseException:
+            errlog.flush()
+            tail = log_path.read_text(errors="replace").splitlines()[-30:]
+            print(f"--- {profile.name} server log ({log_path}):", *tail, sep="\n", file=sys.stderr)
+            raise
 
 
 # --- Processes ----------------------------------------------------------------------
@@ -568,7 +599,7 @@ class RawKernel:
         from jupyter_client.manager import AsyncKernelManager
 
         self.manager = AsyncKernelManager(kernel_name="python3")
-        await self.manager.start_kernel(cwd=str(self.cwd))
+        await self.manager.start_kernel(cwd=str(self.cwd), stderr=subprocess.DEVNULL)
         self.client = self.manager.client()
         self.client.start_channels()
         await self.client.wait_for_ready(timeout=60)
@@ -660,6 +691,12 @@ class Bench:
         path = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
         return path
 
+    def connect(self, profile: Profile, workspace: Path) -> Any:
+        """A server session whose exit time is recorded."""
+        return connect(
+            profile, workspace, lambda seconds: self.results.add("exit", profile.name, seconds)
+        )
+
     def skip(self, profile: Profile, what: str) -> None:
         self.skipped.setdefault(profile.name, []).append(what)
 
@@ -686,7 +723,7 @@ class Bench:
         for rep in range(self.sizes.repetitions):
             for profile in self.servers:
                 # A: spawn, then the first execution at once (kernels may still be starting).
-                async with connect(profile, self.workspace("spawn")) as session:
+                async with self.connect(profile, self.workspace("spawn")) as session:
                     r.add("spawn", profile.name, session.init_seconds)
                     if profile.supports("create_notebook", "insert_execute"):
                         t0 = time.perf_counter()
@@ -695,7 +732,7 @@ class Bench:
                         r.add("first_exec_cold", profile.name, time.perf_counter() - t0)
                 await self.spawn_minimal()
                 # B: spawn, memory, a settle (an agent reads the tool list and thinks), then a new notebook.
-                async with connect(profile, self.workspace("settle")) as session:
+                async with self.connect(profile, self.workspace("settle")) as session:
                     r.add("spawn", profile.name, session.init_seconds)
                     if (rss := session.rss_mib()) is not None:
                         r.add("rss_init", profile.name, rss)
@@ -719,7 +756,7 @@ class Bench:
         r.note("first_exec_settled", f"settle {self.sizes.settle:g} s after initialize")
 
     async def spawn_minimal(self) -> None:
-        async with connect(MINIMAL, self.workspace("minimal")) as session:
+        async with self.connect(MINIMAL, self.workspace("minimal")) as session:
             self.results.add("spawn", "floor", session.init_seconds)
             if (rss := session.rss_mib()) is not None:
                 self.results.add("rss_init", "floor", rss)
@@ -736,10 +773,15 @@ class Bench:
                 if not profile.supports("create_notebook", "insert_execute"):
                     self.skip(profile, "warm executions")
                     continue
-                session = await stack.enter_async_context(connect(profile, self.workspace("warm")))
+                session = await stack.enter_async_context(
+                    self.connect(profile, self.workspace("warm"))
+                )
                 await session.op("create_notebook", notebook="warm.ipynb")
                 await session.op("insert_execute", notebook="warm.ipynb", source="1+1")
                 sessions.append(session)
+            minimal = await stack.enter_async_context(
+                self.connect(MINIMAL, self.workspace("minimal"))
+            )
             # Warm-up: every path once or a few times, nothing recorded.
             for _ in range(5):
                 await kernel.execute("1+1")
@@ -765,6 +807,15 @@ class Bench:
                                 "execute_cell", notebook="warm.ipynb", index=0
                             )
                             r.add("execute_cell", name, elapsed)
+                        if session.profile is OURS:
+                            t0 = time.perf_counter()
+                            await session.client.call_tool(
+                                "get_notebook_revision", {"notebook_name": "warm.ipynb"}
+                            )
+                            r.add("round_trip", name, time.perf_counter() - t0)
+                            t0 = time.perf_counter()
+                            await minimal.client.call_tool("add", {"a": 1, "b": 2})
+                            r.add("round_trip", "floor", time.perf_counter() - t0)
         await kernel.stop()
 
     # 4 ----------------------------------------------------------------------------------
@@ -780,7 +831,7 @@ class Bench:
             if not profile.supports("create_notebook", "insert_cell"):
                 self.skip(profile, "inserts")
                 continue
-            async with connect(profile, self.workspace("insert")) as session:
+            async with self.connect(profile, self.workspace("insert")) as session:
                 await session.op("create_notebook", notebook="inserts.ipynb")
                 latencies = []
                 for i in range(count):
@@ -831,7 +882,7 @@ class Bench:
                     continue
                 workspace = self.workspace("read")
                 write_notebook(notebook, workspace / "big.ipynb")
-                session = await stack.enter_async_context(connect(profile, workspace))
+                session = await stack.enter_async_context(self.connect(profile, workspace))
                 if profile.supports("open_notebook"):
                     await session.op("open_notebook", notebook="big.ipynb")
                 elapsed, result = await session.timed("read_all", notebook="big.ipynb")
@@ -904,7 +955,7 @@ class Bench:
             if not profile.supports("create_notebook", "execute_code"):
                 self.skip(profile, "big prints")
                 continue
-            async with connect(profile, self.workspace("print")) as session:
+            async with self.connect(profile, self.workspace("print")) as session:
                 await session.op("create_notebook", notebook="print.ipynb")
                 await session.op("execute_code", notebook="print.ipynb", code="1+1")
                 await asyncio.sleep(0.5)
@@ -945,7 +996,7 @@ class Bench:
             if not profile.supports("create_notebook", "execute_code"):
                 self.skip(profile, "eight notebooks")
                 continue
-            async with connect(profile, self.workspace("eight")) as session:
+            async with self.connect(profile, self.workspace("eight")) as session:
                 names = [f"nb{i}.ipynb" for i in range(CONCURRENT_NOTEBOOKS)]
                 for name in names:
                     await session.op("create_notebook", notebook=name)

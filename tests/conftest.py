@@ -31,8 +31,8 @@ def server_environment(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("JUPYTER_MCP_CAPABILITIES", None)
     env.pop("JUPYTER_MCP_EXTENSIONS", None)
-    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
     return env
 
 

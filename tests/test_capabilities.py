@@ -5,11 +5,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
-from conftest import REPO, error_code, ok, refused, serve, server_command, server_environment, text_of
-from mcp import Client, StdioServerParameters
+from conftest import (
+    error_code,
+    ok,
+    refused,
+    serve,
+    server_command,
+    server_environment,
+    text_of,
+)
 
 
 async def described(client):

@@ -7,6 +7,7 @@ per notebook unless a caller shares one by `kernel_id`, and a notebook's own
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
@@ -79,24 +80,24 @@ async def printed(client, code: str, notebook: str) -> str:
     return text_of(result)
 
 
-async def test_every_tool_is_served_with_title_annotations_and_schema(workspace):
-    async with serve(workspace) as client:
-        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) >= ALL_TOOLS
-        for name in ALL_TOOLS:
-            tool = tools[name]
-            assert tool.title and tool.description, name
-            assert tool.output_schema and tool.output_schema.get("type") == "object", name
-            hints = tool.annotations
-            assert hints is not None, name
-            assert hints.read_only_hint is (name in READ_ONLY), name
-            assert hints.open_world_hint is (name in OPEN_WORLD), name
-            if name in DESTRUCTIVE:
-                assert hints.destructive_hint is True, name
-            if name in READ_ONLY or name == "insert_cell":
-                assert hints.destructive_hint is False, name
-        assert "timeout" in tools["execute_cell"].input_schema["properties"]
-        assert "expected_revision" in tools["insert_cell"].input_schema["properties"]
+async def check_tool_declarations(client) -> None:
+    """Every tool is served with a title, a description, true annotations and an output schema."""
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) >= ALL_TOOLS
+    for name in ALL_TOOLS:
+        tool = tools[name]
+        assert tool.title and tool.description, name
+        assert tool.output_schema and tool.output_schema.get("type") == "object", name
+        hints = tool.annotations
+        assert hints is not None, name
+        assert hints.read_only_hint is (name in READ_ONLY), name
+        assert hints.open_world_hint is (name in OPEN_WORLD), name
+        if name in DESTRUCTIVE:
+            assert hints.destructive_hint is True, name
+        if name in READ_ONLY or name == "insert_cell":
+            assert hints.destructive_hint is False, name
+    assert "timeout" in tools["execute_cell"].input_schema["properties"]
+    assert "expected_revision" in tools["insert_cell"].input_schema["properties"]
 
 
 async def test_use_list_share_restart_unuse(workspace):
@@ -129,6 +130,7 @@ async def test_use_list_share_restart_unuse(workspace):
         await refused(
             client, "use_notebook", {"notebook_name": "z.ipynb", "mode": "create", "kernel_id": "nope"}, "not_found"
         )
+        assert not (workspace / "z.ipynb").exists(), "a refused use_notebook must create nothing"
 
         # Connecting again to the same notebook keeps its kernel.
         again = await ok(client, "use_notebook", {"notebook_name": "a.ipynb"})
@@ -150,6 +152,14 @@ async def test_use_list_share_restart_unuse(workspace):
         assert (await printed(client, "print(x)", "B")).startswith("execution_error")
         assert "NameError" in await printed(client, "print(x)", "B")
         assert await printed(client, "print(x)", "a.ipynb") == "1\n"
+
+        # Different notebooks run at the same time, each on its own kernel.
+        timed_code = "import time\nstart = time.monotonic()\ntime.sleep(1.5)\nprint(start, time.monotonic())"
+        spans = [
+            tuple(map(float, text.split()))
+            for text in await asyncio.gather(printed(client, timed_code, "a.ipynb"), printed(client, timed_code, "B"))
+        ]
+        assert max(start for start, _ in spans) < min(end for _, end in spans), f"not in parallel: {spans}"
 
         listed = (await ok(client, "list_notebooks"))["notebooks"]
         assert [(n["notebook_name"], n["notebook_path"], n["current"], n["kernel_id"]) for n in listed] == [
@@ -263,14 +273,16 @@ async def test_read_notebook_pages_and_formats(workspace):
     assert (workspace / "pages.ipynb").read_bytes() == before
 
 
-async def test_list_files(workspace):
+async def test_tool_declarations_and_list_files(workspace):
     (workspace / "sub" / "deep").mkdir(parents=True)
     write_notebook(workspace / "a.ipynb", ["1"])
     write_notebook(workspace / "sub" / "b.ipynb", ["2"])
     (workspace / "sub" / "deep" / "notes.txt").write_text("hello")
     (workspace / "script.py").write_text("# %%\nprint(1)\n")
     (workspace / ".hidden").write_text("secret")
-    async with serve(workspace) as client:
+    # No kernel is needed here, so none is started ahead of need either.
+    async with serve(workspace, "--capability", "kernel.prestart=off") as client:
+        await check_tool_declarations(client)
         top = await ok(client, "list_files")
         assert [(f["path"], f["type"]) for f in top["files"]] == [
             ("a.ipynb", "notebook"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -41,8 +42,8 @@ def _positive(kind: type) -> Callable[[str], float | int]:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
         return value
 
     parse.__name__ = kind.__name__
@@ -173,5 +174,5 @@ def main(argv: list[str] | None = None) -> None:
     elif config.transport == "streamable-http":
         from jupyter_mcp_server.transports.http import serve  # type: ignore[no-redef]
     else:
-        fail(f"--transport {config.transport} is not available yet; use stdio or streamable-http.")
+        from jupyter_mcp_server.transports.jsonlines import serve  # type: ignore[no-redef]
     serve(config)

@@ -75,6 +75,9 @@ def core_tool_specs() -> tuple[ToolSpec, ...]:
 class CoreToolsExtension(JupyterMCPExtension):
     """The notebooks tools: read, edit and run notebooks on this server's kernels."""
 
+    #: Each core tool fires the hook pair itself (`tools.results.tool_handler`).
+    fires_hooks = True
+
     def manifest(self) -> PluginManifest:
         return PluginManifest(
             name=CORE_EXTENSION,

@@ -16,14 +16,18 @@ what the foundation leaves open:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from reactor import PluginCompatibility, PluginManifest
 from reactor_mcp_server import (
     ENTRY_POINT_GROUP,
+    PROMPTS,
+    RESOURCES,
     TOOLS,
     McpExtension,
     McpHost,
@@ -38,6 +42,7 @@ from reactor_mcp_server import (
 )
 
 from jupyter_mcp_server.capabilities import Capability, CapabilityRegistry
+from jupyter_mcp_server.hooks import observed
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +77,9 @@ class JupyterMCPExtension(McpExtension):
 
     #: Where this extension's tool extensions apply among others of the same tool.
     tool_extension_order: int = 0
+    #: Whether this extension's tools fire the tool-call hooks themselves.
+    #: Otherwise the host fires them around each call (the core tools do).
+    fires_hooks: bool = False
 
     def capabilities(self) -> Sequence[Capability]:
         """Capabilities this extension declares (namespace the names)."""
@@ -114,6 +122,26 @@ def _name_of(extension: McpExtension) -> str:
         return extension.manifest().name
     except Exception:
         return type(extension).__name__
+
+
+def _inherit_result(original: Any, wrapper: Any) -> None:
+    """A wrapper that does not say what it returns returns what the tool it wraps does.
+
+    The SDK derives a tool's output schema from its handler's return
+    annotation; a wrapper narrowing the arguments rarely repeats it, and the
+    tool would lose its output schema to an extension that meant only to
+    narrow it.
+    """
+    if wrapper is original:
+        return
+    try:
+        if inspect.signature(wrapper).return_annotation is not inspect.Signature.empty:
+            return
+        returned = inspect.signature(original, eval_str=True).return_annotation
+        if returned is not inspect.Signature.empty:
+            wrapper.__annotations__["return"] = returned
+    except Exception:
+        logger.debug("Could not carry the result annotation over to %r", wrapper, exc_info=True)
 
 
 def _guard_lifecycle(extension: McpExtension, name: str) -> None:
@@ -160,12 +188,19 @@ class ExtensionHost(McpHost):
                 continue
             if wanted is not None and spec.toolset not in wanted:
                 continue
+            if not getattr(self._registered.get(contribution.plugin), "fires_hooks", False):
+                spec = replace(spec, handler=observed(spec.name, spec.handler))
             extensions = sorted(
                 self.platform.get_contribution_extensions(TOOLS, spec.name, tenant_id=tenant_id),
                 key=lambda item: (item.order, item.plugin),
             )
             try:
-                resolved.append(resolve(spec, [item.value for item in extensions]))
+                applied = spec
+                for item in extensions:
+                    wrapped = resolve(applied, [item.value])
+                    _inherit_result(applied.handler, wrapped.handler)
+                    applied = wrapped
+                resolved.append(applied)
             except Exception:
                 logger.exception("Tool %s is not served: an extension of it failed", spec.name)
         return resolved
@@ -211,7 +246,16 @@ class ExtensionManager:
         names = [self.register(CoreToolsExtension())]
         listed = os.environ.get(ENVIRONMENT)
         wanted = None if listed is None else {n.strip() for n in listed.split(",") if n.strip()}
-        for entry_point in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        entry_points = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+        missing = sorted((wanted or set()) - {entry_point.name for entry_point in entry_points})
+        if missing:
+            logger.warning(
+                "%s names %s, which no installed extension publishes; installed: %s",
+                ENVIRONMENT,
+                ", ".join(repr(name) for name in missing),
+                ", ".join(entry_point.name for entry_point in entry_points) or "none",
+            )
+        for entry_point in entry_points:
             if wanted is not None and entry_point.name not in wanted:
                 logger.info("Extension '%s' is installed but not in %s", entry_point.name, ENVIRONMENT)
                 continue
@@ -258,6 +302,13 @@ class ExtensionManager:
             return []
         specs = self.tools()
         put_on_server(mcp, specs)
+        # Resources and prompts, as a built server gets them (McpHost.build).
+        for point, what in ((RESOURCES, "resources"), (PROMPTS, "prompts")):
+            for contribution in self.host.platform.get_contributions(point):
+                try:
+                    contribution.value(mcp)
+                except Exception:
+                    logger.exception("Extension '%s' failed to register its %s", contribution.plugin, what)
         for name, extension in self.host.registered.items():
             try:
                 extension.on_server(mcp)
@@ -273,10 +324,14 @@ class ExtensionManager:
         """The server a toolset selection asks for (built once per selection)."""
         return self.host.build(selection)
 
-    def describe_toolsets(self) -> dict[str, Any]:
-        """`GET /toolsets`: every declared toolset and the tools it serves by default."""
+    async def describe_toolsets(self) -> dict[str, Any]:
+        """`GET /toolsets`: every declared toolset and the tools it serves by default.
+
+        Served means on the built server, read back from it: an extension's
+        `on_server` may have taken a tool off after it was offered.
+        """
         built = self.host.build(Selection())
-        served = set(built.tool_names)
+        served = {tool.name for tool in await built.server.list_tools()}
         by_toolset: dict[str, list[str]] = {}
         for spec in self.tools():
             by_toolset.setdefault(spec.toolset, []).append(spec.name)

@@ -7,6 +7,8 @@ logged and skipped, so a broken observer never breaks the call it watches.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 import threading
@@ -80,6 +82,78 @@ _hooks = Hooks()
 def get_hooks() -> Hooks:
     """The process's hooks."""
     return _hooks
+
+
+def observed(tool: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+    """`handler` with the tool-call hook pair fired around every call.
+
+    The notebooks tools fire it themselves; an extension's tools are given it
+    by the host, so an observer (the audit log) sees every call whoever
+    offered the tool. The signature is the handler's, sync or async as it was.
+    """
+    if getattr(handler, "__observed__", False):
+        return handler
+
+    def before(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        arguments = {k: v for k, v in kwargs.items() if k != "ctx"}
+        hooks = get_hooks()
+        hooks.fire(hooks.before_tool, ToolCall(tool=tool, arguments=arguments))
+        return arguments, time.monotonic()
+
+    def after(arguments: dict[str, Any], started: float, outcome: str) -> None:
+        hooks = get_hooks()
+        hooks.fire(
+            hooks.after_tool,
+            ToolCallEnded(tool=tool, arguments=arguments, duration=time.monotonic() - started, outcome=outcome),
+        )
+
+    if _is_async(handler):
+
+        @functools.wraps(handler)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            arguments, started = before(kwargs)
+            outcome = "error"
+            try:
+                result = await handler(*args, **kwargs)
+                outcome = _outcome(result)
+                return result
+            finally:
+                after(arguments, started, outcome)
+
+        run: Callable[..., Any] = run_async
+    else:
+
+        @functools.wraps(handler)
+        def run_sync(*args: Any, **kwargs: Any) -> Any:
+            arguments, started = before(kwargs)
+            outcome = "error"
+            try:
+                result = handler(*args, **kwargs)
+                outcome = _outcome(result)
+                return result
+            finally:
+                after(arguments, started, outcome)
+
+        run = run_sync
+    run.__observed__ = True  # type: ignore[attr-defined]
+    return run
+
+
+def _is_async(handler: Any) -> bool:
+    """An async function, or an object whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(handler):
+        return True
+    return not inspect.isroutine(handler) and inspect.iscoroutinefunction(handler.__call__)
+
+
+def _outcome(result: Any) -> str:
+    """``ok``, or the error code a failed result carries (``error`` without one)."""
+    if not getattr(result, "is_error", False):
+        return "ok"
+    from jupyter_mcp_server.errors import ERROR_META_KEY
+
+    meta = getattr(result, "meta", None) or {}
+    return str((meta.get(ERROR_META_KEY) or {}).get("code", "error"))
 
 
 class AuditLog:

@@ -3,14 +3,31 @@
 ``capabilities://`` (seeds/003) and ``jupymcp://capabilities`` (seeds/004)
 say what this server can do; ``notebook:///{path}`` is a notebook, addressed
 by an RFC 3986 path decoded strictly before any file is touched.
+
+One cell and one output have their own URIs, so a large output or an image is
+read on demand rather than inlined in every result:
+
+- ``notebook-cell:///{path}?cell=ID``: the cell as nbformat JSON
+  (``application/vnd.jupyter.cell+json``);
+- ``notebook-output:///{path}?cell=ID&output=N``: output ``N`` (0-based) of
+  that cell, one content per representation it has, each with its own MIME
+  type: ``image/png`` and ``image/jpeg`` as blobs, text types as text, a
+  stream as ``text/plain``, an error as its ``text/plain`` traceback.
+
+A fragment (``notebook:///a.ipynb#cell=ID``) would be the obvious spelling, but
+a fragment is never sent to a server; a query is, and the SDK's RFC 6570
+matcher separates ``{+path}`` from ``{?cell,output}`` at the ``?``.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
+from urllib.parse import parse_qsl, quote
 
 from mcp.server.mcpserver import Context
+from mcp.types import BlobResourceContents, TextResourceContents
 
 from jupyter_mcp_server import __version__
 from jupyter_mcp_server.capabilities import get_capabilities
@@ -20,6 +37,14 @@ CAPABILITIES_URI = "capabilities://"
 SELF_DESCRIPTION_URI = "jupymcp://capabilities"
 NOTEBOOK_TEMPLATE = "notebook:///{+path}"
 NOTEBOOK_MIME = "application/x-ipynb+json"
+CELL_SCHEME = "notebook-cell"
+OUTPUT_SCHEME = "notebook-output"
+CELL_TEMPLATE = CELL_SCHEME + ":///{+path}{?cell}"
+OUTPUT_TEMPLATE = OUTPUT_SCHEME + ":///{+path}{?cell,output}"
+CELL_MIME = "application/vnd.jupyter.cell+json"
+#: An output resource answers with one content per representation, of
+#: different types, so the template declares the type that says so.
+OUTPUT_MIME = "multipart/mixed"
 SERVER_NAME = "jupyter-mcp-server"
 
 
@@ -37,7 +62,7 @@ def self_description() -> dict[str, Any]:
         "notebook_formats": ["ipynb", "py:percent"],
         "transports": {
             "active": config.transport,
-            "supported": ["stdio", "streamable-http"],
+            "supported": ["stdio", "streamable-http", "json-lines"],
         },
         "sessions": {
             "kernel_per_notebook": True,
@@ -87,6 +112,38 @@ def register_resources(server: Any) -> None:
     async def notebook(path: str, ctx: Context) -> str:
         return await read_notebook_resource(ctx)
 
+    @server.resource(
+        CELL_TEMPLATE,
+        name="notebook-cell",
+        title="Notebook cell",
+        description="One cell of a notebook, by its stable id, as nbformat JSON (source, outputs, metadata).",
+        mime_type=CELL_MIME,
+        security=_no_sdk_path_policy(),
+    )
+    async def cell(path: str, ctx: Context, cell: str | None = None) -> str:
+        uri = str((ctx.request_context.params or {}).get("uri", ""))
+        _, _, found = await _cell_of_uri(uri, CELL_SCHEME)
+        return json.dumps(found, ensure_ascii=False, indent=1)
+
+    @server.resource(
+        OUTPUT_TEMPLATE,
+        name="notebook-output",
+        title="Cell output",
+        description=(
+            "Output N (0-based) of a cell, whole: one content per representation, each with its MIME "
+            "type (images as image/png or image/jpeg blobs, text as text). Execution results link "
+            "here instead of inlining an image or text too large for the context."
+        ),
+        mime_type=OUTPUT_MIME,
+        security=_no_sdk_path_policy(),
+    )
+    async def output(path: str, ctx: Context, cell: str | None = None, output: str | None = None) -> str | bytes:
+        uri = str((ctx.request_context.params or {}).get("uri", ""))
+        first = (await output_contents(uri))[0]
+        return first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
+
+    _serve_output_contents(server)
+
 
 def _no_sdk_path_policy() -> Any:
     """The SDK's decoded-value checks are replaced by the workspace's strict ones."""
@@ -111,3 +168,138 @@ async def read_notebook_resource(ctx: Any) -> str:
     except ToolFailure as error:
         raise ResourceError(f"{error.code}: {error.message}") from None
     return json.dumps(view.notebook, ensure_ascii=False, indent=1)
+
+
+# --- cells and outputs ----------------------------------------------------------
+
+
+def cell_uri(path: str, cell_id: str) -> str:
+    """``notebook-cell:///{path}?cell=ID`` for a workspace path."""
+    from jupyter_mcp_server.workspace import notebook_uri
+
+    return CELL_SCHEME + notebook_uri(path)[len("notebook") :] + "?cell=" + quote(cell_id, safe="")
+
+
+def output_uri(path: str, cell_id: str, index: int) -> str:
+    """``notebook-output:///{path}?cell=ID&output=N`` for a workspace path."""
+    from jupyter_mcp_server.workspace import notebook_uri
+
+    return (
+        OUTPUT_SCHEME + notebook_uri(path)[len("notebook") :] + f"?cell={quote(cell_id, safe='')}&output={index}"
+    )
+
+
+def _resource_error(code: str, message: str) -> Exception:
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+
+    return MCPError(INVALID_PARAMS, f"{code}: {message}", data={"code": code})
+
+
+def parse_part_uri(uri: str, scheme: str) -> tuple[str, dict[str, str]]:
+    """The notebook path and the query of a cell or output URI, both checked strictly."""
+    from jupyter_mcp_server.errors import INVALID_PATH, ToolFailure
+    from jupyter_mcp_server.workspace import path_of_uri
+
+    prefix = scheme + ":"
+    if not uri.startswith(prefix):
+        raise _resource_error(INVALID_PATH, f"{uri!r} is not a {scheme}: URI.")
+    rest, _, query = uri[len(prefix) :].partition("?")
+    if "#" in query or "#" in rest:
+        raise _resource_error(INVALID_PATH, f"{uri!r} has a fragment; address the cell with ?cell=ID.")
+    try:
+        path = path_of_uri("notebook:" + rest)
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ToolFailure as error:
+        raise _resource_error(error.code, error.message) from None
+    except ValueError:
+        raise _resource_error(INVALID_PATH, f"{uri!r} has a malformed query; write ?cell=ID&output=N.") from None
+    return path, dict(pairs)
+
+
+async def _cell_of_uri(uri: str, scheme: str) -> tuple[str, dict[str, str], Any]:
+    """The path, the query and the cell a cell or output URI names."""
+    from jupyter_mcp_server.context import ServerContext
+    from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+
+    path, query = parse_part_uri(uri, scheme)
+    cell_id = query.get("cell")
+    if not cell_id:
+        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).")
+    context = ServerContext.get_instance()
+    try:
+        relative = context.workspace.relative_of(context.workspace.resolve(path))
+        view = await context.store.read(relative)
+    except ToolFailure as error:
+        raise _resource_error(error.code, error.message) from None
+    for cell in view.notebook.cells:
+        if cell.get("id") == cell_id:
+            return relative, query, cell
+    raise _resource_error(NOT_FOUND, f"'{relative}' has no cell with id {cell_id!r}; read_notebook lists the ids.")
+
+
+async def output_contents(uri: str) -> list[TextResourceContents | BlobResourceContents]:
+    """Every representation of one output, each as a content with its own MIME type."""
+    from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND
+
+    relative, query, cell = await _cell_of_uri(uri, OUTPUT_SCHEME)
+    raw = query.get("output", "")
+    if not raw.isdigit():
+        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs &output=N, the output's 0-based index.")
+    outputs = list(cell.get("outputs") or [])
+    index = int(raw)
+    if index >= len(outputs):
+        raise _resource_error(
+            NOT_FOUND, f"Cell {cell.get('id')} of '{relative}' has {len(outputs)} outputs; output {index} does not exist."
+        )
+    return representations(uri, outputs[index])
+
+
+def representations(uri: str, output: Any) -> list[TextResourceContents | BlobResourceContents]:
+    """An nbformat output as resource contents, one per MIME type it carries."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return [TextResourceContents(uri=uri, mime_type="text/plain", text=_joined(output.get("text", "")))]
+    if kind == "error":
+        lines = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
+        return [TextResourceContents(uri=uri, mime_type="text/plain", text="\n".join(map(str, lines)))]
+    contents: list[TextResourceContents | BlobResourceContents] = []
+    for mime, value in (output.get("data") or {}).items():
+        if mime in BINARY_TYPES:
+            contents.append(BlobResourceContents(uri=uri, mime_type=mime, blob=_joined(value).replace("\n", "")))
+        elif isinstance(value, str | list) and not mime.endswith("json"):
+            contents.append(TextResourceContents(uri=uri, mime_type=mime, text=_joined(value)))
+        else:
+            contents.append(TextResourceContents(uri=uri, mime_type=mime, text=json.dumps(value, ensure_ascii=False)))
+    return contents or [TextResourceContents(uri=uri, mime_type="text/plain", text="")]
+
+
+#: Representations nbformat stores base64-encoded.
+BINARY_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"})
+
+
+def _joined(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _serve_output_contents(server: Any) -> None:
+    """``resources/read`` of an output answers with every representation, not just one.
+
+    A template function returns one value with the template's one MIME type;
+    an output has several. The read handler is wrapped (the low-level server's
+    public request-handler API) so output URIs are answered with all of them.
+    """
+    from mcp.types import ReadResourceResult
+
+    from jupyter_mcp_server.handlers import Handler, wrap
+
+    def outputs_whole(original: Handler) -> Handler:
+        async def read(ctx: Any, params: Any) -> Any:
+            uri = str(params.uri)
+            if uri.startswith(OUTPUT_SCHEME + ":"):
+                return ReadResourceResult(contents=await output_contents(uri))
+            return await original(ctx, params)
+
+        return read
+
+    wrap(server, "resources/read", outputs_whole)

@@ -15,6 +15,7 @@ from mcp.server.extension import Extension
 from mcp.server.mcpserver import MCPServer
 
 from jupyter_mcp_server import __version__
+from jupyter_mcp_server.argument_errors import ArgumentErrors
 from jupyter_mcp_server.capabilities import get_capabilities
 from jupyter_mcp_server.core_tools import furnish
 from jupyter_mcp_server.extensions import get_extension_manager
@@ -50,16 +51,23 @@ def refresh_advertised_capabilities() -> None:
 
 def new_server(name: str = SERVER_NAME, instructions: str | None = INSTRUCTIONS) -> MCPServer:
     """A furnished server with no tools yet: the module-level one, or one per selection."""
-    import jupyter_mcp_server.resources  # noqa: F401  (declares the resource furnishing)
+    import jupyter_mcp_server.client_logging
+    import jupyter_mcp_server.progress
+    import jupyter_mcp_server.prompts
+    import jupyter_mcp_server.resources
+    import jupyter_mcp_server.subscriptions
+    import jupyter_mcp_server.tasks  # noqa: F401  (each declares its furnishing; tasks wraps progress)
 
+    argument_errors = ArgumentErrors()
     server: MCPServer = MCPServer(
         name=name,
         version=__version__,
         instructions=instructions or INSTRUCTIONS,
-        extensions=[CapabilitiesAdvertisement()],
+        extensions=[CapabilitiesAdvertisement(), argument_errors],
         warn_on_duplicate_tools=False,
         log_level="WARNING",
     )
+    argument_errors.server = server
     return furnish(server)
 
 

@@ -44,10 +44,43 @@ class ExecutionOutcome:
     execution_count: int | None
     user_expressions: dict[str, Any] | None
     duration: float
+    #: Why it ended the way it did, when that is not the usual reason for its status.
+    reason: str | None = None
 
 
 class KernelDied(Exception):
-    """The kernel's process went away while code was running on it."""
+    """The kernel's process went away while code was running on it.
+
+    `outputs` is what the code had produced until then.
+    """
+
+    def __init__(self, outputs: CollectedOutputs | None = None) -> None:
+        super().__init__("the kernel went away while code was running on it")
+        self.outputs = outputs
+
+
+class _ChannelClosed(Exception):
+    """The kernel's channels were stopped while a message was awaited."""
+
+
+def _closed_under_us() -> bool:
+    """Whether a CancelledError came from a channel closed by whoever stopped the
+    kernel (zmq cancels the pending receive) rather than from this task being
+    cancelled. Let through, the former cancels whatever awaits the call: the
+    tool handler, and with it the server's whole request loop."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is not None and cancelling() == 0
+
+
+async def _receive(receive: Callable[..., Awaitable[Any]], timeout: float) -> Any:
+    """`receive(timeout=...)`, telling a closed channel from a cancelled call."""
+    try:
+        return await receive(timeout=timeout)
+    except asyncio.CancelledError:
+        if _closed_under_us():
+            raise _ChannelClosed() from None
+        raise
 
 
 async def run_code(
@@ -93,7 +126,10 @@ async def run_code(
             status = TIMEOUT
             break
         try:
-            message = await client.get_iopub_msg(timeout=min(wait, LIVENESS_INTERVAL))
+            message = await _receive(client.get_iopub_msg, min(wait, LIVENESS_INTERVAL))
+        except _ChannelClosed:
+            # The kernel was stopped under this call (a restart, a release).
+            raise KernelDied(collector.result()) from None
         except asyncio.CancelledError:
             if interrupt_on_cancel:
                 # The SDK cancels through anyio, which re-delivers cancellation
@@ -104,7 +140,7 @@ async def run_code(
             raise
         except queue.Empty:
             if not await is_alive():
-                raise KernelDied() from None
+                raise KernelDied(collector.result()) from None
             continue
         if message.get("parent_header", {}).get("msg_id") != msg_id:
             continue
@@ -116,7 +152,10 @@ async def run_code(
             continue
         collector.add(msg_type, content)
 
-    reply = await _reply_for(client, msg_id) if status is None else None
+    try:
+        reply = await _reply_for(client, msg_id) if status is None else None
+    except _ChannelClosed:
+        raise KernelDied(collector.result()) from None
     reply_content = (reply or {}).get("content", {})
     if reply_content.get("execution_count") is not None:
         collector.set_execution_count(reply_content["execution_count"])
@@ -146,7 +185,7 @@ async def _reply_for(client: Any, msg_id: str) -> dict[str, Any] | None:
     deadline = time.monotonic() + 5.0
     while (wait := deadline - time.monotonic()) > 0:
         try:
-            reply = await client.get_shell_msg(timeout=wait)
+            reply = await _receive(client.get_shell_msg, wait)
         except queue.Empty:
             return None
         if reply.get("parent_header", {}).get("msg_id") == msg_id:

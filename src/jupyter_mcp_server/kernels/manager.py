@@ -18,7 +18,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,13 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_KERNEL_NAME = "python3"
 AUTO_RESTART = "kernel.auto-restart"
+#: Seconds after the server starts before the first kernel is prestarted:
+#: long enough for the MCP handshake to be answered first.
+PRESTART_DELAY = 0.2
+#: Seconds after the pooled kernel is taken before the next one is launched,
+#: so the caller's next calls (typically the first execution) do not share
+#: the CPU with a kernel booting. A caller who needs a kernel sooner cuts it short.
+REFILL_DELAY = 1.0
 
 
 @dataclass(eq=False)
@@ -59,6 +66,13 @@ class Kernel:
     #: Where the kernel runs, for a caller who wants to know ("local", or a
     #: sandbox's description).
     origin: str = "local"
+    #: For a kernel an extension provided: called when this server lets go of
+    #: it (its notebooks released it, it was reaped or lost, the server is
+    #: stopping), so the extension can end one it started for this kernel alone.
+    release: Callable[[], Awaitable[None]] | None = None
+    #: Stopped on purpose (restart, release, reaping), so an execution it ends
+    #: was ended by a caller rather than lost.
+    stopped: bool = False
 
     async def is_alive(self) -> bool:
         try:
@@ -72,6 +86,29 @@ class Kernel:
     @property
     def state(self) -> str:
         return "busy" if self.busy else "idle"
+
+
+_SPEC_MANAGER: Any = None
+
+
+def _spec_manager() -> Any:
+    """One KernelSpecManager for the process: building one computes the Jupyter
+    search path (most of a lookup's cost); its lookups still list the disk."""
+    global _SPEC_MANAGER
+    if _SPEC_MANAGER is None:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        _SPEC_MANAGER = KernelSpecManager()
+    return _SPEC_MANAGER
+
+
+@dataclass(eq=False)
+class _Prestart:
+    """A kernel being started for the pool, and the way to skip the rest of its delay."""
+
+    task: asyncio.Task[Kernel] = field(init=False)
+    hurry: asyncio.Event = field(default_factory=asyncio.Event)
+    launched: bool = False
 
 
 def gone_message(notebook: str) -> str:
@@ -116,7 +153,7 @@ class KernelManager:
         self._bindings: dict[str, str] = {}
         #: Notebooks whose kernel disappeared; the next call is told so.
         self._lost: set[str] = set()
-        self._pool: list[asyncio.Task[Kernel]] = []
+        self._pool: list[_Prestart] = []
         self._background: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
 
@@ -141,11 +178,14 @@ class KernelManager:
     def kernel_id_of(self, notebook: str) -> str | None:
         return self._bindings.get(notebook)
 
+    def is_lost(self, notebook: str) -> bool:
+        """Whether `notebook`'s kernel disappeared (died, was reaped) and nothing replaced it."""
+        return notebook in self._lost
+
     @staticmethod
     def kernelspecs() -> list[str]:
-        from jupyter_client.kernelspec import KernelSpecManager
-
-        return sorted(KernelSpecManager().find_kernel_specs())
+        """The installed kernelspecs, looked up on disk at every call."""
+        return sorted(_spec_manager().find_kernel_specs())
 
     # --- Binding notebooks -------------------------------------------------------
 
@@ -171,6 +211,7 @@ class KernelManager:
             kernel.notebooks.add(notebook)
             self._bindings[notebook] = kernel.kernel_id
             self._lost.discard(notebook)
+            kernel.last_used = time.monotonic()
             return kernel
         if current is not None and current in self._kernels:
             bound = self._kernels[current]
@@ -183,6 +224,9 @@ class KernelManager:
         kernel.notebooks.add(notebook)
         self._bindings[notebook] = kernel.kernel_id
         self._lost.discard(notebook)
+        # A prestarted kernel may have waited in the pool for longer than the
+        # idle timeout; its session starts now, not when its process did.
+        kernel.last_used = time.monotonic()
         return kernel
 
     async def live_kernel_of(self, notebook: str, *, metadata_kernel: str | None = None) -> Attachment:
@@ -242,14 +286,7 @@ class KernelManager:
         """A started kernel, from the warm pool when it has one of this name."""
         async with self._start_lock:
             if len(self._kernels) >= self.max_kernels:
-                raise ToolFailure(
-                    KERNEL_LIMIT,
-                    f"This server runs at most {self.max_kernels} kernels (--max-kernels) and "
-                    "all are in use. Free one with unuse_notebook, or restart the server with a "
-                    "higher --max-kernels.",
-                    max_kernels=self.max_kernels,
-                    kernels=sorted(self._kernels),
-                )
+                raise self._limit_reached()
             kernel = (
                 await self._provided(kernel_name)
                 or await self._take_pooled(kernel_name)
@@ -258,6 +295,25 @@ class KernelManager:
             self._kernels[kernel.kernel_id] = kernel
         self._refill_pool()
         return kernel
+
+    def ensure_room(self, notebook: str) -> None:
+        """Refuse now, before anything is created, if `notebook` would need a new
+        kernel and --max-kernels allows none."""
+        bound = self._bindings.get(notebook)
+        if bound is not None and bound in self._kernels:
+            return
+        if len(self._kernels) >= self.max_kernels:
+            raise self._limit_reached()
+
+    def _limit_reached(self) -> ToolFailure:
+        return ToolFailure(
+            KERNEL_LIMIT,
+            f"This server runs at most {self.max_kernels} kernels (--max-kernels) and "
+            "all are in use. Free one with unuse_notebook, or restart the server with a "
+            "higher --max-kernels.",
+            max_kernels=self.max_kernels,
+            kernels=sorted(self._kernels),
+        )
 
     async def _launch(self, kernel_name: str) -> Kernel:
         from jupyter_client.manager import AsyncKernelManager
@@ -307,15 +363,17 @@ class KernelManager:
             lock=getattr(provided, "lock", None) or asyncio.Lock(),
             owned=False,
             origin=str(getattr(provided, "origin", "sandbox")),
+            release=getattr(provided, "release", None),
         )
 
     async def _take_pooled(self, kernel_name: str) -> Kernel | None:
         if kernel_name != DEFAULT_KERNEL_NAME:
             return None
         while self._pool:
-            task = self._pool.pop(0)
+            prestart = self._pool.pop(0)
+            prestart.hurry.set()  # somebody is waiting: no more delay
             try:
-                kernel = await task
+                kernel = await prestart.task
             except Exception:
                 logger.warning("A prestarted kernel failed to start", exc_info=True)
                 continue
@@ -324,14 +382,44 @@ class KernelManager:
             await self._shutdown_quietly(kernel)
         return None
 
-    def _refill_pool(self) -> None:
+    def _refill_pool(self, delay: float | None = None) -> None:
         """Start the next kernel before anybody asks (the ``kernel.prestart`` capability)."""
+        delay = REFILL_DELAY if delay is None else delay
         if not self.capability("kernel.prestart") or self._pool:
             return
         if len(self._kernels) + 1 > self.max_kernels:
             return
         with contextlib.suppress(RuntimeError):
-            self._pool.append(asyncio.get_running_loop().create_task(self._launch(DEFAULT_KERNEL_NAME)))
+            prestart = _Prestart()
+            prestart.task = asyncio.get_running_loop().create_task(self._prestart(prestart, delay))
+            self._pool.append(prestart)
+
+    async def _prestart(self, prestart: _Prestart, delay: float) -> Kernel:
+        """A kernel for the pool, launched after `delay` and run once, silently.
+
+        The delay keeps the launch (imports, a process spawn, a kernel booting
+        on a core) off the calls just being answered: the handshake at server
+        start, the call that just took the pooled kernel and its first
+        execution. Whoever needs the kernel meanwhile cuts the delay short.
+        The silent run pays the kernel's own first-execution costs here, not
+        in the first cell a caller runs; it counts nothing and stores nothing
+        in the kernel's history.
+        """
+        if delay > 0:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(prestart.hurry.wait(), delay)
+        prestart.launched = True
+        kernel = await self._launch(DEFAULT_KERNEL_NAME)
+        try:
+            msg_id = kernel.client.execute("pass", silent=True, store_history=False, allow_stdin=False)
+            deadline = time.monotonic() + 10
+            while (wait := deadline - time.monotonic()) > 0:
+                reply = await kernel.client.get_shell_msg(timeout=wait)
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    break
+        except Exception:  # a kernel that cannot run `pass` fails its first real call instead
+            logger.debug("Warming a prestarted kernel failed", exc_info=True)
+        return kernel
 
     async def _forget(self, kernel: Kernel) -> None:
         for notebook in kernel.notebooks:
@@ -341,6 +429,7 @@ class KernelManager:
         await self._shutdown_quietly(kernel)
 
     async def _stop(self, kernel: Kernel) -> None:
+        kernel.stopped = True
         for notebook in list(kernel.notebooks):
             self._bindings.pop(notebook, None)
         kernel.notebooks.clear()
@@ -350,6 +439,11 @@ class KernelManager:
 
     async def _shutdown_quietly(self, kernel: Kernel) -> None:
         if not kernel.owned:
+            if kernel.release is not None:
+                try:
+                    await kernel.release()
+                except Exception:
+                    logger.warning("Releasing provided kernel %s failed", kernel.kernel_id, exc_info=True)
             return
         with contextlib.suppress(Exception):
             kernel.client.stop_channels()
@@ -378,7 +472,7 @@ class KernelManager:
 
     def start_background(self) -> None:
         """Prestart a kernel and reap idle sessions, from inside the running loop."""
-        self._refill_pool()
+        self._refill_pool(PRESTART_DELAY)
         if self._background is None:
             self._background = asyncio.get_running_loop().create_task(self._reap_forever())
 
@@ -408,12 +502,22 @@ class KernelManager:
             self._background.cancel()
             self._background = None
         pooled, self._pool = self._pool, []
-        for task in pooled:
-            try:
-                kernel = await task
-            except BaseException:
-                continue
-            await self._shutdown_quietly(kernel)
         kernels, self._kernels = list(self._kernels.values()), {}
         self._bindings.clear()
-        await asyncio.gather(*(self._shutdown_quietly(k) for k in kernels), return_exceptions=True)
+
+        async def stop_pooled(prestart: _Prestart) -> None:
+            if not prestart.launched:  # still waiting out its delay: nothing to stop
+                prestart.task.cancel()
+                return
+            try:
+                kernel = await prestart.task
+            except BaseException:
+                return
+            await self._shutdown_quietly(kernel)
+
+        # All at once: a client gives a server only a few seconds to exit.
+        await asyncio.gather(
+            *(stop_pooled(prestart) for prestart in pooled),
+            *(self._shutdown_quietly(k) for k in kernels),
+            return_exceptions=True,
+        )

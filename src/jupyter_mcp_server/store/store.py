@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -96,6 +97,9 @@ class NotebookStore:
         self._workspace = workspace
         self._documents: dict[str, _Document] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        #: Called with ``(path, revision)`` after this store wrote a file
+        #: (subscriptions hear about the server's own changes this way).
+        self.observers: list[Callable[[str, str], None]] = []
 
     async def read(self, path: str) -> NotebookView:
         """The notebook at ``path``, re-read only if the file changed since last time."""
@@ -129,6 +133,7 @@ class NotebookStore:
                 notebook, fmt, revision_of(data), _Fingerprint.of(status), checked_ns
             )
             self._documents[key] = document
+            self._written(key, document.revision)
             return _view(key, document)
 
     async def mutate(
@@ -176,6 +181,7 @@ class NotebookStore:
                     document.notebook, fmt, revision, _Fingerprint.of(status), checked_ns
                 )
                 self._documents[key] = document
+                self._written(key, revision)
                 return result, _view(key, document)
             current = revision_of(self._workspace.read_bytes(key))
             raise ToolFailure(
@@ -187,6 +193,13 @@ class NotebookStore:
                 path=key,
                 current_revision=current,
             )
+
+    def _written(self, key: str, revision: str) -> None:
+        for observer in list(self.observers):
+            try:
+                observer(key, revision)
+            except Exception:  # an observer never fails the write it watches
+                logging.getLogger(__name__).exception("A store observer failed on %s", key)
 
     def forget(self, path: str) -> None:
         """Drop the in-memory document of ``path``; the next call reads the file."""

@@ -65,6 +65,12 @@ async def use_notebook(
     else:
         path = checked_path(notebook_path or notebook_name)
     if mode == "create":
+        # A refused kernel must not leave behind a notebook the caller cannot
+        # "create" again once the kernel question is settled.
+        if kernel_id is None:
+            context.kernels.ensure_room(path)
+        else:
+            context.kernels.get(kernel_id)
         view = await context.store.create(path, kernelspec_metadata(kernel_name or "python3"))
     else:
         view = await context.store.read(path)

@@ -4,12 +4,23 @@ Text as text, PNG and JPEG as image content, errors as their traceback text.
 Structured data lives in ``structuredContent``; this is the readable side.
 """
 
+import os
+from collections.abc import Callable
 from typing import Any
 
-from mcp.types import ContentBlock, ImageContent, TextContent
+from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
 
 IMAGE_TYPES = ("image/png", "image/jpeg")
 TEXT_TYPES = ("text/markdown", "text/plain", "application/json", "text/html", "text/latex")
+
+#: An image larger than this (base64 characters) is linked rather than inlined,
+#: when its output is stored and so has a ``notebook-output:`` resource.
+INLINE_IMAGE_BYTES = int(os.environ.get("JUPYTER_MCP_INLINE_IMAGE_BYTES", "262144"))
+#: A text output longer than this (characters) is cut, with a link to the whole.
+INLINE_TEXT_CHARS = int(os.environ.get("JUPYTER_MCP_INLINE_TEXT_CHARS", "65536"))
+
+#: The URI of output N of the cell being rendered, when its outputs are stored.
+OutputLink = Callable[[int], str]
 
 
 def _text(value: Any) -> str:
@@ -22,13 +33,18 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def output_blocks(outputs: list[dict[str, Any]]) -> list[ContentBlock]:
-    """Each output as the content blocks a model can read."""
+def output_blocks(outputs: list[dict[str, Any]], link: OutputLink | None = None) -> list[ContentBlock]:
+    """Each output as the content blocks a model can read.
+
+    With `link` (the outputs are stored in a notebook), an image above
+    ``INLINE_IMAGE_BYTES`` becomes a ``resource_link`` to its output resource
+    and a text above ``INLINE_TEXT_CHARS`` is cut with a link to the whole.
+    """
     blocks: list[ContentBlock] = []
-    for output in outputs:
+    for index, output in enumerate(outputs):
         kind = output.get("output_type")
         if kind == "stream":
-            blocks.append(TextContent(type="text", text=_text(output.get("text", ""))))
+            blocks.extend(_text_blocks(_text(output.get("text", "")), index, link))
         elif kind == "error":
             traceback = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
             blocks.append(TextContent(type="text", text="\n".join(traceback)))
@@ -36,13 +52,36 @@ def output_blocks(outputs: list[dict[str, Any]]) -> list[ContentBlock]:
             data = output.get("data", {})
             image = next((mime for mime in IMAGE_TYPES if mime in data), None)
             if image is not None:
-                blocks.append(
-                    ImageContent(type="image", data=_text(data[image]).replace("\n", ""), mime_type=image)
-                )
+                encoded = _text(data[image]).replace("\n", "")
+                if link is not None and len(encoded) > INLINE_IMAGE_BYTES:
+                    blocks.append(_link(link(index), index, image, len(encoded) * 3 // 4, "image too large to inline"))
+                else:
+                    blocks.append(ImageContent(type="image", data=encoded, mime_type=image))
             text = next((mime for mime in TEXT_TYPES if mime in data), None)
             if (text is not None and (image is None or text != "text/plain")) or (text is not None and image is None):
-                blocks.append(TextContent(type="text", text=_text(data[text])))
+                blocks.extend(_text_blocks(_text(data[text]), index, link))
     return blocks
+
+
+def _text_blocks(text: str, index: int, link: OutputLink | None) -> list[ContentBlock]:
+    if link is None or len(text) <= INLINE_TEXT_CHARS:
+        return [TextContent(type="text", text=text)]
+    uri = link(index)
+    cut = text[:INLINE_TEXT_CHARS]
+    note = f"\n[jupyter-mcp-server: {len(text) - len(cut)} more characters cut here; the whole output is {uri}]"
+    return [TextContent(type="text", text=cut + note), _link(uri, index, "text/plain", len(text.encode()), "whole text")]
+
+
+def _link(uri: str, index: int, mime: str, size: int, why: str) -> ResourceLink:
+    return ResourceLink(
+        type="resource_link",
+        uri=uri,
+        name=f"output-{index}",
+        title=f"Output {index} ({mime})",
+        description=f"Output {index}, {why} ({size} bytes): read this resource to get it whole.",
+        mime_type=mime,
+        size=size,
+    )
 
 
 def cell_heading(index: int, cell: Any) -> str:

@@ -74,23 +74,26 @@ def tool_handler(name: str) -> Callable[[F], F]:
             arguments = {k: v for k, v in kwargs.items() if k != "ctx"}
             hooks.fire(hooks.before_tool, ToolCall(tool=name, arguments=arguments))
             started = time.monotonic()
+            outcome = "crashed"
             try:
-                result = await handler(*args, **kwargs)
-            except ToolFailure as error:
-                result = failure(error)
-            except (ValueError, TypeError) as error:
-                logger.info("Tool %s refused its arguments: %s", name, error)
-                result = failure(ToolFailure(INVALID_ARGUMENT, f"{name}: {error}"))
-            hooks.fire(
-                hooks.after_tool,
-                ToolCallEnded(
-                    tool=name,
-                    arguments=arguments,
-                    duration=time.monotonic() - started,
-                    outcome=outcome_of(result),
-                ),
-            )
-            return result
+                try:
+                    result = await handler(*args, **kwargs)
+                except ToolFailure as error:
+                    result = failure(error)
+                except (ValueError, TypeError) as error:
+                    logger.info("Tool %s refused its arguments: %s", name, error)
+                    result = failure(ToolFailure(INVALID_ARGUMENT, f"{name}: {error}"))
+                outcome = outcome_of(result)
+                return result
+            finally:
+                # Also when the call crashed or was cancelled: an audit trail
+                # with holes is worse than none.
+                hooks.fire(
+                    hooks.after_tool,
+                    ToolCallEnded(
+                        tool=name, arguments=arguments, duration=time.monotonic() - started, outcome=outcome
+                    ),
+                )
 
         return run  # type: ignore[return-value]
 

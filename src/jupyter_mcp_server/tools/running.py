@@ -29,6 +29,7 @@ from jupyter_mcp_server.errors import (
 from jupyter_mcp_server.hooks import Execution, ExecutionEnded
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome, KernelDied, run_code
 from jupyter_mcp_server.kernels.manager import Kernel, gone_message
+from jupyter_mcp_server.progress import output_listener
 from jupyter_mcp_server.store import new_cell
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path, server
@@ -82,21 +83,35 @@ async def run_on(kernel: Kernel, code: str, timeout: float, notebook: str | None
                 max_output_bytes=context.config.max_output_bytes,
                 max_output_blocks=context.config.max_output_blocks,
                 interrupted=kernel.interrupted,
+                # Outputs as they arrive, to whoever follows this call (progress, a task).
+                on_output=output_listener(),
                 # Whether a cancelled request stops the kernel too is the
                 # operator's choice (seeds/004: by default it does not).
                 interrupt_on_cancel=context.capabilities.enabled(CANCEL_INTERRUPTS),
             )
-        except KernelDied:
-            hooks.fire(
-                hooks.after_execution,
-                ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status="gone", duration=0.0),
+        except KernelDied as died:
+            if not kernel.stopped or died.outputs is None:
+                hooks.fire(
+                    hooks.after_execution,
+                    ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status="gone", duration=0.0),
+                )
+                await context.kernels.mark_lost(kernel)
+                raise ToolFailure(
+                    KERNEL_GONE,
+                    gone_message(notebook or f"kernel {kernel.kernel_id}"),
+                    kernel_id=kernel.kernel_id,
+                ) from None
+            # Stopped on purpose under this call (restart_notebook, unuse_notebook):
+            # the caller ended the execution; nothing was lost behind its back.
+            outcome = ExecutionOutcome(
+                status="interrupted",
+                outputs=died.outputs,
+                execution_count=died.outputs.execution_count,
+                user_expressions=None,
+                duration=0.0,
+                reason="The execution was stopped because its kernel was restarted or released "
+                "(restart_notebook / unuse_notebook) while it ran; the outputs so far are below.",
             )
-            await context.kernels.mark_lost(kernel)
-            raise ToolFailure(
-                KERNEL_GONE,
-                gone_message(notebook or f"kernel {kernel.kernel_id}"),
-                kernel_id=kernel.kernel_id,
-            ) from None
         finally:
             kernel.busy = False
             kernel.last_used = time.monotonic()
@@ -115,8 +130,13 @@ def execution_result(
     cell_id: str | None = None,
     revision: str | None = None,
     note: str | None = None,
+    path: str | None = None,
 ) -> CallToolResult:
-    """Output schema 1.0 in structuredContent; the outputs themselves in content."""
+    """Output schema 1.0 in structuredContent; the outputs themselves in content.
+
+    With `path` (the outputs were stored in that notebook's cell), an output
+    too large to inline is linked to its ``notebook-output:`` resource.
+    """
     collected = outcome.outputs
     structured = models.ExecutionResult(
         execution_count=outcome.execution_count,
@@ -130,7 +150,14 @@ def execution_result(
     content: list[Any] = []
     if note:
         content.append(TextContent(type="text", text=note))
-    content.extend(output_blocks(collected.outputs))
+    link = None
+    if path is not None and cell_id is not None:
+        from jupyter_mcp_server.resources import output_uri
+
+        def link(index: int) -> str:
+            return output_uri(path, cell_id, index)
+
+    content.extend(output_blocks(collected.outputs, link))
     truncation = collected.truncation
     if truncation.omitted_blocks:
         content.append(
@@ -151,7 +178,8 @@ def execution_result(
         "Pass a larger timeout, or make the cell faster.",
         "interrupted": "The execution was interrupted; the outputs so far are below.",
     }
-    return failure(ToolFailure(code, messages[outcome.status]), structured=structured, content=content)
+    message = outcome.reason or messages[outcome.status]
+    return failure(ToolFailure(code, message), structured=structured, content=content)
 
 
 def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
@@ -196,7 +224,7 @@ async def run_cell(path: str, cell_id: str, source: str, timeout: float) -> Call
         result = execution_result(outcome, cell_id=cell_id, note=note)
         error.details.setdefault("current_revision", await _revision_or_none(path))
         return failure(error, structured=result.structured_content, content=result.content[:])
-    return execution_result(outcome, cell_id=cell_id, revision=written.revision, note=note)
+    return execution_result(outcome, cell_id=cell_id, revision=written.revision, note=note, path=path)
 
 
 async def _revision_or_none(path: str) -> str | None:
@@ -307,6 +335,8 @@ async def interrupt_notebook_session(
     context = server()
     path = notebook_path(ctx, notebook_name)
     kernel_id = context.kernels.kernel_id_of(path)
+    if kernel_id is None and context.kernels.is_lost(path):
+        raise ToolFailure(KERNEL_GONE, gone_message(path), notebook=path)
     if kernel_id is None:
         raise ToolFailure(NOT_FOUND, f"'{path}' has no kernel; nothing is running. Call use_notebook to attach one.")
     kernel = context.kernels.get(kernel_id)

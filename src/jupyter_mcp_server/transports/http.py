@@ -126,7 +126,7 @@ def create_app(config: ServerConfig) -> Any:
     async def toolsets(request: Request) -> JSONResponse:
         from jupyter_mcp_server.server import extension_manager
 
-        return JSONResponse(extension_manager.describe_toolsets())
+        return JSONResponse(await extension_manager.describe_toolsets())
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})

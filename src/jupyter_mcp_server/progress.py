@@ -1,0 +1,188 @@
+"""Progress for long calls: outputs as they arrive, and a heartbeat.
+
+When a ``tools/call`` carries a progress token, the server sends
+``notifications/progress`` for it while the call runs:
+
+- each output a running execution produces, as a short message
+  (``[stdout] …``, ``[image/png]``, ``[error] NameError: …``), coalesced so at
+  most one notification leaves every ``MIN_GAP`` seconds and each carries at
+  most ``MAX_MESSAGE_CHARS`` characters (what did not fit is counted, not
+  sent: the result has the outputs);
+- a heartbeat (``running for 30 s``) whenever nothing was sent for
+  ``JUPYTER_MCP_HEARTBEAT_SECONDS`` (default 10), so that clients which give
+  up on a silent call keep waiting.
+
+``progress`` counts the notifications sent, so it only grows; there is no
+``total``. Without a progress token nothing is sent. The kernel layer hears
+about outputs through :func:`output_listener`, a context variable the
+execution tools pass to ``run_code`` as its ``on_output``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from jupyter_mcp_server.core_tools import furnishing
+
+OutputListener = Callable[[dict[str, Any]], None]
+
+DEFAULT_HEARTBEAT_SECONDS = 10.0
+#: At most one notification per this many seconds (outputs are coalesced).
+MIN_GAP = 0.25
+#: The most output text one notification carries.
+MAX_MESSAGE_CHARS = 2000
+
+_listener: contextvars.ContextVar[OutputListener | None] = contextvars.ContextVar(
+    "jupyter_mcp_output_listener", default=None
+)
+
+
+def output_listener() -> OutputListener | None:
+    """Who wants the outputs of the execution running in this call, if anyone."""
+    return _listener.get()
+
+
+@contextlib.contextmanager
+def listening(listener: OutputListener | None) -> Any:
+    """Make `listener` hear the outputs of executions run inside this block."""
+    previous = _listener.get()
+    if listener is None:
+        yield
+        return
+
+    def both(output: dict[str, Any]) -> None:
+        listener(output)
+        if previous is not None:
+            previous(output)
+
+    token = _listener.set(both)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
+
+
+def heartbeat_seconds() -> float:
+    try:
+        value = float(os.environ.get("JUPYTER_MCP_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS))
+    except ValueError:
+        return DEFAULT_HEARTBEAT_SECONDS
+    return value if value > 0 else DEFAULT_HEARTBEAT_SECONDS
+
+
+def describe(output: dict[str, Any]) -> str:
+    """One output as a progress message: what it is, and its text when it has one."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        text = output.get("text", "")
+        return f"[{output.get('name', 'stdout')}] " + ("".join(text) if isinstance(text, list) else str(text))
+    if kind == "error":
+        return f"[error] {output.get('ename')}: {output.get('evalue')}"
+    data = output.get("data") or {}
+    rich = [mime for mime in data if mime != "text/plain"]
+    plain = data.get("text/plain")
+    text = ("".join(plain) if isinstance(plain, list) else str(plain)) if plain is not None else ""
+    return f"[{', '.join(rich) or kind}] {text}".rstrip()
+
+
+class Reporter:
+    """Sends one call's progress: coalesced outputs and heartbeats."""
+
+    def __init__(self, send: Callable[[float, str], Awaitable[None]], interval: float) -> None:
+        self._send = send
+        self._interval = interval
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        self._dropped_chars = 0
+        self._wake = asyncio.Event()
+        self._count = 0
+        self._started = time.monotonic()
+        self._last_sent = self._started
+
+    def on_output(self, output: dict[str, Any]) -> None:
+        text = describe(output)
+        room = MAX_MESSAGE_CHARS - self._pending_chars
+        if room <= 0:
+            self._dropped_chars += len(text)
+        else:
+            kept = text[:room]
+            self._pending.append(kept)
+            self._pending_chars += len(kept)
+            self._dropped_chars += len(text) - len(kept)
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            wait = self._last_sent + self._interval - time.monotonic()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.0))
+            self._wake.clear()
+            if self._pending:
+                await self.flush()
+                await asyncio.sleep(MIN_GAP)
+            elif time.monotonic() - self._last_sent >= self._interval:
+                await self._notify(f"running for {time.monotonic() - self._started:.0f} s")
+
+    async def flush(self) -> None:
+        if not self._pending:
+            return
+        message = "".join(self._pending)
+        if self._dropped_chars:
+            message += f"\n[{self._dropped_chars} more characters of output; the result has them]"
+        self._pending, self._pending_chars, self._dropped_chars = [], 0, 0
+        await self._notify(message)
+
+    async def _notify(self, message: str) -> None:
+        self._count += 1
+        self._last_sent = time.monotonic()
+        with contextlib.suppress(Exception):  # progress is advisory; the call goes on
+            await self._send(float(self._count), message)
+
+
+@contextlib.asynccontextmanager
+async def reporting(send: Callable[[float, str], Awaitable[None]]) -> AsyncIterator[Reporter]:
+    """A running reporter for the duration of the block; what is pending is sent at the end."""
+    reporter = Reporter(send, heartbeat_seconds())
+    task = asyncio.ensure_future(reporter.run())
+    try:
+        with listening(reporter.on_output):
+            yield reporter
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        with contextlib.suppress(Exception):
+            await reporter.flush()
+
+
+def progress_token(ctx: Any) -> Any:
+    meta = getattr(ctx, "meta", None) or {}
+    token = meta.get("progress_token", meta.get("progressToken")) if hasattr(meta, "get") else None
+    return token
+
+
+@furnishing
+def report_progress_of_tool_calls(server: Any) -> None:
+    """Every ``tools/call`` with a progress token gets heartbeats, and outputs while code runs."""
+    from jupyter_mcp_server.handlers import Handler, wrap
+
+    def with_progress(original: Handler) -> Handler:
+        async def call(ctx: Any, params: Any) -> Any:
+            if progress_token(ctx) is None:
+                return await original(ctx, params)
+
+            async def send(progress: float, message: str) -> None:
+                await ctx.session.report_progress(progress, None, message)
+
+            async with reporting(send):
+                return await original(ctx, params)
+
+        return call
+
+    wrap(server, "tools/call", with_progress)

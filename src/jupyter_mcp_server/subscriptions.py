@@ -1,0 +1,289 @@
+"""Resource subscriptions: a client hears when a notebook it watches changes.
+
+Both protocol generations:
+
+- 2025-11-25: ``resources/subscribe`` and ``resources/unsubscribe`` per
+  connection; ``notifications/resources/updated`` arrives on the connection.
+- 2026-07-28: ``subscriptions/listen`` with ``resourceSubscriptions``; the
+  notifications ride that request's stream (the SDK's ``ListenHandler`` over
+  one bus shared by every built server).
+
+A subscribed URI is ``notebook:///{path}`` or a cell or output URI of the same
+notebook; each subscribed URI whose notebook changed is announced, exactly as
+the client spelled it. A change is announced when the server's store writes
+the file (any tool, the JSON-lines transport) and when the file changes on
+disk through anyone else: the workspace is watched with ``watchfiles``,
+debounced (``JUPYTER_MCP_WATCH_DEBOUNCE_MS``, default 200 ms), from the first
+subscription to the last. A change is announced once, whoever saw it first:
+announcements are keyed on the file's revision, so the watcher stays quiet
+about the server's own writes and about a save that left the bytes as they
+were. Nothing is announced for a notebook nobody subscribed to, and a URI
+outside the workspace is refused (2025-11-25) or never fires (2026-07-28).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ResourceUpdated
+
+from jupyter_mcp_server.core_tools import furnishing
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DEBOUNCE_MS = 200
+
+
+def debounce_ms() -> int:
+    try:
+        return max(1, int(os.environ.get("JUPYTER_MCP_WATCH_DEBOUNCE_MS", DEFAULT_DEBOUNCE_MS)))
+    except ValueError:
+        return DEFAULT_DEBOUNCE_MS
+
+
+@dataclass
+class _Connection:
+    """A 2025-11-25 connection's subscriptions, and the session to notify it through."""
+
+    session: Any
+    uris: set[str] = field(default_factory=set)
+
+
+class NotebookEvents:
+    """Who watches which notebook, and telling them when it changes."""
+
+    def __init__(self) -> None:
+        self.bus = InMemorySubscriptionBus()
+        self.connections: dict[str, _Connection] = {}
+        #: URIs held by open listen streams, counted.
+        self.listened: Counter[str] = Counter()
+        #: Subscribed URI -> the workspace path of its notebook.
+        self._paths: dict[str, str] = {}
+        #: Path -> the revision last announced (None: the file is gone).
+        self._announced: dict[str, str | None] = {}
+        self._watcher: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._store_observed = False
+
+    # -- who watches what ----------------------------------------------------
+
+    def path_of(self, uri: str) -> str:
+        """The workspace path a notebook, cell or output URI names; ToolFailure if none."""
+        from jupyter_mcp_server.context import ServerContext
+        from jupyter_mcp_server.errors import INVALID_PATH, ToolFailure
+        from jupyter_mcp_server.resources import CELL_SCHEME, OUTPUT_SCHEME, parse_part_uri
+        from jupyter_mcp_server.workspace import path_of_uri
+
+        scheme = uri.partition(":")[0].lower()
+        if scheme in (CELL_SCHEME, OUTPUT_SCHEME):
+            try:
+                path, _ = parse_part_uri(uri, scheme)
+            except Exception as error:
+                raise ToolFailure(INVALID_PATH, str(error)) from None
+        else:
+            path = path_of_uri(uri)
+        workspace = ServerContext.get_instance().workspace
+        return workspace.relative_of(workspace.resolve(path))
+
+    def subscribed_paths(self) -> set[str]:
+        return set(self._paths.values())
+
+    def _hold(self, uri: str, path: str) -> None:
+        if path not in self.subscribed_paths():
+            self._announced[path] = self._revision_on_disk(path)
+        self._paths[uri] = path
+        self._ensure_watching()
+
+    def _release_unused(self) -> None:
+        held = set(self.listened) | {uri for c in self.connections.values() for uri in c.uris}
+        for uri in list(self._paths):
+            if uri not in held:
+                del self._paths[uri]
+        for path in list(self._announced):
+            if path not in self.subscribed_paths():
+                del self._announced[path]
+        if not self._paths:
+            self._stop_watching()
+
+    def subscribe(self, key: str, session: Any, uri: str) -> None:
+        path = self.path_of(uri)
+        connection = self.connections.setdefault(key, _Connection(session))
+        connection.session = session
+        connection.uris.add(uri)
+        self._hold(uri, path)
+
+    def unsubscribe(self, key: str, uri: str) -> None:
+        connection = self.connections.get(key)
+        if connection is not None:
+            connection.uris.discard(uri)
+            if not connection.uris:
+                del self.connections[key]
+        self._release_unused()
+
+    def listen(self, uris: list[str]) -> list[str]:
+        """Hold the URIs a listen stream asked for; those outside the workspace are left out."""
+        held = []
+        for uri in uris:
+            try:
+                path = self.path_of(uri)
+            except Exception:
+                logger.info("A listen stream asked for %r, which names no notebook; it never fires", uri)
+                continue
+            self.listened[uri] += 1
+            self._hold(uri, path)
+            held.append(uri)
+        return held
+
+    def unlisten(self, uris: list[str]) -> None:
+        for uri in uris:
+            self.listened[uri] -= 1
+            if self.listened[uri] <= 0:
+                del self.listened[uri]
+        self._release_unused()
+
+    # -- telling them ----------------------------------------------------------
+
+    async def announce(self, path: str, revision: str | None) -> None:
+        """`path` is now at `revision`: tell every subscriber of it, once per revision."""
+        if path not in self.subscribed_paths() or self._announced.get(path, "") == revision:
+            return
+        self._announced[path] = revision
+        uris = [uri for uri, watched in self._paths.items() if watched == path]
+        logger.debug("%s changed (revision %s); announcing %d URI(s)", path, revision, len(uris))
+        for uri in uris:
+            await self.bus.publish(ResourceUpdated(uri=uri))
+        for key, connection in list(self.connections.items()):
+            for uri in sorted(connection.uris & set(uris)):
+                try:
+                    await connection.session.send_resource_updated(uri)
+                except Exception:
+                    logger.debug("Connection %s is gone; dropping its subscriptions", key)
+                    self.connections.pop(key, None)
+                    self._release_unused()
+                    break
+
+    def observe_store(self) -> None:
+        """Hear the server's own writes from the store, as they happen."""
+        if self._store_observed:
+            return
+        from jupyter_mcp_server.context import ServerContext
+
+        self._store_observed = True
+
+        def written(path: str, revision: str) -> None:
+            if path in self.subscribed_paths():
+                with contextlib.suppress(RuntimeError):
+                    asyncio.get_running_loop().create_task(self.announce(path, revision))
+
+        ServerContext.get_instance().store.observers.append(written)
+
+    # -- the watcher -----------------------------------------------------------
+
+    def _revision_on_disk(self, path: str) -> str | None:
+        from jupyter_mcp_server.context import ServerContext
+        from jupyter_mcp_server.store.store import revision_of
+
+        try:
+            return revision_of(ServerContext.get_instance().workspace.read_bytes(path))
+        except Exception:
+            return None
+
+    def _ensure_watching(self) -> None:
+        self.observe_store()
+        if self._watcher is not None and not self._watcher.done():
+            return
+        with contextlib.suppress(RuntimeError):
+            loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            # A context of its own: it outlives the request that started it.
+            self._watcher = contextvars.Context().run(loop.create_task, self._watch(self._stop))
+
+    def _stop_watching(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        self._watcher = None
+        self._stop = None
+
+    async def _watch(self, stop: asyncio.Event) -> None:
+        import watchfiles
+
+        from jupyter_mcp_server.context import ServerContext
+
+        root = str(ServerContext.get_instance().workspace.root)
+
+        def wanted(change: Any, changed: str) -> bool:
+            relative = os.path.relpath(changed, root).replace(os.sep, "/")
+            return relative in self.subscribed_paths()
+
+        logger.debug("Watching %s for changes to subscribed notebooks", root)
+        try:
+            async for changes in watchfiles.awatch(
+                root, watch_filter=wanted, debounce=debounce_ms(), step=50, stop_event=stop, recursive=True
+            ):
+                for path in sorted({os.path.relpath(p, root).replace(os.sep, "/") for _, p in changes}):
+                    await self.announce(path, self._revision_on_disk(path))
+        except Exception:
+            logger.warning("Watching the workspace for outside changes failed", exc_info=True)
+
+
+events = NotebookEvents()
+
+
+def connection_key(ctx: Any) -> str:
+    from jupyter_mcp_server.client_logging import connection_key as key
+
+    return key(ctx)
+
+
+async def subscribe(ctx: Any, params: Any) -> Any:
+    """``resources/subscribe`` (2025-11-25)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS, EmptyResult
+
+    from jupyter_mcp_server.errors import ToolFailure
+
+    try:
+        events.subscribe(connection_key(ctx), ctx.session, str(params.uri))
+    except ToolFailure as error:
+        raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}", data={"code": error.code}) from None
+    return EmptyResult()
+
+
+async def unsubscribe(ctx: Any, params: Any) -> Any:
+    """``resources/unsubscribe`` (2025-11-25)."""
+    from mcp.types import EmptyResult
+
+    events.unsubscribe(connection_key(ctx), str(params.uri))
+    return EmptyResult()
+
+
+@furnishing
+def serve_subscriptions(server: Any) -> None:
+    from mcp.types import (
+        SubscribeRequestParams,
+        SubscriptionsListenRequestParams,
+        UnsubscribeRequestParams,
+    )
+
+    from jupyter_mcp_server.handlers import serve
+
+    serve(server, "resources/subscribe", SubscribeRequestParams, subscribe)
+    serve(server, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    streams = ListenHandler(events.bus)
+
+    async def listen(ctx: Any, params: Any) -> Any:
+        held = events.listen(list(params.notifications.resource_subscriptions or ()))
+        try:
+            return await streams(ctx, params)
+        finally:
+            events.unlisten(held)
+
+    serve(server, "subscriptions/listen", SubscriptionsListenRequestParams, listen)

@@ -1,0 +1,442 @@
+"""The JSON-lines transport: one JSON request per line on stdin, one JSON line per answer on stdout.
+
+For programs that drive notebooks without speaking MCP (an editor plugin, a
+script, a test harness). It works on the notebook store and the kernels
+directly, not through the MCP tools. The message shapes are in
+docs/json-lines.md; in short::
+
+    -> {"id": 1, "method": "open", "params": {"path": "a.ipynb"}}
+    <- {"id": 1, "result": {"path": "a.ipynb", "revision": "…", "cells": […], …}}
+    -> {"id": 2, "method": "execute", "params": {"path": "a.ipynb", "cell_id": "…"}}
+    <- {"event": "output", "id": 2, "output": {"output_type": "stream", …}}
+    <- {"id": 2, "result": {"schema_version": "1.0", "status": "ok", …}}
+    -> {"id": 3, "method": "save", "params": {"path": "a.ipynb", "revision": "…"}}
+    <- {"id": 3, "result": {"path": "a.ipynb", "revision": "…"}}
+
+Requests are read while earlier ones run, so an ``interrupt`` reaches a
+kernel in the middle of an ``execute``; answers carry the request's ``id``
+and may come in any order. ``open`` gives a working copy of the notebook:
+``execute`` of a cell puts its outputs there, and ``save`` writes the copy
+(or a notebook the client sends) only when ``params.revision`` is the file's
+current revision, so it never overwrites a change it has not seen. Nothing
+but these lines is written to stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_mcp_server.config import ServerConfig
+from jupyter_mcp_server.errors import (
+    INVALID_ARGUMENT,
+    KERNEL_GONE,
+    NOT_FOUND,
+    UNSUPPORTED,
+    ToolFailure,
+)
+from jupyter_mcp_server.transports.lifecycle import running_server
+
+METHODS = ("open", "status", "execute", "save", "interrupt", "restart", "shutdown")
+#: The most bytes one request line may have.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class OpenNotebook:
+    """A notebook opened on this connection: the working copy and the revision it is based on."""
+
+    path: str
+    notebook: Any
+    revision: str
+    format: str
+    dirty: bool = False
+    executing: int = 0
+
+
+class JsonLinesServer:
+    """One connection over a pair of byte streams."""
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        from jupyter_mcp_server.context import ServerContext
+
+        self.context = ServerContext.get_instance()
+        self._write = write
+        self.open: dict[str, OpenNotebook] = {}
+        self.stopping = asyncio.Event()
+        self._running: set[asyncio.Task[None]] = set()
+
+    # -- the wire ---------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+        self._write(line.encode("utf-8") + b"\n")
+
+    def dispatch(self, line: bytes) -> None:
+        """Start handling one request line; its answer is sent when it is done."""
+        if not line.strip():
+            return
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict):
+                raise ValueError("a request is a JSON object")
+        except ValueError as error:
+            self.send(_error(None, ToolFailure(INVALID_ARGUMENT, f"Not a JSON request object: {error}.")))
+            return
+        task = asyncio.ensure_future(self.answer(request))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def answer(self, request: dict[str, Any]) -> None:
+        request_id = request.get("id")
+        method = request.get("method")
+        params = request.get("params") or {}
+        handler: Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]] | None = getattr(
+            self, f"do_{method}", None
+        ) if method in METHODS else None
+        try:
+            if handler is None:
+                raise ToolFailure(
+                    UNSUPPORTED, f"Unknown method {method!r}; the methods are {', '.join(METHODS)}.", methods=list(METHODS)
+                )
+            if not isinstance(params, dict):
+                raise ToolFailure(INVALID_ARGUMENT, "params must be a JSON object.")
+            result = await handler(request_id, params)
+        except asyncio.CancelledError:
+            message = "The server is shutting down; this request was stopped."
+            self.send(_error(request_id, ToolFailure(UNSUPPORTED, message)))
+            raise
+        except ToolFailure as failure:
+            self.send(_error(request_id, failure))
+        except Exception as error:  # a bug must still answer, saying what
+            self.send(_error(request_id, ToolFailure(INVALID_ARGUMENT, f"{type(error).__name__}: {error}")))
+        else:
+            self.send({"id": request_id, "result": result})
+            if method == "shutdown":
+                self.stopping.set()
+
+    async def drain(self) -> None:
+        """Wait for the requests still running (after stdin closed)."""
+        while self._running:
+            await asyncio.gather(*list(self._running), return_exceptions=True)
+
+    async def stop(self) -> None:
+        """After ``shutdown``: stop what still runs, each request answered as stopped."""
+        for task in list(self._running):
+            task.cancel()
+        await self.drain()
+
+    # -- the methods ------------------------------------------------------------
+
+    def _path(self, params: dict[str, Any]) -> str:
+        from jupyter_mcp_server.tools.addressing import NOTEBOOK_SUFFIXES
+
+        path = params.get("path")
+        if not isinstance(path, str) or not path:
+            raise ToolFailure(INVALID_ARGUMENT, "params.path is required: the notebook's path in the workspace.")
+        workspace = self.context.workspace
+        relative = workspace.relative_of(workspace.resolve(path))
+        if not relative.endswith(NOTEBOOK_SUFFIXES):
+            raise ToolFailure(INVALID_ARGUMENT, f"{path!r} is not a notebook (.ipynb or a .py percent script).")
+        return relative
+
+    def _opened(self, params: dict[str, Any]) -> OpenNotebook:
+        path = self._path(params)
+        opened = self.open.get(path)
+        if opened is None:
+            raise ToolFailure(NOT_FOUND, f"{path!r} is not open on this connection; send open first.", path=path)
+        return opened
+
+    async def do_open(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        path = self._path(params)
+        store, kernels = self.context.store, self.context.kernels
+        if params.get("create"):
+            name = params.get("kernel_name")
+            spec = {"name": name, "display_name": name} if isinstance(name, str) else None
+            with contextlib.suppress(ToolFailure):
+                await store.create(path, spec)
+        view = await store.read(path)
+        opened = OpenNotebook(path, copy.deepcopy(view.notebook), view.revision, view.format)
+        self.open[path] = opened
+        attachment = await kernels.live_kernel_of(path, metadata_kernel=_metadata_kernel(self.context, view.notebook))
+        return {
+            "path": path,
+            "revision": view.revision,
+            "format": view.format,
+            "kernel_id": attachment.kernel.kernel_id,
+            "cells": [_cell_summary(index, cell) for index, cell in enumerate(opened.notebook.cells)],
+        }
+
+    async def do_status(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        chosen = [self._opened(params)] if params.get("path") else list(self.open.values())
+        notebooks = []
+        for opened in chosen:
+            kernel_id = self.context.kernels.kernel_id_of(opened.path)
+            state = "none"
+            if kernel_id is not None:
+                try:
+                    kernel = self.context.kernels.get(kernel_id)
+                    state = kernel.state if await kernel.is_alive() else "gone"
+                except ToolFailure:
+                    state = "gone"
+            try:
+                on_disk: str | None = await self.context.store.revision(opened.path)
+            except ToolFailure:
+                on_disk = None
+            notebooks.append(
+                {
+                    "path": opened.path,
+                    "revision": opened.revision,
+                    "disk_revision": on_disk,
+                    "dirty": opened.dirty,
+                    "executing": opened.executing > 0,
+                    "kernel_id": kernel_id,
+                    "kernel_state": state,
+                    "cell_count": len(opened.notebook.cells),
+                }
+            )
+        return {"notebooks": notebooks}
+
+    async def do_execute(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        opened = self._opened(params)
+        timeout = self._timeout(params.get("timeout"))
+        cell = None
+        if "code" in params:
+            code = params["code"]
+            if not isinstance(code, str) or any(k in params for k in ("cell_id", "cell_index")):
+                raise ToolFailure(INVALID_ARGUMENT, "Give code (a string), or one of cell_id / cell_index, not both.")
+        else:
+            cell = opened.notebook.cells[_cell_position(opened.notebook, params)]
+            if cell.get("cell_type") != "code":
+                raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell.get('id')} is a {cell.get('cell_type')} cell; only code cells run.")
+            code = cell.get("source", "")
+        attachment = await self.context.kernels.live_kernel_of(
+            opened.path, metadata_kernel=_metadata_kernel(self.context, opened.notebook)
+        )
+
+        def forward(output: dict[str, Any]) -> None:
+            self.send({"event": "output", "id": request_id, "output": output})
+
+        opened.executing += 1
+        try:
+            outcome = await self._run(attachment.kernel, code, timeout, opened.path, forward)
+        finally:
+            opened.executing -= 1
+        collected = outcome.outputs
+        result: dict[str, Any] = {
+            "schema_version": "1.0",
+            "execution_count": outcome.execution_count,
+            "truncation": collected.truncation.as_dict(),
+            "error": collected.error.as_dict() if collected.error else None,
+            "user_expressions": outcome.user_expressions,
+            "status": outcome.status,
+            "outputs": collected.outputs,
+        }
+        if attachment.replaced:
+            result["note"] = "The kernel was gone and a replacement was started (kernel.auto-restart)."
+        if cell is not None:
+            from nbformat import from_dict
+
+            cell["outputs"] = [from_dict(output) for output in collected.outputs]
+            cell["execution_count"] = outcome.execution_count
+            opened.dirty = True
+            result["cell_id"] = cell.get("id")
+        return result
+
+    def _timeout(self, value: Any) -> float:
+        config = self.context.config
+        if value is None:
+            return config.default_timeout
+        if not isinstance(value, int | float) or value <= 0 or value > config.max_timeout:
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"timeout must be a number of seconds above 0 and at most {config.max_timeout:g}.",
+                max_timeout=config.max_timeout,
+            )
+        return float(value)
+
+    async def _run(
+        self, kernel: Any, code: str, timeout: float, notebook: str, on_output: Callable[[dict[str, Any]], None]
+    ) -> Any:
+        """Run code on a kernel in order with every other call on it; a death is reported."""
+        from jupyter_mcp_server.hooks import Execution, ExecutionEnded
+        from jupyter_mcp_server.kernels.execution import KernelDied, run_code
+        from jupyter_mcp_server.kernels.manager import gone_message
+
+        context, hooks = self.context, self.context.hooks
+        async with kernel.lock:
+            kernel.busy = True
+            kernel.interrupted.clear()
+            hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook))
+            try:
+                outcome = await run_code(
+                    kernel.client,
+                    kernel.is_alive,
+                    kernel.interrupt,
+                    code,
+                    timeout=timeout,
+                    max_output_bytes=context.config.max_output_bytes,
+                    max_output_blocks=context.config.max_output_blocks,
+                    on_output=on_output,
+                    interrupted=kernel.interrupted,
+                )
+            except KernelDied:
+                hooks.fire(
+                    hooks.after_execution,
+                    ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status="gone", duration=0.0),
+                )
+                await context.kernels.mark_lost(kernel)
+                raise ToolFailure(KERNEL_GONE, gone_message(notebook), kernel_id=kernel.kernel_id) from None
+            finally:
+                kernel.busy = False
+                kernel.last_used = time.monotonic()
+            hooks.fire(
+                hooks.after_execution,
+                ExecutionEnded(
+                    code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=outcome.status, duration=outcome.duration
+                ),
+            )
+            return outcome
+
+    async def do_save(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        opened = self._opened(params)
+        revision = params.get("revision")
+        if not isinstance(revision, str) or not revision:
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                "save needs params.revision, the revision open (or the last save) returned; without it the "
+                "file could be overwritten with changes you have not seen, so the save is refused.",
+                current_revision=await self.context.store.revision(opened.path),
+            )
+        source = opened.notebook
+        if params.get("notebook") is not None:
+            source = _checked_notebook(params["notebook"])
+
+        def replace(notebook: Any) -> None:
+            notebook.cells[:] = copy.deepcopy(list(source.cells))
+            notebook.metadata.clear()
+            notebook.metadata.update(copy.deepcopy(dict(source.metadata)))
+
+        _, view = await self.context.store.mutate(opened.path, replace, expected_revision=revision)
+        opened.notebook, opened.revision, opened.dirty = copy.deepcopy(view.notebook), view.revision, False
+        return {"path": opened.path, "revision": view.revision}
+
+    async def do_interrupt(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        path = self._opened(params).path
+        kernel_id = self.context.kernels.kernel_id_of(path)
+        if kernel_id is None:
+            raise ToolFailure(NOT_FOUND, f"{path!r} has no kernel; nothing is running.", path=path)
+        was_busy = await self.context.kernels.interrupt(self.context.kernels.get(kernel_id))
+        return {"path": path, "kernel_id": kernel_id, "was_busy": was_busy}
+
+    async def do_restart(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        opened = self._opened(params)
+        kernel = await self.context.kernels.restart(
+            opened.path, metadata_kernel=_metadata_kernel(self.context, opened.notebook)
+        )
+        return {"path": opened.path, "kernel_id": kernel.kernel_id}
+
+    async def do_shutdown(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        # Answered first; then the rest is stopped and every kernel shut down.
+        return {"shutdown": True, "unsaved": sorted(p for p, o in self.open.items() if o.dirty)}
+
+
+def _error(request_id: Any, failure: ToolFailure) -> dict[str, Any]:
+    return {"id": request_id, "error": {"code": failure.code, "message": failure.message, **failure.details}}
+
+
+def _metadata_kernel(context: Any, notebook: Any) -> str | None:
+    name = (notebook.get("metadata", {}).get("kernelspec") or {}).get("name")
+    return name if name and name in context.kernels.kernelspecs() else None
+
+
+def _cell_summary(index: int, cell: Any) -> dict[str, Any]:
+    return {
+        "index": index,
+        "cell_id": cell.get("id"),
+        "cell_type": cell.get("cell_type"),
+        "source": cell.get("source", ""),
+        "execution_count": cell.get("execution_count"),
+    }
+
+
+def _cell_position(notebook: Any, params: dict[str, Any]) -> int:
+    cell_id, cell_index = params.get("cell_id"), params.get("cell_index")
+    if (cell_id is None) == (cell_index is None):
+        raise ToolFailure(INVALID_ARGUMENT, "Name the cell with exactly one of cell_id or cell_index, or give code.")
+    if cell_id is not None:
+        for index, cell in enumerate(notebook.cells):
+            if cell.get("id") == cell_id:
+                return index
+        raise ToolFailure(NOT_FOUND, f"No cell has id {cell_id!r}.", cell_id=cell_id)
+    if not isinstance(cell_index, int) or not 0 <= cell_index < len(notebook.cells):
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"cell_index {cell_index!r} is out of range: the notebook has {len(notebook.cells)} cells.",
+            cell_count=len(notebook.cells),
+        )
+    return cell_index
+
+
+def _checked_notebook(value: Any) -> Any:
+    import nbformat
+
+    try:
+        notebook = nbformat.from_dict(value)
+        nbformat.validate(notebook)
+    except Exception as error:
+        raise ToolFailure(INVALID_ARGUMENT, f"params.notebook is not a valid nbformat 4 notebook: {error}") from None
+    return notebook
+
+
+async def serve_async() -> None:
+    loop = asyncio.get_running_loop()
+    stdout = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        stdout.write(data)
+        stdout.flush()
+
+    reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sys.stdin)
+    task = asyncio.current_task()
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, task.cancel if task else lambda: None)
+    async with running_server():
+        server = JsonLinesServer(write)
+
+        async def read_lines() -> None:
+            while not server.stopping.is_set():
+                try:
+                    line = await reader.readline()
+                except ValueError:
+                    server.send(_error(None, ToolFailure(INVALID_ARGUMENT, "A request line is too long.")))
+                    continue
+                if not line:
+                    return
+                server.dispatch(line)
+
+        reading = asyncio.ensure_future(read_lines())
+        stopping = asyncio.ensure_future(server.stopping.wait())
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        reading.cancel()
+        stopping.cancel()
+        if server.stopping.is_set():
+            await server.stop()
+        else:
+            await server.drain()  # stdin closed: let what was asked finish
+
+
+def serve(config: ServerConfig) -> None:
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_async())
