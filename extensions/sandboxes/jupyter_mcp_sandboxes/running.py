@@ -17,8 +17,8 @@ from mcp.types import CallToolResult
 from jupyter_mcp_sandboxes.registry import gone_message
 from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_server.errors import KERNEL_GONE, ToolFailure
-from jupyter_mcp_server.hooks import Execution, ExecutionEnded, get_hooks
-from jupyter_mcp_server.kernels.execution import KernelDied, run_code
+from jupyter_mcp_server.hooks import get_hooks
+from jupyter_mcp_server.kernels.turns import run_in_turn
 from jupyter_mcp_server.tools.running import CANCEL_INTERRUPTS, execution_result
 
 #: Where a result says which sandbox ran it.
@@ -59,36 +59,22 @@ async def execute_in(sandbox: Sandbox, code: str, timeout: float) -> CallToolRes
     if not await sandbox.is_alive():
         raise ToolFailure(KERNEL_GONE, gone_message(sandbox), sandbox_name=sandbox.name)
     max_bytes, max_blocks, interrupt_on_cancel = _limits()
-    hooks = get_hooks()
-    async with sandbox.lock:
-        sandbox.interrupted.clear()
-        hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=sandbox.kernel_id, notebook=None))
-        try:
-            outcome = await run_code(
-                sandbox.client,
-                sandbox.is_alive,
-                sandbox.interrupt,
-                code,
-                timeout=timeout,
-                max_output_bytes=max_bytes,
-                max_output_blocks=max_blocks,
-                interrupted=sandbox.interrupted,
-                on_output=_output_listener(),
-                interrupt_on_cancel=interrupt_on_cancel,
-            )
-        except KernelDied:
-            sandbox.mark_gone("its kernel died while running code")
-            hooks.fire(
-                hooks.after_execution,
-                ExecutionEnded(code=code, kernel_id=sandbox.kernel_id, notebook=None, status="gone", duration=0.0),
-            )
-            raise ToolFailure(KERNEL_GONE, gone_message(sandbox), sandbox_name=sandbox.name) from None
-        hooks.fire(
-            hooks.after_execution,
-            ExecutionEnded(
-                code=code, kernel_id=sandbox.kernel_id, notebook=None, status=outcome.status, duration=outcome.duration
-            ),
-        )
+
+    async def record_death() -> None:
+        sandbox.mark_gone("its kernel died while running code")
+
+    outcome = await run_in_turn(
+        sandbox,
+        code,
+        timeout=timeout,
+        max_output_bytes=max_bytes,
+        max_output_blocks=max_blocks,
+        hooks=get_hooks(),
+        on_output=_output_listener(),
+        interrupt_on_cancel=interrupt_on_cancel,
+        on_death=record_death,
+        gone_message=lambda: gone_message(sandbox),
+    )
     result = execution_result(outcome, note=f"Ran in sandbox '{sandbox.name}' ({sandbox.variant}: {sandbox.where}).")
     return with_sandbox_meta(result, sandbox)
 

@@ -8,7 +8,6 @@ source of that very cell is a conflict.
 """
 
 import contextlib
-import time
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
@@ -26,9 +25,9 @@ from jupyter_mcp_server.errors import (
     TIMEOUT,
     ToolFailure,
 )
-from jupyter_mcp_server.hooks import Execution, ExecutionEnded
-from jupyter_mcp_server.kernels.execution import ExecutionOutcome, KernelDied, run_code
+from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.kernels.manager import Kernel, gone_message
+from jupyter_mcp_server.kernels.turns import run_in_turn
 from jupyter_mcp_server.progress import output_listener
 from jupyter_mcp_server.store import new_cell
 from jupyter_mcp_server.tools import models
@@ -68,60 +67,22 @@ def effective_timeout(timeout: float | None) -> float:
 async def run_on(kernel: Kernel, code: str, timeout: float, notebook: str | None) -> ExecutionOutcome:
     """Run code on a kernel, in order with the other calls on it; a death is reported, not hidden."""
     context = server()
-    hooks = context.hooks
-    async with kernel.lock:
-        kernel.busy = True
-        kernel.interrupted.clear()
-        hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook))
-        try:
-            outcome = await run_code(
-                kernel.client,
-                kernel.is_alive,
-                kernel.interrupt,
-                code,
-                timeout=timeout,
-                max_output_bytes=context.config.max_output_bytes,
-                max_output_blocks=context.config.max_output_blocks,
-                interrupted=kernel.interrupted,
-                # Outputs as they arrive, to whoever follows this call (progress, a task).
-                on_output=output_listener(),
-                # Whether a cancelled request stops the kernel too is the
-                # operator's choice (seeds/004: by default it does not).
-                interrupt_on_cancel=context.capabilities.enabled(CANCEL_INTERRUPTS),
-            )
-        except KernelDied as died:
-            if not kernel.stopped or died.outputs is None:
-                hooks.fire(
-                    hooks.after_execution,
-                    ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status="gone", duration=0.0),
-                )
-                await context.kernels.mark_lost(kernel)
-                raise ToolFailure(
-                    KERNEL_GONE,
-                    gone_message(notebook or f"kernel {kernel.kernel_id}"),
-                    kernel_id=kernel.kernel_id,
-                ) from None
-            # Stopped on purpose under this call (restart_notebook, unuse_notebook):
-            # the caller ended the execution; nothing was lost behind its back.
-            outcome = ExecutionOutcome(
-                status="interrupted",
-                outputs=died.outputs,
-                execution_count=died.outputs.execution_count,
-                user_expressions=None,
-                duration=0.0,
-                reason="The execution was stopped because its kernel was restarted or released "
-                "(restart_notebook / unuse_notebook) while it ran; the outputs so far are below.",
-            )
-        finally:
-            kernel.busy = False
-            kernel.last_used = time.monotonic()
-        hooks.fire(
-            hooks.after_execution,
-            ExecutionEnded(
-                code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=outcome.status, duration=outcome.duration
-            ),
-        )
-        return outcome
+    return await run_in_turn(
+        kernel,
+        code,
+        timeout=timeout,
+        max_output_bytes=context.config.max_output_bytes,
+        max_output_blocks=context.config.max_output_blocks,
+        hooks=context.hooks,
+        notebook=notebook,
+        # Outputs as they arrive, to whoever follows this call (progress, a task).
+        on_output=output_listener(),
+        # Whether a cancelled request stops the kernel too is the operator's
+        # choice (seeds/004: by default it does not).
+        interrupt_on_cancel=context.capabilities.enabled(CANCEL_INTERRUPTS),
+        on_death=lambda: context.kernels.mark_lost(kernel),
+        gone_message=lambda: gone_message(notebook or f"kernel {kernel.kernel_id}"),
+    )
 
 
 def execution_result(

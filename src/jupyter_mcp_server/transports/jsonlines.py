@@ -30,7 +30,6 @@ import copy
 import json
 import signal
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,6 @@ from typing import Any
 from jupyter_mcp_server.config import ServerConfig
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
-    KERNEL_GONE,
     NOT_FOUND,
     UNSUPPORTED,
     ToolFailure,
@@ -267,44 +265,22 @@ class JsonLinesServer:
         self, kernel: Any, code: str, timeout: float, notebook: str, on_output: Callable[[dict[str, Any]], None]
     ) -> Any:
         """Run code on a kernel in order with every other call on it; a death is reported."""
-        from jupyter_mcp_server.hooks import Execution, ExecutionEnded
-        from jupyter_mcp_server.kernels.execution import KernelDied, run_code
         from jupyter_mcp_server.kernels.manager import gone_message
+        from jupyter_mcp_server.kernels.turns import run_in_turn
 
-        context, hooks = self.context, self.context.hooks
-        async with kernel.lock:
-            kernel.busy = True
-            kernel.interrupted.clear()
-            hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook))
-            try:
-                outcome = await run_code(
-                    kernel.client,
-                    kernel.is_alive,
-                    kernel.interrupt,
-                    code,
-                    timeout=timeout,
-                    max_output_bytes=context.config.max_output_bytes,
-                    max_output_blocks=context.config.max_output_blocks,
-                    on_output=on_output,
-                    interrupted=kernel.interrupted,
-                )
-            except KernelDied:
-                hooks.fire(
-                    hooks.after_execution,
-                    ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status="gone", duration=0.0),
-                )
-                await context.kernels.mark_lost(kernel)
-                raise ToolFailure(KERNEL_GONE, gone_message(notebook), kernel_id=kernel.kernel_id) from None
-            finally:
-                kernel.busy = False
-                kernel.last_used = time.monotonic()
-            hooks.fire(
-                hooks.after_execution,
-                ExecutionEnded(
-                    code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=outcome.status, duration=outcome.duration
-                ),
-            )
-            return outcome
+        context = self.context
+        return await run_in_turn(
+            kernel,
+            code,
+            timeout=timeout,
+            max_output_bytes=context.config.max_output_bytes,
+            max_output_blocks=context.config.max_output_blocks,
+            hooks=context.hooks,
+            notebook=notebook,
+            on_output=on_output,
+            on_death=lambda: context.kernels.mark_lost(kernel),
+            gone_message=lambda: gone_message(notebook),
+        )
 
     async def do_save(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         opened = self._opened(params)
