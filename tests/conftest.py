@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +115,67 @@ def my_extension_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     """PYTHONPATH entry where examples/my-extension is installed as a package."""
     target = tmp_path_factory.mktemp("my-extension-site")
     return str(install_packages(target, REPO / "examples" / "my-extension"))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyter_server_process(
+    tmp_path: Path, token: str, *args: str, base_url: str = "/", env: dict[str, str] | None = None
+) -> Iterator[tuple[str, Path, Path]]:
+    """A real `jupyter server` (from PyPI) on loopback with a token, up once
+    ``/api/status`` answers: yields (url with base_url, root_dir, log file)."""
+    import importlib.util
+    import subprocess
+    import time
+
+    import httpx
+
+    if importlib.util.find_spec("jupyter_server") is None:
+        pytest.skip("jupyter_server is not installed (scripts/install test installs it)")
+    root = tmp_path / "jupyter-root"
+    root.mkdir(exist_ok=True)
+    port = free_port()
+    log = tmp_path / "jupyter.log"
+    environment = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        **(env or {}),
+    }
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), environment.get("PYTHONPATH", "")) if p)
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1", "--no-browser",
+                "--allow-root", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+                "--ServerApp.port_retries=0", f"--ServerApp.base_url={base_url}", *args,
+            ],
+            cwd=root, stdout=output, stderr=subprocess.STDOUT, env=environment,
+        )
+    url = f"http://127.0.0.1:{port}{base_url.rstrip('/')}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"jupyter server exited with {process.returncode}:\n{log.read_text()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=1).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter server did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+        yield url, root, log
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -46,7 +46,7 @@ CORE_TOOLS = frozenset(
         "unuse_notebook", "read_notebook", "get_notebook_revision", "insert_cell",
         "overwrite_cell_source", "edit_cell_source", "move_cell", "delete_cell",
         "clear_cell_output", "read_cell", "execute_cell", "insert_execute_code_cell",
-        "execute_code", "interrupt_kernel", "interrupt_notebook_session",
+        "execute_code", "interrupt_kernel", "interrupt_notebook_session", "connect_to_jupyter",
     }
 )
 NARROWED_DESCRIPTION = "List only the notebooks (*.ipynb) in the workspace."

@@ -38,7 +38,7 @@ CORE_TOOLS = frozenset(
         "unuse_notebook", "read_notebook", "get_notebook_revision", "insert_cell",
         "overwrite_cell_source", "edit_cell_source", "move_cell", "delete_cell",
         "clear_cell_output", "read_cell", "execute_cell", "insert_execute_code_cell",
-        "execute_code", "interrupt_kernel", "interrupt_notebook_session",
+        "execute_code", "interrupt_kernel", "interrupt_notebook_session", "connect_to_jupyter",
     }
 )
 #: fx-gateway's on_server takes this core tool off every server it is part of.

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ from conftest import (
     REPO,
     error_code,
     install_packages,
+    jupyter_server_process,
     ok,
     refused,
     serve,
@@ -503,43 +503,9 @@ async def test_an_extension_takes_a_tool_off_the_built_server(workspace, sandbox
 @pytest.fixture
 def jupyter_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A real `jupyter server` on loopback with a token: (url, token)."""
-    if importlib.util.find_spec("jupyter_server") is None:
-        pytest.skip("jupyter_server is not installed (pip install 'jupyter-mcp-sandboxes[test]')")
-    root = tmp_path / "jupyter-root"
-    root.mkdir()
     token = "sandbox-test-token-0123456789"
-    port = free_port()
-    log = tmp_path / "jupyter.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1", "--no-browser",
-                "--allow-root", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-                "--ServerApp.port_retries=0",
-            ],
-            cwd=root, stdout=output, stderr=subprocess.STDOUT,
-            env={**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp_path / "config")},
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"jupyter server exited with {process.returncode}:\n{log.read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter server did not start:\n{log.read_text()}")
-            time.sleep(0.1)
+    with jupyter_server_process(tmp_path, token) as (url, _root, _log):
         yield url, token
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 async def test_jupyter_server_variant_runs_on_a_real_server(workspace, sandboxes_site, jupyter_server):

@@ -37,9 +37,10 @@ ALL_TOOLS = {
     "execute_code",
     "interrupt_kernel",
     "interrupt_notebook_session",
+    "connect_to_jupyter",
 }
 READ_ONLY = {"list_files", "list_kernels", "list_notebooks", "read_notebook", "get_notebook_revision", "read_cell"}
-OPEN_WORLD = {"execute_cell", "insert_execute_code_cell", "execute_code"}
+OPEN_WORLD = {"execute_cell", "insert_execute_code_cell", "execute_code", "connect_to_jupyter"}
 DESTRUCTIVE = {"delete_cell", "overwrite_cell_source", "restart_notebook", "clear_cell_output"}
 
 

@@ -82,6 +82,23 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle-timeout", type=_positive(float), default=IDLE_TIMEOUT, help="Seconds before an idle notebook session's kernel is stopped.")
     parser.add_argument("--mcp-token", default=os.environ.get("JUPYTER_MCP_TOKEN"), help="HTTP: require 'Authorization: Bearer TOKEN'.")
     parser.add_argument("--audit-log", default=None, help="Append a JSON line per tool call and execution to this file.")
+    parser.add_argument(
+        "--jupyter-url",
+        default=os.environ.get("JUPYTER_URL") or None,
+        help="Start kernels on the Jupyter Server at this URL instead of locally (env JUPYTER_URL).",
+    )
+    parser.add_argument(
+        "--jupyter-token",
+        default=os.environ.get("JUPYTER_TOKEN") or None,
+        help="That server's token (env JUPYTER_TOKEN; prefer the variable: arguments show in process lists).",
+    )
+    parser.add_argument(
+        "--jupyter-contents",
+        action="store_true",
+        default=os.environ.get("JUPYTER_CONTENTS", "").lower() in ("1", "true", "yes", "on"),
+        help="Read and write notebooks on that Jupyter Server through its contents API too "
+        "(env JUPYTER_CONTENTS=1); paths are then relative to its root.",
+    )
 
 
 def fail(message: str) -> NoReturn:
@@ -108,6 +125,17 @@ def parse_config(argv: list[str]) -> ServerConfig:
             f"Refusing to bind {args.host}: anything but loopback needs --mcp-token, because "
             "whoever reaches this server runs code with your rights."
         )
+    jupyter_url = None
+    if args.jupyter_url:
+        from jupyter_mcp_server.errors import ToolFailure
+        from jupyter_mcp_server.kernels.remote import ServerNames, normalize_url
+
+        try:
+            jupyter_url = normalize_url(args.jupyter_url, ServerNames("--jupyter-url", "--jupyter-token"))
+        except ToolFailure as error:
+            fail(error.message)
+    elif args.jupyter_contents:
+        fail("--jupyter-contents needs --jupyter-url (or JUPYTER_URL): the Jupyter Server whose files to use.")
     return ServerConfig(
         workspace_root=root.resolve(),
         transport=args.transport,
@@ -122,6 +150,9 @@ def parse_config(argv: list[str]) -> ServerConfig:
         mcp_token=args.mcp_token,
         capability_args=tuple(args.capability),
         audit_log=Path(args.audit_log).resolve() if args.audit_log else None,
+        jupyter_url=jupyter_url,
+        jupyter_token=args.jupyter_token if jupyter_url else None,
+        jupyter_contents=bool(args.jupyter_contents and jupyter_url),
     )
 
 
@@ -158,6 +189,8 @@ def prepare(argv: list[str]) -> ServerConfig:
     from jupyter_mcp_server.server import refresh_advertised_capabilities, register_extension_tools
 
     register_extension_tools()
+    if config.jupyter_url is not None:
+        connect_jupyter_server(config)
     configure_capabilities(config)
     refresh_advertised_capabilities()
     if config.audit_log is not None:
@@ -165,6 +198,29 @@ def prepare(argv: list[str]) -> ServerConfig:
 
         AuditLog(config.audit_log).install(get_hooks())
     return config
+
+
+def connect_jupyter_server(config: ServerConfig) -> None:
+    """Check the Jupyter Server of ``--jupyter-url`` and start later kernels on it.
+
+    A server that cannot be reached, or refuses the token, stops the process
+    here (status 2) rather than failing every call later.
+    """
+    import asyncio
+
+    from jupyter_mcp_server.context import ServerContext
+    from jupyter_mcp_server.errors import ToolFailure
+    from jupyter_mcp_server.kernels.remote import JupyterServerBackend, ServerNames, check_server
+
+    assert config.jupyter_url is not None
+    names = ServerNames("--jupyter-url", "--jupyter-token")
+    try:
+        version, specs = asyncio.run(check_server(config.jupyter_url, config.jupyter_token, names=names))
+    except ToolFailure as error:
+        fail(error.message)
+    backend = JupyterServerBackend(config.jupyter_url, config.jupyter_token, version=version, kernelspecs=specs)
+    ServerContext.get_instance().use_jupyter_server(backend, contents=config.jupyter_contents)
+    logger.info("Kernels start on the Jupyter Server at %s (version %s)", config.jupyter_url, version)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,6 +42,15 @@ class ServerConfig:
     capability_args: tuple[str, ...] = ()
     #: Where the JSON-lines audit hook writes, when enabled.
     audit_log: Path | None = None
+    #: A Jupyter Server to start kernels on (``--jupyter-url`` / ``JUPYTER_URL``);
+    #: None starts them locally.
+    jupyter_url: str | None = None
+    #: Its token (``--jupyter-token`` / ``JUPYTER_TOKEN``). Never shown: not in
+    #: this object's repr, a log line, a result or an error.
+    jupyter_token: str | None = field(default=None, repr=False)
+    #: Notebook files live on that Jupyter Server too, read and written through
+    #: its contents API (``--jupyter-contents``), instead of under workspace_root.
+    jupyter_contents: bool = False
 
     @property
     def limits(self) -> dict[str, float | int]:

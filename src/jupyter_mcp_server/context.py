@@ -54,9 +54,45 @@ class ServerContext:
             capability=capabilities.enabled,
         )
         self.interceptors: list[ExecutionInterceptor] = []
+        #: The Jupyter Server kernels start on, when not local (its backend).
+        self.jupyter: Any = None
         #: By connection key, oldest first; bounded, since HTTP sessions end
         #: without telling the tools.
         self._connections: OrderedDict[str, ConnectionState] = OrderedDict()
+
+    def use_jupyter_server(self, backend: Any, *, contents: bool = False) -> None:
+        """Start later kernels on a Jupyter Server (``--jupyter-url``, ``connect_to_jupyter``);
+        with `contents`, read and write notebooks through its contents API as well."""
+        self.kernels.use_backend(backend)
+        self.jupyter = backend
+        if contents:
+            from jupyter_mcp_server.store.contents import RemoteContents
+
+            self.use_contents(RemoteContents(backend.url, backend.token))
+
+    def use_contents(self, files: Any) -> None:
+        """Keep notebooks in a Jupyter Server's contents (a ``store.contents.ContentsFiles``)
+        rather than under the workspace root; subscriptions keep hearing about writes."""
+        from jupyter_mcp_server.store.contents import ContentsNotebookStore
+
+        store = ContentsNotebookStore(self.workspace, files)
+        store.observers = self.store.observers
+        self.store = store
+
+    def locate(self, path: str) -> str:
+        """The canonical relative path of a notebook or directory where notebooks are kept;
+        ``invalid_path`` for one that is absolute, escapes, or is malformed."""
+        locate = getattr(self.store, "locate", None)
+        if locate is not None:
+            return str(locate(path))
+        return self.workspace.relative_of(self.workspace.resolve(path))
+
+    async def list_files(self, path: str, max_depth: int, pattern: str) -> list[Any]:
+        """What ``list_files`` lists: the workspace, or the Jupyter Server's contents."""
+        listing = getattr(self.store, "list_files", None)
+        if listing is not None:
+            return list(await listing(path, max_depth, pattern))
+        return list(self.workspace.list_files(path, max_depth, pattern))
 
     @classmethod
     def get_instance(cls) -> ServerContext:

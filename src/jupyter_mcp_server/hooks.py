@@ -95,7 +95,7 @@ def observed(tool: str, handler: Callable[..., Any]) -> Callable[..., Any]:
         return handler
 
     def before(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        arguments = {k: v for k, v in kwargs.items() if k != "ctx"}
+        arguments = redacted({k: v for k, v in kwargs.items() if k != "ctx"})
         hooks = get_hooks()
         hooks.fire(hooks.before_tool, ToolCall(tool=tool, arguments=arguments))
         return arguments, time.monotonic()
@@ -197,6 +197,9 @@ class AuditLog:
         )
 
 
-def _redacted(arguments: dict[str, Any]) -> dict[str, Any]:
-    """Arguments as logged: secrets never reach the audit file."""
+def redacted(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as observers see them: a secret (any ``*token*``) never reaches one."""
     return {k: ("***" if "token" in k.lower() else v) for k, v in arguments.items()}
+
+
+_redacted = redacted

@@ -164,7 +164,7 @@ async def read_notebook_resource(ctx: Any) -> str:
     context = ServerContext.get_instance()
     try:
         relative = path_of_uri(uri)
-        view = await context.store.read(context.workspace.relative_of(context.workspace.resolve(relative)))
+        view = await context.store.read(context.locate(relative))
     except ToolFailure as error:
         raise ResourceError(f"{error.code}: {error.message}") from None
     return json.dumps(view.notebook, ensure_ascii=False, indent=1)
@@ -228,7 +228,7 @@ async def _cell_of_uri(uri: str, scheme: str) -> tuple[str, dict[str, str], Any]
         raise _resource_error(INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).")
     context = ServerContext.get_instance()
     try:
-        relative = context.workspace.relative_of(context.workspace.resolve(path))
+        relative = context.locate(path)
         view = await context.store.read(relative)
     except ToolFailure as error:
         raise _resource_error(error.code, error.message) from None

@@ -90,8 +90,7 @@ class NotebookEvents:
                 raise ToolFailure(INVALID_PATH, str(error)) from None
         else:
             path = path_of_uri(uri)
-        workspace = ServerContext.get_instance().workspace
-        return workspace.relative_of(workspace.resolve(path))
+        return ServerContext.get_instance().locate(path)
 
     def subscribed_paths(self) -> set[str]:
         return set(self._paths.values())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import fnmatch
 import os
 import re
@@ -25,7 +26,7 @@ import secrets
 import stat as stat_module
 import string
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypedDict
@@ -63,6 +64,26 @@ _OS_REASONS = {
     errno.EPERM: "cannot be accessed: operation not permitted",
     errno.ENAMETOOLONG: "is too long for the file system",
 }
+
+
+class ChangedMeanwhile(Exception):
+    """The file changed between the caller's read and the replace; nothing was written."""
+
+
+@contextlib.contextmanager
+def _locked(directory: int) -> Iterator[None]:
+    """An exclusive ``flock`` of a directory descriptor: every server process
+    writing in that directory takes it around its last check and its rename.
+    Where the file system has no locks, the check and the rename go unlocked."""
+    try:
+        fcntl.flock(directory, fcntl.LOCK_EX)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        fcntl.flock(directory, fcntl.LOCK_UN)
 
 
 class FileEntry(TypedDict):
@@ -130,7 +151,12 @@ class Workspace:
         problem = _problem_with(relative)
         if problem:
             raise self._reject(relative, problem)
-        real = Path(os.path.realpath(self.root / relative))
+        try:
+            real = Path(os.path.realpath(self.root / relative))
+        except OSError:
+            # realpath raises when a component stops being a symlink between
+            # its lstat and its readlink: something is swapping it.
+            raise self._reject(relative, "changed while it was being resolved", _CHECK_IT) from None
         if not self._contains(real):
             raise self._reject(relative, "resolves outside the workspace through a symbolic link")
         if must_exist and not real.exists():
@@ -213,14 +239,24 @@ class Workspace:
                 return file.read()
 
     def write_atomic(
-        self, relative: str, data: bytes, *, exclusive: bool = False
+        self,
+        relative: str,
+        data: bytes,
+        *,
+        exclusive: bool = False,
+        unchanged: Callable[[], bool] | None = None,
     ) -> os.stat_result:
         """Replace (or create) a file all at once, creating missing parent directories.
 
         ``exclusive`` refuses an existing file. It is checked before writing and
-        again just before the rename; a file created by someone else between that
-        last check and the rename is replaced. A hard-link based create would
-        close the window but fails on file systems without links.
+        again just before the rename. ``unchanged``, when given, is asked just
+        before the rename whether the file still holds what the caller read;
+        when it answers False nothing is replaced and :class:`ChangedMeanwhile`
+        is raised. The last check and the rename happen under an exclusive
+        ``flock`` of the directory, so two server processes writing the same
+        file never replace each other's write unseen; a program that does not
+        take the lock (an editor) can still slip in between, but only within
+        that check-and-rename, not while the data is written and synced.
         """
         names = self._names_of(relative)
         name = names[-1]
@@ -242,8 +278,11 @@ class Workspace:
                         os.fsync(fd)
                     finally:
                         os.close(fd)
-                    self._existing(directory, name, relative, exclusive=exclusive)
-                    os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+                    with _locked(directory):
+                        self._existing(directory, name, relative, exclusive=exclusive)
+                        if unchanged is not None and not unchanged():
+                            raise ChangedMeanwhile(relative)
+                        os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
                 except BaseException:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(temporary, dir_fd=directory)
@@ -315,9 +354,9 @@ class Workspace:
         shown = "/".join(part for part in path.split("/") if part not in ("", "."))
         entries: list[FileEntry] = []
 
-        def visit(real: str, relative: str, status: os.stat_result, depth: int) -> None:
+        def visit(names: tuple[str, ...], relative: str, status: os.stat_result, fd: int | None, depth: int) -> None:
             name = relative.rsplit("/", 1)[-1]
-            is_directory = stat_module.S_ISDIR(status.st_mode)
+            is_directory = fd is not None
             # The path itself is an entry only when nothing below it was asked for.
             listed = depth > 0 or max_depth == 0
             matches = fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(name, pattern)
@@ -331,20 +370,35 @@ class Workspace:
                         "last_modified": _iso_utc(status.st_mtime),
                     }
                 )
-            if is_directory and depth < max_depth:
-                for child, child_status in self._children_of(real, allow_failure=depth > 0):
-                    child_relative = f"{relative}/{child.name}" if relative else child.name
-                    visit(child.path, child_relative, child_status, depth + 1)
+            if fd is not None and depth < max_depth:
+                for child, child_names, child_status, child_fd in self._children_of(fd, names, allow_failure=depth > 0):
+                    try:
+                        child_relative = f"{relative}/{child}" if relative else child
+                        visit(child_names, child_relative, child_status, child_fd, depth + 1)
+                    finally:
+                        if child_fd is not None:
+                            os.close(child_fd)
 
         with self._explained(path):
-            visit(str(base), shown, os.stat(base), 0)
+            names = base.relative_to(self.root).parts
+            # Reached from the root without following a symlink: a directory
+            # swapped for one since the check above is refused, not listed.
+            fd = self._open_directory(names, create_missing=False)
+            try:
+                visit(names, shown, os.fstat(fd), fd, 0)
+            finally:
+                os.close(fd)
         return sorted(entries, key=lambda entry: entry["path"])
 
     def _children_of(
-        self, directory: str, *, allow_failure: bool
-    ) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
+        self, fd: int, names: tuple[str, ...], *, allow_failure: bool
+    ) -> Iterator[tuple[str, tuple[str, ...], os.stat_result, int | None]]:
+        """The listable entries of the directory open as `fd` (at root/names):
+        each name, the real path it leads to, its status, and a descriptor when
+        it is a directory (the caller closes it). Nothing here follows a
+        symlink by name: a symlink's target is reached again from the root."""
         try:
-            with os.scandir(directory) as scan:
+            with os.scandir(fd) as scan:
                 children = list(scan)
         except OSError:
             # One unreadable subdirectory should not hide the rest of the listing.
@@ -355,14 +409,40 @@ class Workspace:
             if child.name.startswith(".") or _problem_with(child.name):
                 continue
             try:
-                if child.is_symlink():
-                    if not self._contains(Path(os.path.realpath(child.path))):
+                status = child.stat(follow_symlinks=False)
+                if stat_module.S_ISLNK(status.st_mode):
+                    target = Path(os.path.realpath(self.root.joinpath(*names, child.name)))
+                    if not self._contains(target):
                         continue
-                    yield child, os.stat(child.path)
+                    real_names = target.relative_to(self.root).parts
+                    status, child_fd = self._reach(real_names)
+                elif stat_module.S_ISDIR(status.st_mode):
+                    real_names = (*names, child.name)
+                    child_fd = os.open(child.name, _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                    status = os.fstat(child_fd)
                 else:
-                    yield child, child.stat(follow_symlinks=False)
+                    real_names, child_fd = (*names, child.name), None
             except OSError:
-                continue  # a dangling symlink or an entry deleted meanwhile
+                continue  # a dangling symlink, a loop, or an entry deleted or swapped meanwhile
+            yield child.name, real_names, status, child_fd
+
+    def _reach(self, names: tuple[str, ...]) -> tuple[os.stat_result, int | None]:
+        """The status of root/names reached without following any symlink, and a
+        descriptor of it when it is a directory."""
+        if not names:
+            fd = os.open(self.root, _DIRECTORY_FLAGS)
+            return os.fstat(fd), fd
+        parent = self._open_directory(names[:-1], create_missing=False)
+        try:
+            status = os.stat(names[-1], dir_fd=parent, follow_symlinks=False)
+            if stat_module.S_ISLNK(status.st_mode):
+                raise OSError(errno.ELOOP, "a symbolic link appeared on a resolved path")
+            if not stat_module.S_ISDIR(status.st_mode):
+                return status, None
+            fd = os.open(names[-1], _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+            return os.fstat(fd), fd
+        finally:
+            os.close(parent)
 
 
 def notebook_uri(relative: str) -> str:

@@ -171,6 +171,10 @@ async def run_code(
             status = INTERRUPTED if interrupted is not None and interrupted.is_set() else ERROR
         else:
             status = OK
+    if status == ERROR and not await is_alive():
+        # Ended by the kernel going away (a Jupyter Server interrupts a kernel it is
+        # told to shut down, so the code "raises" KeyboardInterrupt): not the code's error.
+        raise KernelDied(collected)
     return ExecutionOutcome(
         status=status,
         outputs=collected,

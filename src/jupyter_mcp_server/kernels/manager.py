@@ -1,11 +1,12 @@
 """The kernels this server starts, and which notebook each one belongs to.
 
-Local kernels, started through `jupyter_client`'s async manager, one session
-per notebook unless a caller shares one on purpose by passing its
-`kernel_id`. This module also owns every way a kernel can disappear behind
-somebody's back (a killed process, a crash, idle reaping), and sends all of
-them through one decision: :meth:`KernelManager.live_kernel_of`, which either
-reports the loss or, when the ``kernel.auto-restart`` capability is on,
+Kernels started by a backend (:mod:`.backends`: local processes through
+`jupyter_client` by default, or a Jupyter Server's), one session per notebook
+unless a caller shares one on purpose by passing its `kernel_id`. This module
+also owns every way a kernel can disappear behind somebody's back (a killed
+process, a crash, idle reaping, a Jupyter Server deleting it), and sends all
+of them through one decision: :meth:`KernelManager.live_kernel_of`, which
+either reports the loss or, when the ``kernel.auto-restart`` capability is on,
 starts a replacement and says that it did.
 """
 
@@ -15,7 +16,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_mcp_server.errors import (
-    INVALID_ARGUMENT,
     KERNEL_GONE,
     KERNEL_LIMIT,
     NOT_FOUND,
     ToolFailure,
 )
+from jupyter_mcp_server.kernels.backends import KernelBackend, LocalBackend
 
 logger = logging.getLogger(__name__)
 
@@ -88,20 +88,6 @@ class Kernel:
         return "busy" if self.busy else "idle"
 
 
-_SPEC_MANAGER: Any = None
-
-
-def _spec_manager() -> Any:
-    """One KernelSpecManager for the process: building one computes the Jupyter
-    search path (most of a lookup's cost); its lookups still list the disk."""
-    global _SPEC_MANAGER
-    if _SPEC_MANAGER is None:
-        from jupyter_client.kernelspec import KernelSpecManager
-
-        _SPEC_MANAGER = KernelSpecManager()
-    return _SPEC_MANAGER
-
-
 @dataclass(eq=False)
 class _Prestart:
     """A kernel being started for the pool, and the way to skip the rest of its delay."""
@@ -140,8 +126,12 @@ class KernelManager:
         idle_timeout: float,
         capability: Callable[[str], bool] = lambda name: False,
         kernel_source: Callable[[str], Any] | None = None,
+        backend: KernelBackend | None = None,
     ) -> None:
         self.workspace_root = workspace_root
+        #: Where kernels this manager starts itself run (local by default);
+        #: :meth:`use_backend` switches it for the kernels started later.
+        self.backend: KernelBackend = backend or LocalBackend()
         self.max_kernels = max_kernels
         self.idle_timeout = idle_timeout
         #: Asked, never cached: the capability registry decides.
@@ -151,6 +141,7 @@ class KernelManager:
         self.kernel_source = kernel_source
         self._kernels: dict[str, Kernel] = {}
         self._bindings: dict[str, str] = {}
+        self._binding_locks: dict[str, asyncio.Lock] = {}
         #: Notebooks whose kernel disappeared; the next call is told so.
         self._lost: set[str] = set()
         self._pool: list[_Prestart] = []
@@ -182,10 +173,32 @@ class KernelManager:
         """Whether `notebook`'s kernel disappeared (died, was reaped) and nothing replaced it."""
         return notebook in self._lost
 
-    @staticmethod
-    def kernelspecs() -> list[str]:
-        """The installed kernelspecs, looked up on disk at every call."""
-        return sorted(_spec_manager().find_kernel_specs())
+    def kernelspecs(self) -> list[str]:
+        """The kernelspecs the backend can start (local: looked up on disk at every call)."""
+        return self.backend.kernelspecs()
+
+    def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
+        """``{"name", "display_name", "language"}`` of a kernelspec the backend has, or None."""
+        return self.backend.kernelspec(kernel_name)
+
+    def use_backend(self, backend: KernelBackend) -> None:
+        """Start later kernels with `backend`; running ones stay where they are.
+
+        The warm pool is emptied: a prestarted kernel belongs to the old backend.
+        """
+        self.backend = backend
+        pooled, self._pool = self._pool, []
+        for prestart in pooled:
+            prestart.task.add_done_callback(self._discard_pooled)
+            if not prestart.launched:
+                prestart.task.cancel()
+        self._refill_pool()
+
+    def _discard_pooled(self, task: asyncio.Task[Kernel]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(self._shutdown_quietly(task.result()))
 
     # --- Binding notebooks -------------------------------------------------------
 
@@ -203,9 +216,28 @@ class KernelManager:
         Attaching for the first time is never refused by a capability: there
         was no session to lose.
         """
+        async with self._binding_lock(notebook):
+            return await self._attach(
+                notebook, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel
+            )
+
+    def _binding_lock(self, notebook: str) -> asyncio.Lock:
+        """One decision at a time about a notebook's kernel: ten clients opening
+        the same notebook at once must bind it to one kernel, not start ten and
+        leak nine."""
+        return self._binding_locks.setdefault(notebook, asyncio.Lock())
+
+    async def _attach(
+        self,
+        notebook: str,
+        *,
+        kernel_id: str | None = None,
+        kernel_name: str | None = None,
+        metadata_kernel: str | None = None,
+    ) -> Kernel:
         current = self._bindings.get(notebook)
         if kernel_id is not None:
-            kernel = self.get(kernel_id)
+            kernel = self._kernels.get(kernel_id) or await self._adopt(kernel_id) or self.get(kernel_id)
             if current is not None and current != kernel_id:
                 await self.detach(notebook)
             kernel.notebooks.add(notebook)
@@ -236,12 +268,16 @@ class KernelManager:
         (killed, crashed, reaped): `kernel_gone`, unless ``kernel.auto-restart``
         is on, in which case a replacement is started and the answer says so.
         """
+        async with self._binding_lock(notebook):
+            return await self._live_kernel_of(notebook, metadata_kernel=metadata_kernel)
+
+    async def _live_kernel_of(self, notebook: str, *, metadata_kernel: str | None) -> Attachment:
         kernel_id = self._bindings.get(notebook)
         kernel = self._kernels.get(kernel_id) if kernel_id else None
         if kernel is not None and await kernel.is_alive():
             return Attachment(kernel)
         if kernel is None and notebook not in self._lost:
-            return Attachment(await self.attach(notebook, metadata_kernel=metadata_kernel))
+            return Attachment(await self._attach(notebook, metadata_kernel=metadata_kernel))
         name = kernel.kernel_name if kernel else (metadata_kernel or DEFAULT_KERNEL_NAME)
         if kernel is not None:
             await self._forget(kernel)
@@ -249,7 +285,7 @@ class KernelManager:
         if not self.capability(AUTO_RESTART):
             raise ToolFailure(KERNEL_GONE, gone_message(notebook), notebook=notebook)
         logger.warning("Kernel of %s is gone; starting a replacement (kernel.auto-restart)", notebook)
-        return Attachment(await self.attach(notebook, kernel_name=name), replaced=True)
+        return Attachment(await self._attach(notebook, kernel_name=name), replaced=True)
 
     async def mark_lost(self, kernel: Kernel) -> None:
         """A kernel died under a call: every notebook bound to it has lost its session."""
@@ -316,35 +352,47 @@ class KernelManager:
         )
 
     async def _launch(self, kernel_name: str) -> Kernel:
-        from jupyter_client.manager import AsyncKernelManager
-        from jupyter_core.paths import jupyter_runtime_dir
-
-        if kernel_name not in self.kernelspecs():
-            raise ToolFailure(
-                NOT_FOUND,
-                f"No kernelspec named '{kernel_name}'. Installed: {', '.join(self.kernelspecs())}.",
-                known=self.kernelspecs(),
-            )
-        kernel_id = str(uuid.uuid4())
-        runtime = jupyter_runtime_dir()
-        os.makedirs(runtime, exist_ok=True)
-        manager = AsyncKernelManager(
+        backend = self.backend
+        started = await backend.start(kernel_name, self.workspace_root)
+        return Kernel(
+            kernel_id=started.kernel_id,
             kernel_name=kernel_name,
-            connection_file=os.path.join(runtime, f"kernel-{kernel_id}.json"),
+            manager=started.manager,
+            client=started.client,
+            origin=backend.origin(),
         )
-        await manager.start_kernel(cwd=str(self.workspace_root))
-        client = manager.client()
-        client.start_channels()
-        try:
-            await client.wait_for_ready(timeout=60)
-        except Exception as error:
-            client.stop_channels()
-            await manager.shutdown_kernel(now=True)
-            raise ToolFailure(
-                INVALID_ARGUMENT,
-                f"Kernel '{kernel_name}' did not become ready: {error}",
-            ) from error
-        return Kernel(kernel_id=kernel_id, kernel_name=kernel_name, manager=manager, client=client)
+
+    async def _adopt(self, kernel_id: str) -> Kernel | None:
+        """A kernel the backend has but this manager did not start (one the person
+        started in JupyterLab), shared by id; it is never stopped from here."""
+        adopt = getattr(self.backend, "adopt", None)
+        if adopt is None:
+            return None
+        async with self._start_lock:
+            if kernel_id in self._kernels:
+                return self._kernels[kernel_id]
+            if len(self._kernels) >= self.max_kernels:
+                raise self._limit_reached()
+            adopted = await adopt(kernel_id)
+            if adopted is None:
+                return None
+            started, kernel_name = adopted
+            client = started.client
+
+            async def let_go() -> None:
+                client.stop_channels()
+
+            kernel = Kernel(
+                kernel_id=started.kernel_id,
+                kernel_name=kernel_name,
+                manager=started.manager,
+                client=client,
+                owned=False,
+                origin=self.backend.origin(),
+                release=let_go,
+            )
+            self._kernels[kernel.kernel_id] = kernel
+        return kernel
 
     async def _provided(self, kernel_name: str) -> Kernel | None:
         """A kernel an extension provides (a sandbox), if one does."""

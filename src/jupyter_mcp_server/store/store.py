@@ -17,6 +17,7 @@ it changes exactly when the bytes do, whoever wrote them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import time
@@ -25,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ALREADY_EXISTS, NOT_FOUND, REVISION_CONFLICT, ToolFailure
+from ..workspace import ChangedMeanwhile
 from . import formats
 
 if TYPE_CHECKING:
@@ -170,10 +172,14 @@ class NotebookStore:
                     if revision == document.revision:
                         return result, _view(key, document)  # same bytes: leave the file be
                     checked_ns = time.time_ns()
-                    if not self._still_on_disk(key, document):
+                    # Checked again under the directory lock, just before the
+                    # rename: another server process may have written meanwhile.
+                    still = functools.partial(self._still_on_disk, key, document)
+                    try:
+                        status = self._workspace.write_atomic(key, data, unchanged=still)
+                    except ChangedMeanwhile:
                         self._retire(key)
                         continue
-                    status = self._workspace.write_atomic(key, data)
                 except BaseException:
                     self._retire(key)
                     raise

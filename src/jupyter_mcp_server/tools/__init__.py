@@ -49,4 +49,5 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(running.execute_code, "Execute Code", False, True, False, True),
     NotebookTool(running.interrupt_kernel, "Interrupt Kernel", False, True, True, False),
     NotebookTool(running.interrupt_notebook_session, "Interrupt Notebook Session", False, True, True, False),
+    NotebookTool(notebooks.connect_to_jupyter, "Connect to Jupyter Server", False, True, True, True),
 )

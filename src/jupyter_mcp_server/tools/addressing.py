@@ -68,15 +68,14 @@ def notebook_path(ctx: Context | None, notebook_name: str | None) -> str:
 
 def checked_path(path: str) -> str:
     """A notebook path inside the workspace, normalised to its relative form."""
-    workspace = server().workspace
-    resolved = workspace.resolve(path)
+    relative = server().locate(path)
     if not path.endswith(NOTEBOOK_SUFFIXES):
         raise ToolFailure(
             INVALID_PATH,
             f"'{path}' is not a notebook: notebooks are .ipynb files or .py Jupytext "
             "percent scripts. Pass a path such as 'analysis.ipynb'.",
         )
-    return workspace.relative_of(resolved)
+    return relative
 
 
 def cell_position(

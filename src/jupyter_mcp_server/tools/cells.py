@@ -246,8 +246,15 @@ async def read_cell(
         outputs=outputs,
         revision=view.revision,
     )
+    from jupyter_mcp_server.resources import output_uri
+
+    def link(output_index: int) -> str:
+        return output_uri(path, cell["id"], output_index)
+
+    # A huge stored output is cut in content, with a link to the whole
+    # (structuredContent still carries it, as stored).
     return answer(
         result.model_dump(),
         f"{cell_heading(index, cell)}\n{result.source}",
-        output_blocks(outputs or []),
+        output_blocks(outputs or [], link),
     )

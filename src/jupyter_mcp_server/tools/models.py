@@ -55,6 +55,12 @@ class NotebookList(BaseModel):
     notebooks: list[NotebookEntry]
 
 
+class JupyterConnected(BaseModel):
+    jupyter_url: str = Field(description="The Jupyter Server later kernels start on.")
+    version: str = Field(description="Its Jupyter Server version.")
+    kernelspecs: list[str] = Field(description="The kernelspecs it can start.")
+
+
 class KernelOnly(BaseModel):
     kernel_id: str
 

@@ -23,18 +23,15 @@ ExpectedRevision = Annotated[
 
 
 def kernelspec_metadata(kernel_name: str) -> dict[str, str]:
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    try:
-        spec = KernelSpecManager().get_kernel_spec(kernel_name)
-    except NoSuchKernel:
+    spec = server().kernels.kernelspec(kernel_name)
+    if spec is None:
         known = server().kernels.kernelspecs()
         raise ToolFailure(
             NOT_FOUND,
             f"No kernelspec named '{kernel_name}'. Installed: {', '.join(known)}.",
             known=known,
-        ) from None
-    return {"name": kernel_name, "display_name": spec.display_name, "language": spec.language}
+        )
+    return {"name": kernel_name, "display_name": spec["display_name"], "language": spec["language"]}
 
 
 def metadata_kernel(notebook: Any) -> str | None:
@@ -213,3 +210,26 @@ async def read_notebook(
 
 def outputs_content(cell: Any) -> list:
     return output_blocks(list(cell.get("outputs", [])))
+
+
+@tool_handler("connect_to_jupyter")
+async def connect_to_jupyter(
+    jupyter_url: Annotated[str, Field(description="The Jupyter Server's URL with its base URL, like http://127.0.0.1:8888 (no token in it).")],
+    jupyter_token: Annotated[str | None, Field(description="Its token (what `jupyter server list` shows after ?token=). Omit for a server without one.")] = None,
+) -> Annotated[CallToolResult, models.JupyterConnected]:
+    """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab) instead of where they start now.
+
+    The server is checked first (reachable, a Jupyter Server, the token accepted); nothing changes when it fails. Kernels already running stay where they are; notebooks opened or restarted from now on get kernels there. Answers the server's version and kernelspecs.
+    """
+    from jupyter_mcp_server.kernels.remote import JupyterServerBackend
+
+    backend = await JupyterServerBackend.connect(jupyter_url, jupyter_token)
+    server().use_jupyter_server(backend)
+    result = models.JupyterConnected(
+        jupyter_url=backend.url, version=backend.version or "", kernelspecs=backend.kernelspecs()
+    )
+    return answer(
+        result.model_dump(),
+        f"Connected to the Jupyter Server {result.version} at {result.jupyter_url}; kernels started from now on "
+        f"run there. Kernelspecs: {', '.join(result.kernelspecs) or 'none'}. Running kernels stay where they are.",
+    )

@@ -22,7 +22,7 @@ async def list_files(
     """List files and directories in the workspace (paths relative to its root), to find notebooks to open."""
     if not 0 <= max_depth <= 3:
         raise ToolFailure(INVALID_ARGUMENT, f"max_depth must be 0 to 3, not {max_depth}.")
-    entries = server().workspace.list_files(path, max_depth, pattern)
+    entries = await server().list_files(path, max_depth, pattern)
     page = entries[start_index:] if limit == 0 else entries[start_index : start_index + limit]
     listed = models.FileList(files=[models.FileEntry.model_validate(e) for e in page], total=len(entries))
     lines = [f"{e['type']:9} {e['size']:>10}  {e['path']}" for e in page]

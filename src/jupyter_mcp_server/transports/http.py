@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -147,6 +148,64 @@ def create_app(config: ServerConfig) -> Any:
     return Walls(app, bound_host=config.host, token=config.mcp_token)
 
 
+#: Seconds a connection may take to send a request's head (line and headers):
+#: uvicorn times out only idle keep-alive connections, so without this a
+#: client trickling its headers (slowloris) holds a connection for ever.
+HEAD_TIMEOUT = float(os.environ.get("JUPYTER_MCP_HTTP_HEAD_TIMEOUT", "10"))
+_TOO_SLOW_BODY = b'{"error": "Request timeout: the request head came too slowly."}'
+_TOO_SLOW = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"content-length: %d\r\n\r\n%s" % (len(_TOO_SLOW_BODY), _TOO_SLOW_BODY)
+)
+
+
+def _protocol_with_head_timeout() -> type:
+    """uvicorn's h11 protocol, closing a connection whose request head is late."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadTimeoutProtocol(H11Protocol):  # type: ignore[misc]
+        _head_deadline: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._head_deadline = self.loop.call_later(HEAD_TIMEOUT, self._head_too_slow)
+
+        def _disarm(self) -> None:
+            if self._head_deadline is not None:
+                self._head_deadline.cancel()
+                self._head_deadline = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm()  # the head has arrived: the body has its own deadline
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+                self._arm()  # waiting for the next request's head
+
+        def _head_too_slow(self) -> None:
+            self._head_deadline = None
+            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+                return
+            # Bytes of a head have arrived: say why; an idle connection just closes.
+            if self.conn.trailing_data[0]:
+                self.transport.write(_TOO_SLOW)
+            self.transport.close()
+
+    return HeadTimeoutProtocol
+
+
 def serve(config: ServerConfig) -> None:
     import uvicorn
 
@@ -157,4 +216,5 @@ def serve(config: ServerConfig) -> None:
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=10,
+        http=_protocol_with_head_timeout(),
     )

@@ -6,13 +6,18 @@ name the bound address (a loopback name when bound to loopback), or a page
 on another site could reach it through DNS rebinding (421); a browser Origin
 must be this server's (403); and with ``--mcp-token``, a bearer token must be
 presented (401). Bodies past a limit are refused before they are read whole
-(413). ``/healthz`` needs no token and says nothing but its status.
+(413), and a body that takes too long to arrive is refused too (408); the
+transport closes connections whose request head does not arrive in time.
+``/healthz`` needs no token and says nothing but its status.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import os
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,26 +32,48 @@ WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 #: Larger bodies are refused: no tool argument needs more.
 MAX_BODY_BYTES = 8 * 1024 * 1024
 UNAUTHENTICATED_PATHS = frozenset({"/healthz"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: Seconds a request body may take to arrive (408 after that).
+BODY_TIMEOUT = float(os.environ.get("JUPYTER_MCP_HTTP_BODY_TIMEOUT", "30"))
+
+
+#: A Host header or URL netloc: a name or [IPv6 address], then an optional port, nothing else.
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9._~-]+))(?::[0-9]{0,5})?")
 
 
 def host_name(value: str) -> str:
-    """The host part of a Host header or URL netloc, without port or brackets."""
+    """The host part of a Host header or URL netloc, without port or brackets.
+
+    Anything that is not exactly a host and an optional port (userinfo, a
+    second host after a comma, text after the port) answers "", which no
+    wall allows: 'localhost:80@evil.example' is not localhost.
+    """
     value = value.strip().lower()
-    if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    if value.count(":") == 1:
-        return value.split(":", 1)[0]
-    return value
+    if value.count(":") > 1 and not value.startswith("["):
+        return value  # a bare IPv6 address, as some clients send it
+    matched = _HOST.fullmatch(value)
+    if matched is None:
+        return ""
+    return matched.group("v6") or matched.group("name")
 
 
 class Walls:
     """ASGI middleware: Host, Origin, token and body size, in that order."""
 
-    def __init__(self, app: ASGIApp, *, bound_host: str, token: str | None, max_body: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        bound_host: str,
+        token: str | None,
+        max_body: int = MAX_BODY_BYTES,
+        body_timeout: float = BODY_TIMEOUT,
+    ) -> None:
         self.app = app
         self.bound_host = bound_host.lower()
         self.token = token
         self.max_body = max_body
+        self.body_timeout = body_timeout
 
     def allowed_host(self, name: str) -> bool:
         if self.bound_host in WILDCARDS:
@@ -86,22 +113,55 @@ class Walls:
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             await refuse(send, 413, f"Request body too large: at most {self.max_body} bytes.")
             return
-        await self.app(scope, self._bounded(receive), send)
+        if scope.get("method") in BODY_METHODS:
+            # The whole body is read here, bounded in size and in time, before
+            # anything behind the walls sees it: a body sent in chunks without
+            # a length gets its 413 as soon as it passes the limit, and a body
+            # trickled byte by byte its 408, instead of holding a request open.
+            try:
+                body = await asyncio.wait_for(self._read_body(receive), self.body_timeout)
+            except asyncio.TimeoutError:
+                await refuse(
+                    send, 408, f"Request timeout: the body did not arrive within {self.body_timeout:g} s.",
+                    extra=[(b"connection", b"close")],
+                )
+                return
+            if body is None:
+                await refuse(
+                    send, 413, f"Request body too large: at most {self.max_body} bytes.",
+                    extra=[(b"connection", b"close")],
+                )
+                return
+            receive = _replaying(body, receive)
+        await self.app(scope, receive, send)
 
-    def _bounded(self, receive: Receive) -> Receive:
-        """A body sent in chunks without a length is bounded as it arrives."""
+    async def _read_body(self, receive: Receive) -> MutableMapping[str, Any] | None:
+        """The body as one message (a disconnect as itself), or None past the limit."""
+        chunks: list[bytes] = []
         seen = 0
-
-        async def bounded() -> MutableMapping[str, Any]:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message.get("type") == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_body:
-                    return {"type": "http.disconnect"}
-            return message
+            if message.get("type") != "http.request":
+                return message
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_body:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
 
-        return bounded
+
+def _replaying(first: MutableMapping[str, Any], receive: Receive) -> Receive:
+    """`receive` that answers `first` once, then whatever the connection says next."""
+    pending: list[MutableMapping[str, Any]] = [first]
+
+    async def replay() -> MutableMapping[str, Any]:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
 
 
 async def refuse(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -1,0 +1,248 @@
+"""The server inside Jupyter Server: ``{base_url}/mcp``, for agents beside a person.
+
+Enabled explicitly, never by installing the package::
+
+    jupyter server --ServerApp.jpserver_extensions="{'jupyter_mcp_server': True}"
+    # or, for every later start:
+    jupyter server extension enable jupyter_mcp_server
+
+It serves the same MCP server as ``jupyter-mcp-server start --transport
+streamable-http`` (every tool, resource and prompt, toolset selection by
+query, both protocol generations) through the SDK's own streamable-HTTP
+application, answered from a tornado handler on Jupyter Server's event loop
+(:mod:`jupyter_mcp_server.transports.tornado_bridge`). Jupyter Server's
+authentication guards it: a request needs what any other API call needs
+(``Authorization: token …`` with the server's token, or a logged-in
+browser's cookie and XSRF token), and is refused with 403 otherwise.
+
+The agent and the person share kernels and files: kernels are started by
+Jupyter Server's kernel manager (they are in ``/api/kernels`` and JupyterLab;
+a kernel JupyterLab started can be shared with ``use_notebook(kernel_id=…)``),
+and notebooks are the server's ``root_dir``, read and written through its
+contents manager when that is not a plain directory on this machine.
+
+Limits and capabilities are configured like any Jupyter setting, e.g.
+``--JupyterMCPServerApp.max_kernels=4`` or
+``c.JupyterMCPServerApp.capabilities = ["kernel.auto-restart"]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.extension.application import ExtensionApp
+from jupyter_server.utils import ensure_async
+from tornado import web
+from traitlets import Bool, Float, Int, List, Unicode
+
+from jupyter_mcp_server import config as config_module
+from jupyter_mcp_server.transports.tornado_bridge import Disconnect, serve_asgi
+
+logger = logging.getLogger(__name__)
+
+EXTENSION_NAME = "jupyter_mcp_server"
+MCP_PATH = "/mcp"
+
+
+class MCPBridge:
+    """The MCP application and its lifetime, on Jupyter Server's event loop."""
+
+    def __init__(self) -> None:
+        from jupyter_mcp_server.transports.http import SelectionRouter
+
+        self.router = SelectionRouter()
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+        self._stopping: asyncio.Event | None = None
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._ready, self._stopping = asyncio.Event(), asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        assert self._ready is not None
+        ready = asyncio.ensure_future(self._ready.wait())
+        await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            self._task.result()  # it failed: say why
+
+    async def _run(self) -> None:
+        from jupyter_mcp_server.context import ServerContext
+
+        assert self._ready is not None and self._stopping is not None
+        context = ServerContext.get_instance()
+        context.kernels.start_background()
+        try:
+            async with self.router.running():
+                self._ready.set()
+                await self._stopping.wait()
+        finally:
+            from jupyter_mcp_server.server import extension_manager
+
+            await asyncio.shield(context.kernels.shutdown_all())
+            extension_manager.stop()
+
+    async def stop(self) -> None:
+        if self._task is None or self._stopping is None:
+            return
+        self._stopping.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._task, 20)
+
+    async def serve(self, handler: MCPHandler) -> None:
+        await self.start()
+        await serve_asgi(handler, self.router, MCP_PATH, handler.disconnected)
+
+
+class MCPHandler(JupyterHandler):
+    """``{base_url}/mcp``: Jupyter's authentication, then the MCP application."""
+
+    bridge: MCPBridge
+
+    def initialize(self, bridge: MCPBridge) -> None:  # type: ignore[override]
+        self.bridge = bridge
+        self.disconnected = Disconnect()
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        # No login page for an API: without a user this is a 403.
+        await super().prepare(_redirect_to_login=False)
+        user = self.current_user
+        if user is None:
+            raise web.HTTPError(403, "Authentication required: send 'Authorization: token <Jupyter token>'.")
+        # Whoever reaches the tools runs code and writes files.
+        for action, resource in (("execute", "kernels"), ("write", "contents")):
+            if not await ensure_async(self.authorizer.is_authorized(self, user, action, resource)):
+                raise web.HTTPError(403, f"Not authorized to {action} {resource}.")
+
+    def on_connection_close(self) -> None:
+        self.disconnected()
+
+    def check_etag_header(self) -> bool:
+        return False
+
+    async def get(self) -> None:
+        await self.bridge.serve(self)
+
+    async def post(self) -> None:
+        await self.bridge.serve(self)
+
+    async def delete(self) -> None:
+        await self.bridge.serve(self)
+
+
+class JupyterMCPServerApp(ExtensionApp):
+    """jupyter-mcp-server as a Jupyter Server extension."""
+
+    name = EXTENSION_NAME
+    load_other_extensions = True
+
+    default_timeout = Float(config_module.DEFAULT_TIMEOUT, config=True, help="Seconds per execution when a call gives none.")
+    max_timeout = Float(config_module.MAX_TIMEOUT, config=True, help="The largest timeout a call may ask for, in seconds.")
+    max_output_bytes = Int(config_module.MAX_OUTPUT_BYTES, config=True, help="Output bytes kept per execution.")
+    max_output_blocks = Int(config_module.MAX_OUTPUT_BLOCKS, config=True, help="Output blocks kept per execution.")
+    max_kernels = Int(config_module.MAX_KERNELS, config=True, help="Kernels the agent runs at once.")
+    idle_timeout = Float(config_module.IDLE_TIMEOUT, config=True, help="Seconds before an idle notebook session's kernel is stopped.")
+    capabilities = List(Unicode(), config=True, help="Capabilities to turn on (NAME) or off (NAME=off), as --capability.")
+    audit_log = Unicode("", config=True, help="Append a JSON line per tool call and execution to this file.")
+    use_contents_manager = Bool(
+        None,
+        allow_none=True,
+        config=True,
+        help="Read and write notebooks through Jupyter Server's contents manager. Default: only when it is "
+        "not a plain directory on this machine (for a plain directory the files are the same either way).",
+    )
+
+    bridge: MCPBridge | None = None
+
+    def initialize_settings(self) -> None:
+        configure(self)
+
+    def initialize_handlers(self) -> None:
+        self.bridge = MCPBridge()
+        self.handlers.append((MCP_PATH, MCPHandler, {"bridge": self.bridge}))
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:  # type: ignore[override]
+        if self.bridge is not None:
+            await self.bridge.start()
+
+    async def stop_extension(self) -> None:
+        if self.bridge is not None:
+            await self.bridge.stop()
+
+
+def configure(app: JupyterMCPServerApp) -> None:
+    """The same configuration, tools and capabilities as the CLI, on Jupyter Server's managers."""
+    from jupyter_mcp_server.cli import configure_capabilities
+    from jupyter_mcp_server.context import ServerContext
+    from jupyter_mcp_server.kernels.inprocess import ServerAppBackend
+    from jupyter_mcp_server.server import refresh_advertised_capabilities, register_extension_tools
+
+    serverapp = app.serverapp
+    assert serverapp is not None, "an extension is configured once it is linked to a ServerApp"
+    root = Path(serverapp.root_dir).expanduser().resolve()
+    config = config_module.set_config(
+        config_module.ServerConfig(
+            workspace_root=root,
+            transport="streamable-http",
+            default_timeout=app.default_timeout,
+            max_timeout=max(app.max_timeout, app.default_timeout),
+            max_output_bytes=app.max_output_bytes,
+            max_output_blocks=app.max_output_blocks,
+            max_kernels=app.max_kernels,
+            idle_timeout=app.idle_timeout,
+            # No kernel is prestarted in somebody's Jupyter Server unless asked for.
+            capability_args=("kernel.prestart=off", *app.capabilities),
+            audit_log=Path(app.audit_log).resolve() if app.audit_log else None,
+        )
+    )
+    register_extension_tools()
+    try:
+        configure_capabilities(config)
+    except SystemExit:
+        raise RuntimeError(
+            "jupyter_mcp_server: a capability in JupyterMCPServerApp.capabilities or JUPYTER_MCP_CAPABILITIES "
+            "is unknown (see the message above)."
+        ) from None
+    refresh_advertised_capabilities()
+    if config.audit_log is not None:
+        from jupyter_mcp_server.hooks import AuditLog, get_hooks
+
+        AuditLog(config.audit_log).install(get_hooks())
+    context = ServerContext.get_instance()
+    context.kernels.use_backend(ServerAppBackend(serverapp.kernel_manager, serverapp.kernel_spec_manager, root))
+    contents = serverapp.contents_manager
+    use_contents = app.use_contents_manager
+    if use_contents is None:
+        use_contents = not _is_plain_directory(contents, root)
+    if use_contents:
+        from jupyter_mcp_server.store.contents import ManagerContents
+
+        context.use_contents(ManagerContents(contents))
+    app.log.info(
+        "jupyter-mcp-server: MCP endpoint at %s (kernels from this server's kernel manager; notebooks %s)",
+        serverapp.base_url.rstrip("/") + MCP_PATH,
+        "through its contents manager" if use_contents else f"in {root}",
+    )
+
+
+def _is_plain_directory(contents: Any, root: Path) -> bool:
+    """Whether the contents manager serves files straight from `root` on this machine."""
+    from jupyter_server.services.contents.filemanager import (
+        AsyncFileContentsManager,
+        FileContentsManager,
+    )
+
+    if not isinstance(contents, (FileContentsManager, AsyncFileContentsManager)):
+        return False
+    with contextlib.suppress(Exception):
+        return Path(contents.root_dir).expanduser().resolve() == root
+    return False
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    return [{"module": __name__, "app": JupyterMCPServerApp}]

@@ -1,0 +1,125 @@
+"""Kernels inside Jupyter Server: the server extension's backend.
+
+When this server runs as a Jupyter Server extension, its kernels are started
+by Jupyter Server's own kernel manager (``serverapp.kernel_manager``), so a
+kernel the agent starts is in ``/api/kernels`` and JupyterLab, and a kernel
+the person started can be shared by passing its id. The client is an
+ordinary `jupyter_client` client on the kernel's ZMQ channels, on the same
+event loop as Jupyter Server.
+
+This module is handed the kernel manager; it imports nothing of Jupyter
+Server itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.kernels.backends import READY_TIMEOUT, StartedKernel, unknown_kernelspec
+
+logger = logging.getLogger(__name__)
+
+
+async def _settled(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class ServerKernel:
+    """One kernel of Jupyter Server's kernel manager, as the kernel layer's `manager`."""
+
+    def __init__(self, multi: Any, kernel_id: str) -> None:
+        self.multi = multi
+        self.kernel_id = kernel_id
+
+    async def is_alive(self) -> bool:
+        if self.kernel_id not in self.multi:
+            return False
+        return bool(await _settled(self.multi.get_kernel(self.kernel_id).is_alive()))
+
+    async def interrupt_kernel(self) -> None:
+        await _settled(self.multi.interrupt_kernel(self.kernel_id))
+
+    async def shutdown_kernel(self, now: bool = False) -> None:
+        if self.kernel_id in self.multi:
+            await _settled(self.multi.shutdown_kernel(self.kernel_id, now=now))
+
+    def cleanup_connection_file(self) -> None:
+        """Jupyter Server's kernel manager cleans up after its kernels."""
+
+
+class ServerAppBackend:
+    """Kernels started by Jupyter Server's kernel manager, in the server's process."""
+
+    name = "jupyter-server-extension"
+
+    def __init__(self, kernel_manager: Any, kernel_spec_manager: Any, root_dir: str | os.PathLike[str]) -> None:
+        self.kernel_manager = kernel_manager
+        self.kernel_spec_manager = kernel_spec_manager
+        self.root_dir = Path(root_dir).resolve()
+
+    def kernelspecs(self) -> list[str]:
+        found = self.kernel_spec_manager.find_kernel_specs()
+        if inspect.isawaitable(found):  # an async spec manager (a gateway): not asked synchronously
+            getattr(found, "close", lambda: None)()
+            return []
+        return sorted(found)
+
+    def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
+        try:
+            spec = self.kernel_spec_manager.get_kernel_spec(kernel_name)
+        except Exception:
+            return None
+        if inspect.isawaitable(spec):
+            getattr(spec, "close", lambda: None)()
+            return None
+        return {"name": kernel_name, "display_name": spec.display_name, "language": spec.language}
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "root_dir": str(self.root_dir)}
+
+    def origin(self) -> str:
+        return "jupyter-server"
+
+    def _relative(self, cwd: Path) -> str:
+        try:
+            relative = Path(cwd).resolve().relative_to(self.root_dir).as_posix()
+        except ValueError:
+            return ""
+        return "" if relative == "." else relative
+
+    async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
+        known = self.kernelspecs()
+        if known and kernel_name not in known:
+            raise unknown_kernelspec(kernel_name, known, " in this Jupyter Server")
+        kernel_id = await _settled(
+            self.kernel_manager.start_kernel(kernel_name=kernel_name, path=self._relative(cwd))
+        )
+        return await self._connect(str(kernel_id), kernel_name)
+
+    async def adopt(self, kernel_id: str) -> tuple[StartedKernel, str] | None:
+        """A kernel somebody else started in this Jupyter Server (JupyterLab), to share it."""
+        if kernel_id not in self.kernel_manager:
+            return None
+        name = str(getattr(self.kernel_manager.get_kernel(kernel_id), "kernel_name", "") or "python3")
+        return await self._connect(kernel_id, None), name
+
+    async def _connect(self, kernel_id: str, kernel_name: str | None) -> StartedKernel:
+        kernel = self.kernel_manager.get_kernel(kernel_id)
+        client = kernel.client()
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=READY_TIMEOUT)
+        except Exception as error:
+            client.stop_channels()
+            if kernel_name is not None:
+                await _settled(self.kernel_manager.shutdown_kernel(kernel_id, now=True))
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"Kernel '{kernel_name or kernel_id}' did not become ready: {error}",
+            ) from error
+        return StartedKernel(kernel_id, ServerKernel(self.kernel_manager, kernel_id), client)

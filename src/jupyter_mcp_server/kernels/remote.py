@@ -1,0 +1,403 @@
+"""Kernels on a Jupyter Server, reached over its REST API and kernel websocket.
+
+Started with ``POST /api/kernels``, checked with ``GET /api/kernels/{id}``,
+interrupted with ``POST .../interrupt``, ended with ``DELETE``; code runs over
+``/api/kernels/{id}/channels`` (:mod:`jupyter_mcp_server.kernels.websocket`).
+The token travels in the ``Authorization`` header only: it is never put in a
+URL, a message or a log line, so an error about it cannot repeat it.
+
+:class:`JupyterServerBackend` is the kernel backend for
+``--jupyter-url`` / ``connect_to_jupyter``; :class:`RemoteKernel` and
+:class:`KernelWebSocket` are also what the sandboxes extension's
+``jupyter-server`` variant is made of.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import httpx
+
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, TIMEOUT, ToolFailure
+from jupyter_mcp_server.kernels.backends import READY_TIMEOUT, StartedKernel, unknown_kernelspec
+from jupyter_mcp_server.kernels.websocket import KernelWebSocket
+
+__all__ = [
+    "JupyterServerBackend",
+    "KernelWebSocket",
+    "RemoteKernel",
+    "ServerNames",
+    "check_server",
+    "normalize_url",
+    "open_remote_kernel",
+    "redact",
+]
+
+logger = logging.getLogger(__name__)
+
+#: How long a liveness check, an interrupt or a look at the server may take.
+REQUEST_TIMEOUT = 10.0
+#: A kernel whose websocket is open and that answered this recently is not asked again.
+ALIVE_CACHE_SECONDS = 1.0
+
+
+class ServerNames:
+    """What the caller called the URL and the token, so errors name the arguments they passed."""
+
+    def __init__(self, url: str = "jupyter_url", token: str = "jupyter_token") -> None:
+        self.url = url
+        self.token = token
+
+
+CORE_NAMES = ServerNames()
+
+
+def redact(text: str, secret: str | None) -> str:
+    """`text` without `secret` in it, for messages built from somebody else's error."""
+    return text.replace(secret, "***") if secret else text
+
+
+def normalize_url(server_url: str, names: ServerNames = CORE_NAMES) -> str:
+    """``http(s)://host[:port][/base]`` without a query or trailing slash; anything else is refused."""
+    parts = urlsplit(str(server_url).strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"{names.url} must be an http:// or https:// URL of a Jupyter Server, like http://127.0.0.1:8888; "
+            f"got {urlunsplit((parts.scheme, parts.netloc.rpartition('@')[2], parts.path, '', ''))!r}.",
+            argument=names.url,
+        )
+    if parts.query or "@" in parts.netloc:
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"{names.url} must not carry credentials or a query (pass the token as `{names.token}`).",
+            argument=names.url,
+        )
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"token {token}"} if token else {}
+
+
+async def request(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    server_url: str,
+    timeout: float,
+    names: ServerNames = CORE_NAMES,
+    **kwargs: Any,
+) -> httpx.Response:
+    """One REST call whose failures say what to do (and never carry the token)."""
+    try:
+        response = await http.request(method, url, **kwargs)
+    except httpx.TimeoutException:
+        raise ToolFailure(TIMEOUT, f"The Jupyter Server at {server_url} did not answer within {timeout:g}s.") from None
+    except httpx.HTTPError as error:
+        raise ToolFailure(
+            NOT_FOUND,
+            f"Could not reach a Jupyter Server at {server_url} ({type(error).__name__}). "
+            f"Check {names.url} and that the server is running.",
+            argument=names.url,
+        ) from None
+    if response.status_code in (401, 403):
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"The Jupyter Server at {server_url} refused the token (HTTP {response.status_code}). "
+            f"Pass the token that server was started with as {names.token} "
+            "(it is printed when the server starts, or see `jupyter server list`).",
+            argument=names.token,
+        )
+    if response.status_code >= 400:
+        raise ToolFailure(
+            NOT_FOUND if response.status_code == 404 else INVALID_ARGUMENT,
+            f"The Jupyter Server at {server_url} answered {method} {url[len(server_url):]} "
+            f"with HTTP {response.status_code}. Is {names.url} the server's URL (with its base URL)?",
+            argument=names.url,
+        )
+    return response
+
+
+def _kernelspecs_of(response: httpx.Response, server_url: str, names: ServerNames) -> dict[str, dict[str, str]]:
+    try:
+        specs = response.json()["kernelspecs"]
+        return {
+            name: {
+                "name": name,
+                "display_name": str((entry.get("spec") or {}).get("display_name") or name),
+                "language": str((entry.get("spec") or {}).get("language") or ""),
+            }
+            for name, entry in specs.items()
+        }
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ToolFailure(
+            NOT_FOUND,
+            f"{server_url} answered GET /api/kernelspecs with something that is not a Jupyter Server's answer. "
+            f"Is {names.url} the server's URL (with its base URL)?",
+            argument=names.url,
+        ) from None
+
+
+async def check_server(
+    server_url: str, token: str | None, *, timeout: float = REQUEST_TIMEOUT, names: ServerNames = CORE_NAMES
+) -> tuple[str, dict[str, dict[str, str]]]:
+    """``(version, kernelspecs)`` of the Jupyter Server at `server_url`, or a failure saying what to fix.
+
+    ``GET /api`` answers without a token, so ``GET /api/kernelspecs`` is what
+    proves the token.
+    """
+    async with httpx.AsyncClient(timeout=timeout, headers=auth_headers(token)) as http:
+        answered = await request(http, "GET", f"{server_url}/api", server_url, timeout, names)
+        try:
+            version = str(answered.json()["version"])
+        except (ValueError, KeyError, TypeError):
+            raise ToolFailure(
+                NOT_FOUND,
+                f"{server_url}/api did not answer like a Jupyter Server. Is {names.url} the server's URL "
+                "(with its base URL)?",
+                argument=names.url,
+            ) from None
+        specs = await request(http, "GET", f"{server_url}/api/kernelspecs", server_url, timeout, names)
+    return version, _kernelspecs_of(specs, server_url, names)
+
+
+class RemoteKernel:
+    """The REST side of one kernel: what the kernel layer calls its `manager`."""
+
+    def __init__(self, server_url: str, token: str | None, kernel_id: str) -> None:
+        self.server_url = server_url
+        self.kernel_id = kernel_id
+        self._headers = auth_headers(token)
+        #: The kernel's websocket, once open: a connection given up on means a lost kernel.
+        self.channels: KernelWebSocket | None = None
+        self._alive_at = 0.0
+
+    def __repr__(self) -> str:  # never the headers
+        return f"RemoteKernel({self.server_url!r}, kernel_id={self.kernel_id!r})"
+
+    @property
+    def kernel_url(self) -> str:
+        return f"{self.server_url}/api/kernels/{quote(self.kernel_id)}"
+
+    @property
+    def channels_url(self) -> str:
+        scheme = "wss" if self.server_url.startswith("https") else "ws"
+        return f"{scheme}{self.kernel_url[self.kernel_url.index(':'):]}/channels"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return dict(self._headers)
+
+    @classmethod
+    async def start(
+        cls,
+        server_url: str,
+        token: str | None,
+        kernel_name: str,
+        timeout: float,
+        names: ServerNames = CORE_NAMES,
+        path: str | None = None,
+    ) -> RemoteKernel:
+        """A new kernel on the server; every failure names what to fix, never the token."""
+        async with httpx.AsyncClient(timeout=timeout, headers=auth_headers(token)) as http:
+            specs = await request(http, "GET", f"{server_url}/api/kernelspecs", server_url, timeout, names)
+            known = sorted(_kernelspecs_of(specs, server_url, names))
+            if kernel_name not in known:
+                raise ToolFailure(
+                    NOT_FOUND,
+                    f"The Jupyter Server at {server_url} has no kernel named '{kernel_name}'. It has: {', '.join(known) or 'none'}.",
+                    argument="kernel_name",
+                    known=known,
+                )
+            body: dict[str, Any] = {"name": kernel_name}
+            if path is not None:
+                body["path"] = path
+            created = await request(http, "POST", f"{server_url}/api/kernels", server_url, timeout, names, json=body)
+        try:
+            kernel_id = str(created.json()["id"])
+        except (ValueError, KeyError, TypeError):
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"{server_url} answered POST /api/kernels without a kernel id; is it a Jupyter Server?",
+                argument=names.url,
+            ) from None
+        return cls(server_url, token, kernel_id)
+
+    async def is_alive(self) -> bool:
+        """Whether the server still has the kernel, and this side can still reach it.
+
+        A server that does not answer right now is not a dead kernel while its
+        websocket is still being restored; one that says 404 is.
+        """
+        channels = self.channels
+        if channels is not None and (channels.gone or channels.closed or channels.shutting_down):
+            return False
+        now = time.monotonic()
+        if channels is not None and channels.connected and now - self._alive_at < ALIVE_CACHE_SECONDS:
+            return True
+        try:
+            async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
+                response = await http.get(self.kernel_url, headers=self._headers)
+        except httpx.HTTPError:
+            return channels is not None and not channels.closed
+        if response.status_code == 404:
+            return False
+        if response.status_code >= 400:
+            return channels is not None and not channels.closed
+        try:
+            alive = response.json().get("execution_state") != "dead"
+        except (ValueError, AttributeError):
+            alive = True
+        if alive:
+            self._alive_at = now
+        return alive
+
+    async def interrupt_kernel(self) -> None:
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
+            response = await http.post(f"{self.kernel_url}/interrupt", headers=self._headers)
+        if response.status_code == 404:
+            raise ConnectionError("the Jupyter Server no longer has the kernel")
+        response.raise_for_status()
+
+    async def shutdown(self) -> None:
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
+            response = await http.delete(self.kernel_url, headers=self._headers)
+        if response.status_code not in (204, 200, 404):
+            response.raise_for_status()
+
+    async def shutdown_kernel(self, now: bool = False) -> None:
+        await self.shutdown()
+
+    def shutdown_now(self) -> None:
+        with httpx.Client(timeout=REQUEST_TIMEOUT) as http:
+            http.delete(self.kernel_url, headers=self._headers)
+
+    def cleanup_connection_file(self) -> None:
+        """Nothing to clean: a remote kernel's connection file is the server's."""
+
+
+async def open_remote_kernel(
+    server_url: str,
+    token: str | None,
+    kernel_name: str,
+    timeout: float,
+    names: ServerNames = CORE_NAMES,
+    path: str | None = None,
+) -> tuple[RemoteKernel, KernelWebSocket]:
+    """Start a kernel on the server and open its websocket; nothing is left behind on failure."""
+    kernel = await RemoteKernel.start(server_url, token, kernel_name, timeout, names, path)
+    channels = KernelWebSocket(kernel.channels_url, kernel.headers)
+    try:
+        await channels.connect(timeout)
+        await channels.wait_for_ready(timeout)
+    except BaseException as error:
+        channels.stop_channels()
+        # Synchronous, so a cancelled start deletes its kernel too.
+        with contextlib.suppress(Exception):
+            kernel.shutdown_now()
+        if not isinstance(error, Exception):
+            raise
+        if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
+            raise ToolFailure(
+                TIMEOUT,
+                f"The kernel started on {server_url} did not answer within {timeout:g}s; it was deleted.",
+            ) from None
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"Could not open the kernel's websocket on {server_url} ({type(error).__name__}: "
+            f"{redact(str(error), token)}); the kernel was deleted.",
+        ) from None
+    kernel.channels = channels
+    return kernel, channels
+
+
+class JupyterServerBackend:
+    """Kernels on a Jupyter Server: ``--jupyter-url`` / ``connect_to_jupyter``."""
+
+    name = "jupyter-server"
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        *,
+        version: str | None = None,
+        kernelspecs: dict[str, dict[str, str]] | None = None,
+    ) -> None:
+        self.url = normalize_url(url)
+        self._token = token
+        self.version = version
+        self._specs: dict[str, dict[str, str]] = dict(kernelspecs or {})
+
+    def __repr__(self) -> str:  # never the token
+        return f"JupyterServerBackend({self.url!r})"
+
+    @property
+    def token(self) -> str | None:
+        """For whoever else talks to the same server (the contents store); never shown."""
+        return self._token
+
+    @classmethod
+    async def connect(cls, url: str, token: str | None) -> JupyterServerBackend:
+        """Check the server first (reachable, a Jupyter Server, the token accepted)."""
+        url = normalize_url(url)
+        version, specs = await check_server(url, token)
+        return cls(url, token, version=version, kernelspecs=specs)
+
+    async def refresh(self) -> None:
+        self.version, self._specs = await check_server(self.url, self._token)
+
+    def kernelspecs(self) -> list[str]:
+        return sorted(self._specs)
+
+    def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
+        spec = self._specs.get(kernel_name)
+        return dict(spec) if spec else None
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "jupyter_url": self.url, "version": self.version}
+
+    def origin(self) -> str:
+        return f"jupyter-server {self.url}"
+
+    async def adopt(self, kernel_id: str) -> tuple[StartedKernel, str] | None:
+        """A kernel already running on the server (somebody's JupyterLab), to share it."""
+        kernel = RemoteKernel(self.url, self._token, kernel_id)
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, headers=auth_headers(self._token)) as http:
+            try:
+                response = await http.get(kernel.kernel_url)
+            except httpx.HTTPError:
+                return None
+        if response.status_code != 200:
+            return None
+        try:
+            name = str(response.json().get("name") or "python3")
+        except (ValueError, AttributeError):
+            return None
+        channels = KernelWebSocket(kernel.channels_url, kernel.headers)
+        try:
+            await channels.connect(READY_TIMEOUT)
+            await channels.wait_for_ready(READY_TIMEOUT)
+        except Exception:
+            channels.stop_channels()
+            return None
+        kernel.channels = channels
+        return StartedKernel(kernel_id, kernel, channels), name
+
+    async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
+        # Kernels start in the server's root directory: a local path means nothing there.
+        if self._specs and kernel_name not in self._specs:
+            with contextlib.suppress(ToolFailure):
+                await self.refresh()
+            if kernel_name not in self._specs:
+                raise unknown_kernelspec(kernel_name, self.kernelspecs(), f" on the Jupyter Server at {self.url}")
+        # path "" is the server's root directory (without it, wherever the server process runs).
+        kernel, channels = await open_remote_kernel(self.url, self._token, kernel_name, READY_TIMEOUT, path="")
+        return StartedKernel(kernel.kernel_id, kernel, channels)

@@ -1,0 +1,99 @@
+"""An ASGI application answered from a tornado request handler.
+
+Jupyter Server is tornado; the MCP streamable-HTTP transport is an ASGI
+application (the SDK's). :func:`serve_asgi` runs the application for one
+tornado request, on the same event loop: the request becomes an ASGI scope
+and one ``http.request`` message, each ``http.response.body`` chunk is
+written and flushed as it comes (so server-sent events stream, the long
+``GET`` stream included), and a client that goes away is an
+``http.disconnect``. Nothing is buffered whole and nothing runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import MutableMapping
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: Response headers tornado computes itself for a streamed body.
+_HOP_BY_HOP = frozenset({"content-length", "transfer-encoding", "connection"})
+
+
+class Disconnect:
+    """Set when tornado notices the client went away."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+
+    def __call__(self) -> None:
+        self.event.set()
+
+
+async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect) -> None:
+    """Answer tornado `handler`'s request with ASGI `app`, as if it had asked for `path`."""
+    request = handler.request
+    host, _, port = (request.host or "").rpartition(":")
+    scope: MutableMapping[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": request.version.removeprefix("HTTP/") if request.version else "1.1",
+        "method": request.method,
+        "scheme": request.protocol,
+        "path": path,
+        "raw_path": path.encode("utf-8"),
+        "query_string": (request.query or "").encode("latin-1"),
+        "root_path": "",
+        "headers": [
+            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.get_all()
+        ],
+        "client": (request.remote_ip or "", 0),
+        "server": (host or request.host or "", int(port) if port.isdigit() else 0),
+    }
+    body_sent = False
+    finished = False
+
+    async def receive() -> MutableMapping[str, Any]:
+        nonlocal body_sent
+        if not body_sent:
+            body_sent = True
+            return {"type": "http.request", "body": request.body or b"", "more_body": False}
+        await disconnected.event.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        nonlocal finished
+        if finished or disconnected.event.is_set():
+            return
+        kind = message["type"]
+        if kind == "http.response.start":
+            handler.clear_header("Content-Type")
+            handler.set_status(int(message["status"]))
+            for name, value in message.get("headers", []):
+                text = name.decode("latin-1")
+                if text.lower() in _HOP_BY_HOP:
+                    continue
+                handler.add_header(text, value.decode("latin-1"))
+        elif kind == "http.response.body":
+            chunk = message.get("body", b"")
+            if chunk:
+                handler.write(chunk)
+            try:
+                if message.get("more_body", False):
+                    await handler.flush()
+                else:
+                    finished = True
+                    await handler.finish()
+            except Exception:  # the client went away mid-stream (StreamClosedError)
+                disconnected()
+
+    try:
+        await app(scope, receive, send)
+    finally:
+        if not finished and not disconnected.event.is_set() and not handler._finished:
+            try:
+                await handler.finish()
+            except Exception:
+                logger.debug("Finishing a bridged response failed", exc_info=True)

@@ -1,0 +1,465 @@
+"""Past one machine: a real Jupyter Server as the kernel backend, and the server inside it.
+
+One real `jupyter server` (from PyPI) runs on loopback with a token for the
+whole module, with this package's server extension enabled, under a base
+URL. Against it:
+
+- ``jupyter-mcp-server start --jupyter-url`` (stdio, the official client)
+  runs the execution suite's essentials on its kernels: ok, error,
+  truncation, timeout and interrupt, and ``kernel_gone`` when the kernel is
+  deleted over REST;
+- a websocket dropped under a running execution (a real TCP proxy between
+  the two servers cuts every connection and refuses new ones for a while)
+  comes back, and the output printed meanwhile arrives;
+- a wrong token and an unreachable URL are clear errors, never repeating the
+  token, which appears in no result and no log line;
+- ``connect_to_jupyter`` switches where later kernels start;
+- ``--jupyter-contents`` keeps the notebooks on that server, with revisions
+  and conflicts as for local files;
+- ``{base_url}/mcp`` serves the official client with the Jupyter token (both
+  protocol generations) and refuses it without; a kernel the agent starts
+  there is in ``/api/kernels``, and a notebook it writes is in
+  ``/api/contents``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from conftest import (
+    error_code,
+    jupyter_server_process,
+    ok,
+    refused,
+    server_command,
+    server_environment,
+    text_of,
+)
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+TOKEN = "jupyter-test-token-4f9c2e7a1b"
+WRONG = "wrong-token-8d3b6a0c5e"
+BASE_URL = "/lab-base/"
+NO_PRESTART = ("--capability", "kernel.prestart=off")
+
+
+@pytest.fixture(scope="module")
+def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The module's Jupyter Server, the extension enabled: (url with base URL, root_dir)."""
+    tmp = tmp_path_factory.mktemp("jupyter")
+    with jupyter_server_process(
+        tmp,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}",
+        "--JupyterMCPServerApp.use_contents_manager=True",
+        base_url=BASE_URL,
+    ) as (url, root, log):
+        yield url, root
+        # Kernels deleted mid-execution print their own tracebacks; this package's code prints none.
+        text = log.read_text(errors="replace")
+        assert "jupyter_mcp_server/" not in text, text[text.index("jupyter_mcp_server/") - 3000 :][:6000]
+
+
+def headers(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"token {token}"}
+
+
+def remote_kernels(url: str) -> set[str]:
+    return {kernel["id"] for kernel in httpx.get(f"{url}/api/kernels", headers=headers()).json()}
+
+
+@contextlib.asynccontextmanager
+async def serve_logged(workspace: Path, log: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[Client]:
+    """The real server over stdio, the official client on it, its stderr (at DEBUG) in `log`."""
+    command = server_command(workspace, *args)
+    params = StdioServerParameters(
+        command="bash",
+        args=["-c", 'exec "$0" "$@" 2>>"$SERVER_LOG"', *command],
+        env=server_environment(SERVER_LOG=str(log), JUPYTER_MCP_LOG_LEVEL="DEBUG", **(env or {})),
+        cwd=str(workspace),
+    )
+    async with Client(params, mode="legacy") as client:
+        yield client
+
+
+def dump(result: Any) -> str:
+    """Everything a client is told by a result: content, structured content, _meta."""
+    return json.dumps(result.model_dump(mode="json", by_alias=True), default=str)
+
+
+async def wait_for_file(path: Path, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        await asyncio.sleep(0.02)
+
+
+# --- Remote kernels: the execution suite's essentials -------------------------------
+
+
+async def test_remote_kernels_run_like_local_ones(workspace, tmp_path, jupyter):
+    url, root = jupyter
+    log = tmp_path / "server.log"
+    before = remote_kernels(url)
+    async with serve_logged(
+        workspace, log, "--jupyter-url", url, "--max-output-blocks", "3", *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}
+    ) as client:
+        said: list[str] = []
+        used = await ok(client, "use_notebook", {"notebook_name": "far.ipynb", "mode": "create"})
+        kernel_id = used["kernel_id"]
+        assert remote_kernels(url) - before == {kernel_id}, "the kernel is not on the Jupyter Server"
+        assert (workspace / "far.ipynb").is_file(), "without --jupyter-contents notebooks stay local"
+        listed = await ok(client, "list_kernels")
+        assert listed["kernelspecs"] == ["python3"] and [k["kernel_id"] for k in listed["kernels"]] == [kernel_id]
+
+        # ok: outputs, the value, the execution count; the kernel works in the server's root.
+        result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 21\nkept * 2"})
+        said.append(dump(result))
+        assert not result.is_error, text_of(result)
+        assert result.structured_content["status"] == "ok" and result.structured_content["execution_count"] == 1
+        assert text_of(result) == f"{root}\n\n42", text_of(result)
+        stored = json.loads((workspace / "far.ipynb").read_text())["cells"][0]
+        assert stored["execution_count"] == 1 and stored["outputs"][0]["text"] == [f"{root}\n"]
+
+        # error: a traceback, code execution_error.
+        failed = await client.call_tool("execute_code", {"code": "1/0"})
+        said.append(dump(failed))
+        assert error_code(failed) == "execution_error" and failed.structured_content["error"]["ename"] == "ZeroDivisionError"
+
+        # truncation, counted exactly.
+        many = await client.call_tool("execute_code", {"code": "for i in range(6): display(i)"})
+        said.append(dump(many))
+        assert not many.is_error and many.structured_content["truncation"]["omitted_blocks"] == 3, dump(many)
+
+        # timeout: the kernel is interrupted over REST, the partial output comes back, the session survives.
+        started = time.monotonic()
+        timed = await client.call_tool("execute_code", {"code": "import time\nprint('before', flush=True)\ntime.sleep(30)", "timeout": 2})
+        said.append(dump(timed))
+        assert error_code(timed) == "timeout" and "before" in text_of(timed), text_of(timed)
+        assert time.monotonic() - started < 10
+        assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
+
+        # interrupt_kernel under a running call.
+        running = asyncio.create_task(
+            client.call_tool("execute_code", {"code": "import time\nopen('go-interrupt', 'w').close()\ntime.sleep(30)", "timeout": 60})
+        )
+        await wait_for_file(root / "go-interrupt")
+        interrupted = await ok(client, "interrupt_kernel", {"kernel_id": kernel_id})
+        assert interrupted == {"kernel_id": kernel_id}
+        result = await asyncio.wait_for(running, 15)
+        said.append(dump(result))
+        assert error_code(result) == "interrupted", text_of(result)
+        assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
+
+        # kernel_gone: somebody deletes the kernel on the server.
+        assert httpx.delete(f"{url}/api/kernels/{kernel_id}", headers=headers()).status_code == 204
+        gone = await refused(client, "execute_code", {"code": "kept"}, "kernel_gone")
+        said.append(dump(gone))
+        assert "restart_notebook" in text_of(gone)
+        # ...and under a running execution.
+        restarted = await ok(client, "restart_notebook", {})
+        assert restarted["kernel_id"] in remote_kernels(url)
+        running = asyncio.create_task(
+            client.call_tool("execute_code", {"code": "import time\nopen('go-delete', 'w').close()\ntime.sleep(30)", "timeout": 60})
+        )
+        await wait_for_file(root / "go-delete")
+        httpx.delete(f"{url}/api/kernels/{restarted['kernel_id']}", headers=headers())
+        result = await asyncio.wait_for(running, 20)
+        said.append(dump(result))
+        assert error_code(result) == "kernel_gone", text_of(result)
+        fresh = await ok(client, "restart_notebook", {})
+        assert text_of(await client.call_tool("execute_code", {"code": "'fresh'"})) == "'fresh'"
+
+        capabilities = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
+        assert capabilities["kernelspecs"] == ["python3"]
+    # The server stops the kernels it started there.
+    assert fresh["kernel_id"] not in remote_kernels(url)
+    text = log.read_text()
+    assert "jupyter_mcp_server" in text, "the log at DEBUG should say something"
+    assert TOKEN not in text, "the token is in the server's log"
+    assert all(TOKEN not in answer for answer in said)
+
+
+# --- A dropped websocket ------------------------------------------------------------
+
+
+class Proxy:
+    """A TCP proxy on loopback that can cut every connection and refuse new ones for a while."""
+
+    def __init__(self, target: str) -> None:
+        host_port = target.split("//", 1)[1].split("/", 1)[0]
+        self.target_port = int(host_port.rsplit(":", 1)[1])
+        self.base = target.split(host_port, 1)[1]
+        self.refusing = False
+        self.writers: set[asyncio.StreamWriter] = set()
+        self.server: asyncio.base_events.Server | None = None
+        self.cuts = 0
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}{self.base}"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.transport.abort()
+            return
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.transport.abort()
+            return
+        self.writers.update({writer, upstream_writer})
+
+        async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                sink.close()
+
+        await asyncio.gather(pump(reader, upstream_writer), pump(upstream_reader, writer), return_exceptions=True)
+        self.writers.difference_update({writer, upstream_writer})
+
+    def cut(self) -> None:
+        """Every open connection ends at once, as when a network goes away."""
+        self.cuts += len(self.writers)
+        for writer in list(self.writers):
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def close(self) -> None:
+        self.cut()
+        if self.server is not None:
+            self.server.close()
+
+
+async def test_a_dropped_websocket_comes_back_without_losing_output(workspace, tmp_path, jupyter):
+    url, root = jupyter
+    proxy = Proxy(url)
+    proxied = await proxy.start()
+    log = tmp_path / "server.log"
+    try:
+        async with serve_logged(workspace, log, "--jupyter-url", proxied, *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}) as client:
+            await ok(client, "use_notebook", {"notebook_name": "drop.ipynb", "mode": "create"})
+            await ok(client, "execute_code", {"code": "kept = 'still here'"})
+            code = (
+                "import time\nprint('start', flush=True)\nopen('go-drop', 'w').close()\ntime.sleep(2.0)\n"
+                "for i in range(5):\n    print(i, flush=True)\n    time.sleep(0.2)\n"
+                "time.sleep(1.5)\nprint('end', flush=True)"
+            )
+            running = asyncio.create_task(client.call_tool("execute_code", {"code": code, "timeout": 60}))
+            await wait_for_file(root / "go-drop")
+            await asyncio.sleep(0.7)  # 'start' has crossed the proxy; the kernel is quiet for a while
+            # The network goes away while the kernel is quiet, and stays away while it prints.
+            proxy.refusing = True
+            proxy.cut()
+            assert proxy.cuts >= 2
+            await asyncio.sleep(2.5)
+            proxy.refusing = False
+            result = await asyncio.wait_for(running, 30)
+            assert not result.is_error, text_of(result)
+            assert text_of(result) == "start\n0\n1\n2\n3\n4\nend\n", text_of(result)
+            # The same session goes on, over the restored websocket.
+            assert text_of(await client.call_tool("execute_code", {"code": "print(kept)"})) == "still here\n"
+    finally:
+        await proxy.close()
+    text = log.read_text()
+    assert "reconnecting" in text and "Reconnected" in text, text[-3000:]
+    assert TOKEN not in text
+
+
+# --- Choosing the server, and refusing a wrong one --------------------------------------
+
+
+async def test_connect_to_jupyter_checks_then_switches(workspace, tmp_path, jupyter):
+    url, root = jupyter
+    log = tmp_path / "server.log"
+    async with serve_logged(workspace, log, *NO_PRESTART) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        hints = tools["connect_to_jupyter"].annotations
+        assert hints.destructive_hint is True and hints.open_world_hint is True and hints.read_only_hint is False
+        assert set(tools["connect_to_jupyter"].output_schema["properties"]) >= {"jupyter_url", "version", "kernelspecs"}
+
+        local = await ok(client, "use_notebook", {"notebook_name": "here.ipynb", "mode": "create"})
+        assert local["kernel_id"] not in remote_kernels(url)
+
+        said = []
+        wrong = await refused(client, "connect_to_jupyter", {"jupyter_url": url, "jupyter_token": WRONG}, "invalid_argument")
+        said.append(dump(wrong))
+        assert "refused the token" in text_of(wrong) and "jupyter_token" in text_of(wrong)
+        missing = await refused(client, "connect_to_jupyter", {"jupyter_url": url}, "invalid_argument")
+        said.append(dump(missing))
+        unreachable = await refused(client, "connect_to_jupyter", {"jupyter_url": "http://127.0.0.1:9", "jupyter_token": WRONG}, "not_found")
+        said.append(dump(unreachable))
+        assert "Could not reach" in text_of(unreachable)
+        bad = await refused(client, "connect_to_jupyter", {"jupyter_url": f"http://user:{WRONG}@127.0.0.1:9"}, "invalid_argument")
+        said.append(dump(bad))
+        assert all(WRONG not in answer for answer in said), said
+        # Nothing switched: a new notebook still gets a local kernel.
+        still_local = await ok(client, "use_notebook", {"notebook_name": "also-here.ipynb", "mode": "create"})
+        assert still_local["kernel_id"] not in remote_kernels(url)
+
+        connected = await ok(client, "connect_to_jupyter", {"jupyter_url": url + "/", "jupyter_token": TOKEN})
+        assert connected["jupyter_url"] == url and connected["kernelspecs"] == ["python3"]
+        assert connected["version"] == httpx.get(f"{url}/api").json()["version"]
+        assert TOKEN not in json.dumps(connected)
+
+        far = await ok(client, "use_notebook", {"notebook_name": "there.ipynb", "mode": "create"})
+        assert far["kernel_id"] in remote_kernels(url)
+        # Kernels already running stay where they were, and both run.
+        where = "import os; print(os.getcwd())"
+        assert text_of(await client.call_tool("execute_code", {"code": where, "notebook_name": "here.ipynb"})) == f"{workspace}\n"
+        assert text_of(await client.call_tool("execute_code", {"code": where, "notebook_name": "there.ipynb"})) == f"{root}\n"
+        assert local["kernel_id"] not in remote_kernels(url)
+    assert far["kernel_id"] not in remote_kernels(url)
+    assert WRONG not in log.read_text() and TOKEN not in log.read_text()
+
+
+def test_start_refuses_a_wrong_token_or_an_unreachable_server(workspace, jupyter):
+    url, _ = jupyter
+    env = server_environment()
+    for args, extra, expected in (
+        (("--jupyter-url", url, "--jupyter-token", WRONG), {}, "refused the token"),
+        (("--jupyter-url", url), {"JUPYTER_TOKEN": WRONG}, "refused the token"),
+        (("--jupyter-url", "http://127.0.0.1:9"), {"JUPYTER_TOKEN": WRONG}, "Could not reach"),
+        (("--jupyter-url", "ftp://somewhere"), {}, "--jupyter-url must be an http"),
+        (("--jupyter-contents",), {}, "--jupyter-contents needs --jupyter-url"),
+    ):
+        started = subprocess.run(
+            server_command(workspace, *args),
+            env={**env, **extra},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert started.returncode == 2, (args, started.stderr)
+        assert expected in started.stderr, started.stderr
+        assert WRONG not in started.stderr + started.stdout
+
+
+# --- Notebooks on the Jupyter Server --------------------------------------------------
+
+
+async def test_notebooks_on_the_jupyter_server_keep_their_revisions(workspace, tmp_path, jupyter):
+    url, root = jupyter
+    log = tmp_path / "server.log"
+    async with serve_logged(
+        workspace, log, "--jupyter-url", url, "--jupyter-contents", *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}
+    ) as client:
+        created = await ok(client, "use_notebook", {"notebook_name": "shared/remote.ipynb", "mode": "create"})
+        on_server = root / "shared" / "remote.ipynb"
+        assert on_server.is_file() and not (workspace / "shared").exists()
+        assert created["revision"] == hashlib.sha256(on_server.read_bytes()).hexdigest()[:16]
+
+        ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "print('stored remotely')"})
+        assert json.loads(on_server.read_text())["cells"][0]["outputs"][0]["text"] == ["stored remotely\n"]
+        assert ran["revision"] == hashlib.sha256(on_server.read_bytes()).hexdigest()[:16]
+
+        listed = await ok(client, "list_files", {"path": "shared"})
+        assert [(entry["path"], entry["type"]) for entry in listed["files"]] == [("shared/remote.ipynb", "notebook")]
+        await refused(client, "use_notebook", {"notebook_name": "shared/remote.ipynb", "mode": "create"}, "already_exists")
+        await refused(client, "use_notebook", {"notebook_name": "../escape.ipynb"}, "invalid_path")
+        await refused(client, "read_notebook", {"notebook_name": "nowhere.ipynb"}, "not_found")
+
+        # The person saves the notebook in JupyterLab (through the same contents API).
+        model = httpx.get(f"{url}/api/contents/shared/remote.ipynb", headers=headers()).json()
+        model["content"]["cells"].append({"cell_type": "markdown", "id": "from-lab", "metadata": {}, "source": "Added in JupyterLab"})
+        await asyncio.sleep(0.01)
+        assert httpx.put(f"{url}/api/contents/shared/remote.ipynb", headers=headers(), json={"type": "notebook", "content": model["content"]}).status_code == 200
+        conflict = await refused(
+            client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "x = 1", "expected_revision": ran["revision"]}, "revision_conflict"
+        )
+        current = conflict.meta["io.jupyter-mcp/error"]["current_revision"]
+        assert current == hashlib.sha256(on_server.read_bytes()).hexdigest()[:16]
+        read = await ok(client, "read_notebook", {"response_format": "detailed"})
+        assert [cell["source"] for cell in read["cells"]] == ["print('stored remotely')", "Added in JupyterLab"]
+        inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "x = 1", "expected_revision": current})
+        assert "".join(json.loads(on_server.read_text())["cells"][-1]["source"]) == "x = 1"
+        assert inserted["revision"] == (await ok(client, "get_notebook_revision", {}))["revision"]
+    assert TOKEN not in log.read_text()
+
+
+# --- The extension: {base_url}/mcp inside Jupyter Server ---------------------------------
+
+
+def test_the_extension_is_installed_disabled():
+    """The only Jupyter config the package ships declares the extension off."""
+    from conftest import REPO
+
+    tomllib = pytest.importorskip("tomllib")
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    shipped = project["tool"]["setuptools"]["data-files"]
+    assert list(shipped) == ["etc/jupyter/jupyter_server_config.d"]
+    for relative in shipped["etc/jupyter/jupyter_server_config.d"]:
+        assert json.loads((REPO / relative).read_text()) == {"ServerApp": {"jpserver_extensions": {"jupyter_mcp_server": False}}}
+
+
+@contextlib.asynccontextmanager
+async def connect(url: str, token: str | None, mode: str) -> AsyncIterator[Client]:
+    async with (
+        httpx2.AsyncClient(headers=headers(token) if token else {}, timeout=httpx2.Timeout(30, read=120)) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+async def test_the_extension_serves_mcp_with_jupyters_token(jupyter):
+    url, root = jupyter
+    endpoint = f"{url}/mcp"
+    assert BASE_URL.rstrip("/") in endpoint
+    # Without the token (or with a wrong one), refused before anything is served.
+    for presented in ({}, headers(WRONG), {"Authorization": f"Bearer {WRONG}"}):
+        answer = httpx.post(endpoint, headers={**presented, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert answer.status_code in (401, 403), answer.status_code
+        assert WRONG not in answer.text
+    with pytest.raises(Exception):  # noqa: B017 - whatever the client raises, it gets nothing
+        async with connect(endpoint, None, "legacy") as client:
+            await client.list_tools()
+
+    before = remote_kernels(url)
+    for mode, name in (("legacy", "agent-legacy.ipynb"), ("auto", "agent-modern.ipynb")):
+        async with connect(endpoint, TOKEN, mode) as client:
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"use_notebook", "execute_cell", "connect_to_jupyter"} <= tools and "launch_sandbox" not in tools
+            used = await ok(client, "use_notebook", {"notebook_name": name, "mode": "create"})
+            # The kernel is Jupyter Server's own: in /api/kernels, for JupyterLab to see.
+            assert used["kernel_id"] in remote_kernels(url) - before
+            ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())", "notebook_name": name})
+            assert ran["status"] == "ok"
+            # The notebook went through Jupyter's contents manager, into its root_dir.
+            model = httpx.get(f"{url}/api/contents/{name}", headers=headers()).json()
+            assert model["content"]["cells"][0]["outputs"][0]["text"] == f"{root}\n"
+            capabilities = json.loads((await client.read_resource("capabilities://")).contents[0].text)
+            assert capabilities
+    # Toolset selection by query works here too.
+    async with connect(f"{endpoint}?only=notebooks", TOKEN, "legacy") as client:
+        assert "connect_to_jupyter" in {tool.name for tool in (await client.list_tools()).tools}
+
+    # A kernel the person started in JupyterLab is shared by id.
+    started = httpx.post(f"{url}/api/kernels", headers=headers(), json={"name": "python3"}).json()["id"]
+    async with connect(endpoint, TOKEN, "legacy") as client:
+        await ok(client, "execute_code", {"code": "shared = 'set by the agent'", "notebook_name": "agent-legacy.ipynb"})
+        shared = await ok(client, "use_notebook", {"notebook_name": "agent-legacy.ipynb", "kernel_id": started})
+        assert shared["kernel_id"] == started
+        await ok(client, "execute_code", {"code": "from_agent = 42"})
+        await ok(client, "unuse_notebook", {"notebook_name": "agent-legacy.ipynb"})
+    # Released by the agent, the person's kernel goes on running.
+    assert started in remote_kernels(url)
