@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
-from nbformat import from_dict
 from pydantic import Field
 
 from jupyter_mcp_server.errors import (
@@ -162,6 +161,8 @@ def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
                 "stored, so they are not attached to code that did not produce them. Run it again.",
                 cell_id=cell_id,
             )
+        from nbformat import from_dict
+
         cell["outputs"] = [from_dict(output) for output in outcome.outputs.outputs]
         cell["execution_count"] = outcome.execution_count
 
