@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import re
 from pathlib import Path
@@ -277,8 +278,14 @@ def test_remove_stale_temp_files(workspace: Workspace) -> None:
     (root / "sub" / ".b.0123456789abcdef.jmcp-tmp").write_text("")
     (root / ".git" / ".c.0123456789abcdef.jmcp-tmp").write_text("")
     (root / "keep.jmcp-tmp").write_text("")
-    assert workspace.remove_stale_temp_files() == 2
+    in_flight = root / ".busy.0123456789abcdef.jmcp-tmp"
+    in_flight.write_text("")
+    # Held, as a live writer (another server on this workspace) holds its own.
+    with in_flight.open("rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        assert workspace.remove_stale_temp_files() == 2
     assert sorted(p.name for p in temporary_files(root)) == [
+        ".busy.0123456789abcdef.jmcp-tmp",
         ".c.0123456789abcdef.jmcp-tmp",
         "keep.jmcp-tmp",
     ]

@@ -223,7 +223,24 @@ def connect_jupyter_server(config: ServerConfig) -> None:
     logger.info("Kernels start on the Jupyter Server at %s (version %s)", config.jupyter_url, version)
 
 
+def release_freed_memory_promptly() -> None:
+    """Serve large allocations from mmap, so memory a big output freed goes back to the system.
+
+    glibc keeps freed heap memory for reuse: after a 5 MB print that the
+    server refused to keep, its resident size would stay 5 MB larger for good.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
+    release_freed_memory_promptly()
     config = prepare(list(sys.argv[1:] if argv is None else argv))
     if config.transport == "stdio":
         from jupyter_mcp_server.transports.stdio import serve

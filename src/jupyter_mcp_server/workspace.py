@@ -86,6 +86,26 @@ def _locked(directory: int) -> Iterator[None]:
         fcntl.flock(directory, fcntl.LOCK_UN)
 
 
+def _abandoned(path: str) -> bool:
+    """Remove `path` if no live writer holds it; whether it was removed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
+    finally:
+        os.close(fd)
+
+
 class FileEntry(TypedDict):
     path: str
     type: str
@@ -269,15 +289,16 @@ class Workspace:
                 # 0o666 lets the umask decide, as for any new file; an existing file keeps its mode.
                 fd = os.open(temporary, flags, 0o666, dir_fd=directory)
                 try:
-                    try:
-                        if existing is not None:
-                            os.fchmod(fd, stat_module.S_IMODE(existing.st_mode))
-                        view = memoryview(data)
-                        while view:
-                            view = view[os.write(fd, view) :]
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
+                    # Held until the rename: a temporary file nobody holds is a
+                    # crashed write's, and only those are swept away at start.
+                    with contextlib.suppress(OSError):
+                        fcntl.flock(fd, fcntl.LOCK_EX)
+                    if existing is not None:
+                        os.fchmod(fd, stat_module.S_IMODE(existing.st_mode))
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
                     with _locked(directory):
                         self._existing(directory, name, relative, exclusive=exclusive)
                         if unchanged is not None and not unchanged():
@@ -287,6 +308,8 @@ class Workspace:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(temporary, dir_fd=directory)
                     raise
+                finally:
+                    os.close(fd)
                 # The rename is durable only once the directory entry itself is on disk.
                 os.fsync(directory)
                 return os.stat(name, dir_fd=directory, follow_symlinks=False)
@@ -315,15 +338,18 @@ class Workspace:
         return existing
 
     def remove_stale_temp_files(self) -> int:
-        """Delete temporary files a crashed write left behind; how many there were."""
+        """Delete temporary files a crashed write left behind; how many there were.
+
+        A write holds a lock on its temporary file until the rename, so one
+        that can be locked was left by a process that died; one that cannot
+        is another server's write in flight on the same workspace, and stays.
+        """
         removed = 0
         for directory, subdirectories, files in os.walk(self.root):
             subdirectories[:] = [d for d in subdirectories if d not in _SKIPPED_WHEN_CLEANING]
             for name in files:
-                if _TEMPORARY_NAME.fullmatch(name):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(directory, name))
-                        removed += 1
+                if _TEMPORARY_NAME.fullmatch(name) and _abandoned(os.path.join(directory, name)):
+                    removed += 1
         return removed
 
     def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[FileEntry]:

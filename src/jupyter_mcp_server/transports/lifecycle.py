@@ -21,9 +21,22 @@ async def running_server() -> AsyncIterator[None]:
     if removed:
         logger.info("Removed %d temporary files left by an earlier crash", removed)
     context.kernels.start_background()
+    # Off the handshake: the imports the first notebook call would otherwise
+    # pay happen while the client settles in.
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.3, lambda: loop.run_in_executor(None, _warm_up))
     try:
         yield
     finally:
         # Shielded: a cancelled server must still stop what it started.
         await asyncio.shield(context.kernels.shutdown_all())
         extension_manager.stop()
+
+
+def _warm_up() -> None:
+    from jupyter_mcp_server.store import warm_up
+
+    try:
+        warm_up()
+    except Exception:
+        logger.debug("Warming up the notebook format failed", exc_info=True)
