@@ -147,8 +147,11 @@ def jupyter_server_process(
         **os.environ,
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        # Extensions keep databases here (jupyter_server_fileid's): not in the real home.
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
         **(env or {}),
     }
+    (tmp_path / "data").mkdir(exist_ok=True)
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), environment.get("PYTHONPATH", "")) if p)
     with log.open("wb") as output:
         process = subprocess.Popen(

@@ -19,7 +19,13 @@ URL. Against it:
 - ``{base_url}/mcp`` serves the official client with the Jupyter token (both
   protocol generations) and refuses it without; a kernel the agent starts
   there is in ``/api/kernels``, and a notebook it writes is in
-  ``/api/contents``.
+  ``/api/contents``;
+- each notebook's kernel is bound to it in ``/api/sessions`` (remote with
+  ``--jupyter-contents``, and inside Jupyter Server), and unbound when the
+  agent stops the kernel;
+- with JupyterLab's collaboration extension (a second server, when
+  ``jupyter-server-ydoc`` is installed), a Y client in the notebook's room
+  sees the agent's edits without the file being polled.
 """
 
 from __future__ import annotations
@@ -80,6 +86,11 @@ def remote_kernels(url: str) -> set[str]:
     return {kernel["id"] for kernel in httpx.get(f"{url}/api/kernels", headers=headers()).json()}
 
 
+def sessions(url: str) -> dict[str, str]:
+    """What JupyterLab sees in ``/api/sessions``: notebook path -> kernel id."""
+    return {session["path"]: session["kernel"]["id"] for session in httpx.get(f"{url}/api/sessions", headers=headers()).json()}
+
+
 @contextlib.asynccontextmanager
 async def serve_logged(workspace: Path, log: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[Client]:
     """The real server over stdio, the official client on it, its stderr (at DEBUG) in `log`."""
@@ -121,6 +132,8 @@ async def test_remote_kernels_run_like_local_ones(workspace, tmp_path, jupyter):
         kernel_id = used["kernel_id"]
         assert remote_kernels(url) - before == {kernel_id}, "the kernel is not on the Jupyter Server"
         assert (workspace / "far.ipynb").is_file(), "without --jupyter-contents notebooks stay local"
+        # A local notebook's path means nothing on that server: no session names it there.
+        assert kernel_id not in sessions(url).values()
         listed = await ok(client, "list_kernels")
         assert listed["kernelspecs"] == ["python3"] and [k["kernel_id"] for k in listed["kernels"]] == [kernel_id]
 
@@ -370,6 +383,8 @@ async def test_notebooks_on_the_jupyter_server_keep_their_revisions(workspace, t
 
         ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "print('stored remotely')"})
         assert json.loads(on_server.read_text())["cells"][0]["outputs"][0]["text"] == ["stored remotely\n"]
+        # The notebook is on that server, so its kernel is bound to it there (POST /api/sessions).
+        assert sessions(url)["shared/remote.ipynb"] == created["kernel_id"]
         assert ran["revision"] == hashlib.sha256(on_server.read_bytes()).hexdigest()[:16]
 
         listed = await ok(client, "list_files", {"path": "shared"})
@@ -393,6 +408,8 @@ async def test_notebooks_on_the_jupyter_server_keep_their_revisions(workspace, t
         inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "x = 1", "expected_revision": current})
         assert "".join(json.loads(on_server.read_text())["cells"][-1]["source"]) == "x = 1"
         assert inserted["revision"] == (await ok(client, "get_notebook_revision", {}))["revision"]
+        await ok(client, "unuse_notebook", {"notebook_name": "shared/remote.ipynb"})
+        assert "shared/remote.ipynb" not in sessions(url) and created["kernel_id"] not in remote_kernels(url)
     assert TOKEN not in log.read_text()
 
 
@@ -463,3 +480,156 @@ async def test_the_extension_serves_mcp_with_jupyters_token(jupyter):
         await ok(client, "unuse_notebook", {"notebook_name": "agent-legacy.ipynb"})
     # Released by the agent, the person's kernel goes on running.
     assert started in remote_kernels(url)
+
+
+async def test_the_extension_binds_each_notebooks_kernel_in_jupyter_sessions(jupyter):
+    """JupyterLab shows the agent's kernel beside its notebook, and opening the notebook gets that kernel."""
+    url, _ = jupyter
+    async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+        used = await ok(client, "use_notebook", {"notebook_name": "bound.ipynb", "mode": "create"})
+        kernel = used["kernel_id"]
+        await ok(client, "execute_code", {"code": "made_by = 'the agent'"})
+        assert sessions(url)["bound.ipynb"] == kernel
+        # A person opening it in JupyterLab (which asks for a session for the path) gets the agent's kernel.
+        opened = httpx.post(f"{url}/api/sessions", headers=headers(), json={"path": "bound.ipynb", "type": "notebook", "kernel": {"name": "python3"}})
+        assert opened.json()["kernel"]["id"] == kernel
+
+        # A second notebook sharing the kernel is bound to it too.
+        await ok(client, "use_notebook", {"notebook_name": "also-bound.ipynb", "mode": "create", "kernel_id": kernel})
+        assert sessions(url)["also-bound.ipynb"] == kernel
+        # The first moves to a fresh kernel; the shared one stays with the second.
+        fresh = (await ok(client, "restart_notebook", {"notebook_name": "bound.ipynb"}))["kernel_id"]
+        assert sessions(url)["bound.ipynb"] == fresh and sessions(url)["also-bound.ipynb"] == kernel
+        assert kernel in remote_kernels(url)
+
+        # Released: the kernel stops and its session goes.
+        await ok(client, "unuse_notebook", {"notebook_name": "also-bound.ipynb"})
+        assert "also-bound.ipynb" not in sessions(url) and kernel not in remote_kernels(url)
+        await ok(client, "unuse_notebook", {"notebook_name": "bound.ipynb"})
+        assert "bound.ipynb" not in sessions(url) and fresh not in remote_kernels(url)
+
+        # A kernel the person started, shared with a notebook: released by the agent, it keeps running
+        # and keeps its session (Jupyter Server deletes a session only with its kernel).
+        theirs = httpx.post(f"{url}/api/kernels", headers=headers(), json={"name": "python3"}).json()["id"]
+        await ok(client, "use_notebook", {"notebook_name": "bound.ipynb", "kernel_id": theirs})
+        assert sessions(url)["bound.ipynb"] == theirs
+        await ok(client, "unuse_notebook", {"notebook_name": "bound.ipynb"})
+        assert sessions(url)["bound.ipynb"] == theirs and theirs in remote_kernels(url)
+
+
+# --- Live collaboration: the agent's edits in the document JupyterLab has open ---------------
+
+
+class RoomChannel:
+    """A collaboration room's websocket (tornado's client) as a pycrdt provider channel."""
+
+    def __init__(self, connection: Any, path: str) -> None:
+        self.connection = connection
+        self._path = path
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def __aiter__(self) -> RoomChannel:
+        return self
+
+    async def __anext__(self) -> bytes:
+        message = await self.connection.read_message()
+        if message is None:
+            raise StopAsyncIteration
+        return bytes(message)
+
+    async def send(self, message: bytes) -> None:
+        await self.connection.write_message(message, binary=True)
+
+    async def recv(self) -> bytes:
+        return await self.__anext__()
+
+
+@contextlib.asynccontextmanager
+async def person_in_jupyterlab(url: str, path: str) -> AsyncIterator[Any]:
+    """What JupyterLab does to open a notebook collaboratively: a session for the file, then its
+    room's websocket, synchronized into a local YNotebook (yielded)."""
+    from jupyter_ydoc import YNotebook
+    from pycrdt import Doc, Provider
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    answer = httpx.put(f"{url}/api/collaboration/session/{path}", headers=headers(), json={"format": "json", "type": "notebook"})
+    assert answer.status_code in (200, 201), answer.text
+    session = answer.json()
+    room = f"{session['format']}:{session['type']}:{session['fileId']}"
+    ws_url = f"ws{url[4:]}/api/collaboration/room/{room}?sessionId={session['sessionId']}"
+    connection = await websocket_connect(HTTPRequest(ws_url, headers=headers()))
+    notebook = YNotebook(Doc())
+    try:
+        async with Provider(notebook.ydoc, RoomChannel(connection, room)):
+            yield notebook
+    finally:
+        connection.close()
+
+
+async def eventually(check: Any, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "never happened"
+        await asyncio.sleep(0.02)
+
+
+def sources(notebook: Any) -> list[str]:
+    return [cell["source"] for cell in notebook.get()["cells"]]
+
+
+async def test_with_jupyter_collaboration_the_agents_edits_are_live_in_the_open_notebook(tmp_path):
+    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        # The extension never polls the file: only this server's own mirroring can make an edit appear.
+        "--YDocExtension.file_poll_interval=0",
+        "--YDocExtension.document_save_delay=0.2",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+    ) as (url, root, log):
+        async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+            await ok(client, "use_notebook", {"notebook_name": "live.ipynb", "mode": "create"})
+            first = await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Written before anyone looked"})
+            async with person_in_jupyterlab(url, "live.ipynb") as seen:
+                await eventually(lambda: sources(seen) == ["# Written before anyone looked"])
+                deltas: list[Any] = []
+                seen.ycells.observe(lambda event: deltas.append(event.delta))
+
+                inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "answer = 6 * 7\nanswer"})
+                await eventually(lambda: sources(seen) == ["# Written before anyone looked", "answer = 6 * 7\nanswer"])
+                # One cell inserted after the first, which was left alone (no reload of the whole document).
+                assert all("delete" not in step for delta in deltas for step in delta), deltas
+
+                ran = await ok(client, "execute_cell", {"cell_id": inserted["cell_id"]})
+                assert ran["status"] == "ok"
+                await eventually(lambda: seen.get()["cells"][1].get("outputs") and seen.get()["cells"][1]["outputs"][0]["data"]["text/plain"] == "42")
+                assert seen.get()["cells"][1]["execution_count"] == 1
+
+                await ok(client, "overwrite_cell_source", {"cell_id": first["cell_id"], "cell_source": "# Rewritten by the agent"})
+                await eventually(lambda: sources(seen)[0] == "# Rewritten by the agent")
+                await ok(client, "move_cell", {"source_cell_id": first["cell_id"], "target_index": 1})
+                await eventually(lambda: sources(seen) == ["answer = 6 * 7\nanswer", "# Rewritten by the agent"])
+                deleted = await ok(client, "delete_cell", {"cell_ids_to_delete": [first["cell_id"]]})
+                await eventually(lambda: sources(seen) == ["answer = 6 * 7\nanswer"])
+
+                # Revisions stay the file's: the collaboration extension saving the document
+                # later changes nothing, since the document is the file's content.
+                await asyncio.sleep(0.6)
+                on_disk = (root / "live.ipynb").read_bytes()
+                assert hashlib.sha256(on_disk).hexdigest()[:16] == deleted["revision"]
+                assert (await ok(client, "get_notebook_revision", {}))["revision"] == deleted["revision"]
+
+                # The person types in JupyterLab: the extension saves it, and the agent reads it.
+                seen.set_cell(0, source="answer = 6 * 7  # checked\nanswer")
+                await eventually(lambda: b"# checked" in (root / "live.ipynb").read_bytes())
+                read = await ok(client, "read_notebook", {"response_format": "detailed"})
+                assert [cell["source"] for cell in read["cells"]] == ["answer = 6 * 7  # checked\nanswer"]
+                assert read["revision"] == hashlib.sha256((root / "live.ipynb").read_bytes()).hexdigest()[:16]
+        text = log.read_text(errors="replace")
+        assert "jupyter_mcp_server/" not in text and "Could not show an edit" not in text, text[-4000:]

@@ -62,7 +62,10 @@ class ServerContext:
 
     def use_jupyter_server(self, backend: Any, *, contents: bool = False) -> None:
         """Start later kernels on a Jupyter Server (``--jupyter-url``, ``connect_to_jupyter``);
-        with `contents`, read and write notebooks through its contents API as well."""
+        with `contents`, read and write notebooks through its contents API as well, and
+        bind each notebook's kernel in its sessions (``/api/sessions``)."""
+        if contents and hasattr(backend, "bind_sessions"):
+            backend.bind_sessions()
         self.kernels.use_backend(backend)
         self.jupyter = backend
         if contents:

@@ -19,7 +19,11 @@ The agent and the person share kernels and files: kernels are started by
 Jupyter Server's kernel manager (they are in ``/api/kernels`` and JupyterLab;
 a kernel JupyterLab started can be shared with ``use_notebook(kernel_id=…)``),
 and notebooks are the server's ``root_dir``, read and written through its
-contents manager when that is not a plain directory on this machine.
+contents manager when that is not a plain directory on this machine. Each
+notebook's kernel is bound to it in the server's sessions (JupyterLab shows
+it; a person opening the notebook gets it), and where JupyterLab's
+collaboration extension is loaded, the agent's edits appear live in the open
+notebook (:mod:`jupyter_mcp_server.collaboration`).
 
 Limits and capabilities are configured like any Jupyter setting, e.g.
 ``--JupyterMCPServerApp.max_kernels=4`` or
@@ -214,7 +218,9 @@ def configure(app: JupyterMCPServerApp) -> None:
 
         AuditLog(config.audit_log).install(get_hooks())
     context = ServerContext.get_instance()
-    context.kernels.use_backend(ServerAppBackend(serverapp.kernel_manager, serverapp.kernel_spec_manager, root))
+    context.kernels.use_backend(
+        ServerAppBackend(serverapp.kernel_manager, serverapp.kernel_spec_manager, root, serverapp.session_manager)
+    )
     contents = serverapp.contents_manager
     use_contents = app.use_contents_manager
     if use_contents is None:
@@ -223,6 +229,10 @@ def configure(app: JupyterMCPServerApp) -> None:
         from jupyter_mcp_server.store.contents import ManagerContents
 
         context.use_contents(ManagerContents(contents))
+    # Where JupyterLab's collaboration package runs, the agent's edits show live in open notebooks.
+    from jupyter_mcp_server.collaboration import LiveDocuments, LiveStore
+
+    context.store = LiveStore(context.store, LiveDocuments(serverapp))  # type: ignore[assignment]
     app.log.info(
         "jupyter-mcp-server: MCP endpoint at %s (kernels from this server's kernel manager; notebooks %s)",
         serverapp.base_url.rstrip("/") + MCP_PATH,

@@ -19,12 +19,15 @@ Whatever starts it, a kernel is a pair the execution layer already knows: a
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+
+logger = logging.getLogger(__name__)
 
 #: How long a started kernel may take to answer its first kernel_info.
 READY_TIMEOUT = 60.0
@@ -67,6 +70,69 @@ class KernelBackend(Protocol):
     def origin(self) -> str:
         """Where its kernels run, in a few words."""
         ...
+
+
+class NotebookSessions:
+    """A Jupyter Server's sessions (``/api/sessions``): which kernel each notebook path runs on.
+
+    A backend whose kernels live on a Jupyter Server that also keeps the
+    notebooks binds each notebook's kernel there, so JupyterLab shows the
+    kernel beside its notebook, and a person opening the notebook gets the
+    agent's kernel. Subclasses say how to create and delete one session;
+    this keeps the bookkeeping and never fails the caller (a session is a
+    courtesy to the person, not part of the agent's work).
+
+    Jupyter Server deletes a session only together with its kernel
+    (``DELETE /api/sessions/{id}`` shuts the kernel down), so a session is
+    deleted when the agent stops its kernel, and otherwise stays while that
+    kernel runs (a shared kernel, one a person started).
+    """
+
+    #: Whether an existing session of this server's own kernel may be pointed at
+    #: another kernel without stopping the first (not over REST, where it would).
+    can_rebind = False
+
+    def __init__(self) -> None:
+        #: path -> (session id, kernel id), for the sessions this server made.
+        self._made: dict[str, tuple[str, str]] = {}
+
+    async def _create(self, path: str, kernel_id: str, kernel_name: str) -> tuple[str, str]:
+        """``(session id, kernel id)`` of the session for `path`: a new one on
+        `kernel_id`, or the one that already exists there, whichever kernel it has."""
+        raise NotImplementedError
+
+    async def _delete(self, session_id: str) -> None:
+        raise NotImplementedError
+
+    async def _rebind(self, session_id: str, kernel_id: str) -> None:
+        raise NotImplementedError
+
+    async def bind(self, path: str, kernel_id: str, kernel_name: str) -> None:
+        """The session of `path` runs `kernel_id`, unless somebody else's session holds the path."""
+        try:
+            session_id, bound = await self._create(path, kernel_id, kernel_name)
+            if bound != kernel_id:
+                mine = self._made.get(path)
+                if not (self.can_rebind and mine is not None and mine[0] == session_id):
+                    # The person's session (or one this server cannot move without
+                    # stopping its kernel): theirs to keep.
+                    logger.info("%s already has a Jupyter session on another kernel; left as it is", path)
+                    return
+                await self._rebind(session_id, kernel_id)
+            self._made[path] = (session_id, kernel_id)
+        except Exception as error:
+            logger.warning("Could not bind %s to its kernel in the Jupyter sessions: %s", path, type(error).__name__)
+
+    async def release(self, kernel_id: str, *, stopped: bool) -> None:
+        """Let go of `kernel_id`'s sessions; delete them when the kernel was stopped by this server."""
+        paths = [path for path, (_, bound) in self._made.items() if bound == kernel_id]
+        for path in paths:
+            session_id, _ = self._made.pop(path)
+            if stopped:
+                try:
+                    await self._delete(session_id)
+                except Exception:  # the server culls a session whose kernel is gone
+                    logger.debug("Deleting the Jupyter session of %s failed", path, exc_info=True)
 
 
 def unknown_kernelspec(kernel_name: str, known: list[str], where: str = "") -> ToolFailure:

@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
-from jupyter_mcp_server.kernels.backends import READY_TIMEOUT, StartedKernel, unknown_kernelspec
+from jupyter_mcp_server.kernels.backends import (
+    READY_TIMEOUT,
+    NotebookSessions,
+    StartedKernel,
+    unknown_kernelspec,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -52,15 +57,52 @@ class ServerKernel:
         """Jupyter Server's kernel manager cleans up after its kernels."""
 
 
+class ServerSessions(NotebookSessions):
+    """Jupyter Server's session manager, called directly: what ``/api/sessions`` lists."""
+
+    #: In-process a session can be moved to another kernel without stopping the first.
+    can_rebind = True
+
+    def __init__(self, session_manager: Any) -> None:
+        super().__init__()
+        self.session_manager = session_manager
+
+    async def _create(self, path: str, kernel_id: str, kernel_name: str) -> tuple[str, str]:
+        manager = self.session_manager
+        if await _settled(manager.session_exists(path=path)):
+            model = await _settled(manager.get_session(path=path))
+        else:
+            model = await _settled(
+                manager.create_session(
+                    path=path, kernel_id=kernel_id, kernel_name=kernel_name, name=path.rsplit("/", 1)[-1], type="notebook"
+                )
+            )
+        return str(model["id"]), str(model["kernel"]["id"])
+
+    async def _delete(self, session_id: str) -> None:
+        await _settled(self.session_manager.delete_session(session_id))
+
+    async def _rebind(self, session_id: str, kernel_id: str) -> None:
+        await _settled(self.session_manager.update_session(session_id, kernel_id=kernel_id))
+
+
 class ServerAppBackend:
     """Kernels started by Jupyter Server's kernel manager, in the server's process."""
 
     name = "jupyter-server-extension"
 
-    def __init__(self, kernel_manager: Any, kernel_spec_manager: Any, root_dir: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        kernel_manager: Any,
+        kernel_spec_manager: Any,
+        root_dir: str | os.PathLike[str],
+        session_manager: Any = None,
+    ) -> None:
         self.kernel_manager = kernel_manager
         self.kernel_spec_manager = kernel_spec_manager
         self.root_dir = Path(root_dir).resolve()
+        #: Each notebook's kernel bound in Jupyter Server's sessions, for JupyterLab.
+        self.sessions = ServerSessions(session_manager) if session_manager is not None else None
 
     def kernelspecs(self) -> list[str]:
         found = self.kernel_spec_manager.find_kernel_specs()

@@ -73,6 +73,9 @@ class Kernel:
     #: Stopped on purpose (restart, release, reaping), so an execution it ends
     #: was ended by a caller rather than lost.
     stopped: bool = False
+    #: The Jupyter Server sessions its notebooks are bound in (a
+    #: :class:`~.backends.NotebookSessions`), when its backend keeps them.
+    sessions: Any = None
 
     async def is_alive(self) -> bool:
         try:
@@ -244,6 +247,7 @@ class KernelManager:
             self._bindings[notebook] = kernel.kernel_id
             self._lost.discard(notebook)
             kernel.last_used = time.monotonic()
+            await self._bind_session(kernel, notebook)
             return kernel
         if current is not None and current in self._kernels:
             bound = self._kernels[current]
@@ -259,7 +263,13 @@ class KernelManager:
         # A prestarted kernel may have waited in the pool for longer than the
         # idle timeout; its session starts now, not when its process did.
         kernel.last_used = time.monotonic()
+        await self._bind_session(kernel, notebook)
         return kernel
+
+    async def _bind_session(self, kernel: Kernel, notebook: str) -> None:
+        """Bind `notebook` to `kernel` in the Jupyter Server's sessions, where there are some."""
+        if kernel.sessions is not None:
+            await kernel.sessions.bind(notebook, kernel.kernel_id, kernel.kernel_name)
 
     async def live_kernel_of(self, notebook: str, *, metadata_kernel: str | None = None) -> Attachment:
         """The notebook's kernel, alive: the one decision about lost kernels.
@@ -360,6 +370,7 @@ class KernelManager:
             manager=started.manager,
             client=started.client,
             origin=backend.origin(),
+            sessions=getattr(backend, "sessions", None),
         )
 
     async def _adopt(self, kernel_id: str) -> Kernel | None:
@@ -390,6 +401,7 @@ class KernelManager:
                 owned=False,
                 origin=self.backend.origin(),
                 release=let_go,
+                sessions=getattr(self.backend, "sessions", None),
             )
             self._kernels[kernel.kernel_id] = kernel
         return kernel
@@ -487,6 +499,8 @@ class KernelManager:
 
     async def _shutdown_quietly(self, kernel: Kernel) -> None:
         if not kernel.owned:
+            if kernel.sessions is not None:  # a session holds its kernel: left to whoever owns it
+                await kernel.sessions.release(kernel.kernel_id, stopped=False)
             if kernel.release is not None:
                 try:
                     await kernel.release()
@@ -499,6 +513,9 @@ class KernelManager:
             await kernel.manager.shutdown_kernel(now=True)
         except Exception:
             logger.debug("Kernel %s did not shut down cleanly", kernel.kernel_id, exc_info=True)
+        if kernel.sessions is not None:
+            # After the kernel: deleting a session shuts its kernel down, gently and slowly.
+            await kernel.sessions.release(kernel.kernel_id, stopped=True)
         with contextlib.suppress(Exception):
             kernel.manager.cleanup_connection_file()
 

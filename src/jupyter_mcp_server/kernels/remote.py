@@ -25,13 +25,19 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, TIMEOUT, ToolFailure
-from jupyter_mcp_server.kernels.backends import READY_TIMEOUT, StartedKernel, unknown_kernelspec
+from jupyter_mcp_server.kernels.backends import (
+    READY_TIMEOUT,
+    NotebookSessions,
+    StartedKernel,
+    unknown_kernelspec,
+)
 from jupyter_mcp_server.kernels.websocket import KernelWebSocket
 
 __all__ = [
     "JupyterServerBackend",
     "KernelWebSocket",
     "RemoteKernel",
+    "RemoteSessions",
     "ServerNames",
     "check_server",
     "normalize_url",
@@ -318,6 +324,32 @@ async def open_remote_kernel(
     return kernel, channels
 
 
+class RemoteSessions(NotebookSessions):
+    """A Jupyter Server's ``/api/sessions``, over HTTP, the token in a header."""
+
+    def __init__(self, server_url: str, token: str | None) -> None:
+        super().__init__()
+        self.server_url = server_url
+        self._headers = auth_headers(token)
+
+    def __repr__(self) -> str:  # never the token
+        return f"RemoteSessions({self.server_url!r})"
+
+    async def _create(self, path: str, kernel_id: str, kernel_name: str) -> tuple[str, str]:
+        body = {"path": path, "type": "notebook", "name": path.rsplit("/", 1)[-1], "kernel": {"id": kernel_id}}
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, headers=self._headers) as http:
+            response = await http.post(f"{self.server_url}/api/sessions", json=body)
+        response.raise_for_status()
+        model = response.json()
+        return str(model["id"]), str(model["kernel"]["id"])
+
+    async def _delete(self, session_id: str) -> None:
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, headers=self._headers) as http:
+            response = await http.delete(f"{self.server_url}/api/sessions/{quote(session_id)}")
+        if response.status_code not in (204, 200, 404):
+            response.raise_for_status()
+
+
 class JupyterServerBackend:
     """Kernels on a Jupyter Server: ``--jupyter-url`` / ``connect_to_jupyter``."""
 
@@ -335,6 +367,9 @@ class JupyterServerBackend:
         self._token = token
         self.version = version
         self._specs: dict[str, dict[str, str]] = dict(kernelspecs or {})
+        #: That server's sessions, when the notebooks are on it too (``--jupyter-contents``):
+        #: a notebook path means nothing to a server that does not keep the notebook.
+        self.sessions: RemoteSessions | None = None
 
     def __repr__(self) -> str:  # never the token
         return f"JupyterServerBackend({self.url!r})"
@@ -366,6 +401,10 @@ class JupyterServerBackend:
 
     def origin(self) -> str:
         return f"jupyter-server {self.url}"
+
+    def bind_sessions(self) -> None:
+        """Bind each notebook's kernel in this server's sessions (its notebooks are kept there)."""
+        self.sessions = RemoteSessions(self.url, self._token)
 
     async def adopt(self, kernel_id: str) -> tuple[StartedKernel, str] | None:
         """A kernel already running on the server (somebody's JupyterLab), to share it."""

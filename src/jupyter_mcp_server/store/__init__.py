@@ -5,7 +5,7 @@ It sits on the workspace and knows nothing of tools, kernels or transports;
 in step with the files.
 """
 
-from .formats import IPYNB, PY_PERCENT, new_cell, new_notebook
+from .formats import IPYNB, PY_PERCENT, new_cell, new_notebook, warm_up
 from .store import NotebookStore, NotebookView, revision_of
 
 __all__ = [
@@ -16,4 +16,5 @@ __all__ = [
     "new_cell",
     "new_notebook",
     "revision_of",
+    "warm_up",
 ]
