@@ -100,7 +100,7 @@ def http_server(root: Path, site: Path, *args: str, **env: str) -> Iterator[Http
     port = free_port()
     command = server_command(workspace, "--transport", "streamable-http", "--port", str(port), *args)
     environment = server_environment(
-        PYTHONPATH=python_path(site), FIXTURE_MARKERS=str(markers), JUPYTER_MCP_EXTENSIONS=ONLY_OURS, **env
+        PYTHONPATH=python_path(site), FIXTURE_MARKERS=str(markers), **{"JUPYTER_MCP_EXTENSIONS": ONLY_OURS, **env}
     )
     with log.open("wb") as stderr:
         process = subprocess.Popen(command, env=environment, cwd=root, stdout=subprocess.DEVNULL, stderr=stderr)

@@ -124,6 +124,31 @@ def register_prompts(server: Any) -> None:
     server.completion()(complete)
 
 
+@furnishing
+def refuse_bad_prompt_requests(server: Any) -> None:
+    """An unknown prompt, or arguments a prompt cannot take, is invalid params (-32602).
+
+    `MCPServer.get_prompt` turns every failure into a bare ``ValueError``,
+    which reached the client as JSON-RPC error code 0 (over HTTP: an
+    internal error), not as the request's own mistake.
+    """
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+
+    from jupyter_mcp_server.handlers import Handler, wrap
+
+    def wrapper(handler: Handler) -> Handler:
+        async def get_prompt(ctx: Any, params: Any) -> Any:
+            try:
+                return await handler(ctx, params)
+            except ValueError as error:
+                raise MCPError(INVALID_PARAMS, str(error)) from None
+
+        return get_prompt
+
+    wrap(server, "prompts/get", wrapper)
+
+
 # --- completion ---------------------------------------------------------------
 
 

@@ -19,6 +19,8 @@ announcements are keyed on the file's revision, so the watcher stays quiet
 about the server's own writes and about a save that left the bytes as they
 were. Nothing is announced for a notebook nobody subscribed to, and a URI
 outside the workspace is refused (2025-11-25) or never fires (2026-07-28).
+A URI of another scheme (an extension's resource) is accepted and never
+fired from here.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +43,8 @@ from jupyter_mcp_server.core_tools import furnishing
 logger = logging.getLogger(__name__)
 
 DEFAULT_DEBOUNCE_MS = 200
+#: RFC 3986 scheme.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 
 def debounce_ms() -> int:
@@ -113,11 +118,20 @@ class NotebookEvents:
             self._stop_watching()
 
     def subscribe(self, key: str, session: Any, uri: str) -> None:
-        path = self.path_of(uri)
+        from jupyter_mcp_server.resources import CELL_SCHEME, OUTPUT_SCHEME
+
+        # Another scheme is an extension's resource (or capabilities://): the
+        # subscription is accepted and kept, and this module never fires it.
+        # Something that is not a URI at all is refused like a bad notebook URI.
+        scheme, colon, _ = uri.partition(":")
+        foreign = bool(colon) and _SCHEME.fullmatch(scheme) is not None
+        scheme = scheme.lower()
+        path = None if foreign and scheme not in ("notebook", CELL_SCHEME, OUTPUT_SCHEME) else self.path_of(uri)
         connection = self.connections.setdefault(key, _Connection(session))
         connection.session = session
         connection.uris.add(uri)
-        self._hold(uri, path)
+        if path is not None:
+            self._hold(uri, path)
 
     def unsubscribe(self, key: str, uri: str) -> None:
         connection = self.connections.get(key)

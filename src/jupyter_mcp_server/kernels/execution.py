@@ -81,6 +81,10 @@ async def _receive(receive: Callable[..., Awaitable[Any]], timeout: float) -> An
         if _closed_under_us():
             raise _ChannelClosed() from None
         raise
+    except AssertionError:
+        # jupyter_client asserts its socket is there: the channel was closed
+        # (the kernel stopped) between two receives.
+        raise _ChannelClosed() from None
 
 
 async def run_code(
@@ -108,9 +112,13 @@ async def run_code(
     collector.on_output = on_output
     started = time.monotonic()
     deadline = started + timeout
-    msg_id = client.execute(
-        code, store_history=True, user_expressions=user_expressions or {}, allow_stdin=False
-    )
+    try:
+        msg_id = client.execute(
+            code, store_history=True, user_expressions=user_expressions or {}, allow_stdin=False
+        )
+    except AssertionError:
+        # The channels are closed: the kernel was stopped before this ran.
+        raise KernelDied(collector.result()) from None
     status: str | None = None
     timed_out = False
     while True:

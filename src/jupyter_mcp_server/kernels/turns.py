@@ -16,7 +16,12 @@ from typing import Any
 from jupyter_mcp_server.errors import KERNEL_GONE, ToolFailure
 from jupyter_mcp_server.hooks import Execution, ExecutionEnded, Hooks
 from jupyter_mcp_server.kernels.execution import INTERRUPTED, ExecutionOutcome, KernelDied, run_code
+from jupyter_mcp_server.kernels.outputs import OutputCollector
 
+STOPPED_BEFORE_ITS_TURN = (
+    "Nothing ran: the kernel was restarted or released (restart_notebook / unuse_notebook) "
+    "while this execution waited for its turn. Run it again on the notebook's new kernel."
+)
 STOPPED_UNDER_THE_CALL = (
     "The execution was stopped because its kernel was restarted or released "
     "(restart_notebook / unuse_notebook) while it ran; the outputs so far are below."
@@ -44,6 +49,22 @@ async def run_in_turn(
     `kernel_gone`, after `on_death` has recorded the loss.
     """
     async with kernel.lock:
+        if getattr(kernel, "stopped", False):
+            # Restarted or released while this call waited for its turn: its
+            # channels are closed, and nothing of this code ran.
+            outcome = ExecutionOutcome(
+                status=INTERRUPTED,
+                outputs=OutputCollector(max_output_bytes, max_output_blocks).result(),
+                execution_count=None,
+                user_expressions=None,
+                duration=0.0,
+                reason=STOPPED_BEFORE_ITS_TURN,
+            )
+            hooks.fire(
+                hooks.after_execution,
+                ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=INTERRUPTED, duration=0.0),
+            )
+            return outcome
         kernel.busy = True
         kernel.interrupted.clear()
         hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook))

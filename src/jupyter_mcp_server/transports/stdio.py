@@ -1,6 +1,7 @@
 """Serving over stdio, for a desktop client that starts the server itself.
 
-Nothing but the protocol goes to stdout. The server stops when stdin closes,
+Nothing but the protocol goes to stdout, and a request the SDK cannot read
+but whose id is known is answered with JSON-RPC's -32600 rather than dropped. The server stops when stdin closes,
 on SIGTERM, SIGHUP or Ctrl-C, and in every case shuts its kernels down and
 calls each extension's `on_stop` first.
 
@@ -14,15 +15,125 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import signal
 import sys
+from typing import Any
 
 from jupyter_mcp_server.config import ServerConfig
 from jupyter_mcp_server.transports.lifecycle import running_server
 
 #: Seconds the request loop gets to end after a signal before it is left behind.
 STOP_GRACE = 1.0
+
+
+def refusal_of(problem: Exception) -> Any:
+    """The error answer a line the SDK could not read deserves, when it has an id to answer.
+
+    JSON-RPC says an invalid request is answered with -32600; the SDK's stdio
+    reader drops such a line instead (``params`` not an object, a method that
+    is not a string, another ``jsonrpc`` version), and a client waiting on
+    its id waits for ever. A line with no usable id (not JSON at all, a
+    response, a notification) has nobody waiting, and is left alone.
+    """
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    if not isinstance(problem, ValidationError):
+        return None
+    for error in problem.errors():
+        message = error.get("input")
+        if isinstance(message, str):
+            # Not even parsed (nested too deep for the parser): find the id by hand.
+            keys = _top_level_members(message)
+            if "method" not in keys:
+                continue
+            request_id = keys.get("id")
+        elif isinstance(message, dict) and "method" in message:
+            request_id = message.get("id")
+        else:
+            continue
+        if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+            return None
+        reasons = (f"{'.'.join(map(str, e['loc'][1:])) or 'message'}: {e['msg']}" for e in problem.errors())
+        what = "; ".join(dict.fromkeys(reasons))[:500]
+        return SessionMessage(
+            JSONRPCError(
+                jsonrpc="2.0",
+                id=request_id,
+                error=ErrorData(code=INVALID_REQUEST, message=f"Invalid request ({what})"),
+            )
+        )
+    return None
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|[{}\[\]:,]|true|false|null|\s+|.')
+
+
+def _top_level_members(text: str) -> dict[str, Any]:
+    """The string and integer members of a JSON object's top level, scanned without
+    recursion (for a line too deeply nested to parse); other members map to None."""
+    members: dict[str, Any] = {}
+    depth, key, expecting_value = 0, None, False
+    for token in _TOKEN.finditer(text[:1_000_000]):
+        value = token.group()
+        if value.isspace():
+            continue
+        if value in "{[":
+            if depth == 1 and expecting_value and key is not None:
+                members[key] = None
+            depth += 1
+            expecting_value = False
+        elif value in "}]":
+            depth -= 1
+        elif depth != 1:
+            continue
+        elif value == ":":
+            expecting_value = True
+        elif value == ",":
+            key, expecting_value = None, False
+        elif expecting_value and key is not None:
+            try:
+                members[key] = json.loads(value)
+            except ValueError:
+                members[key] = None
+            expecting_value = False
+        elif value.startswith('"'):
+            try:
+                key = json.loads(value)
+            except ValueError:
+                key = None
+    return members
+
+
+async def serve_stdio(mcp: Any) -> None:
+    """`MCPServer.run_stdio_async`, answering the invalid requests it would drop."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared._context_streams import create_context_streams
+
+    from jupyter_mcp_server.handlers import lowlevel
+
+    server = lowlevel(mcp)
+    async with stdio_server() as (read_stream, write_stream):
+        screened_send, screened = create_context_streams[Any](0)
+
+        async def screen() -> None:
+            async with screened_send:
+                async for item in read_stream:
+                    refusal = refusal_of(item) if isinstance(item, Exception) else None
+                    if refusal is not None:
+                        await write_stream.send(refusal)
+                    else:
+                        await screened_send.send(item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(screen)
+            await server.run(screened, write_stream, server.create_initialization_options())
+            tasks.cancel_scope.cancel()
 
 
 async def serve_async() -> None:
@@ -35,7 +146,7 @@ async def serve_async() -> None:
             loop.add_signal_handler(signum, stop.set)
     left_behind = False
     async with running_server():
-        serving = asyncio.ensure_future(mcp.run_stdio_async())
+        serving = asyncio.ensure_future(serve_stdio(mcp))
         stopping = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
