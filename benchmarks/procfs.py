@@ -1,0 +1,111 @@
+"""What the harness reads from /proc: the server process, its memory, the machine and its load.
+
+A host sees the server's memory, not the client's, so RSS is read from the
+server process itself (``VmRSS``, never its kernels). That process is found
+among this process's descendants by the unique workspace path on its command
+line, which works when the profile's command is a wrapper such as ``uv run``.
+The machine description and load average go on the report's last line:
+other work on a shared machine moves every number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+from typing import Any
+
+
+def _process_table() -> dict[int, tuple[int, str, str]]:
+    """pid -> (parent pid, command line, working directory), for every readable process."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read().decode(errors="replace")
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            try:
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+            except OSError:
+                cwd = ""
+        except (OSError, IndexError, ValueError):
+            continue
+        table[pid] = (parent, cmdline, cwd)
+    return table
+
+
+def find_server_pid(marker: str, process_match: str | None = None) -> int | None:
+    """The server process this benchmark spawned: the shallowest of its descendants
+    whose command line carries the unique workspace path (and ``process_match``)."""
+    table = _process_table()
+    me = os.getpid()
+    depth: dict[int, int] = {}
+
+    def depth_of(pid: int) -> int | None:
+        seen = 0
+        current = pid
+        while current not in (me, 0, 1) and seen < 64:
+            if current not in table:
+                return None
+            current = table[current][0]
+            seen += 1
+        return seen if current == me else None
+
+    for pid, (_parent, cmdline, _cwd) in table.items():
+        if marker not in cmdline or (process_match and process_match not in cmdline):
+            continue
+        d = depth_of(pid)
+        if d is not None:
+            depth[pid] = d
+    if not depth:
+        # A server told its workspace only through its working directory: the direct child.
+        children = [
+            pid for pid, (parent, _c, cwd) in table.items() if parent == me and cwd == marker
+        ]
+        return children[-1] if children else None
+    return min(depth, key=lambda pid: depth[pid])
+
+
+def rss_mib(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages: other work on the machine skews a run."""
+    try:
+        with open("/proc/loadavg") as handle:
+            return " ".join(handle.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    total = ""
+    with contextlib.suppress(OSError), open("/proc/meminfo") as handle:
+        total = handle.readline().split(":", 1)[1].strip()
+    return {
+        "load": load_average(),
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "memory": total,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }

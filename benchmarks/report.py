@@ -1,0 +1,180 @@
+"""The run as a reader gets it: a Markdown table, the verdicts, the notes, and JSON.
+
+Which rows the table has and in which order, each row's unit and the floor
+it is read against (a row without a floor of its own shows the floor of the
+row it is compared with), live here with the formatting, so a workload only
+records samples. The table and verdicts go to stdout (README.md quotes them
+as printed); ``--json`` writes every sample, summary, verdict and note.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from results import Results, percentile, summary
+from sizes import Sizes
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str  # "s" (shown in ms), "B" (bytes), "MB" (RSS, MiB)
+    #: The metric of the floor column, when the floor is measured under another key.
+    floor_key: str | None = None
+
+    @property
+    def floor(self) -> str:
+        return self.floor_key or self.key
+
+
+METRICS: list[Metric] = [
+    Metric("spawn", "1 spawn -> initialize", "s"),
+    Metric("exit", "1 exit after stdin closes", "s"),
+    Metric("first_exec_settled", "2 first exec, new notebook (after settle)", "s"),
+    Metric(
+        "first_exec_cold",
+        "2 first exec, new notebook (right after init)",
+        "s",
+        floor_key="first_exec_settled",
+    ),
+    Metric("round_trip", "3 MCP round trip, trivial tool", "s"),
+    Metric("execute_code", "3 warm execute_code 1+1", "s"),
+    Metric("execute_cell", "3 warm execute_cell 1+1 (persisted)", "s", floor_key="execute_code"),
+    Metric("insert_first", "4 insert_cell, first 50", "s"),
+    Metric("insert_last", "4 insert_cell, last 50", "s"),
+    Metric("insert_big", "4 insert_cell at the big notebook", "s"),
+    Metric("write_once", "4 write the big notebook once", "s"),
+    Metric("read_detailed", "5 read all cells, detailed", "s"),
+    Metric("read_changed", "5 read all, after an outside change", "s", floor_key="read_detailed"),
+    Metric("read_first", "5 first read (parse) of the file", "s", floor_key="read_detailed"),
+    Metric("read_brief", "5 read brief first page", "s"),
+    Metric("read_bytes", "5 response bytes, detailed all", "B"),
+    Metric("read_brief_bytes", "5 response bytes, brief page", "B"),
+    Metric("print_one", "6 big print, one line", "s"),
+    Metric("print_lines", "6 big print, 1 KB lines", "s"),
+    Metric("print_one_bytes", "6 response bytes, one line", "B"),
+    Metric("print_lines_bytes", "6 response bytes, 1 KB lines", "B"),
+    Metric("print_rss_growth", "6 server RSS growth (worst after a print)", "MB"),
+    Metric("rss_init", "7 server RSS right after initialize", "MB"),
+    Metric("rss_settled", "7 server RSS, idle after settle", "MB", floor_key="rss_init"),
+    Metric("rss_8", "7 server RSS with 8 notebooks on 8 kernels", "MB", floor_key="rss_init"),
+    Metric("concurrent_sleep", "8 eight notebooks sleep(1) at once", "s"),
+]
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "—"
+    if unit == "s":
+        return f"{value * 1e3:.1f} ms" if value < 10 else f"{value:.1f} s"
+    if unit == "B":
+        return f"{value:,.0f} B"
+    if unit == "MB":
+        return f"{value:.1f} MiB"
+    return f"{value:g}"
+
+
+def table(results: Results, names: list[str]) -> tuple[str, list[dict[str, Any]]]:
+    """The Markdown table (ours, then each profile in ``names`` indented) and its records."""
+    header = ("workload", "median", "p90", "floor median", "ratio")
+    rows: list[tuple[str, ...]] = []
+    records: list[dict[str, Any]] = []
+    for metric in METRICS:
+        floor_values = results.samples.get((metric.floor, "floor"))
+        floor_median = statistics.median(floor_values) if floor_values else None
+        for who in ["ours", *names]:
+            values = results.samples.get((metric.key, who))
+            if not values:
+                continue
+            median = statistics.median(values)
+            ratio = median / floor_median if floor_median else None
+            label = metric.label if who == "ours" else f"  {metric.label} [{who}]"
+            rows.append(
+                (
+                    label,
+                    fmt(median, metric.unit),
+                    fmt(percentile(values, 0.9), metric.unit),
+                    fmt(floor_median, metric.unit),
+                    f"{ratio:.2f}x" if ratio is not None else "—",
+                )
+            )
+            records.append(
+                {
+                    "metric": metric.key,
+                    "workload": metric.label,
+                    "who": who,
+                    "unit": metric.unit,
+                    **summary(values),
+                    "floor": summary(floor_values) if floor_values else None,
+                    "ratio": ratio,
+                    "notes": results.notes.get(metric.key, []),
+                }
+            )
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
+        "| " + " | ".join(("-" * w) for w in widths) + " |",
+    ]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines), records
+
+
+@dataclass
+class Run:
+    """What one run was: its mode, sizes, servers, machine and duration, and what it found."""
+
+    mode: str
+    sizes: Sizes
+    machine: dict[str, Any]
+    seconds: float
+    profiles: list[str]
+    results: Results
+    checks: list[dict[str, Any]]
+    skipped: dict[str, list[str]]
+
+
+def print_report(run: Run) -> None:
+    """Print the table, verdicts, notes, skips and the closing line to stdout."""
+    text, _records = table(run.results, run.profiles)
+    print()
+    print(text)
+    print()
+    for check in run.checks:
+        mark = {True: "met", False: "NOT MET", None: "not measured"}[check["met"]]
+        print(f"- {check['target']}: {mark} — {check['detail']}")
+    for metric, notes in run.results.notes.items():
+        print(f"  note {metric}: {'; '.join(notes)}")
+    for name, skipped in run.skipped.items():
+        print(f"  {name}: skipped {', '.join(skipped)} (no mapping in its profile)")
+    info = run.machine
+    print(
+        f"\n{run.mode} run, {run.sizes.repetitions} repetitions, {run.seconds:.0f} s; "
+        f"{info['nproc']} x {info['cpu']}, Python {info['python']}; "
+        f"load average {info['load']} at the start, {info['load_at_end']} at the end"
+    )
+
+
+def write_json(path: str, run: Run) -> None:
+    """Every sample with its summary and floor, the verdicts and notes, and the run's setting."""
+    _text, records = table(run.results, run.profiles)
+    document = {
+        "mode": run.mode,
+        "sizes": asdict(run.sizes),
+        "machine": run.machine,
+        "seconds": run.seconds,
+        "profiles": run.profiles,
+        "results": records,
+        "targets": run.checks,
+        "notes": run.results.notes,
+        "skipped": run.skipped,
+    }
+    Path(path).write_text(json.dumps(document, indent=1) + "\n")

@@ -1,0 +1,48 @@
+"""How big each workload is, in full and in quick mode, and the limits the targets use.
+
+Full mode is the run README.md quotes; quick mode keeps every workload but
+shrinks it, so CI runs the harness end to end in about a minute without
+asserting anything. The server's default output limit lives here too: the
+5 MB print is measured under it and judged against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The server's default --max-output-bytes: the 5 MB print is measured under it.
+MAX_OUTPUT_BYTES = 1_048_576
+#: What a truncated execution result may carry beyond the kept output bytes.
+RESPONSE_OVERHEAD_BYTES = 16_384
+CONCURRENT_NOTEBOOKS = 8
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The defaults are full mode."""
+
+    repetitions: int = 5
+    #: Samples per repetition for the millisecond workloads (warm executions).
+    batch: int = 20
+    inserts: int = 500
+    read_cells: int = 2000
+    print_bytes: int = 5_000_000
+    #: Repetitions of the print workload (each moves print_bytes twice per server).
+    print_repetitions: int = 3
+    #: Seconds a fresh server is left alone before its first notebook (the pool warms).
+    settle: float = 3.0
+    #: Inserts into the big notebook, for insert latency at read_cells cells.
+    big_inserts: int = 20
+
+
+FULL = Sizes()
+QUICK = Sizes(
+    repetitions=2,
+    batch=5,
+    inserts=100,
+    read_cells=500,
+    print_bytes=1_000_000,
+    print_repetitions=1,
+    settle=2.0,
+    big_inserts=5,
+)

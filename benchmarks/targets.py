@@ -1,0 +1,126 @@
+"""The targets of issue 6, judged on the medians of one run.
+
+Each target is a ratio or a limit read from the samples of this run only
+(ours against the floor measured alongside), so a verdict never compares
+numbers taken under different load. Nothing here asserts: a target is met,
+not met, or not measured (a workload a profile could not run), and the
+report prints which, with by how much.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from results import Results
+from sizes import MAX_OUTPUT_BYTES, RESPONSE_OVERHEAD_BYTES
+
+Check = Callable[[Results], tuple[bool, str]]
+
+
+@dataclass
+class Target:
+    """A check of issue 6 on the medians of this run."""
+
+    text: str
+    check: Check
+
+
+TARGETS: list[Target] = []
+
+
+def target(text: str) -> Callable[[Check], None]:
+    def register(check: Check) -> None:
+        TARGETS.append(Target(text, check))
+
+    return register
+
+
+def _margin(value: float, limit: float) -> str:
+    """How far value is from limit, as a share of the limit."""
+    side = "under" if value <= limit else "over"
+    return f"({abs(limit - value) / limit * 100:.0f}% {side})"
+
+
+def _within(ratio: float, limit: float) -> tuple[bool, str]:
+    return ratio <= limit, f"ratio {ratio:.2f}x against {limit:g}x {_margin(ratio, limit)}"
+
+
+def _ratio(r: Results, metric: str, floor_metric: str, limit: float) -> tuple[bool, str]:
+    """Our median of metric over the floor's median of floor_metric, against limit."""
+    return _within(r.median(metric) / r.median(floor_metric, "floor"), limit)
+
+
+@target("spawn to initialize <= 1.25x the SDK's minimal MCPServer")
+def _spawn(r: Results) -> tuple[bool, str]:
+    return _ratio(r, "spawn", "spawn", 1.25)
+
+
+@target("first execution in a new notebook < 4x warm execute_code")
+def _first(r: Results) -> tuple[bool, str]:
+    return _within(r.median("first_exec_settled") / r.median("execute_code"), 4.0)
+
+
+@target("warm execute_code <= 1.2x raw jupyter_client")
+def _exec_code(r: Results) -> tuple[bool, str]:
+    return _ratio(r, "execute_code", "execute_code", 1.2)
+
+
+@target("warm execute_cell <= 1.5x raw jupyter_client")
+def _exec_cell(r: Results) -> tuple[bool, str]:
+    return _ratio(r, "execute_cell", "execute_code", 1.5)
+
+
+@target("insert at the big notebook <= 2x insert at 0 cells + writing the file once")
+def _insert_big(r: Results) -> tuple[bool, str]:
+    first, write = r.median("insert_first"), r.median("write_once", "floor")
+    limit = 2 * first + write
+    value = r.median("insert_big")
+    return value <= limit, (
+        f"{value * 1e3:.1f} ms against {limit * 1e3:.1f} ms "
+        f"(2 x {first * 1e3:.1f} + {write * 1e3:.1f})"
+    )
+
+
+@target("insert, last 50 <= 2x first 50 + writing that file once")
+def _insert_last(r: Results) -> tuple[bool, str]:
+    limit = 2 * r.median("insert_first") + r.median("write_once", "ours")
+    value = r.median("insert_last")
+    return value <= limit, f"{value * 1e3:.2f} ms against {limit * 1e3:.2f} ms"
+
+
+@target("read all cells detailed <= 3x nbformat.read, each cell once")
+def _read(r: Results) -> tuple[bool, str]:
+    met, text = _ratio(r, "read_detailed", "read_detailed", 3.0)
+    once = r.notes.get("read_cells_once", ["not checked"])[0]
+    return met and once == "yes", f"{text}; each cell once: {once}"
+
+
+@target("big print: response <= --max-output-bytes + 16 KiB, RSS growth <= the limit")
+def _print(r: Results) -> tuple[bool, str]:
+    worst = max(r.median("print_one_bytes"), r.median("print_lines_bytes"))
+    growth = r.median("print_rss_growth")
+    met = worst <= MAX_OUTPUT_BYTES + RESPONSE_OVERHEAD_BYTES and growth * 2**20 <= MAX_OUTPUT_BYTES
+    return met, (
+        f"response {worst:,.0f} B against {MAX_OUTPUT_BYTES + RESPONSE_OVERHEAD_BYTES:,} B; "
+        f"RSS growth {growth:.2f} MiB against {MAX_OUTPUT_BYTES / 2**20:.0f} MiB"
+    )
+
+
+@target("8 concurrent sleep(1) < 1.5 s wall")
+def _concurrent(r: Results) -> tuple[bool, str]:
+    value = r.median("concurrent_sleep")
+    return value < 1.5, f"{value:.3f} s against 1.5 s {_margin(value, 1.5)}"
+
+
+def verdicts(results: Results) -> list[dict[str, Any]]:
+    out = []
+    for t in TARGETS:
+        try:
+            met, detail = t.check(results)
+        except (KeyError, ZeroDivisionError, statistics.StatisticsError) as error:
+            met, detail = None, f"not measured ({error})"
+        out.append({"target": t.text, "met": met, "detail": detail})
+    return out

@@ -1,0 +1,22 @@
+"""The workloads of issue 6, in the order a run goes through them.
+
+Each module holds the workloads of one concern as ``async def (h: Harness)``
+that measure every server in the run and the floor, interleaved, into
+``h.results``; ``STEPS`` is the run. The numbers in the comments and in the
+table's labels are the workload numbers of issue 6 and README.md.
+"""
+
+from __future__ import annotations
+
+from harness import Workload
+
+from . import concurrency, execution, inserts, output, reading, startup
+
+STEPS: list[tuple[str, Workload]] = [
+    ("spawn, first execution, memory at initialize", startup.spawn_and_first_execution),
+    ("warm executions", execution.warm_executions),
+    ("inserts", inserts.inserts),
+    ("reading a big notebook", reading.read_big),
+    ("big prints", output.big_prints),
+    ("eight notebooks", concurrency.eight_notebooks),
+]

@@ -1,0 +1,60 @@
+"""Workload 3: one warm execution, persisted (``execute_cell``) and not (``execute_code``).
+
+The cost an agent pays on every call once everything is running, read
+against raw ``jupyter_client`` on a warm kernel, one floor sample between
+each pair of ours. Alongside, the MCP round trip of a trivial tool on our
+server and of the SDK's minimal server's one tool: the part of every
+latency that belongs to the client and the transport, not to the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import floor
+from harness import Harness
+from profiles import MINIMAL, OURS
+
+NOTEBOOK = "warm.ipynb"
+
+
+async def warm_executions(h: Harness) -> None:
+    r = h.results
+    async with (
+        floor.warm_kernel(h.workspace("rawwarm")) as kernel,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        sessions = []
+        for profile in h.serving("warm executions", "create_notebook", "insert_execute"):
+            session = await stack.enter_async_context(h.connect(profile, h.workspace("warm")))
+            await session.op("create_notebook", notebook=NOTEBOOK)
+            await session.op("insert_execute", notebook=NOTEBOOK, source="1+1")
+            sessions.append(session)
+        minimal = await stack.enter_async_context(h.connect(MINIMAL, h.workspace("minimal")))
+        # Warm-up: every path once or a few times, nothing recorded.
+        for _ in range(5):
+            await kernel.execute("1+1")
+            for session in sessions:
+                if session.profile.supports("execute_code"):
+                    await session.op("execute_code", notebook=NOTEBOOK, code="1+1")
+                if session.profile.supports("execute_cell"):
+                    await session.op("execute_cell", notebook=NOTEBOOK, index=0)
+        for _ in range(h.sizes.repetitions * h.sizes.batch):
+            for session in sessions:
+                if session.profile.supports("execute_code"):
+                    await h.measure(
+                        "execute_code", session, "execute_code", notebook=NOTEBOOK, code="1+1"
+                    )
+                with r.timing("execute_code", "floor"):
+                    await kernel.execute("1+1")
+                if session.profile.supports("execute_cell"):
+                    await h.measure(
+                        "execute_cell", session, "execute_cell", notebook=NOTEBOOK, index=0
+                    )
+                if session.profile is OURS:
+                    with r.timing("round_trip", OURS.name):
+                        await session.client.call_tool(
+                            "get_notebook_revision", {"notebook_name": NOTEBOOK}
+                        )
+                    with r.timing("round_trip", MINIMAL.name):
+                        await minimal.client.call_tool("add", {"a": 1, "b": 2})

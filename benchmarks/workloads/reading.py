@@ -1,0 +1,112 @@
+"""Workload 5, and insert latency at the big notebook (workload 4's second half).
+
+A 2,000-cell notebook (each cell a two-line source and a small stream
+output) read whole in the detailed form against ``nbformat.read`` of the
+same file: the first read (the server parses the file), repeated reads,
+a read right after another program saved the file (which must be seen, so
+no cache may hide it), the brief first page, and the bytes of each response;
+and whether each cell comes back once. With that notebook open, inserts
+appended to it are timed against writing the file once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import floor
+from harness import Harness, Session, response_bytes, text_of
+from profiles import OURS
+
+NOTEBOOK = "big.ipynb"
+
+
+def big_notebook(cells: int) -> Any:
+    import nbformat
+    from nbformat import v4
+
+    notebook = v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    for i in range(cells):
+        cell = v4.new_code_cell(source=f"x_{i} = {i} * 2\nprint(x_{i})", execution_count=i + 1)
+        cell.outputs = [v4.new_output("stream", name="stdout", text=f"{i * 2}\n")]
+        notebook.cells.append(cell)
+    nbformat.validate(notebook)
+    return notebook
+
+
+def write_notebook(notebook: Any, path: Path) -> None:
+    import nbformat
+
+    nbformat.write(notebook, str(path))
+
+
+async def read_big(h: Harness) -> None:
+    r = h.results
+    cells = h.sizes.read_cells
+    notebook = big_notebook(cells)
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = []
+        for profile in h.serving("reading", "read_all"):
+            workspace = h.workspace("read")
+            write_notebook(notebook, workspace / NOTEBOOK)
+            session = await stack.enter_async_context(h.connect(profile, workspace))
+            if profile.supports("open_notebook"):
+                await session.op("open_notebook", notebook=NOTEBOOK)
+            await h.measure("read_first", session, "read_all", notebook=NOTEBOOK)
+            sessions.append(session)
+        path = (sessions[0].workspace if sessions else h.workspace("read")) / NOTEBOOK
+        if not path.exists():
+            write_notebook(notebook, path)
+        r.note("read_detailed", f"{cells} cells, file {path.stat().st_size:,} B")
+        for rep in range(h.sizes.repetitions):
+            for session in sessions:
+                await _reads(h, session, path, rep)
+        # Insert latency at this size, alternating with the cost of writing
+        # this file once (our store's serializer and atomic write).
+        write = floor.atomic_writer(path.parent)
+        for i in range(h.sizes.big_inserts):
+            for session in sessions:
+                if session.profile.supports("insert_cell"):
+                    await h.measure(
+                        "insert_big",
+                        session,
+                        "insert_cell",
+                        notebook=NOTEBOOK,
+                        source=f"z_{i} = {i}",
+                    )
+            with r.timing("write_once", "floor"):
+                write(notebook)
+    r.note("insert_big", f"appending to the {cells}-cell notebook")
+
+
+async def _reads(h: Harness, session: Session, floor_path: Path, rep: int) -> None:
+    """One repetition of the reads on one server, with one floor read between."""
+    r = h.results
+    name = session.profile.name
+    for _ in range(3):
+        result = await h.measure("read_detailed", session, "read_all", notebook=NOTEBOOK)
+    r.add("read_bytes", name, response_bytes(result))
+    if session.profile is OURS and rep == 0:
+        cells = h.sizes.read_cells
+        returned = len((result.structured_content or {}).get("cells", []))
+        sources = text_of(result).count("print(x_")
+        once = returned == cells and sources <= cells
+        r.note(
+            "read_cells_once", "yes" if once else f"no ({returned} structured, {sources} in text)"
+        )
+    with r.timing("read_detailed", "floor"):
+        floor.read_notebook(floor_path)
+    if session.profile.supports("read_page"):
+        page = await h.measure("read_brief", session, "read_page", notebook=NOTEBOOK)
+        r.add("read_brief_bytes", name, response_bytes(page))
+    # Somebody else saves the file: the next read must see it.
+    changed = floor.read_notebook(session.workspace / NOTEBOOK)
+    changed.metadata["saved_by"] = f"someone else {rep}"
+    write_notebook(changed, session.workspace / NOTEBOOK)
+    await h.measure("read_changed", session, "read_all", notebook=NOTEBOOK)
