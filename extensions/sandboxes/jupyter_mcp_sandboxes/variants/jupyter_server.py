@@ -9,7 +9,6 @@ websocket (:mod:`jupyter_mcp_sandboxes.remote`, over the server's own
 
 from __future__ import annotations
 
-from jupyter_mcp_sandboxes.remote import connect_remote_sandbox, normalize_url
 from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_sandboxes.spec import SandboxSpec
 from jupyter_mcp_sandboxes.variant import LaunchContext, SandboxVariant
@@ -32,4 +31,8 @@ class JupyterServerVariant(SandboxVariant):
                 "unless that server has none, its token.",
                 argument="server_url",
             )
+        # Imported on launch: httpx and the websocket client cost start-up
+        # time for every server that merely has this extension installed.
+        from jupyter_mcp_sandboxes.remote import connect_remote_sandbox, normalize_url
+
         return await connect_remote_sandbox(spec, normalize_url(spec.server_url))
