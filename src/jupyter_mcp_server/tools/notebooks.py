@@ -186,7 +186,8 @@ async def read_notebook(
     stop = len(cells) if limit == 0 else min(len(cells), start_index + limit)
     detailed = response_format == "detailed"
     summaries = []
-    lines = [f"'{path}': {len(cells)} cells, revision {view.revision}; cells {start_index}-{max(start_index, stop - 1)}:"]
+    shown = f"cells {start_index}-{stop - 1}:" if stop > start_index else "no cells in this page."
+    lines = [f"'{path}': {len(cells)} cells, revision {view.revision}; {shown}"]
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
