@@ -26,50 +26,17 @@ Two ways to reach the contents:
 from __future__ import annotations
 
 import inspect
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..errors import (
-    ALREADY_EXISTS,
-    INVALID_ARGUMENT,
-    INVALID_PATH,
-    NOT_FOUND,
-    REVISION_CONFLICT,
-    ToolFailure,
-)
-from ..workspace import MAX_LIST_DEPTH, _problem_with
-from . import formats
-from .store import (
-    NotebookStore,
-    NotebookView,
-    _conflict,
-    _Document,
-    _Fingerprint,
-    _view,
-    revision_of,
-)
+from ..errors import ALREADY_EXISTS, INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
+from ..workspace import MAX_LIST_DEPTH, ChangedMeanwhile, _problem_with
+from .store import Fingerprint, NotebookStore, Snapshot, revision_of
 
 if TYPE_CHECKING:
-    from nbformat import NotebookNode
-
     from ..workspace import Workspace
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class ContentsStatus:
-    """A file's status as a contents model gives it (the fields the store compares)."""
-
-    st_mtime_ns: int
-    st_size: int
-    st_ino: int = 0
-    st_dev: int = 0
 
 
 def _nanoseconds(last_modified: Any) -> int:
@@ -98,6 +65,14 @@ class ContentsFiles:
     #: Said in messages: where the files are.
     where = "the Jupyter Server"
 
+    @property
+    def missing_where(self) -> str:
+        return f"on {self.where}"
+
+    @property
+    def changing_where(self) -> str:
+        return f"on {self.where} while it was being edited (somebody else is saving it)"
+
     async def _get(self, path: str, *, content: bool) -> dict[str, Any] | None:
         """The model at `path` (a file's as text when `content`); None when nothing is there."""
         raise NotImplementedError
@@ -123,13 +98,13 @@ class ContentsFiles:
 
     # --- What the store asks ----------------------------------------------------------
 
-    async def stat(self, key: str) -> ContentsStatus | None:
+    async def stat(self, key: str) -> Fingerprint | None:
         model = await self._get(key, content=False)
         if model is None:
             return None
         if model.get("type") == "directory":
             raise ToolFailure(INVALID_PATH, f"{key!r} is a directory on {self.where}, not a notebook.", path=key)
-        return ContentsStatus(_nanoseconds(model.get("last_modified")), int(model.get("size") or 0))
+        return Fingerprint(_nanoseconds(model.get("last_modified")), int(model.get("size") or 0))
 
     async def read_bytes(self, key: str) -> bytes:
         model = await self._get(key, content=True)
@@ -140,7 +115,21 @@ class ContentsFiles:
             raise ToolFailure(INVALID_PATH, f"{key!r} on {self.where} is not a text file.", path=key)
         return content.encode("utf-8")
 
-    async def write(self, key: str, data: bytes, exclusive: bool = False) -> ContentsStatus:
+    def trusts(self, snapshot: Snapshot) -> bool:
+        """A file whose ``last_modified`` and size are as read is taken as read."""
+        return True
+
+    async def write(
+        self, key: str, data: bytes, *, exclusive: bool = False, unchanged_since: Snapshot | None = None
+    ) -> Fingerprint:
+        """As the store's files write; ``unchanged_since`` compares ``last_modified``, size and
+        then the bytes' hash, one round trip before the save (no conditional save exists)."""
+        if unchanged_since is not None:
+            status = await self.stat(key)
+            if status is None or status != unchanged_since.fingerprint:
+                raise ChangedMeanwhile(key)
+            if revision_of(await self.read_bytes(key)) != unchanged_since.revision:
+                raise ChangedMeanwhile(key)
         if exclusive and await self._get(key, content=False) is not None:
             raise ToolFailure(
                 ALREADY_EXISTS,
@@ -154,7 +143,7 @@ class ContentsFiles:
             raise ToolFailure(INVALID_ARGUMENT, f"{key!r}: only UTF-8 text is saved to {self.where}.") from None
         saved = await self._put(key, {"type": "file", "format": "text", "content": text})
         if saved.get("last_modified") is not None and saved.get("size") is not None:
-            return ContentsStatus(_nanoseconds(saved["last_modified"]), int(saved["size"]))
+            return Fingerprint(_nanoseconds(saved["last_modified"]), int(saved["size"]))
         status = await self.stat(key)
         if status is None:
             raise ToolFailure(NOT_FOUND, f"{key!r} was saved to {self.where} but is not there.", path=key)
@@ -324,116 +313,13 @@ class ManagerContents(ContentsFiles):
 class ContentsNotebookStore(NotebookStore):
     """The notebook store over a Jupyter Server's contents (see the module's docstring)."""
 
-    def __init__(self, workspace: Workspace, files: ContentsFiles) -> None:
-        super().__init__(workspace)
-        self.files = files
+    files: ContentsFiles
 
-    def _locate(self, path: str) -> tuple[str, str]:
-        key = self.files.locate(path)
-        return key, formats.format_of(key)
+    def __init__(self, workspace: Workspace, files: ContentsFiles) -> None:
+        super().__init__(workspace, files)
 
     def locate(self, path: str) -> str:
         return self.files.locate(path)
 
     async def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[dict[str, Any]]:
         return await self.files.list_files(path, max_depth, pattern)
-
-    async def read(self, path: str) -> NotebookView:
-        key, fmt = self._locate(path)
-        async with self._lock(key):
-            return _view(key, await self._latest(key, fmt))
-
-    async def create(self, path: str, kernelspec: dict[str, str] | None = None) -> NotebookView:
-        key, fmt = self._locate(path)
-        async with self._lock(key):
-            notebook = formats.new_notebook(kernelspec)
-            data = formats.serialize_notebook(notebook, fmt)
-            checked_ns = time.time_ns()
-            try:
-                status = await self.files.write(key, data, exclusive=True)
-            except ToolFailure as failure:
-                if failure.code != ALREADY_EXISTS:
-                    raise
-                raise ToolFailure(
-                    ALREADY_EXISTS,
-                    f'{key!r} already exists. Open it with use_notebook mode="connect", '
-                    "or choose another name to create a new notebook.",
-                    path=key,
-                ) from failure
-            document = _Document(notebook, fmt, revision_of(data), _Fingerprint.of(status), checked_ns)  # type: ignore[arg-type]
-            self._documents[key] = document
-            self._written(key, document.revision)
-            return _view(key, document)
-
-    async def mutate(
-        self,
-        path: str,
-        change: Callable[[NotebookNode], T],
-        expected_revision: str | None = None,
-    ) -> tuple[T, NotebookView]:
-        """As :meth:`NotebookStore.mutate`, checking ``last_modified``, size and hash before saving."""
-        key, fmt = self._locate(path)
-        async with self._lock(key):
-            for _attempt in range(2):
-                document = await self._latest(key, fmt)
-                if expected_revision is not None and expected_revision != document.revision:
-                    raise _conflict(key, expected_revision, document.revision)
-                try:
-                    result = change(document.notebook)
-                    data = formats.serialize_notebook(document.notebook, fmt)
-                    revision = revision_of(data)
-                    if revision == document.revision:
-                        return result, _view(key, document)
-                    if not await self._unchanged(key, document):
-                        self._retire(key)
-                        continue
-                    checked_ns = time.time_ns()
-                    status = await self.files.write(key, data)
-                except BaseException:
-                    self._retire(key)
-                    raise
-                document = _Document(document.notebook, fmt, revision, _Fingerprint.of(status), checked_ns)  # type: ignore[arg-type]
-                self._documents[key] = document
-                self._written(key, revision)
-                return result, _view(key, document)
-            current = revision_of(await self.files.read_bytes(key))
-            raise ToolFailure(
-                REVISION_CONFLICT,
-                f"{key} kept changing on {self.files.where} while it was being edited (somebody else is "
-                f"saving it); its current revision is {current}. Read it again (read_notebook / "
-                f"get_notebook_revision) and retry with expected_revision={current}.",
-                path=key,
-                current_revision=current,
-            )
-
-    async def _latest(self, key: str, fmt: str) -> _Document:
-        """The document matching the file as the server has it now, parsed only if it changed."""
-        checked_ns = time.time_ns()
-        status = await self.files.stat(key)
-        if status is None:
-            raise ToolFailure(
-                NOT_FOUND,
-                f"{key!r} does not exist on {self.files.where}. Create it with use_notebook "
-                'mode="create", or use list_files to find an existing notebook.',
-                path=key,
-            )
-        document = self._documents.get(key)
-        if document is not None and not document.stale and document.fingerprint == _Fingerprint.of(status):  # type: ignore[arg-type]
-            return document
-        data = await self.files.read_bytes(key)
-        previous = document.notebook if document is not None else None
-        try:
-            notebook = formats.parse_notebook(data, fmt, key, previous)
-        except ToolFailure:
-            self._retire(key)
-            raise
-        document = _Document(notebook, fmt, revision_of(data), _Fingerprint.of(status), checked_ns)  # type: ignore[arg-type]
-        self._documents[key] = document
-        return document
-
-    async def _unchanged(self, key: str, document: _Document) -> bool:
-        """``last_modified`` and size as read, and then the same bytes: nobody saved meanwhile."""
-        status = await self.files.stat(key)
-        if status is None or _Fingerprint.of(status) != document.fingerprint:  # type: ignore[arg-type]
-            return False
-        return revision_of(await self.files.read_bytes(key)) == document.revision

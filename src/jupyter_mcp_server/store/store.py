@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..errors import ALREADY_EXISTS, NOT_FOUND, REVISION_CONFLICT, ToolFailure
 from ..workspace import ChangedMeanwhile
@@ -65,38 +65,143 @@ class NotebookView:
 
 
 @dataclass(frozen=True)
-class _Fingerprint:
+class Fingerprint:
+    """What a file's status says about its bytes: they changed if this did."""
+
     mtime_ns: int
     size: int
-    inode: int
-    device: int
+    inode: int = 0
+    device: int = 0
 
     @classmethod
-    def of(cls, status: os.stat_result) -> _Fingerprint:
+    def of(cls, status: os.stat_result) -> Fingerprint:
         return cls(status.st_mtime_ns, status.st_size, status.st_ino, status.st_dev)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a file held when it was last read or written: a write checks against this."""
+
+    fingerprint: Fingerprint
+    revision: str
+    #: Wall-clock time taken just before the status in ``fingerprint`` was seen.
+    checked_ns: int
+
+    def is_racy(self) -> bool:
+        return self.checked_ns - self.fingerprint.mtime_ns < _RACY_WINDOW_NS
+
+
+class Files(Protocol):
+    """Where a store's notebook files are: the workspace, or a Jupyter Server's contents."""
+
+    @property
+    def missing_where(self) -> str:
+        """Said in messages: ``f"{key!r} does not exist {missing_where}"``."""
+        ...
+
+    @property
+    def changing_where(self) -> str:
+        """Said in messages: ``f"{key} kept changing {changing_where}"``."""
+        ...
+
+    def locate(self, path: str) -> str:
+        """The canonical relative path of ``path`` (one per file); ``invalid_path`` if it is not one."""
+        ...
+
+    async def stat(self, key: str) -> Fingerprint | None:
+        """The file's fingerprint, or None when there is no file."""
+        ...
+
+    async def read_bytes(self, key: str) -> bytes: ...
+
+    def trusts(self, snapshot: Snapshot) -> bool:
+        """Whether a file still showing ``snapshot.fingerprint`` surely holds the same bytes."""
+        ...
+
+    async def write(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        exclusive: bool = False,
+        unchanged_since: Snapshot | None = None,
+    ) -> Fingerprint:
+        """Replace (or create) the file; its new fingerprint.
+
+        ``exclusive`` refuses an existing file with ``already_exists``. With
+        ``unchanged_since``, a file that no longer holds what that snapshot saw
+        is left alone and :class:`~..workspace.ChangedMeanwhile` is raised.
+        """
+        ...
+
+
+class WorkspaceFiles:
+    """The files under the workspace root; writes check and rename under a directory lock."""
+
+    missing_where = "in the workspace"
+    changing_where = "on disk while it was being edited (another program is writing it)"
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def locate(self, path: str) -> str:
+        return self.workspace.relative_of(self.workspace.resolve(path))
+
+    async def stat(self, key: str) -> Fingerprint | None:
+        status = self.workspace.stat(key)
+        return None if status is None else Fingerprint.of(status)
+
+    async def read_bytes(self, key: str) -> bytes:
+        return self.workspace.read_bytes(key)
+
+    def trusts(self, snapshot: Snapshot) -> bool:
+        return not snapshot.is_racy()
+
+    async def write(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        exclusive: bool = False,
+        unchanged_since: Snapshot | None = None,
+    ) -> Fingerprint:
+        # Checked again under the directory lock, just before the rename:
+        # another server process may have written meanwhile.
+        unchanged = None
+        if unchanged_since is not None:
+            unchanged = functools.partial(self._still_on_disk, key, unchanged_since)
+        status = self.workspace.write_atomic(key, data, exclusive=exclusive, unchanged=unchanged)
+        return Fingerprint.of(status)
+
+    def _still_on_disk(self, key: str, snapshot: Snapshot) -> bool:
+        """Whether the file still holds what ``snapshot`` saw."""
+        status = self.workspace.stat(key)
+        if status is None or Fingerprint.of(status) != snapshot.fingerprint:
+            return False
+        if not snapshot.is_racy():
+            return True
+        return revision_of(self.workspace.read_bytes(key)) == snapshot.revision
 
 
 @dataclass(frozen=True)
 class _Document:
     notebook: NotebookNode
     format: str
-    revision: str
-    fingerprint: _Fingerprint
-    #: Wall-clock time taken just before the status in ``fingerprint`` was seen.
-    checked_ns: int
+    snapshot: Snapshot
     #: The notebook may no longer match the file (a change failed half-way):
     #: the file is read again, and this copy only lends its ids.
     stale: bool = False
 
-    def is_racy(self) -> bool:
-        return self.checked_ns - self.fingerprint.mtime_ns < _RACY_WINDOW_NS
+    @property
+    def revision(self) -> str:
+        return self.snapshot.revision
 
 
 class NotebookStore:
-    """Reads, creates and changes notebooks in a workspace, noticing outside edits."""
+    """Reads, creates and changes notebooks in a workspace (or other ``files``), noticing outside edits."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        self._workspace = workspace
+    def __init__(self, workspace: Workspace, files: Files | None = None) -> None:
+        self.files: Files = files if files is not None else WorkspaceFiles(workspace)
         self._documents: dict[str, _Document] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         #: Called with ``(path, revision)`` after this store wrote a file
@@ -107,7 +212,7 @@ class NotebookStore:
         """The notebook at ``path``, re-read only if the file changed since last time."""
         key, fmt = self._locate(path)
         async with self._lock(key):
-            return _view(key, self._current(key, fmt))
+            return _view(key, await self._current(key, fmt))
 
     async def revision(self, path: str) -> str:
         """The revision of the notebook at ``path`` as it is on disk now."""
@@ -121,7 +226,7 @@ class NotebookStore:
             data = formats.serialize_notebook(notebook, fmt)
             checked_ns = time.time_ns()
             try:
-                status = self._workspace.write_atomic(key, data, exclusive=True)
+                fingerprint = await self.files.write(key, data, exclusive=True)
             except ToolFailure as failure:
                 if failure.code != ALREADY_EXISTS:
                     raise
@@ -132,7 +237,7 @@ class NotebookStore:
                     path=key,
                 ) from failure
             document = _Document(
-                notebook, fmt, revision_of(data), _Fingerprint.of(status), checked_ns
+                notebook, fmt, Snapshot(fingerprint, revision_of(data), checked_ns)
             )
             self._documents[key] = document
             self._written(key, document.revision)
@@ -162,7 +267,7 @@ class NotebookStore:
         key, fmt = self._locate(path)
         async with self._lock(key):
             for _attempt in range(2):
-                document = self._current(key, fmt)
+                document = await self._current(key, fmt)
                 if expected_revision is not None and expected_revision != document.revision:
                     raise _conflict(key, expected_revision, document.revision)
                 try:
@@ -172,11 +277,10 @@ class NotebookStore:
                     if revision == document.revision:
                         return result, _view(key, document)  # same bytes: leave the file be
                     checked_ns = time.time_ns()
-                    # Checked again under the directory lock, just before the
-                    # rename: another server process may have written meanwhile.
-                    still = functools.partial(self._still_on_disk, key, document)
                     try:
-                        status = self._workspace.write_atomic(key, data, unchanged=still)
+                        fingerprint = await self.files.write(
+                            key, data, unchanged_since=document.snapshot
+                        )
                     except ChangedMeanwhile:
                         self._retire(key)
                         continue
@@ -184,18 +288,17 @@ class NotebookStore:
                     self._retire(key)
                     raise
                 document = _Document(
-                    document.notebook, fmt, revision, _Fingerprint.of(status), checked_ns
+                    document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns)
                 )
                 self._documents[key] = document
                 self._written(key, revision)
                 return result, _view(key, document)
-            current = revision_of(self._workspace.read_bytes(key))
+            current = revision_of(await self.files.read_bytes(key))
             raise ToolFailure(
                 REVISION_CONFLICT,
-                f"{key} kept changing on disk while it was being edited (another program "
-                f"is writing it); its current revision is {current}. Read it again "
-                f"(read_notebook / get_notebook_revision) and retry with "
-                f"expected_revision={current}.",
+                f"{key} kept changing {self.files.changing_where}; its current revision is "
+                f"{current}. Read it again (read_notebook / get_notebook_revision) and retry "
+                f"with expected_revision={current}.",
                 path=key,
                 current_revision=current,
             )
@@ -216,21 +319,21 @@ class NotebookStore:
             del self._locks[key]
 
     def _locate(self, path: str) -> tuple[str, str]:
-        """The canonical workspace-relative path (one per file) and its format."""
-        key = self._workspace.relative_of(self._workspace.resolve(path))
+        """The canonical relative path (one per file) and its format."""
+        key = self.files.locate(path)
         return key, formats.format_of(key)
 
     def _lock(self, key: str) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
 
-    def _current(self, key: str, fmt: str) -> _Document:
+    async def _current(self, key: str, fmt: str) -> _Document:
         """The document matching the file as it is now, parsing only if it changed."""
         checked_ns = time.time_ns()
-        status = self._workspace.stat(key)
-        if status is None:
+        fingerprint = await self.files.stat(key)
+        if fingerprint is None:
             raise ToolFailure(
                 NOT_FOUND,
-                f"{key!r} does not exist in the workspace. Create it with use_notebook "
+                f"{key!r} does not exist {self.files.missing_where}. Create it with use_notebook "
                 'mode="create", or use list_files to find an existing notebook.',
                 path=key,
             )
@@ -239,36 +342,29 @@ class NotebookStore:
         if (
             document is not None
             and not document.stale
-            and document.fingerprint == _Fingerprint.of(status)
+            and document.snapshot.fingerprint == fingerprint
         ):
-            if not document.is_racy():
+            if self.files.trusts(document.snapshot):
                 return document
-            data = self._workspace.read_bytes(key)
+            data = await self.files.read_bytes(key)
             if revision_of(data) == document.revision:
-                document = replace(document, checked_ns=checked_ns)
+                document = replace(
+                    document, snapshot=replace(document.snapshot, checked_ns=checked_ns)
+                )
                 self._documents[key] = document
                 return document
         if data is None:
             # Status first, bytes second: a write in between only causes another read later.
-            data = self._workspace.read_bytes(key)
+            data = await self.files.read_bytes(key)
         previous = document.notebook if document is not None else None
         try:
             notebook = formats.parse_notebook(data, fmt, key, previous)
         except ToolFailure:
             self._retire(key)  # keep its ids for when the file is fixed
             raise
-        document = _Document(notebook, fmt, revision_of(data), _Fingerprint.of(status), checked_ns)
+        document = _Document(notebook, fmt, Snapshot(fingerprint, revision_of(data), checked_ns))
         self._documents[key] = document
         return document
-
-    def _still_on_disk(self, key: str, document: _Document) -> bool:
-        """Whether the file still holds what ``document`` was read from."""
-        status = self._workspace.stat(key)
-        if status is None or _Fingerprint.of(status) != document.fingerprint:
-            return False
-        if not document.is_racy():
-            return True
-        return revision_of(self._workspace.read_bytes(key)) == document.revision
 
     def _retire(self, key: str) -> None:
         document = self._documents.get(key)
