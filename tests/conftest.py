@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +182,33 @@ def jupyter_server_process(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+#: The notebooks toolset's tools, as CONTRACT.md names them.
+CORE_TOOLS = frozenset(
+    {
+        "list_files", "list_kernels", "use_notebook", "list_notebooks", "restart_notebook",
+        "unuse_notebook", "read_notebook", "get_notebook_revision", "insert_cell",
+        "overwrite_cell_source", "edit_cell_source", "move_cell", "delete_cell",
+        "clear_cell_output", "read_cell", "execute_cell", "insert_execute_code_cell",
+        "execute_code", "interrupt_kernel", "interrupt_notebook_session", "connect_to_jupyter",
+    }
+)
+
+
+def wait_until_healthy(process: Any, base: str, log: Callable[[], str], seconds: float = 60) -> None:
+    """Wait for an HTTP server process to answer /healthz; fail with its log if it exits or never does."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"the server exited with {process.returncode}:\n{log()}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            pytest.fail(f"the server did not answer /healthz:\n{log()}")
+        time.sleep(0.05)

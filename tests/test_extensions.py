@@ -40,15 +40,8 @@ from jupyter_mcp_server.hooks import ToolCallEnded, get_hooks
 
 __all__ = ["extensions_site"]  # the session fixture, used by name
 
-CORE_TOOLS = frozenset(
-    {
-        "list_files", "list_kernels", "use_notebook", "list_notebooks", "restart_notebook",
-        "unuse_notebook", "read_notebook", "get_notebook_revision", "insert_cell",
-        "overwrite_cell_source", "edit_cell_source", "move_cell", "delete_cell",
-        "clear_cell_output", "read_cell", "execute_cell", "insert_execute_code_cell",
-        "execute_code", "interrupt_kernel", "interrupt_notebook_session", "connect_to_jupyter",
-    }
-)
+from conftest import CORE_TOOLS
+
 NARROWED_DESCRIPTION = "List only the notebooks (*.ipynb) in the workspace."
 #: Every fixture that registers and starts, in entry-point name order
 #: (fx-lazy registers too, but sleeps until a client asks for ``lazy``).

@@ -25,22 +25,15 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from conftest import ok, server_command, server_environment, text_of
+from conftest import ok, server_command, server_environment, text_of, wait_until_healthy
 from fixtures import ONLY_OURS, extensions_site, python_path, read_lines
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 __all__ = ["extensions_site"]  # the session fixture, used by name
 
-CORE_TOOLS = frozenset(
-    {
-        "list_files", "list_kernels", "use_notebook", "list_notebooks", "restart_notebook",
-        "unuse_notebook", "read_notebook", "get_notebook_revision", "insert_cell",
-        "overwrite_cell_source", "edit_cell_source", "move_cell", "delete_cell",
-        "clear_cell_output", "read_cell", "execute_cell", "insert_execute_code_cell",
-        "execute_code", "interrupt_kernel", "interrupt_notebook_session", "connect_to_jupyter",
-    }
-)
+from conftest import CORE_TOOLS
+
 #: fx-gateway's on_server takes this core tool off every server it is part of.
 TAKEN_OFF = "interrupt_notebook_session"
 #: What `/mcp` serves: the default toolsets (notebooks, my-extension, gateway).
@@ -106,16 +99,7 @@ def http_server(root: Path, site: Path, *args: str, **env: str) -> Iterator[Http
         process = subprocess.Popen(command, env=environment, cwd=root, stdout=subprocess.DEVNULL, stderr=stderr)
     server = HttpServer(process, port, workspace, log, markers)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited with {process.returncode}:\n{server.log_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{server.base}/healthz", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer /healthz:\n{server.log_text()}")
-            time.sleep(0.05)
+        wait_until_healthy(process, server.base, server.log_text)
         yield server
     finally:
         if process.poll() is None:

@@ -38,6 +38,7 @@ from conftest import (
     server_command,
     server_environment,
     text_of,
+    wait_until_healthy,
 )
 from mcp import Client
 
@@ -413,16 +414,7 @@ def http_server(root: Path, site: Path, **env: str) -> Iterator[str]:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer /healthz:\n{log.read_text()}")
-            time.sleep(0.05)
+        wait_until_healthy(process, base, log.read_text)
         yield base
     finally:
         process.send_signal(signal.SIGTERM)
