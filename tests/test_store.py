@@ -528,6 +528,71 @@ async def test_fifty_mutations_of_a_2000_cell_notebook_parse_nothing(
     assert len(parses) == 1, "an outside edit costs exactly one parse"
 
 
+def as_nbformat_writes_it(data: bytes) -> bytes:
+    return (nbformat.writes(nbformat.reads(data.decode(), as_version=4)) + "\n").encode()
+
+
+async def test_a_big_notebook_edit_encodes_only_the_changed_cell(
+    store: NotebookStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_mcp_server.store import layout
+
+    save(root / "big.ipynb", notebook_with(*(f"x = {i}" for i in range(500))))
+    await store.mutate("big.ipynb", set_source(0, "first write encodes every cell"))
+    encoded: list[Any] = []
+    encode = layout.indented_json
+
+    def counted(value: Any, level: int = 0) -> str:
+        if level == layout.CELL_LEVEL:
+            encoded.append(value)
+        return encode(value, level)
+
+    monkeypatch.setattr(layout, "indented_json", counted)
+    await store.mutate("big.ipynb", set_source(250, "changed"))
+    assert [cell["source"] for cell in encoded] == [["changed"]]
+    data = (root / "big.ipynb").read_bytes()
+    assert data == as_nbformat_writes_it(data)
+    assert nbformat.reads(data.decode(), as_version=4).cells[250].source == "changed"
+
+
+async def test_reused_cell_texts_never_hide_a_change(store: NotebookStore, root: Path) -> None:
+    """1, 1.0 and True compare equal in Python but are different JSON: each must reach the file."""
+    save(root / "t.ipynb", notebook_with("same", "same", "other"))
+
+    def set_metadata(index: int, value: Any):
+        def change(notebook: nbformat.NotebookNode) -> None:
+            notebook.cells[index].metadata["flag"] = value
+
+        return change
+
+    for value in (1, 1.0, True, 1, "1", [1], {"v": 1.0}, None):
+        await store.mutate("t.ipynb", set_metadata(1, value))
+        data = (root / "t.ipynb").read_bytes()
+        assert data == as_nbformat_writes_it(data)
+        stored = json.loads(data)["cells"][1]["metadata"]["flag"]
+        assert stored == value and type(stored) is type(value), (value, stored)
+        assert "flag" not in json.loads(data)["cells"][0]["metadata"]
+
+    def swap_and_grow(notebook: nbformat.NotebookNode) -> None:
+        notebook.cells.reverse()
+        notebook.cells[0].outputs.append(v4.new_output("stream", name="stdout", text="é\n✓"))
+        del notebook.cells[1]
+
+    await store.mutate("t.ipynb", swap_and_grow)
+    data = (root / "t.ipynb").read_bytes()
+    assert data == as_nbformat_writes_it(data)
+    cells = nbformat.reads(data.decode(), as_version=4).cells
+    assert [c.source for c in cells] == ["other", "same"]
+    assert cells[0].outputs[0].text == "é\n✓"
+
+    def empty(notebook: nbformat.NotebookNode) -> None:
+        notebook.cells.clear()
+
+    await store.mutate("t.ipynb", empty)
+    data = (root / "t.ipynb").read_bytes()
+    assert data == as_nbformat_writes_it(data) and json.loads(data)["cells"] == []
+
+
 async def test_forget_drops_the_document(store: NotebookStore, root: Path) -> None:
     save(root / "g.ipynb", notebook_with("1"))
     first = await store.read("g.ipynb")

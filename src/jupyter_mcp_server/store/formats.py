@@ -21,6 +21,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ..errors import INVALID_ARGUMENT, INVALID_PATH, ToolFailure
+from .layout import CellTexts, Unusual, indented_json
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -132,17 +133,23 @@ def parse_notebook(
     return notebook
 
 
-def serialize_notebook(notebook: NotebookNode, fmt: str) -> bytes:
-    """The bytes to store, exactly as nbformat (or jupytext) would write them."""
+def serialize_notebook(
+    notebook: NotebookNode, fmt: str, cell_texts: CellTexts | None = None
+) -> bytes:
+    """The bytes to store, exactly as nbformat (or jupytext) would write them.
+
+    ``cell_texts``, kept by the caller from one write of this notebook to
+    the next, spares re-encoding the cells that did not change.
+    """
     if fmt == IPYNB:
-        disk = _disk_form(notebook)
         try:
-            text = _indented_json(disk)
-        except _Unusual:
+            cells = (cell_texts or CellTexts()).cells_text(notebook["cells"], _disk_cell)
+            text = indented_json({**_disk_form(notebook, with_cells=False), "cells": cells})
+        except Unusual:
             from nbformat.v4.nbjson import BytesEncoder
 
             text = json.dumps(
-                disk,
+                _disk_form(notebook),
                 cls=BytesEncoder,
                 indent=1,
                 sort_keys=True,
@@ -153,84 +160,6 @@ def serialize_notebook(notebook: NotebookNode, fmt: str) -> bytes:
     import jupytext
 
     return jupytext.writes(notebook, fmt=PY_PERCENT).encode("utf-8")
-
-
-class _Unusual(Exception):
-    """A value :func:`_indented_json` leaves to ``json.dumps``."""
-
-
-def _indented_json(value: Any) -> str:
-    """``json.dumps(value, indent=1, sort_keys=True, separators=(",", ": "),
-    ensure_ascii=False)``, byte for byte, about twice as fast.
-
-    ``json`` only has a C encoder for output without indentation; with
-    ``indent`` it runs a generator per value in Python, the largest part of
-    every write of a big notebook. This writes the same layout with one
-    Python call per container and the C string encoder for every string.
-    Anything but the JSON types nbformat stores (a non-string key, bytes, an
-    unknown object) raises :class:`_Unusual`, and the caller uses ``json``.
-    """
-    from json.encoder import encode_basestring
-
-    out: list[str] = []
-    append = out.append
-
-    def container(value: Any, level: int) -> None:
-        if not value:
-            append("{}" if isinstance(value, dict) else "[]")
-            return
-        newline = "\n" + " " * (level + 1)
-        separator = "," + newline
-        between = newline
-        if isinstance(value, dict):
-            append("{")
-            for key in sorted(value):
-                if type(key) is not str:
-                    raise _Unusual
-                append(between)
-                between = separator
-                append(encode_basestring(key))
-                append(": ")
-                item = value[key]
-                if type(item) is str:
-                    append(encode_basestring(item))
-                else:
-                    other(item, level + 1)
-            append("\n" + " " * level + "}")
-        else:
-            append("[")
-            for item in value:
-                append(between)
-                between = separator
-                if type(item) is str:
-                    append(encode_basestring(item))
-                else:
-                    other(item, level + 1)
-            append("\n" + " " * level + "]")
-
-    def other(value: Any, level: int) -> None:
-        if isinstance(value, (dict, list, tuple)):
-            container(value, level)
-        elif isinstance(value, str):
-            append(encode_basestring(value))
-        elif value is None:
-            append("null")
-        elif value is True:
-            append("true")
-        elif value is False:
-            append("false")
-        elif isinstance(value, int):
-            append(int.__repr__(value))
-        elif isinstance(value, float) and value == value and value not in (_INF, -_INF):
-            append(float.__repr__(value))
-        else:  # NaN, infinities, bytes, anything else: json's own rules
-            raise _Unusual
-
-    other(value, 0)
-    return "".join(out)
-
-
-_INF = float("inf")
 
 
 def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int]]:
@@ -351,7 +280,7 @@ def _carry_identity(
         used.add(cell.id)
 
 
-def _disk_form(notebook: NotebookNode) -> dict[str, Any]:
+def _disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, Any]:
     """nbformat's ``split_lines`` + ``strip_transient``, without its deep copy.
 
     Only the containers that differ on disk are rebuilt; everything else is
@@ -363,6 +292,8 @@ def _disk_form(notebook: NotebookNode) -> dict[str, Any]:
         for key, value in notebook["metadata"].items()
         if key not in _TRANSIENT_NOTEBOOK_KEYS
     }
+    if not with_cells:
+        return {**notebook, "metadata": metadata}
     return {**notebook, "metadata": metadata, "cells": [_disk_cell(c) for c in notebook["cells"]]}
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from ..errors import ALREADY_EXISTS, NOT_FOUND, REVISION_CONFLICT, ToolFailure
 from ..workspace import ChangedMeanwhile
 from . import formats
+from .layout import CellTexts
 
 if TYPE_CHECKING:
     import os
@@ -204,6 +205,8 @@ class NotebookStore:
         self.files: Files = files if files is not None else WorkspaceFiles(workspace)
         self._documents: dict[str, _Document] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        #: Each notebook's cell texts from its last write (keyed by content, never stale).
+        self._cell_texts: dict[str, CellTexts] = {}
         #: Called with ``(path, revision)`` after this store wrote a file
         #: (subscriptions hear about the server's own changes this way).
         self.observers: list[Callable[[str, str], None]] = []
@@ -272,7 +275,8 @@ class NotebookStore:
                     raise _conflict(key, expected_revision, document.revision)
                 try:
                     result = change(document.notebook)
-                    data = formats.serialize_notebook(document.notebook, fmt)
+                    texts = self._cell_texts.setdefault(key, CellTexts())
+                    data = formats.serialize_notebook(document.notebook, fmt, texts)
                     revision = revision_of(data)
                     if revision == document.revision:
                         return result, _view(key, document)  # same bytes: leave the file be
@@ -314,6 +318,7 @@ class NotebookStore:
         """Drop the in-memory document of ``path``; the next call reads the file."""
         key, _ = self._locate(path)
         self._documents.pop(key, None)
+        self._cell_texts.pop(key, None)
         lock = self._locks.get(key)
         if lock is not None and not lock.locked():
             del self._locks[key]

@@ -1,0 +1,129 @@
+"""nbformat's JSON layout, byte for byte, and each cell's text kept between writes.
+
+Every change to a notebook rewrites the whole file, and a 2,000-cell notebook
+spent most of each edit encoding cells that did not change. ``json`` only has
+a C encoder for output without indentation; with ``indent`` it runs a
+generator per value in Python. :func:`indented_json` writes nbformat's layout
+(``indent=1``, sorted keys, ``ensure_ascii=False``) with one Python call per
+container and the C string encoder for every string, and :class:`CellTexts`
+keeps the text of every cell of the last write, keyed by the cell's content,
+so the next write encodes only the cells that changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from json.encoder import encode_basestring
+from typing import Any
+
+#: The indentation of a cell: inside the notebook (0) and its ``cells`` list (1).
+CELL_LEVEL = 2
+
+_INF = float("inf")
+
+
+class Unusual(Exception):
+    """A value :func:`indented_json` leaves to ``json.dumps``."""
+
+
+class Verbatim(str):
+    """JSON text already encoded at its place in the layout, written as it is."""
+
+
+def indented_json(value: Any, level: int = 0) -> str:
+    """``json.dumps(value, indent=1, sort_keys=True, separators=(",", ": "),
+    ensure_ascii=False)``, byte for byte, as if ``value`` sat ``level`` deep.
+
+    Anything but the JSON types nbformat stores (a non-string key, bytes, an
+    unknown object, NaN) raises :class:`Unusual`, and the caller uses ``json``.
+    """
+    out: list[str] = []
+    append = out.append
+
+    def container(value: Any, level: int) -> None:
+        if not value:
+            append("{}" if isinstance(value, dict) else "[]")
+            return
+        newline = "\n" + " " * (level + 1)
+        separator = "," + newline
+        between = newline
+        if isinstance(value, dict):
+            append("{")
+            for key in sorted(value):
+                if type(key) is not str:
+                    raise Unusual
+                append(between)
+                between = separator
+                append(encode_basestring(key))
+                append(": ")
+                item = value[key]
+                if type(item) is str:
+                    append(encode_basestring(item))
+                else:
+                    other(item, level + 1)
+            append("\n" + " " * level + "}")
+        else:
+            append("[")
+            for item in value:
+                append(between)
+                between = separator
+                if type(item) is str:
+                    append(encode_basestring(item))
+                else:
+                    other(item, level + 1)
+            append("\n" + " " * level + "]")
+
+    def other(value: Any, level: int) -> None:
+        if isinstance(value, Verbatim):
+            append(value)
+        elif isinstance(value, (dict, list, tuple)):
+            container(value, level)
+        elif isinstance(value, str):
+            append(encode_basestring(value))
+        elif value is None:
+            append("null")
+        elif value is True:
+            append("true")
+        elif value is False:
+            append("false")
+        elif isinstance(value, int):
+            append(int.__repr__(value))
+        elif isinstance(value, float) and value == value and value not in (_INF, -_INF):
+            append(float.__repr__(value))
+        else:  # NaN, infinities, bytes, anything else: json's own rules
+            raise Unusual
+
+    other(value, level)
+    return "".join(out)
+
+
+class CellTexts:
+    """The text of each cell of a notebook's last write, reused while the cell is unchanged.
+
+    The key is ``repr(cell)``: C-fast, and different for any difference that
+    changes the text, including ``1``, ``1.0`` and ``True``, which compare
+    equal. A text is therefore never stale, whoever changed the cell (a tool,
+    or another program whose save was read back). Only the last write's texts
+    are kept, so memory stays about the size of the file.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+
+    def cells_text(self, cells: list[Any], disk_cell: Callable[[Any], Any]) -> Verbatim:
+        """The ``cells`` list as it sits in the notebook; ``disk_cell`` gives a cell's stored form."""
+        if not cells:
+            return Verbatim("[]")
+        previous = self._texts
+        texts: dict[str, str] = {}
+        parts: list[str] = []
+        for cell in cells:
+            key = repr(cell)
+            text = texts.get(key) or previous.get(key)
+            if text is None:
+                text = indented_json(disk_cell(cell), CELL_LEVEL)
+            texts[key] = text
+            parts.append(text)
+        self._texts = texts
+        indent = "\n" + " " * CELL_LEVEL
+        return Verbatim("[" + indent + ("," + indent).join(parts) + "\n" + " " * (CELL_LEVEL - 1) + "]")
