@@ -28,7 +28,7 @@ from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.kernels.manager import Kernel, gone_message
 from jupyter_mcp_server.kernels.turns import run_in_turn
 from jupyter_mcp_server.progress import output_listener
-from jupyter_mcp_server.store import new_cell
+from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path, server
 from jupyter_mcp_server.tools.cells import insertion_index
@@ -169,9 +169,10 @@ def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
     return change
 
 
-async def run_cell(path: str, cell_id: str, source: str, timeout: float) -> CallToolResult:
+async def run_cell(view: NotebookView, cell_id: str, source: str, timeout: float) -> CallToolResult:
+    """Run a cell of the notebook ``view`` was just read from, and store its outputs."""
     context = server()
-    view = await context.store.read(path)
+    path = view.path
     attachment = await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))
     outcome = await run_on(attachment.kernel, source, timeout, path)
     note = (
@@ -221,7 +222,7 @@ async def execute_cell(
     cell = view.notebook.cells[cell_position(view.notebook, cell_index, cell_id)]
     if cell.get("cell_type") != "code":
         raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.")
-    return await run_cell(path, cell["id"], cell.get("source", ""), seconds)
+    return await run_cell(view, cell["id"], cell.get("source", ""), seconds)
 
 
 @tool_handler("insert_execute_code_cell")
@@ -243,8 +244,8 @@ async def insert_execute_code_cell(
         notebook.cells.insert(index, cell)
         return cell["id"]
 
-    cell_id, _ = await server().store.mutate(path, change, expected_revision)
-    return await run_cell(path, cell_id, cell_source, seconds)
+    cell_id, view = await server().store.mutate(path, change, expected_revision)
+    return await run_cell(view, cell_id, cell_source, seconds)
 
 
 @tool_handler("execute_code")
