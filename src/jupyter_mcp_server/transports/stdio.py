@@ -116,9 +116,11 @@ async def serve_stdio(mcp: Any) -> None:
     from mcp.shared._context_streams import create_context_streams
 
     from jupyter_mcp_server.handlers import lowlevel
+    from jupyter_mcp_server.transports.pipes import can_serve, pipe_streams
 
     server = lowlevel(mcp)
-    async with stdio_server() as (read_stream, write_stream):
+    streams = pipe_streams() if can_serve() else stdio_server()
+    async with streams as (read_stream, write_stream):
         screened_send, screened = create_context_streams[Any](0)
 
         async def screen() -> None:

@@ -1,0 +1,124 @@
+"""stdin and stdout read and written on the event loop, when both are pipes.
+
+The SDK's stdio transport reads each line in a worker thread and writes each
+message with two more thread hand-offs (write, flush): three trips between
+threads per request and answer, a measurable part of a warm call's round trip
+on a busy machine. When stdin and stdout are pipes or sockets (as they are
+when a desktop host spawns the server), they are served here by asyncio's own
+pipe transports instead, with the SDK's framing (one JSON-RPC message per
+line, UTF-8, invalid bytes replaced) and the SDK's claim of the descriptors:
+while serving, fd 0 reads the null device and fd 1 writes to stderr, so a
+stray ``print`` or a child process never corrupts the protocol stream.
+
+Anything else (a terminal, a regular file) goes through the SDK's transport:
+making a terminal non-blocking would leak into the shell that owns it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import stat
+from collections.abc import AsyncIterator
+from typing import Any
+
+#: A single message may be large (a notebook written in one call); reading
+#: pauses above twice this many buffered bytes, it never refuses a line.
+_READ_LIMIT = 1 << 30
+
+#: How long buffered answers get to reach the client once serving ends.
+_FLUSH_GRACE = 5.0
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def can_serve() -> bool:
+    """Whether stdin and stdout are both pipes or sockets."""
+    return _is_pipe(0) and _is_pipe(1)
+
+
+@contextlib.contextmanager
+def _claimed_std_descriptors() -> Any:
+    """Private duplicates of fd 0 and 1; meanwhile fd 0 reads /dev/null and fd 1 goes to stderr.
+
+    Each duplicate is for a transport to own and close; on the way out the
+    wire is made blocking again (asyncio made it non-blocking, and that flag
+    belongs to the pipe, not to a descriptor) and put back on fd 0 and 1.
+    """
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+    finally:
+        os.close(null)
+    try:
+        yield fcntl.fcntl(wire_in, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(wire_out, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        for wire, fd in ((wire_in, 0), (wire_out, 1)):
+            with contextlib.suppress(OSError):
+                os.set_blocking(wire, True)
+                os.dup2(wire, fd)
+            os.close(wire)
+
+
+@contextlib.asynccontextmanager
+async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's ``(read_stream, write_stream)`` pair over stdin and stdout, without threads."""
+    import anyio
+    import mcp_types
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    loop = asyncio.get_running_loop()
+    with _claimed_std_descriptors() as (wire_in, wire_out):
+        reader = asyncio.StreamReader(limit=_READ_LIMIT)
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
+        )
+        write_transport, write_protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0)
+        )
+        writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)  # type: ignore[arg-type]
+
+        read_stream_writer, read_stream = create_context_streams[Any](0)
+        write_stream, write_stream_reader = create_context_streams[Any](0)
+
+        async def stdin_reader() -> None:
+            async with read_stream_writer:
+                while line := await reader.readline():
+                    text = line.decode("utf-8", errors="replace")
+                    try:
+                        message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+                    except Exception as problem:
+                        await read_stream_writer.send(problem)
+                        continue
+                    await read_stream_writer.send(SessionMessage(message))
+
+        async def stdout_writer() -> None:
+            async with write_stream_reader:
+                async for session_message in write_stream_reader:
+                    text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    writer.write(text.encode("utf-8") + b"\n")
+                    await writer.drain()
+
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(stdin_reader)
+                tasks.start_soon(stdout_writer)
+                yield read_stream, write_stream
+                tasks.cancel_scope.cancel()
+        finally:
+            read_transport.close()
+            writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), _FLUSH_GRACE)

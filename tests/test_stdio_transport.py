@@ -1,0 +1,98 @@
+"""The stdio transport: pipes and sockets served on the event loop, anything else by the SDK.
+
+Whatever carries stdin and stdout, only protocol messages reach stdout, a
+message of any size crosses whole in both directions, and the server stops
+when its input ends.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from rpc import LEGACY, RawServer, environment
+
+
+def initialize_line(request_id: int = 1) -> bytes:
+    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    return (json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}) + "\n").encode()
+
+
+def line(message: dict) -> bytes:
+    return (json.dumps(message) + "\n").encode()
+
+
+def command(workspace: Path) -> list[str]:
+    return [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace)]
+
+
+def test_output_of_kernels_and_their_children_never_reaches_the_protocol_stream(tmp_path: Path) -> None:
+    server = RawServer(tmp_path, stderr=tmp_path.parent / "stray.log")
+    try:
+        server.ok("use_notebook", {"notebook_name": "s.ipynb", "mode": "create"})
+        code = (
+            "import os, subprocess, sys\n"
+            "os.write(1, b'STRAY fd 1\\n')\n"
+            "os.write(2, b'STRAY fd 2\\n')\n"
+            "subprocess.run(['echo', 'STRAY child'])\n"
+            "print('printed')\n"
+        )
+        result = server.call("execute_code", {"code": code})
+        assert not result.get("isError"), result
+        assert "printed" in json.dumps(result["content"])
+        # Every line on stdout so far, and after, parsed as a JSON-RPC message.
+        assert server.ok("get_notebook_revision")["revision"]
+        assert server.unsolicited == []
+    finally:
+        assert server.close() == 0
+
+
+def test_megabytes_cross_whole_in_both_directions(tmp_path: Path) -> None:
+    server = RawServer(tmp_path)
+    try:
+        server.ok("use_notebook", {"notebook_name": "big.ipynb", "mode": "create"})
+        source = "# " + "é✓x" * 1_000_000  # about 6 MB of UTF-8 in one request line
+        server.ok("insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": source})
+        cell = server.ok("read_cell", {"cell_index": 0})
+        assert cell["source"] == source
+    finally:
+        assert server.close() == 0
+    stored = json.loads((tmp_path / "big.ipynb").read_text(encoding="utf-8"))
+    assert "".join(stored["cells"][0]["source"]) == source
+
+
+def test_a_regular_file_as_stdin_is_served_until_it_ends(tmp_path: Path) -> None:
+    requests = tmp_path.parent / "requests.jsonl"
+    # Requests still running when the input ends are abandoned, as a client
+    # closing stdin asks; the handshake is answered before anything else.
+    requests.write_bytes(initialize_line(1) + line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    with open(requests, "rb") as stdin:
+        done = subprocess.run(
+            command(tmp_path), stdin=stdin, capture_output=True, env=environment(), cwd=tmp_path, timeout=120
+        )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    assert answers[1]["result"]["serverInfo"]["name"] == "jupyter-mcp-server"
+
+
+def test_a_socket_as_stdin_and_stdout_is_served(tmp_path: Path) -> None:
+    ours, theirs = socket.socketpair()
+    with ours:
+        process = subprocess.Popen(
+            command(tmp_path), stdin=theirs, stdout=theirs, stderr=subprocess.DEVNULL, env=environment(), cwd=tmp_path
+        )
+        theirs.close()
+        ours.settimeout(120)
+        ours.sendall(initialize_line(7))
+        received = b""
+        while b"\n" not in received:
+            chunk = ours.recv(65536)
+            assert chunk, "the server closed the socket before answering"
+            received += chunk
+        answer = json.loads(received.split(b"\n", 1)[0])
+        assert answer["id"] == 7 and answer["result"]["serverInfo"]["name"] == "jupyter-mcp-server"
+        ours.shutdown(socket.SHUT_WR)
+        assert process.wait(60) == 0
