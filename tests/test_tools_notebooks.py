@@ -89,6 +89,7 @@ async def check_tool_declarations(client) -> None:
         tool = tools[name]
         assert tool.title and tool.description, name
         assert tool.output_schema and tool.output_schema.get("type") == "object", name
+        assert '"title"' not in json.dumps(tool.output_schema), f"{name}: pydantic's field titles are noise"
         hints = tool.annotations
         assert hints is not None, name
         assert hints.read_only_hint is (name in READ_ONLY), name

@@ -6,17 +6,19 @@ Each tool publishes one of these as its ``outputSchema`` and answers
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from jupyter_mcp_server.tools.models import Result
 
 
-class SandboxLimits(BaseModel):
+class SandboxLimits(Result):
     memory_mb: int = Field(description="Address-space limit of the kernel process, MiB (RLIMIT_AS).")
     cpu_seconds: int = Field(description="CPU time the kernel may use in its lifetime (RLIMIT_CPU); past it, it is killed.")
     open_files: int = Field(description="Open files per process (RLIMIT_NOFILE).")
     processes: int = Field(description="Processes and threads of the kernel's user (RLIMIT_NPROC).")
 
 
-class SandboxModel(BaseModel):
+class SandboxModel(Result):
     sandbox_name: str
     variant: str
     state: str = Field(description="running, or gone (its kernel exited; it is never used again).")
@@ -33,19 +35,19 @@ class SandboxModel(BaseModel):
     caveats: list[str] = Field(default_factory=list, description="What this sandbox does not protect against here.")
 
 
-class SandboxList(BaseModel):
+class SandboxList(Result):
     sandboxes: list[SandboxModel]
     active: str | None = Field(description="The selected sandbox's name, or null when execute_code runs on the notebook's kernel.")
     variants: list[str] = Field(description="The variants launch_sandbox accepts here.")
 
 
-class SandboxSelection(BaseModel):
+class SandboxSelection(Result):
     active: str | None = Field(description="The sandbox execute_code now runs in; null: the notebook's kernel.")
     previous: str | None = Field(description="The one selected before this call.")
     sandbox: SandboxModel | None = None
 
 
-class SandboxTermination(BaseModel):
+class SandboxTermination(Result):
     sandbox_name: str
     terminated: bool = Field(description="True: this call stopped it. False: it was already gone.")
     already_gone: bool

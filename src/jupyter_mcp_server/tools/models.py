@@ -6,33 +6,54 @@ Each model is what a tool publishes as its ``outputSchema`` and what its
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
-class Revisioned(BaseModel):
+def plain_schema(schema: dict[str, Any]) -> None:
+    """Drop the titles pydantic makes of class and field names.
+
+    Every client compiles each output schema once (the official one checks it
+    against the JSON Schema meta-schema first) and hosts may show it to the
+    model: a title per field costs both and says nothing the field name does
+    not. Nullable fields keep pydantic's ``anyOf: [x, null]``: a ``type``
+    array is shorter but does not map onto single-type dialects (the OpenAPI
+    subset of some model providers), which the inspector's strict mode flags.
+    """
+    schema.pop("title", None)
+    for field in schema.get("properties", {}).values():
+        field.pop("title", None)
+
+
+class Result(BaseModel):
+    """A tool's structured result; its JSON schema is the plain one (:func:`plain_schema`)."""
+
+    model_config = ConfigDict(json_schema_extra=plain_schema)
+
+
+class Revisioned(Result):
     revision: str = Field(description="The notebook's revision after the call.")
 
 
-class FileEntry(BaseModel):
+class FileEntry(Result):
     path: str
     type: Literal["file", "directory", "notebook"]
     size: int
     last_modified: str
 
 
-class FileList(BaseModel):
+class FileList(Result):
     files: list[FileEntry]
     total: int = Field(description="How many entries matched, before paging.")
 
 
-class KernelEntry(BaseModel):
+class KernelEntry(Result):
     kernel_id: str
     kernel_name: str
     state: str
     notebooks: list[str]
 
 
-class KernelList(BaseModel):
+class KernelList(Result):
     kernels: list[KernelEntry]
     kernelspecs: list[str]
 
@@ -44,24 +65,24 @@ class NotebookUsed(Revisioned):
     kernel_id: str | None
 
 
-class NotebookEntry(BaseModel):
+class NotebookEntry(Result):
     notebook_name: str
     notebook_path: str
     current: bool
     kernel_id: str | None
 
 
-class NotebookList(BaseModel):
+class NotebookList(Result):
     notebooks: list[NotebookEntry]
 
 
-class JupyterConnected(BaseModel):
+class JupyterConnected(Result):
     jupyter_url: str = Field(description="The Jupyter Server later kernels start on.")
     version: str = Field(description="Its Jupyter Server version.")
     kernelspecs: list[str] = Field(description="The kernelspecs it can start.")
 
 
-class KernelOnly(BaseModel):
+class KernelOnly(Result):
     kernel_id: str
 
 
@@ -69,13 +90,13 @@ class KernelRestarted(Revisioned):
     kernel_id: str
 
 
-class Released(BaseModel):
+class Released(Result):
     notebook_name: str
     notebook_path: str
     kernel_id: str | None
 
 
-class CellSummary(BaseModel):
+class CellSummary(Result):
     index: int
     cell_id: str
     cell_type: str
@@ -104,7 +125,7 @@ class CellCleared(Revisioned):
     cell_id: str
 
 
-class DeletedCell(BaseModel):
+class DeletedCell(Result):
     cell_id: str
     source: str | None
 
@@ -122,19 +143,19 @@ class CellRead(Revisioned):
     outputs: list[dict[str, Any]] | None
 
 
-class TruncationModel(BaseModel):
+class TruncationModel(Result):
     truncated: bool
     omitted_blocks: int
     omitted_bytes: int
 
 
-class ErrorModel(BaseModel):
+class ErrorModel(Result):
     ename: str
     evalue: str
     traceback: list[str]
 
 
-class ExecutionResult(BaseModel):
+class ExecutionResult(Result):
     """Output schema 1.0 (seeds/004), plus status, and cell_id and revision where a cell ran."""
 
     schema_version: Literal["1.0"] = "1.0"
