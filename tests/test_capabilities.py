@@ -147,3 +147,24 @@ async def test_cancellation_follows_its_capability(workspace):
             assert text_of(check).strip().endswith(str(expect_finished)), text_of(check)
             if not expect_finished:
                 assert time.monotonic() - started < 2.0
+
+
+PROBE = "print(len(In), repr(_), len(Out), sorted(k for k in globals() if k.startswith('_i') or k[1:].isdigit()))"
+
+
+async def fresh_kernel_state(workspace, *args):
+    async with serve(workspace, *args) as client:
+        await ok(client, "use_notebook", {"notebook_name": "fresh.ipynb", "mode": "create"})
+        result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": PROBE})
+        assert not result.is_error, text_of(result)
+        return result.structured_content["execution_count"], text_of(result)
+
+
+async def test_a_prestarted_kernel_is_as_fresh_as_one_started_on_demand(tmp_path):
+    """The pool's warm-up run leaves no trace a cell can see: no count, no history, no `_`."""
+    (tmp_path / "pooled").mkdir()
+    (tmp_path / "on-demand").mkdir()
+    pooled = await fresh_kernel_state(tmp_path / "pooled", "--capability", "kernel.prestart")
+    on_demand = await fresh_kernel_state(tmp_path / "on-demand", "--capability", "kernel.prestart=off")
+    assert pooled == on_demand
+    assert pooled[0] == 1

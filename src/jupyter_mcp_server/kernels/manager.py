@@ -35,6 +35,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_KERNEL_NAME = "python3"
 AUTO_RESTART = "kernel.auto-restart"
+#: What a prestarted kernel runs before anybody asks for it (see `_prestart`).
+WARM_UP = "get_ipython().display_formatter.format(0) and None"
+
 #: Seconds after the server starts before the first kernel is prestarted:
 #: long enough for the MCP handshake to be answered first.
 PRESTART_DELAY = 0.2
@@ -461,9 +464,12 @@ class KernelManager:
         on a core) off the calls just being answered: the handshake at server
         start, the call that just took the pooled kernel and its first
         execution. Whoever needs the kernel meanwhile cuts the delay short.
-        The silent run pays the kernel's own first-execution costs here, not
-        in the first cell a caller runs; it counts nothing and stores nothing
-        in the kernel's history.
+        The warm-up run pays the kernel's own first-execution costs here, not
+        in the first cell a caller runs: the non-silent execution path and the
+        display formatters. It counts nothing, stores nothing in the kernel's
+        history and displays nothing (its value is None: a ``;`` would not do,
+        IPython looks for it in the history), so ``_``, ``In`` and ``Out`` are
+        as a fresh kernel has them.
         """
         if delay > 0:
             with contextlib.suppress(asyncio.TimeoutError):
@@ -471,13 +477,13 @@ class KernelManager:
         prestart.launched = True
         kernel = await self._launch(DEFAULT_KERNEL_NAME)
         try:
-            msg_id = kernel.client.execute("pass", silent=True, store_history=False, allow_stdin=False)
+            msg_id = kernel.client.execute(WARM_UP, silent=False, store_history=False, allow_stdin=False)
             deadline = time.monotonic() + 10
             while (wait := deadline - time.monotonic()) > 0:
                 reply = await kernel.client.get_shell_msg(timeout=wait)
                 if reply.get("parent_header", {}).get("msg_id") == msg_id:
                     break
-        except Exception:  # a kernel that cannot run `pass` fails its first real call instead
+        except Exception:  # a kernel that cannot run it fails its first real call instead
             logger.debug("Warming a prestarted kernel failed", exc_info=True)
         return kernel
 
