@@ -458,3 +458,24 @@ def test_list_files_follows_symlinks_inside_and_keeps_the_callers_name(tree: Wor
     assert "dangling" not in paths(tree.list_files())
     assert paths(tree.list_files("linkdir")) == ["linkdir/b", "linkdir/inner.ipynb"]
     assert paths(tree.list_files("./a//")) == ["a/b", "a/inner.ipynb"]
+
+
+def test_a_started_server_sweeps_a_crash_leftovers_beside_serving(tmp_path: Path) -> None:
+    """The walk happens after the handshake (a home directory is big); the leftovers still go."""
+    import time
+
+    from rpc import RawServer
+
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    leftovers = [tmp_path / ".a.ipynb.0123456789abcdef.jmcp-tmp", tmp_path / "deep" / "er" / ".b.0123456789abcdef.jmcp-tmp"]
+    for leftover in leftovers:
+        leftover.write_text("half a notebook")
+    server = RawServer(tmp_path, "--capability", "kernel.prestart=off")
+    try:
+        deadline = time.monotonic() + 30
+        while any(p.exists() for p in leftovers) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not any(p.exists() for p in leftovers)
+        assert server.ok("list_files", {"path": "", "max_depth": 3})
+    finally:
+        assert server.close() == 0

@@ -6,7 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
@@ -17,9 +22,10 @@ async def running_server() -> AsyncIterator[None]:
     from jupyter_mcp_server.server import extension_manager
 
     context = ServerContext.get_instance()
-    removed = context.workspace.remove_stale_temp_files()
-    if removed:
-        logger.info("Removed %d temporary files left by an earlier crash", removed)
+    # A crash's leftover temporary files are clutter, never read: the walk of
+    # what may be a home directory happens beside serving, not before the
+    # handshake, in a daemon thread that never holds up the exit.
+    threading.Thread(target=_sweep, args=(context.workspace,), name="sweep", daemon=True).start()
     context.kernels.start_background()
     # Off the handshake: the imports the first notebook call would otherwise
     # pay happen while the client settles in.
@@ -31,6 +37,16 @@ async def running_server() -> AsyncIterator[None]:
         # Shielded: a cancelled server must still stop what it started.
         await asyncio.shield(context.kernels.shutdown_all())
         extension_manager.stop()
+
+
+def _sweep(workspace: Workspace) -> None:
+    try:
+        removed = workspace.remove_stale_temp_files()
+    except Exception:
+        logger.warning("Looking for temporary files left by a crash failed", exc_info=True)
+        return
+    if removed:
+        logger.info("Removed %d temporary files left by an earlier crash", removed)
 
 
 def _warm_up() -> None:
