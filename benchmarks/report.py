@@ -43,6 +43,7 @@ METRICS: list[Metric] = [
         floor_key="first_exec_settled",
     ),
     Metric("round_trip", "3 MCP round trip, trivial tool", "s"),
+    Metric("raw_round_trip", "3 same, the server alone (plain pipes)", "s"),
     Metric("execute_code", "3 warm execute_code 1+1", "s"),
     Metric("execute_cell", "3 warm execute_cell 1+1 (persisted)", "s", floor_key="execute_code"),
     Metric("insert_first", "4 insert_cell, first 50", "s"),

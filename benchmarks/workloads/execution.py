@@ -3,8 +3,9 @@
 The cost an agent pays on every call once everything is running, read
 against raw ``jupyter_client`` on a warm kernel, one floor sample between
 each pair of ours. Alongside, the MCP round trip of a trivial tool on our
-server and of the SDK's minimal server's one tool: the part of every
-latency that belongs to the client and the transport, not to the server.
+server and of the SDK's minimal server's one tool, through the official
+client and through plain pipes (``raw.py``): the difference is the client
+library's share of every latency, the same whichever server answers.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import floor
 from harness import Harness
 from profiles import MINIMAL, OURS
+from raw import raw_round_trips
 
 NOTEBOOK = "warm.ipynb"
 
@@ -53,8 +55,17 @@ async def warm_executions(h: Harness) -> None:
                     )
                 if session.profile is OURS:
                     with r.timing("round_trip", OURS.name):
-                        await session.client.call_tool(
-                            "get_notebook_revision", {"notebook_name": NOTEBOOK}
-                        )
+                        await session.client.call_tool("list_notebooks", {})
                     with r.timing("round_trip", MINIMAL.name):
                         await minimal.client.call_tool("add", {"a": 1, "b": 2})
+    # The same trivial calls with nothing around them (raw.py): batches of
+    # each server in turn, so load hits both; no kernel for ours to prestart.
+    for _ in range(h.sizes.repetitions):
+        for profile, tool, arguments, env in (
+            (OURS, "list_notebooks", {}, {"JUPYTER_MCP_CAPABILITIES": "kernel.prestart=off"}),
+            (MINIMAL, "add", {"a": 1, "b": 2}, None),
+        ):
+            for latency in await raw_round_trips(
+                profile, h.workspace("raw"), tool, arguments, h.sizes.batch * 10, env
+            ):
+                r.add("raw_round_trip", profile.name, latency)
