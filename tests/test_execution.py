@@ -531,3 +531,19 @@ async def test_edits_during_a_long_execution(workspace):
         assert result.is_error and error_code(result) == "not_found", text_of(result)
         assert "changed" in text_of(result)
         assert notebook.read_bytes() == before
+
+
+async def test_scratch_code_needs_the_kernel_not_the_file(workspace):
+    """execute_code reads the notebook only to start its kernel: a missing one is not_found, no kernel
+    started; a notebook whose kernel runs keeps its session even when its file goes away."""
+    async with serve(workspace, "--capability", "kernel.prestart=off") as client:
+        missing = await refused(client, "execute_code", {"code": "1", "notebook_name": "ghost.ipynb"}, "not_found")
+        assert "use_notebook" in text_of(missing)
+        assert (await ok(client, "list_kernels"))["kernels"] == []
+
+        await ok(client, "use_notebook", {"notebook_name": "gone.ipynb", "mode": "create"})
+        await ok(client, "execute_code", {"code": "kept = 41"})
+        (workspace / "gone.ipynb").unlink()
+        result = await client.call_tool("execute_code", {"code": "kept + 1"})
+        assert not result.is_error and "42" in text_of(result)
+        await refused(client, "read_notebook", {}, "not_found")

@@ -35,6 +35,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_KERNEL_NAME = "python3"
 AUTO_RESTART = "kernel.auto-restart"
+#: The kernelspec a notebook names, or how to find it out when it is needed.
+MetadataKernel = str | Callable[[], Awaitable[str | None]] | None
+
 #: What a prestarted kernel runs before anybody asks for it (see `_prestart`).
 WARM_UP = "get_ipython().display_formatter.format(0) and None"
 
@@ -274,21 +277,33 @@ class KernelManager:
         if kernel.sessions is not None:
             await kernel.sessions.bind(notebook, kernel.kernel_id, kernel.kernel_name)
 
-    async def live_kernel_of(self, notebook: str, *, metadata_kernel: str | None = None) -> Attachment:
+    async def live_kernel_of(
+        self,
+        notebook: str,
+        *,
+        metadata_kernel: MetadataKernel = None,
+    ) -> Attachment:
         """The notebook's kernel, alive: the one decision about lost kernels.
 
         Never bound: a first attachment. Bound and alive: that kernel. Lost
         (killed, crashed, reaped): `kernel_gone`, unless ``kernel.auto-restart``
         is on, in which case a replacement is started and the answer says so.
+        ``metadata_kernel``, the kernelspec the notebook names, may be a
+        coroutine function: it is asked only when a kernel has to be started,
+        so a call on a bound kernel need not read the notebook.
         """
         async with self._binding_lock(notebook):
             return await self._live_kernel_of(notebook, metadata_kernel=metadata_kernel)
 
-    async def _live_kernel_of(self, notebook: str, *, metadata_kernel: str | None) -> Attachment:
+    async def _live_kernel_of(
+        self, notebook: str, *, metadata_kernel: MetadataKernel
+    ) -> Attachment:
         kernel_id = self._bindings.get(notebook)
         kernel = self._kernels.get(kernel_id) if kernel_id else None
         if kernel is not None and await kernel.is_alive():
             return Attachment(kernel)
+        if callable(metadata_kernel):
+            metadata_kernel = await metadata_kernel()
         if kernel is None and notebook not in self._lost:
             return Attachment(await self._attach(notebook, metadata_kernel=metadata_kernel))
         name = kernel.kernel_name if kernel else (metadata_kernel or DEFAULT_KERNEL_NAME)

@@ -270,8 +270,12 @@ async def execute_code(
             raise ToolFailure(KERNEL_GONE, gone_message(f"kernel {kernel_id}"), kernel_id=kernel_id)
         return execution_result(await run_on(kernel, code, seconds, None))
     path = notebook_path(ctx, notebook_name)
-    view = await context.store.read(path)
-    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))
+
+    async def named_kernel() -> str | None:
+        # Read only when a kernel has to start: scratch code needs no file.
+        return metadata_kernel((await context.store.read(path)).notebook)
+
+    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=named_kernel)
     outcome = await run_on(attachment.kernel, code, seconds, path)
     note = "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
     return execution_result(outcome, note=note)
