@@ -1,4 +1,4 @@
-"""The stdio transport: pipes and sockets served on the event loop, anything else by the SDK.
+"""The stdio transport: pipes served on the event loop, anything else (files, sockets) by the SDK.
 
 Whatever carries stdin and stdout, only protocol messages reach stdout, a
 message of any size crosses whole in both directions, and the server stops
@@ -79,6 +79,7 @@ def test_a_regular_file_as_stdin_is_served_until_it_ends(tmp_path: Path) -> None
 
 
 def test_a_socket_as_stdin_and_stdout_is_served(tmp_path: Path) -> None:
+    """One socket both ways, as inetd-style launchers give it: several requests, several answers."""
     ours, theirs = socket.socketpair()
     with ours:
         process = subprocess.Popen(
@@ -86,13 +87,49 @@ def test_a_socket_as_stdin_and_stdout_is_served(tmp_path: Path) -> None:
         )
         theirs.close()
         ours.settimeout(120)
-        ours.sendall(initialize_line(7))
         received = b""
-        while b"\n" not in received:
-            chunk = ours.recv(65536)
-            assert chunk, "the server closed the socket before answering"
-            received += chunk
-        answer = json.loads(received.split(b"\n", 1)[0])
-        assert answer["id"] == 7 and answer["result"]["serverInfo"]["name"] == "jupyter-mcp-server"
+
+        def answer(request_id: int) -> dict:
+            nonlocal received
+            while True:
+                while b"\n" not in received:
+                    chunk = ours.recv(65536)
+                    assert chunk, "the server closed the socket before answering"
+                    received += chunk
+                line, received = received.split(b"\n", 1)
+                message = json.loads(line)
+                if message.get("id") == request_id:
+                    return message
+
+        ours.sendall(initialize_line(7))
+        assert answer(7)["result"]["serverInfo"]["name"] == "jupyter-mcp-server"
+        ours.sendall(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        for request_id in (8, 9, 10):
+            ours.sendall(line({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": {}}))
+            assert "use_notebook" in {tool["name"] for tool in answer(request_id)["result"]["tools"]}
         ours.shutdown(socket.SHUT_WR)
         assert process.wait(60) == 0
+
+
+def test_a_client_that_closes_stdout_stops_the_server_cleanly(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        command(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(JUPYTER_MCP_LOG_LEVEL="INFO"),
+        cwd=tmp_path,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(initialize_line(1))
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline())["id"] == 1
+    process.stdout.close()  # the client goes away without closing stdin
+    try:
+        status = process.wait(60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    errors = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    assert status == 0, errors[-2000:]
+    assert "Traceback" not in errors, errors[-2000:]

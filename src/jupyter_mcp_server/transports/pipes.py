@@ -3,15 +3,16 @@
 The SDK's stdio transport reads each line in a worker thread and writes each
 message with two more thread hand-offs (write, flush): three trips between
 threads per request and answer, a measurable part of a warm call's round trip
-on a busy machine. When stdin and stdout are pipes or sockets (as they are
-when a desktop host spawns the server), they are served here by asyncio's own
+on a busy machine. When stdin and stdout are pipes (as they are when a
+desktop host spawns the server), they are served here by asyncio's own
 pipe transports instead, with the SDK's framing (one JSON-RPC message per
 line, UTF-8, invalid bytes replaced) and the SDK's claim of the descriptors:
 while serving, fd 0 reads the null device and fd 1 writes to stderr, so a
 stray ``print`` or a child process never corrupts the protocol stream.
 
-Anything else (a terminal, a regular file) goes through the SDK's transport:
-making a terminal non-blocking would leak into the shell that owns it.
+Anything else (a terminal, a regular file, a socket) goes through the SDK's
+transport: making a terminal non-blocking would leak into the shell that owns
+it, and see :func:`can_serve` for sockets.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
 import stat
 from collections.abc import AsyncIterator
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 #: A single message may be large (a notebook written in one call); reading
 #: pauses above twice this many buffered bytes, it never refuses a line.
@@ -34,14 +38,18 @@ _FLUSH_GRACE = 5.0
 
 def _is_pipe(fd: int) -> bool:
     try:
-        mode = os.fstat(fd).st_mode
+        return stat.S_ISFIFO(os.fstat(fd).st_mode)
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def can_serve() -> bool:
-    """Whether stdin and stdout are both pipes or sockets."""
+    """Whether stdin and stdout are both pipes.
+
+    Not sockets: asyncio's write-pipe transport takes a socket becoming
+    readable for its peer going away, and a socket that is both stdin and
+    stdout becomes readable with every request.
+    """
     return _is_pipe(0) and _is_pipe(1)
 
 
@@ -71,9 +79,23 @@ def _claimed_std_descriptors() -> Any:
             os.close(wire)
 
 
+class _Output(asyncio.streams.FlowControlMixin):
+    """stdout's protocol: a client that closes its end of stdout stops the server as closing stdin does."""
+
+    def __init__(self, input_transport: asyncio.ReadTransport) -> None:
+        super().__init__()
+        self._input = input_transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if not self._input.is_closing():
+            logger.info("The client closed its end of stdout; stopping")
+            self._input.close()
+
+
 @contextlib.asynccontextmanager
 async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's ``(read_stream, write_stream)`` pair over stdin and stdout, without threads."""
+    """The SDK's ``(read_stream, write_stream)`` pair over stdin and stdout pipes, without threads."""
     import anyio
     import mcp_types
     from mcp.shared._context_streams import create_context_streams
@@ -86,7 +108,7 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
         )
         write_transport, write_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0)
+            lambda: _Output(read_transport), os.fdopen(wire_out, "wb", buffering=0)
         )
         writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)  # type: ignore[arg-type]
 
@@ -107,9 +129,12 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
         async def stdout_writer() -> None:
             async with write_stream_reader:
                 async for session_message in write_stream_reader:
+                    if write_transport.is_closing():
+                        continue  # the client is gone (see _Output): answers go nowhere
                     text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     writer.write(text.encode("utf-8") + b"\n")
-                    await writer.drain()
+                    with contextlib.suppress(ConnectionError):
+                        await writer.drain()
 
         try:
             async with anyio.create_task_group() as tasks:
