@@ -30,6 +30,7 @@ from jupyter_mcp_server.errors import (
     ToolFailure,
 )
 from jupyter_mcp_server.kernels.backends import KernelBackend, LocalBackend
+from jupyter_mcp_server.kernels.pool import WarmPool
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +38,6 @@ DEFAULT_KERNEL_NAME = "python3"
 AUTO_RESTART = "kernel.auto-restart"
 #: The kernelspec a notebook names, or how to find it out when it is needed.
 MetadataKernel = str | Callable[[], Awaitable[str | None]] | None
-
-#: What a prestarted kernel runs before anybody asks for it (see `_prestart`).
-WARM_UP = "get_ipython().display_formatter.format(0) and None"
 
 #: Seconds after the server starts before the first kernel is prestarted:
 #: long enough for the MCP handshake to be answered first.
@@ -97,15 +95,6 @@ class Kernel:
         return "busy" if self.busy else "idle"
 
 
-@dataclass(eq=False)
-class _Prestart:
-    """A kernel being started for the pool, and the way to skip the rest of its delay."""
-
-    task: asyncio.Task[Kernel] = field(init=False)
-    hurry: asyncio.Event = field(default_factory=asyncio.Event)
-    launched: bool = False
-
-
 def gone_message(notebook: str) -> str:
     """What a caller reads when a notebook's kernel has disappeared (seeds/003)."""
     return (
@@ -153,7 +142,7 @@ class KernelManager:
         self._binding_locks: dict[str, asyncio.Lock] = {}
         #: Notebooks whose kernel disappeared; the next call is told so.
         self._lost: set[str] = set()
-        self._pool: list[_Prestart] = []
+        self._pool = WarmPool(lambda: self._launch(DEFAULT_KERNEL_NAME), self._shutdown_quietly)
         self._background: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
 
@@ -196,18 +185,8 @@ class KernelManager:
         The warm pool is emptied: a prestarted kernel belongs to the old backend.
         """
         self.backend = backend
-        pooled, self._pool = self._pool, []
-        for prestart in pooled:
-            prestart.task.add_done_callback(self._discard_pooled)
-            if not prestart.launched:
-                prestart.task.cancel()
+        self._pool.discard()
         self._refill_pool()
-
-    def _discard_pooled(self, task: asyncio.Task[Kernel]) -> None:
-        if task.cancelled() or task.exception() is not None:
-            return
-        with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(self._shutdown_quietly(task.result()))
 
     # --- Binding notebooks -------------------------------------------------------
 
@@ -445,62 +424,12 @@ class KernelManager:
         )
 
     async def _take_pooled(self, kernel_name: str) -> Kernel | None:
-        if kernel_name != DEFAULT_KERNEL_NAME:
-            return None
-        while self._pool:
-            prestart = self._pool.pop(0)
-            prestart.hurry.set()  # somebody is waiting: no more delay
-            try:
-                kernel = await prestart.task
-            except Exception:
-                logger.warning("A prestarted kernel failed to start", exc_info=True)
-                continue
-            if await kernel.is_alive():
-                return kernel
-            await self._shutdown_quietly(kernel)
-        return None
+        return await self._pool.take() if kernel_name == DEFAULT_KERNEL_NAME else None
 
     def _refill_pool(self, delay: float | None = None) -> None:
         """Start the next kernel before anybody asks (the ``kernel.prestart`` capability)."""
-        delay = REFILL_DELAY if delay is None else delay
-        if not self.capability("kernel.prestart") or self._pool:
-            return
-        if len(self._kernels) + 1 > self.max_kernels:
-            return
-        with contextlib.suppress(RuntimeError):
-            prestart = _Prestart()
-            prestart.task = asyncio.get_running_loop().create_task(self._prestart(prestart, delay))
-            self._pool.append(prestart)
-
-    async def _prestart(self, prestart: _Prestart, delay: float) -> Kernel:
-        """A kernel for the pool, launched after `delay` and run once, silently.
-
-        The delay keeps the launch (imports, a process spawn, a kernel booting
-        on a core) off the calls just being answered: the handshake at server
-        start, the call that just took the pooled kernel and its first
-        execution. Whoever needs the kernel meanwhile cuts the delay short.
-        The warm-up run pays the kernel's own first-execution costs here, not
-        in the first cell a caller runs: the non-silent execution path and the
-        display formatters. It counts nothing, stores nothing in the kernel's
-        history and displays nothing (its value is None: a ``;`` would not do,
-        IPython looks for it in the history), so ``_``, ``In`` and ``Out`` are
-        as a fresh kernel has them.
-        """
-        if delay > 0:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(prestart.hurry.wait(), delay)
-        prestart.launched = True
-        kernel = await self._launch(DEFAULT_KERNEL_NAME)
-        try:
-            msg_id = kernel.client.execute(WARM_UP, silent=False, store_history=False, allow_stdin=False)
-            deadline = time.monotonic() + 10
-            while (wait := deadline - time.monotonic()) > 0:
-                reply = await kernel.client.get_shell_msg(timeout=wait)
-                if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                    break
-        except Exception:  # a kernel that cannot run it fails its first real call instead
-            logger.debug("Warming a prestarted kernel failed", exc_info=True)
-        return kernel
+        if self.capability("kernel.prestart") and len(self._kernels) + 1 <= self.max_kernels:
+            self._pool.fill(REFILL_DELAY if delay is None else delay)
 
     async def _forget(self, kernel: Kernel) -> None:
         for notebook in kernel.notebooks:
@@ -587,23 +516,11 @@ class KernelManager:
         if self._background is not None:
             self._background.cancel()
             self._background = None
-        pooled, self._pool = self._pool, []
         kernels, self._kernels = list(self._kernels.values()), {}
         self._bindings.clear()
-
-        async def stop_pooled(prestart: _Prestart) -> None:
-            if not prestart.launched:  # still waiting out its delay: nothing to stop
-                prestart.task.cancel()
-                return
-            try:
-                kernel = await prestart.task
-            except BaseException:
-                return
-            await self._shutdown_quietly(kernel)
-
         # All at once: a client gives a server only a few seconds to exit.
         await asyncio.gather(
-            *(stop_pooled(prestart) for prestart in pooled),
+            self._pool.stop(),
             *(self._shutdown_quietly(k) for k in kernels),
             return_exceptions=True,
         )

@@ -1,0 +1,136 @@
+"""Kernels started before anybody asks for them (the ``kernel.prestart`` capability).
+
+A kernel takes about half a second to start, and the first call on a new
+notebook would wait for it. The pool keeps one kernel of the default
+kernelspec started and warmed, launched a little after it is needed so the
+launch never competes with the calls being answered. The manager decides
+when to refill it and whether the capability allows it; this module only
+holds the kernels and knows how to start, hand out and stop them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server.kernels.manager import Kernel
+
+logger = logging.getLogger(__name__)
+
+#: What a prestarted kernel runs before anybody asks for it (see `WarmPool._prestart`).
+WARM_UP = "get_ipython().display_formatter.format(0) and None"
+
+
+@dataclass(eq=False)
+class _Prestart:
+    """A kernel being started for the pool, and the way to skip the rest of its delay."""
+
+    task: asyncio.Task[Kernel] = field(init=False)
+    hurry: asyncio.Event = field(default_factory=asyncio.Event)
+    launched: bool = False
+
+
+class WarmPool:
+    """At most one kernel started ahead, handed to the first caller who needs one."""
+
+    def __init__(
+        self,
+        launch: Callable[[], Coroutine[Any, Any, Kernel]],
+        shut_down: Callable[[Kernel], Coroutine[Any, Any, None]],
+    ) -> None:
+        self._launch = launch
+        self._shut_down = shut_down
+        self._waiting: list[_Prestart] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._waiting)
+
+    def fill(self, delay: float) -> None:
+        """Start a kernel after ``delay`` seconds, unless one is already on its way."""
+        if self._waiting:
+            return
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing to start it on
+            prestart = _Prestart()
+            prestart.task = asyncio.get_running_loop().create_task(self._prestart(prestart, delay))
+            self._waiting.append(prestart)
+
+    async def take(self) -> Kernel | None:
+        """The pooled kernel, waited for without its delay; None when there is none alive."""
+        while self._waiting:
+            prestart = self._waiting.pop(0)
+            prestart.hurry.set()  # somebody is waiting: no more delay
+            try:
+                kernel = await prestart.task
+            except Exception:
+                logger.warning("A prestarted kernel failed to start", exc_info=True)
+                continue
+            if await kernel.is_alive():
+                return kernel
+            await self._shut_down(kernel)
+        return None
+
+    def discard(self) -> None:
+        """Empty the pool now; kernels still starting are stopped once started."""
+        waiting, self._waiting = self._waiting, []
+        for prestart in waiting:
+            prestart.task.add_done_callback(self._shut_down_when_started)
+            if not prestart.launched:
+                prestart.task.cancel()
+
+    async def stop(self) -> None:
+        """Empty the pool and stop its kernels (the server is stopping)."""
+        waiting, self._waiting = self._waiting, []
+
+        async def stop_one(prestart: _Prestart) -> None:
+            if not prestart.launched:  # still waiting out its delay: nothing to stop
+                prestart.task.cancel()
+                return
+            try:
+                kernel = await prestart.task
+            except BaseException:
+                return
+            await self._shut_down(kernel)
+
+        await asyncio.gather(*(stop_one(prestart) for prestart in waiting), return_exceptions=True)
+
+    def _shut_down_when_started(self, task: asyncio.Task[Kernel]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(self._shut_down(task.result()))
+
+    async def _prestart(self, prestart: _Prestart, delay: float) -> Kernel:
+        """A kernel for the pool, launched after `delay` and run once.
+
+        The delay keeps the launch (imports, a process spawn, a kernel booting
+        on a core) off the calls just being answered: the handshake at server
+        start, the call that just took the pooled kernel and its first
+        execution. Whoever needs the kernel meanwhile cuts the delay short.
+        The warm-up run pays the kernel's own first-execution costs here, not
+        in the first cell a caller runs: the non-silent execution path and the
+        display formatters. It counts nothing, stores nothing in the kernel's
+        history and displays nothing (its value is None: a ``;`` would not do,
+        IPython looks for it in the history), so ``_``, ``In`` and ``Out`` are
+        as a fresh kernel has them.
+        """
+        if delay > 0:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(prestart.hurry.wait(), delay)
+        prestart.launched = True
+        kernel = await self._launch()
+        try:
+            msg_id = kernel.client.execute(WARM_UP, silent=False, store_history=False, allow_stdin=False)
+            deadline = time.monotonic() + 10
+            while (wait := deadline - time.monotonic()) > 0:
+                reply = await kernel.client.get_shell_msg(timeout=wait)
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    break
+        except Exception:  # a kernel that cannot run it fails its first real call instead
+            logger.debug("Warming a prestarted kernel failed", exc_info=True)
+        return kernel
