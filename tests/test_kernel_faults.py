@@ -232,3 +232,36 @@ def test_executions_queued_on_a_released_kernel_are_interrupted_not_crashed(faul
         assert not server.wait(releasing, timeout=60)["result"].get("isError")
     assert set(outcomes) <= {"ok", "interrupted"}, outcomes
     seen |= descendants(server.pid)
+
+
+def test_a_killed_servers_connection_files_are_removed_by_the_next_server(tmp_path: Path) -> None:
+    """SIGKILL shuts nothing down: the kernel exits by itself, its connection file is the next start's to remove.
+    Other programs' files, and a live server's, stay."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    env = {"JUPYTER_RUNTIME_DIR": str(runtime)}
+    theirs = runtime / "kernel-0b1c2d3e-aaaa-bbbb-cccc-0123456789ab.json"
+    theirs.write_text("{}")
+
+    killed = RawServer(workspace, "--capability", "kernel.prestart=off", env=env)
+    killed.ok("use_notebook", {"notebook_name": "k.ipynb", "mode": "create"})
+    kernels = descendants(killed.pid)
+    left = sorted(p.name for p in runtime.glob(f"kernel-jmcp-{killed.pid}-*.json"))
+    assert len(left) == 1, sorted(p.name for p in runtime.iterdir())
+    killed.kill()
+    assert not wait_until_gone(kernels, 30), "the killed server's kernel outlived it"
+
+    live = RawServer(workspace, "--capability", "kernel.prestart=off", env=env)
+    try:
+        live.ok("use_notebook", {"notebook_name": "l.ipynb", "mode": "create"})
+        deadline = time.monotonic() + 30
+        while (runtime / left[0]).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not (runtime / left[0]).exists(), "the killed server's connection file survived the next start"
+        assert theirs.exists(), "another program's connection file was removed"
+        assert len(list(runtime.glob(f"kernel-jmcp-{live.pid}-*.json"))) == 1
+    finally:
+        assert live.close() == 0
+    assert list(runtime.glob("kernel-jmcp-*.json")) == [], "a clean stop leaves no connection file"

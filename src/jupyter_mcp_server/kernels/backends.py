@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.kernels.connection_files import connection_file_name
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +193,7 @@ class LocalBackend:
         os.makedirs(runtime, exist_ok=True)
         manager = AsyncKernelManager(
             kernel_name=kernel_name,
-            connection_file=os.path.join(runtime, f"kernel-{kernel_id}.json"),
+            connection_file=os.path.join(runtime, connection_file_name(kernel_id)),
         )
         await manager.start_kernel(cwd=str(cwd))
         client = manager.client()

@@ -22,9 +22,10 @@ async def running_server() -> AsyncIterator[None]:
     from jupyter_mcp_server.server import extension_manager
 
     context = ServerContext.get_instance()
-    # A crash's leftover temporary files are clutter, never read: the walk of
-    # what may be a home directory happens beside serving, not before the
-    # handshake, in a daemon thread that never holds up the exit.
+    # A crash's leftovers (temporary files, kernel connection files) are
+    # clutter, never read: the walk of what may be a home directory happens
+    # beside serving, not before the handshake, in a daemon thread that never
+    # holds up the exit.
     threading.Thread(target=_sweep, args=(context.workspace,), name="sweep", daemon=True).start()
     context.kernels.start_background()
     # Off the handshake: the imports the first notebook call would otherwise
@@ -40,13 +41,19 @@ async def running_server() -> AsyncIterator[None]:
 
 
 def _sweep(workspace: Workspace) -> None:
-    try:
-        removed = workspace.remove_stale_temp_files()
-    except Exception:
-        logger.warning("Looking for temporary files left by a crash failed", exc_info=True)
-        return
-    if removed:
-        logger.info("Removed %d temporary files left by an earlier crash", removed)
+    from jupyter_mcp_server.kernels.connection_files import remove_orphaned_connection_files
+
+    for what, sweep in (
+        ("temporary files", workspace.remove_stale_temp_files),
+        ("kernel connection files", remove_orphaned_connection_files),
+    ):
+        try:
+            removed = sweep()
+        except Exception:
+            logger.warning("Looking for %s left by a crash failed", what, exc_info=True)
+            continue
+        if removed:
+            logger.info("Removed %d %s left by an earlier crash", removed, what)
 
 
 def _warm_up() -> None:
