@@ -555,6 +555,31 @@ async def test_a_big_notebook_edit_encodes_only_the_changed_cell(
     assert nbformat.reads(data.decode(), as_version=4).cells[250].source == "changed"
 
 
+async def test_a_big_cell_is_encoded_again_rather_than_kept(
+    store: NotebookStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Images and long outputs are not held twice more in memory; small cells still are."""
+    from jupyter_mcp_server.store import layout
+
+    notebook = notebook_with("small = 1", "big = 2")
+    notebook.cells[1].outputs = [v4.new_output("stream", name="stdout", text="x" * (layout.KEPT_TEXT_LIMIT + 1))]
+    save(root / "b.ipynb", notebook)
+    await store.mutate("b.ipynb", append("third = 3"))
+    encoded: list[Any] = []
+    encode = layout.indented_json
+
+    def counted(value: Any, level: int = 0) -> str:
+        if level == layout.CELL_LEVEL:
+            encoded.append(value["source"])
+        return encode(value, level)
+
+    monkeypatch.setattr(layout, "indented_json", counted)
+    await store.mutate("b.ipynb", set_source(2, "third = 4"))
+    assert encoded == [["big = 2"], ["third = 4"]]
+    data = (root / "b.ipynb").read_bytes()
+    assert data == as_nbformat_writes_it(data)
+
+
 async def test_reused_cell_texts_never_hide_a_change(store: NotebookStore, root: Path) -> None:
     """1, 1.0 and True compare equal in Python but are different JSON: each must reach the file."""
     save(root / "t.ipynb", notebook_with("same", "same", "other"))

@@ -97,6 +97,12 @@ def indented_json(value: Any, level: int = 0) -> str:
     return "".join(out)
 
 
+#: Cells whose text is longer than this (an image, a long output) are encoded
+#: again at every write rather than kept twice more in memory (text and key):
+#: their cost is in C, proportional to their size, like writing them.
+KEPT_TEXT_LIMIT = 64 * 1024
+
+
 class CellTexts:
     """The text of each cell of a notebook's last write, reused while the cell is unchanged.
 
@@ -104,7 +110,8 @@ class CellTexts:
     changes the text, including ``1``, ``1.0`` and ``True``, which compare
     equal. A text is therefore never stale, whoever changed the cell (a tool,
     or another program whose save was read back). Only the last write's texts
-    are kept, so memory stays about the size of the file.
+    of at most :data:`KEPT_TEXT_LIMIT` characters are kept, so memory stays
+    about twice the size of the notebook's small cells.
     """
 
     def __init__(self) -> None:
@@ -122,7 +129,8 @@ class CellTexts:
             text = texts.get(key) or previous.get(key)
             if text is None:
                 text = indented_json(disk_cell(cell), CELL_LEVEL)
-            texts[key] = text
+            if len(text) <= KEPT_TEXT_LIMIT:
+                texts[key] = text
             parts.append(text)
         self._texts = texts
         indent = "\n" + " " * CELL_LEVEL
