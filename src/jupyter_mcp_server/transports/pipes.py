@@ -28,8 +28,8 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-#: A single message may be large (a notebook written in one call); reading
-#: pauses above twice this many buffered bytes, it never refuses a line.
+#: A single message may be large (a notebook written in one call): only a
+#: line longer than this (1 GiB) ends the reader, with an error.
 _READ_LIMIT = 1 << 30
 
 #: How long buffered answers get to reach the client once serving ends.
