@@ -239,9 +239,25 @@ def release_freed_memory_promptly() -> None:
         pass
 
 
+def collect_garbage_less_often() -> None:
+    """Set aside what lives as long as the server, and run young collections less often.
+
+    Reading a 2,000-cell notebook allocates a few hundred thousand objects;
+    with the default thresholds every third read paid a full collection of
+    everything alive (75 ms, against the read's own 30 ms). What the start-up
+    built (modules, tools, schemas) never becomes garbage: ``gc.freeze``
+    takes it out of those passes. Cycles are still collected, later.
+    """
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(50_000, 10, 10)
+
+
 def main(argv: list[str] | None = None) -> None:
     release_freed_memory_promptly()
     config = prepare(list(sys.argv[1:] if argv is None else argv))
+    collect_garbage_less_often()
     if config.transport == "stdio":
         from jupyter_mcp_server.transports.stdio import serve
     elif config.transport == "streamable-http":
