@@ -105,6 +105,23 @@ def malformed(draw: Any) -> tuple[bytes, Any]:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n", request_id
 
 
+def must_be_refused(message: Any) -> bool:
+    """Whether a parsed message is surely wrong. A tool call whose arguments
+    are a dictionary may happen to be valid (``list_files`` with ``{}``, or
+    ``{"path": ""}``), and then answering it is right: only a wrong shape is
+    sure to be refused."""
+    if not isinstance(message, dict):
+        return True
+    method = message.get("method")
+    params = message.get("params")
+    if not (message.get("jsonrpc") == "2.0" and isinstance(method, str) and isinstance(params, dict)):
+        return True
+    if method == "tools/call":
+        known = params.get("name") in TOOLS and params.get("name") != "nope"
+        return not known or ("arguments" in params and not isinstance(params["arguments"], dict))
+    return method in ("resources/read", "prompts/get", "resources/subscribe")
+
+
 def refused(answer: dict[str, Any]) -> bool:
     """A JSON-RPC error, or a tool result that is an error."""
     if "error" in answer:
@@ -142,16 +159,14 @@ def test_stdio_refuses_malformed_messages_and_keeps_serving(stdio_target, messag
     if request_id is not None:
         answer = server.wait(request_id, timeout=10)
         state = "refused" if refused(answer) else "answered"
-        # A ping or a list given junk params may be answered (they take none);
-        # anything not a well-formed request, and a tool call, a read or a
-        # prompt with wrong params, must be refused.
+        # A ping or a list given junk params may be answered (they take none),
+        # and so may a tool call whose arguments happen to be valid; anything
+        # else must_be_refused names must be refused.
         try:
             message = json.loads(line)
         except RecursionError:
             message = {}  # too deep for Python's parser too: not a well-formed request
-        method = message.get("method")
-        well_formed = message.get("jsonrpc") == "2.0" and isinstance(method, str) and isinstance(message.get("params"), dict)
-        if not well_formed or method in ("tools/call", "resources/read", "prompts/get", "resources/subscribe"):
+        if must_be_refused(message):
             assert state == "refused", f"{line[:300]!r} was answered: {str(answer)[:300]}"
         tally.outcomes[state] += 1
     else:
@@ -202,10 +217,10 @@ def test_http_refuses_malformed_bodies_and_keeps_serving(http_target, message) -
     if request_id is not None and response.status_code == 200:
         ours = [a for a in answers_in(response) if a.get("id") == request_id]
         try:
-            method = json.loads(line).get("method")
+            message = json.loads(line)
         except RecursionError:
-            method = None
-        if method in ("tools/call", "resources/read", "prompts/get", "resources/subscribe") and ours:
+            message = None  # too deep for Python's parser: surely not a well-formed request
+        if ours and must_be_refused(message):
             assert refused(ours[0]), f"{line[:300]!r} was answered: {str(ours[0])[:300]}"
     health = httpx.post(server.url(), headers={**HEADERS, "mcp-session-id": session},
                         json={"jsonrpc": "2.0", "id": 7, "method": "ping"}, timeout=10)
