@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -29,6 +28,7 @@ from conftest import ok, server_command, server_environment, text_of, wait_until
 from fixtures import ONLY_OURS, extensions_site, python_path, read_lines
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from rpc import alive, descendants
 
 __all__ = ["extensions_site"]  # the session fixture, used by name
 
@@ -348,31 +348,6 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path):
 
 
 # --- Shutting down ----------------------------------------------------------------
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process below `pid`."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        children = {child for child, parent in parents.items() if parent in frontier}
-        frontier = children - found
-        found |= children
-    return found
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting to be reaped has already ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def test_sigterm_stops_kernels_and_extensions(extensions_site, tmp_path):

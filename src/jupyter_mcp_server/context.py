@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_mcp_server.capabilities import CapabilityRegistry, get_capabilities
 from jupyter_mcp_server.config import ServerConfig, get_config
@@ -20,6 +20,9 @@ from jupyter_mcp_server.hooks import Hooks, get_hooks
 from jupyter_mcp_server.kernels.manager import KernelManager
 from jupyter_mcp_server.store import NotebookStore
 from jupyter_mcp_server.workspace import Workspace
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 
 #: How many connections' choices are remembered at once.
 MAX_CONNECTIONS = 1024
@@ -89,6 +92,35 @@ class ServerContext:
         if locate is not None:
             return str(locate(path))
         return self.workspace.relative_of(self.workspace.resolve(path))
+
+    async def run_in_turn(
+        self,
+        kernel: Any,
+        code: str,
+        timeout: float,
+        notebook: str | None,
+        on_output: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        interrupt_on_cancel: bool = False,
+    ) -> ExecutionOutcome:
+        """Run code on a kernel in order with every other call on it, under this server's
+        output limits and hooks; a kernel that dies under it is marked lost and reported."""
+        from jupyter_mcp_server.kernels.manager import gone_message
+        from jupyter_mcp_server.kernels.turns import run_in_turn
+
+        return await run_in_turn(
+            kernel,
+            code,
+            timeout=timeout,
+            max_output_bytes=self.config.max_output_bytes,
+            max_output_blocks=self.config.max_output_blocks,
+            hooks=self.hooks,
+            notebook=notebook,
+            on_output=on_output,
+            interrupt_on_cancel=interrupt_on_cancel,
+            on_death=lambda: self.kernels.mark_lost(kernel),
+            gone_message=lambda: gone_message(notebook or f"kernel {kernel.kernel_id}"),
+        )
 
     async def list_files(self, path: str, max_depth: int, pattern: str) -> list[Any]:
         """What ``list_files`` lists: the workspace, or the Jupyter Server's contents."""

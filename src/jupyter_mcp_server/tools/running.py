@@ -26,7 +26,6 @@ from jupyter_mcp_server.errors import (
 )
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.kernels.manager import Kernel, gone_message
-from jupyter_mcp_server.kernels.turns import run_in_turn
 from jupyter_mcp_server.progress import output_listener
 from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
@@ -66,21 +65,16 @@ def effective_timeout(timeout: float | None) -> float:
 async def run_on(kernel: Kernel, code: str, timeout: float, notebook: str | None) -> ExecutionOutcome:
     """Run code on a kernel, in order with the other calls on it; a death is reported, not hidden."""
     context = server()
-    return await run_in_turn(
+    return await context.run_in_turn(
         kernel,
         code,
-        timeout=timeout,
-        max_output_bytes=context.config.max_output_bytes,
-        max_output_blocks=context.config.max_output_blocks,
-        hooks=context.hooks,
-        notebook=notebook,
+        timeout,
+        notebook,
         # Outputs as they arrive, to whoever follows this call (progress, a task).
-        on_output=output_listener(),
+        output_listener(),
         # Whether a cancelled request stops the kernel too is the operator's
         # choice (seeds/004: by default it does not).
         interrupt_on_cancel=context.capabilities.enabled(CANCEL_INTERRUPTS),
-        on_death=lambda: context.kernels.mark_lost(kernel),
-        gone_message=lambda: gone_message(notebook or f"kernel {kernel.kernel_id}"),
     )
 
 

@@ -265,22 +265,7 @@ class JsonLinesServer:
         self, kernel: Any, code: str, timeout: float, notebook: str, on_output: Callable[[dict[str, Any]], None]
     ) -> Any:
         """Run code on a kernel in order with every other call on it; a death is reported."""
-        from jupyter_mcp_server.kernels.manager import gone_message
-        from jupyter_mcp_server.kernels.turns import run_in_turn
-
-        context = self.context
-        return await run_in_turn(
-            kernel,
-            code,
-            timeout=timeout,
-            max_output_bytes=context.config.max_output_bytes,
-            max_output_blocks=context.config.max_output_blocks,
-            hooks=context.hooks,
-            notebook=notebook,
-            on_output=on_output,
-            on_death=lambda: context.kernels.mark_lost(kernel),
-            gone_message=lambda: gone_message(notebook),
-        )
+        return await self.context.run_in_turn(kernel, code, timeout, notebook, on_output)
 
     async def do_save(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         opened = self._opened(params)
