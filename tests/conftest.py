@@ -18,6 +18,7 @@ import pytest
 from hypothesis import settings
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
+from rpc import environment as server_environment  # one place says what a spawned server inherits
 
 # The property tests draw the same examples on every run, so that CI never
 # turns red on an example nobody drew before; HYPOTHESIS_PROFILE=explore
@@ -33,15 +34,6 @@ ERROR_KEY = "io.jupyter-mcp/error"
 
 def server_command(workspace: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace), *args]
-
-
-def server_environment(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("JUPYTER_MCP_CAPABILITIES", None)
-    env.pop("JUPYTER_MCP_EXTENSIONS", None)
-    env.update(extra)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
-    return env
 
 
 @contextlib.asynccontextmanager
