@@ -633,3 +633,65 @@ async def test_with_jupyter_collaboration_the_agents_edits_are_live_in_the_open_
                 assert read["revision"] == hashlib.sha256((root / "live.ipynb").read_bytes()).hexdigest()[:16]
         text = log.read_text(errors="replace")
         assert "jupyter_mcp_server/" not in text and "Could not show an edit" not in text, text[-4000:]
+
+
+async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke(tmp_path):
+    """The extension polls the file as it does by default (faster here), and saves the
+    document a second after the last change: a person types into one cell the whole time the
+    agent inserts, runs and rewrites others. Every keystroke stays in the page and reaches the
+    file, and the extension never finds a change it did not make."""
+    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        "--YDocExtension.file_poll_interval=0.2",
+        "--YDocExtension.document_save_delay=1",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+    ) as (url, root, log):
+        async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+            await ok(client, "use_notebook", {"notebook_name": "typed.ipynb", "mode": "create"})
+            await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "notes: "})
+            other = await ok(client, "insert_cell", {"cell_index": 1, "cell_type": "code", "cell_source": "x = 1"})
+            async with person_in_jupyterlab(url, "typed.ipynb") as page:
+                await eventually(lambda: sources(page) == ["notes: ", "x = 1"])
+                typed: list[str] = []
+                stop = asyncio.Event()
+
+                async def type_continuously() -> None:
+                    source = page.ycells[0]["source"]
+                    while not stop.is_set():
+                        key = "abcdefghij"[len(typed) % 10]
+                        source.insert(len(str(source)), key)  # one keystroke at the end of the cell
+                        typed.append(key)
+                        await asyncio.sleep(0.01)
+
+                typist = asyncio.create_task(type_continuously())
+                try:
+                    for step in range(3):
+                        ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": f"print({step} * 7)"})
+                        assert ran["status"] == "ok"
+                        await ok(client, "overwrite_cell_source", {"cell_id": other["cell_id"], "cell_source": f"x = {step}"})
+                        await asyncio.sleep(0.4)  # the extension polls the file meanwhile
+                finally:
+                    stop.set()
+                    await typist
+                expected = "notes: " + "".join(typed)
+                assert len(typed) > 50
+                # Nothing typed was erased from the page, and the agent's edits are all there.
+                await eventually(lambda: sources(page)[0] == expected, seconds=5)
+                assert sources(page)[1:] == ["x = 2", "print(0 * 7)", "print(1 * 7)", "print(2 * 7)"]
+                # ... and the extension's save brings all of it to the file.
+
+                def on_disk() -> list[str]:
+                    cells = json.loads((root / "typed.ipynb").read_text())["cells"]
+                    return ["".join(cell["source"]) for cell in cells]
+
+                await eventually(lambda: on_disk()[0] == expected, seconds=10)
+                assert on_disk() == sources(page)
+                read = await ok(client, "read_notebook", {"response_format": "brief"})
+                assert read["revision"] == hashlib.sha256((root / "typed.ipynb").read_bytes()).hexdigest()[:16]
+        text = log.read_text(errors="replace")
+        assert "Out-of-band" not in text, text[-4000:]
+        assert "jupyter_mcp_server/" not in text, text[-4000:]

@@ -1,44 +1,47 @@
-"""The agent's edits, live in the notebooks people have open in JupyterLab.
+"""The agent's edits, made in the notebooks people have open in JupyterLab.
 
 Inside Jupyter Server with JupyterLab's collaboration package
 (``jupyter-collaboration``: its server extension ``jupyter_server_ydoc``), a
 notebook open in JupyterLab is a shared Y document (a ``YNotebook``) in a
-room, and every browser showing it is a client of that room. A program that
-only writes the file is noticed when the extension next polls the file (every
-second by default, or never, as configured), and then the whole document is
-replaced.
+room, and every browser showing it is a client of that room. The document,
+not the file, holds what the person sees and types: their keystrokes reach
+the file only when the extension saves the document, a second or so later.
 
-:class:`LiveStore` wraps the notebook store: after each edit it writes (an
-inserted, changed, moved or deleted cell, outputs after an execution), the
-open document of that notebook, if there is one, is made to match the file
-right away, through the extension's public ``get_document(...,
-copy=False)``, before the tool answers. The document is set from the
-notebook exactly as the contents manager reads it, which is what the
-extension itself would load, and ``jupyter_ydoc`` keeps every cell that did
-not change (by cell id) and edits the others in place, so people's cursors,
-scroll positions and the cells they are in stay where they are.
+So an edit of a notebook that a room holds is made in the document, never
+in the file alone. Writing the file and copying it into the document would
+lose work twice over: the copy replaces every cell the person typed in
+since the last save with the file's older text, and the extension, finding
+a file it did not write, reloads it over the document on its next poll
+("Out-of-band changes"), dropping whatever was typed meanwhile.
 
-The file stays the truth, and so revisions stay what they are everywhere
-else: the SHA-256 of the file's bytes as the agent wrote them. When the
-extension later saves the document (its ``document_save_delay``), it saves
-the same content, so the same bytes and the same revision. What a person
-typed in JupyterLab reaches the file only when the extension saves it, about
-a second later: until then the agent does not see it, and an agent's edit in
-that second is applied to the file as it was, then the open document is made
-to match the file, as the extension itself does for any program writing the
-file.
+:class:`LiveStore` wraps the notebook store. When a room holds the notebook,
+an edit takes the document as it is now (the person's unsaved typing
+included), applies the change to it, and sets it back in the same step,
+with no ``await`` in between, so no keystroke can slip between the read and
+the write. ``jupyter_ydoc`` keeps every cell that did not change (by cell
+id), so people's cursors stay where they are. Then the document is saved
+through the room's own file loader (``maybe_save_content``), the path the
+extension itself saves by, so it knows the new modification time and sees
+nothing out of band. Revisions stay what they are everywhere else: the
+SHA-256 of the file's bytes, read back after the save.
 
-Nothing here imports the collaboration packages: it calls the extension app
-Jupyter Server already loaded, and does nothing when there is none.
+When no room holds the notebook, the store writes the file as usual.
+Nothing here imports the collaboration packages at module import: it calls
+the extension app Jupyter Server already loaded, and does nothing when
+there is none.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from .errors import INVALID_PATH, REVISION_CONFLICT, ToolFailure
+from .store.store import revision_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +49,6 @@ T = TypeVar("T")
 
 #: The collaboration package's server extension.
 YDOC_EXTENSION = "jupyter_server_ydoc"
-
-
-async def _settled(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 class LiveDocuments:
@@ -74,50 +73,91 @@ class LiveDocuments:
     def available(self) -> bool:
         return self._extension() is not None
 
-    async def document(self, path: str) -> Any:
-        """The shared document of the notebook at `path` while a room holds it, else None."""
+    async def room(self, path: str) -> OpenRoom | None:
+        """The open document of `path` and the file loader that saves it, or None."""
+        try:
+            return await self._room(path)
+        except Exception as error:  # no room found is the plain store's case, never a failure
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "Could not find JupyterLab's open document of %s (%s: %s); editing the file",
+                    path,
+                    type(error).__name__,
+                    error,
+                )
+            return None
+
+    async def _room(self, path: str) -> OpenRoom | None:
         extension = self._extension()
         if extension is None:
             return None
         file_ids = self.serverapp.web_app.settings.get("file_id_manager")
-        if file_ids is None or file_ids.get_id(path) is None:
+        if file_ids is None:
+            return None
+        file_id = file_ids.get_id(path)
+        if file_id is None:
             return None  # never opened collaboratively: there is no room to find
-        return await extension.get_document(
+        document = await extension.get_document(
             path=path, content_type="notebook", file_format="json", copy=False, create=False
         )
+        if document is None or file_id not in extension.file_loaders:
+            return None
+        return OpenRoom(document, extension.file_loaders[file_id])
 
-    async def mirror(self, path: str) -> bool:
-        """Make the open document of `path` match the file; whether there was one."""
-        lock = self._locks.setdefault(path, asyncio.Lock())
-        async with lock:
-            try:
-                document = await self.document(path)
-                if document is None:
-                    return False
-                model = await _settled(
-                    self.serverapp.contents_manager.get(path, type="notebook", format="json", content=True)
-                )
-                content = model["content"]
-                # One transaction, no await inside: nothing else edits the document half-way.
-                if document.get() != content:
-                    document.set(content)
-                return True
-            except Exception as error:  # the file is written; a live view is a courtesy
-                if not self._warned:
-                    self._warned = True
-                    logger.warning(
-                        "Could not show an edit of %s live in JupyterLab (%s: %s); it is saved to the file",
-                        path,
-                        type(error).__name__,
-                        error,
-                    )
-                else:
-                    logger.debug("Mirroring %s into its shared document failed", path, exc_info=True)
-                return False
+    def lock(self, path: str) -> asyncio.Lock:
+        return self._locks.setdefault(path, asyncio.Lock())
+
+
+@dataclass(frozen=True)
+class OpenRoom:
+    """A notebook's shared document and the collaboration extension's loader of its file."""
+
+    document: Any
+    loader: Any
+
+    def notebook(self) -> Any:
+        """The document as an nbformat notebook, every cell with its id."""
+        import nbformat
+
+        content = self.document.get(deduplicate=False)
+        cells = content["cells"]
+        if any("id" not in cell for cell in cells):
+            # Below format 4.5 the document hides the ids it keeps; the store
+            # writes 4.5 with ids, and so does an edit made here.
+            for cell, ycell in zip(cells, self.document.ycells, strict=True):
+                cell.setdefault("id", str(ycell.get("id") or uuid.uuid4().hex[:8]))
+            content["nbformat"], content["nbformat_minor"] = 4, max(5, content["nbformat_minor"])
+        return nbformat.from_dict(content)
+
+    async def save(self, notebook: Any) -> bool:
+        """Save through the extension's loader; False if the file changed behind its back."""
+        from jupyter_server_ydoc.loaders import OutOfBandChanges
+
+        try:
+            saved = await self.loader.maybe_save_content(
+                {"format": "json", "type": "notebook", "content": notebook}
+            )
+        except OutOfBandChanges:
+            return False
+        if saved is None:
+            raise ToolFailure(
+                INVALID_PATH,
+                f"{self.loader.path} is not writable: the edit shows in JupyterLab but could not "
+                "be saved. Make the file writable, then save it from JupyterLab.",
+                path=self.loader.path,
+            )
+        return True
+
+    async def take_file(self) -> None:
+        """Load the file into the document, as the extension does for a change it did not make."""
+        model = await self.loader.load_content("json", "notebook")
+        if self.document.get() != model["content"]:
+            self.document.set(model["content"])
 
 
 class LiveStore:
-    """The notebook store, each edit also shown in the notebook's open shared document."""
+    """The notebook store; a notebook open in JupyterLab is edited in its shared document."""
 
     def __init__(self, store: Any, live: LiveDocuments) -> None:
         self._store = store
@@ -133,6 +173,33 @@ class LiveStore:
     async def mutate(
         self, path: str, change: Callable[[Any], T], expected_revision: str | None = None
     ) -> tuple[T, Any]:
-        result, view = await self._store.mutate(path, change, expected_revision)
-        await self.live.mirror(view.path)
-        return result, view
+        key = self._store.files.locate(path)
+        room = await self.live.room(key)
+        if room is None:
+            return await self._store.mutate(key, change, expected_revision)  # type: ignore[no-any-return]
+        async with self.live.lock(key):
+            for _attempt in range(3):
+                before = await self._store.read(key)
+                if expected_revision is not None and expected_revision != before.revision:
+                    raise revision_conflict(key, expected_revision, before.revision)
+                # From reading the document to setting it, nothing awaits: no keystroke
+                # can arrive in between and be overwritten.
+                notebook = room.notebook()
+                result = change(notebook)
+                if room.document.get() != notebook:
+                    room.document.set(notebook)
+                if await room.save(notebook):
+                    view = await self._store.read(key)
+                    self._store.announce_write(key, view.revision)
+                    return result, view
+                # Another program wrote the file: take it, as the extension would, and redo.
+                await room.take_file()
+            current = await self._store.read(key)
+            raise ToolFailure(
+                REVISION_CONFLICT,
+                f"{key} kept changing on disk while it was open in JupyterLab; its current "
+                f"revision is {current.revision}. Read it again and retry with "
+                f"expected_revision={current.revision}.",
+                path=key,
+                current_revision=current.revision,
+            )

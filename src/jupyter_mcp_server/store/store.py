@@ -243,7 +243,7 @@ class NotebookStore:
                 notebook, fmt, Snapshot(fingerprint, revision_of(data), checked_ns)
             )
             self._documents[key] = document
-            self._written(key, document.revision)
+            self.announce_write(key, document.revision)
             return _view(key, document)
 
     async def mutate(
@@ -272,7 +272,7 @@ class NotebookStore:
             for _attempt in range(2):
                 document = await self._current(key, fmt)
                 if expected_revision is not None and expected_revision != document.revision:
-                    raise _conflict(key, expected_revision, document.revision)
+                    raise revision_conflict(key, expected_revision, document.revision)
                 try:
                     result = change(document.notebook)
                     texts = self._cell_texts.setdefault(key, CellTexts())
@@ -295,7 +295,7 @@ class NotebookStore:
                     document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns)
                 )
                 self._documents[key] = document
-                self._written(key, revision)
+                self.announce_write(key, revision)
                 return result, _view(key, document)
             current = revision_of(await self.files.read_bytes(key))
             raise ToolFailure(
@@ -307,7 +307,8 @@ class NotebookStore:
                 current_revision=current,
             )
 
-    def _written(self, key: str, revision: str) -> None:
+    def announce_write(self, key: str, revision: str) -> None:
+        """Tell the observers that ``key`` now holds ``revision``, written by this server."""
         for observer in list(self.observers):
             try:
                 observer(key, revision)
@@ -381,7 +382,8 @@ def _view(key: str, document: _Document) -> NotebookView:
     return NotebookView(key, document.notebook, document.revision, document.format)
 
 
-def _conflict(key: str, expected: str, current: str) -> ToolFailure:
+def revision_conflict(key: str, expected: str, current: str) -> ToolFailure:
+    """The refusal of a change made against ``expected`` while the file is at ``current``."""
     return ToolFailure(
         REVISION_CONFLICT,
         f"{key} was changed since revision {expected}; its current revision is {current}. "
