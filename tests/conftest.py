@@ -184,7 +184,7 @@ def jupyter_server_process(
             process.wait()
 
 
-#: The notebooks toolset's tools, as CONTRACT.md names them.
+#: The notebooks toolset's tools, as README.md names them.
 CORE_TOOLS = frozenset(
     {
         "list_files", "list_kernels", "use_notebook", "list_notebooks", "restart_notebook",

@@ -74,7 +74,7 @@ async def test_extension_capability_named_on_the_command_line(workspace, my_exte
     async with serve(workspace, "--capability", "myext.snapshots=off", env=env) as client:
         declared = by_name(await described(client))
         # Named on the command line without stopping the server, and the
-        # extension's own declaration is the last layer (seeds/003).
+        # extension's own declaration is the last layer.
         assert declared["myext.snapshots"]["source"] == "my-extension"
         assert declared["myext.snapshots"]["enabled"] is True
 

@@ -25,7 +25,7 @@ import nbformat
 from conftest import ERROR_KEY, error_code, ok, refused, serve, text_of
 from mcp.types import ImageContent, TextContent
 
-#: Output schema 1.0 (seeds/004) plus the contract's status, cell_id and revision.
+#: Output schema 1.0 plus status, cell_id and revision.
 RESULT_KEYS = {
     "schema_version",
     "execution_count",
@@ -37,7 +37,7 @@ RESULT_KEYS = {
     "revision",
 }
 
-#: seeds/003's text when a notebook's kernel is gone, for 'notebook.ipynb'.
+#: The text when a notebook's kernel is gone, for 'notebook.ipynb'.
 GONE_TEXT = (
     "The kernel of 'notebook.ipynb' is gone, and its session — every variable, "
     "import and definition — went with it. Call restart_notebook to start a fresh "

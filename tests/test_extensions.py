@@ -25,18 +25,19 @@ from conftest import error_code, ok, server_command, server_environment, text_of
 from fixtures import ONLY_OURS, OURS, extensions_site, python_path, read_lines
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.server.mcpserver import MCPServer
+from reactor_mcp_server import put_on_server
 
 from jupyter_mcp_server.extensions import (
     ExtensionManager,
     JupyterMCPExtension,
     PluginCompatibility,
     PluginManifest,
+    ReplacingServer,
     ToolExtension,
     Toolset,
     ToolSpec,
 )
-from jupyter_mcp_server.hooks import ToolCallEnded, get_hooks
+from jupyter_mcp_server.hooks import Hooks, ToolCallEnded
 
 __all__ = ["extensions_site"]  # the session fixture, used by name
 
@@ -186,11 +187,14 @@ async def test_core_tools_served_whatever_the_environment_lists(extensions_site,
 
 
 def discovered(site: Path | None, listed: str | None = None) -> list[str]:
-    """What a fresh ExtensionManager().discover() registers, in a process that sees `site`."""
+    """What a server built in a process that sees `site` registers, in order."""
     env = server_environment(PYTHONPATH=python_path(site))
     if listed is not None:
         env["JUPYTER_MCP_EXTENSIONS"] = listed
-    code = "import json\nfrom jupyter_mcp_server.extensions import ExtensionManager\nprint(json.dumps(ExtensionManager().discover()))"
+    code = (
+        "import json\nfrom jupyter_mcp_server.app import build_state\nfrom jupyter_mcp_server.config import read_config\n"
+        "print(json.dumps(list(build_state(read_config({})).extensions.host.registered)))"
+    )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -315,9 +319,9 @@ class Tag(JupyterMCPExtension):
         return (("probe", extension, self.order),) if self.as_triple else (("probe", extension),)
 
 
-async def resolved_probe(*extensions: JupyterMCPExtension) -> tuple[list[str], str, list[str]]:
+async def resolved_probe(*extensions: JupyterMCPExtension, hooks: Hooks | None = None) -> tuple[list[str], str, list[str]]:
     """Register `extensions` in this order on a fresh manager: probe's tags, description, tool names."""
-    manager = ExtensionManager()
+    manager = ExtensionManager(hooks)
     for extension in extensions:
         assert manager.register(extension) is not None
     specs = manager.tools()
@@ -355,22 +359,19 @@ async def test_tool_extension_order_in_process():
 
     # The host fires the hook pair around an extension's tool, once, its extensions outside it.
     ended: list[ToolCallEnded] = []
-    get_hooks().after_tool.append(ended.append)
-    try:
-        tags, _, _ = await resolved_probe(Probe(), a(), b())
-    finally:
-        get_hooks().after_tool.remove(ended.append)
+    hooks = Hooks()
+    hooks.after_tool.append(ended.append)
+    tags, _, _ = await resolved_probe(Probe(), a(), b(), hooks=hooks)
     assert tags == ["b", "a"]
     assert [(event.tool, event.outcome) for event in ended] == [("probe", "ok")]
 
-    # Put on a server twice, it is still one tool: the resolved one replaces.
+    # Put on a server twice (reactor's own step), it is still one tool: the later one replaces.
     manager = ExtensionManager()
     for extension in (Probe(), b(), a()):
         manager.register(extension)
-    server = MCPServer(name="probe-server")
-    assert manager.register_tools(server, once=False) == ["probe"]
-    assert manager.register_tools(server, once=True) == []
-    assert manager.register_tools(server, once=False) == ["probe"]
+    server = ReplacingServer(name="probe-server")
+    put_on_server(server, Probe().tools())
+    put_on_server(server, manager.tools())
     listed = await server.list_tools()
     assert [tool.name for tool in listed] == ["probe"]
     assert listed[0].description == "Described by a."

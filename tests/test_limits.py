@@ -25,7 +25,7 @@ from mcp.types import TextContent
 
 
 def payload_size(output: dict) -> int:
-    """seeds/004: an omitted payload counts its compact UTF-8 JSON size."""
+    """An omitted payload counts its compact UTF-8 JSON size."""
     return len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 

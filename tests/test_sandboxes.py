@@ -132,7 +132,7 @@ async def test_the_four_tools_say_what_they_do(workspace, sandboxes_site):
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert set(tools) >= SANDBOX_TOOLS
         expected = {
-            # read_only, destructive, idempotent, open_world (seeds/000's table)
+            # read_only, destructive, idempotent, open_world (as the README's table says)
             "launch_sandbox": (False, True, False, True),
             "list_sandboxes": (True, False, True, False),
             "use_sandbox": (False, True, True, False),

@@ -2,7 +2,7 @@
 
 One registry decides whether a behaviour is on, and every part of the server
 asks it rather than keeping its own flag. Values arrive in four layers, later
-ones winning (seeds/003): the server's declared defaults,
+ones winning: the server's declared defaults,
 ``JUPYTER_MCP_CAPABILITIES``, ``--capability`` on the command line, and each
 installed extension's ``capabilities()``. ``source`` says which layer set the
 value, because "why is this on?" is the first question anybody asks.
@@ -139,27 +139,9 @@ class CapabilityRegistry:
         return sorted(self._declared)
 
     def describe(self) -> dict[str, object]:
-        """The shape of ``capabilities://`` and ``server/discover`` (seeds/003)."""
+        """The shape of ``capabilities://`` and of ``server/discover``'s capabilities extension."""
         return {
             "version": SCHEMA_VERSION,
             "capabilities": [c.name for c in self.declared if c.enabled],
             "declared": [c.as_dict() for c in self.declared],
         }
-
-
-_registry: CapabilityRegistry | None = None
-
-
-def get_capabilities() -> CapabilityRegistry:
-    """The process's registry."""
-    global _registry
-    if _registry is None:
-        _registry = CapabilityRegistry()
-    return _registry
-
-
-def reset_capabilities() -> CapabilityRegistry:
-    """A fresh registry with the server's defaults (the CLI calls this once)."""
-    global _registry
-    _registry = CapabilityRegistry()
-    return _registry

@@ -29,7 +29,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_mcp_server.core_tools import furnishing
+from jupyter_mcp_server.connections import connection_key
+from jupyter_mcp_server.handlers import serve
+from jupyter_mcp_server.hooks import Hooks
 
 #: The loggers whose records reach clients.
 ROOT_LOGGER = "jupyter_mcp_server"
@@ -93,12 +95,15 @@ class ClientLogHandler(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(message)s"))
         self.listeners: dict[str, _Listener] = {}
+        #: Whether any 2026-07-28 request has asked for records while it runs.
+        self.requests_opted_in = False
 
     def wanted_level(self) -> int:
         """The lowest level anyone currently wants (what the loggers must let through)."""
         levels = [listener.level for listener in self.listeners.values()]
-        return min([*levels, logging.DEBUG if _requests_opted_in else logging.WARNING])
+        return min([*levels, logging.DEBUG if self.requests_opted_in else logging.WARNING])
 
     def emit(self, record: logging.LogRecord) -> None:
         if _delivering.get():
@@ -129,6 +134,44 @@ class ClientLogHandler(logging.Handler):
 
         listener.loop.create_task(deliver())
 
+    # -- on the package's logger, for as long as the server runs ----------------
+
+    def install(self, hooks: Hooks) -> None:
+        """Attach to the package's logger, keeping stderr at the operator's level, and log
+        each tool call through the hooks."""
+        root = logging.getLogger()
+        operator_level = root.level
+        for existing in root.handlers:
+            if existing.level == logging.NOTSET:
+                existing.setLevel(operator_level)
+        logging.getLogger(ROOT_LOGGER).addHandler(self)
+        self.refresh_level()
+        hooks.before_tool.append(lambda call: tool_logger.debug("Calling tool %s", call.tool))
+        hooks.after_tool.append(
+            lambda ended: tool_logger.info("Tool %s ended: %s in %.3f s", ended.tool, ended.outcome, ended.duration)
+        )
+
+    def uninstall(self) -> None:
+        logging.getLogger(ROOT_LOGGER).removeHandler(self)
+
+    def refresh_level(self) -> None:
+        """Let the package's records through down to the lowest level a client asked for."""
+        package = logging.getLogger(ROOT_LOGGER)
+        root_level = logging.getLogger().level or logging.WARNING
+        package.setLevel(min(self.wanted_level(), root_level))
+
+    # -- the protocol ----------------------------------------------------------
+
+    async def set_level(self, ctx: Any, params: Any) -> Any:
+        """``logging/setLevel`` (2025-11-25): this connection's level from now on."""
+        from mcp.types import EmptyResult
+
+        self.listeners[connection_key(ctx)] = _Listener(
+            session=ctx.session, level=PYTHON_LEVELS[params.level], loop=asyncio.get_running_loop()
+        )
+        self.refresh_level()
+        return EmptyResult()
+
 
 async def _send(session: Any, level: str, data: str, name: str) -> bool:
     token = _delivering.set(True)
@@ -141,64 +184,16 @@ async def _send(session: Any, level: str, data: str, name: str) -> bool:
         _delivering.reset(token)
 
 
-handler = ClientLogHandler()
-handler.setFormatter(logging.Formatter("%(message)s"))
-_requests_opted_in = False
-_installed = False
-
-
-def install() -> None:
-    """Attach the handler once per process, keeping stderr at the operator's level."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
-    root = logging.getLogger()
-    operator_level = root.level
-    for existing in root.handlers:
-        if existing.level == logging.NOTSET:
-            existing.setLevel(operator_level)
-    package = logging.getLogger(ROOT_LOGGER)
-    package.addHandler(handler)
-    _refresh_level()
-    from jupyter_mcp_server.hooks import get_hooks
-
-    hooks = get_hooks()
-    hooks.before_tool.append(lambda call: tool_logger.debug("Calling tool %s", call.tool))
-    hooks.after_tool.append(
-        lambda ended: tool_logger.info("Tool %s ended: %s in %.3f s", ended.tool, ended.outcome, ended.duration)
-    )
-
-
-def _refresh_level() -> None:
-    """Let the package's records through down to the lowest level a client asked for."""
-    package = logging.getLogger(ROOT_LOGGER)
-    root_level = logging.getLogger().level or logging.WARNING
-    package.setLevel(min(handler.wanted_level(), root_level))
-
-
-def connection_key(ctx: Any) -> str:
-    """The HTTP session a request came on, or the one stdio peer."""
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        return str(headers.get("mcp-session-id") or f"stateless-{id(ctx.session)}")
-    return "stdio"
-
-
-async def set_level(ctx: Any, params: Any) -> Any:
-    """``logging/setLevel`` (2025-11-25): this connection's level from now on."""
-    from mcp.types import EmptyResult
-
-    handler.listeners[connection_key(ctx)] = _Listener(
-        session=ctx.session, level=PYTHON_LEVELS[params.level], loop=asyncio.get_running_loop()
-    )
-    _refresh_level()
-    return EmptyResult()
+def stop_hearing_this_request() -> None:
+    """Records logged from here on in this context reach no request (its response was sent)."""
+    _current_request.set(None)
 
 
 class RequestLogLevel:
     """Middleware: a 2026-07-28 request with a log level hears what is logged while it runs."""
+
+    def __init__(self, handler: ClientLogHandler) -> None:
+        self.handler = handler
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         from mcp.types import LOG_LEVEL_META_KEY
@@ -207,9 +202,9 @@ class RequestLogLevel:
         requested = (ctx.meta or {}).get(LOG_LEVEL_META_KEY) if ctx.request_id is not None else None
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or requested not in PYTHON_LEVELS:
             return await call_next(ctx)
-        global _requests_opted_in
-        _requests_opted_in = True
-        _refresh_level()
+        if not self.handler.requests_opted_in:
+            self.handler.requests_opted_in = True
+            self.handler.refresh_level()
         state = _RequestLog(session=ctx.session, level=PYTHON_LEVELS[requested])
         token = _current_request.set(state)
         try:
@@ -221,12 +216,9 @@ class RequestLogLevel:
                 await asyncio.gather(*state.pending, return_exceptions=True)
 
 
-@furnishing
-def serve_logging(server: Any) -> None:
+def attach_logging(server: Any, handler: ClientLogHandler) -> None:
+    """Serve ``logging/setLevel`` and per-request levels on a built server."""
     from mcp.types import SetLevelRequestParams
 
-    from jupyter_mcp_server.handlers import serve
-
-    install()
-    serve(server, "logging/setLevel", SetLevelRequestParams, set_level)
-    server.middleware.append(RequestLogLevel())
+    serve(server, "logging/setLevel", SetLevelRequestParams, handler.set_level)
+    server.middleware.append(RequestLogLevel(handler))

@@ -1,56 +1,94 @@
-"""The configuration every part of the server reads, after the command line.
+"""Every setting of the server, declared once, and the frozen configuration they fill.
 
-Extensions used to register while the command line was still being parsed,
-and asked a configuration that did not exist yet. Here the CLI parses first,
-installs the result with :func:`set_config`, and only then imports what runs
-extensions; :func:`get_config` is the truth from then on.
+A setting arrives from the command line, from the environment, or (inside
+Jupyter Server) from Jupyter's traitlets. Each is declared here exactly
+once, with its help text, its default and where it may come from; the
+command line's parser and the Jupyter extension's traits are both made from
+these declarations, and this is the only module that reads ``os.environ``.
+Everything else is handed a :class:`ServerConfig`, which never changes once
+built.
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-
-DEFAULT_TIMEOUT = 120.0
-MAX_TIMEOUT = 3600.0
-MAX_OUTPUT_BYTES = 1_048_576
-MAX_OUTPUT_BLOCKS = 128
-MAX_KERNELS = 8
-IDLE_TIMEOUT = 900.0
+from typing import Any
 
 TRANSPORTS = ("stdio", "streamable-http", "json-lines")
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names it and says why."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its attribute on :class:`ServerConfig`, where it comes from, and its help."""
+
+    name: str
+    help: str
+    #: ``float``, ``int``, ``str``, ``bool`` or ``list`` (repeatable, strings).
+    kind: type
+    #: The command-line flag, or None for a setting only the environment sets.
+    flag: str | None = None
+    #: The environment variable, or None.
+    env: str | None = None
+    #: Numbers must be finite and above 0.
+    positive: bool = False
+    #: A Jupyter traitlet of the server extension (``JupyterMCPServerApp.<name>``).
+    jupyter: bool = False
+    #: Never shown: not in a repr, a log line, a result or an error.
+    secret: bool = False
+    #: An empty environment value is a value (an empty list), not an unset variable.
+    empty_is_a_value: bool = False
+
+
+def _declared(name: str) -> Setting:
+    return SETTINGS_BY_NAME[name]
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """What the server was pointed at and the limits it keeps."""
+    """What the server was pointed at and the limits it keeps (see :data:`SETTINGS`)."""
 
     workspace_root: Path = field(default_factory=lambda: Path(os.getcwd()).resolve())
     transport: str = "stdio"
     host: str = "127.0.0.1"
     port: int = 4040
-    default_timeout: float = DEFAULT_TIMEOUT
-    max_timeout: float = MAX_TIMEOUT
-    max_output_bytes: int = MAX_OUTPUT_BYTES
-    max_output_blocks: int = MAX_OUTPUT_BLOCKS
-    max_kernels: int = MAX_KERNELS
-    idle_timeout: float = IDLE_TIMEOUT
-    mcp_token: str | None = None
+    default_timeout: float = 120.0
+    max_timeout: float = 3600.0
+    max_output_bytes: int = 1_048_576
+    max_output_blocks: int = 128
+    max_kernels: int = 8
+    idle_timeout: float = 900.0
+    mcp_token: str | None = field(default=None, repr=False)
     #: ``--capability`` values in the order given, still unvalidated: names are
     #: checked once the extensions have declared theirs.
     capability_args: tuple[str, ...] = ()
-    #: Where the JSON-lines audit hook writes, when enabled.
+    #: ``JUPYTER_MCP_CAPABILITIES``: the environment's layer, applied before the command line's.
+    capability_env: str = ""
     audit_log: Path | None = None
-    #: A Jupyter Server to start kernels on (``--jupyter-url`` / ``JUPYTER_URL``);
-    #: None starts them locally.
     jupyter_url: str | None = None
-    #: Its token (``--jupyter-token`` / ``JUPYTER_TOKEN``). Never shown: not in
-    #: this object's repr, a log line, a result or an error.
     jupyter_token: str | None = field(default=None, repr=False)
-    #: Notebook files live on that Jupyter Server too, read and written through
-    #: its contents API (``--jupyter-contents``), instead of under workspace_root.
     jupyter_contents: bool = False
+    #: The extensions to load by entry-point name; None loads every installed one.
+    extensions: tuple[str, ...] | None = None
+    log_level: str = "WARNING"
+    heartbeat_seconds: float = 10.0
+    watch_debounce_ms: int = 200
+    task_grace_seconds: float = 1.0
+    task_ttl_seconds: float = 3600.0
+    inline_image_bytes: int = 262_144
+    inline_text_chars: int = 65_536
+    http_head_timeout: float = 10.0
+    http_body_timeout: float = 30.0
 
     @property
     def limits(self) -> dict[str, float | int]:
@@ -65,19 +103,298 @@ class ServerConfig:
         }
 
 
-_config: ServerConfig | None = None
+SETTINGS: tuple[Setting, ...] = (
+    Setting("transport", "How clients connect: stdio, streamable-http or json-lines.", str, flag="--transport"),
+    Setting("host", "HTTP only: the address to bind (default loopback).", str, flag="--host"),
+    Setting("port", "HTTP only: the port (default 4040).", int, flag="--port"),
+    Setting(
+        "workspace_root",
+        "The directory notebooks live in (default: the current directory).",
+        str,
+        flag="--workspace-root",
+    ),
+    Setting(
+        "capability_args",
+        "Turn a capability on (NAME or NAME=on) or off (NAME=off). Repeatable.",
+        list,
+        flag="--capability",
+        jupyter=True,
+    ),
+    Setting(
+        "capability_env",
+        "Capabilities to turn on or off, comma-separated NAME[=VALUE]; the command line wins.",
+        str,
+        env="JUPYTER_MCP_CAPABILITIES",
+    ),
+    Setting("default_timeout", "Seconds per execution when a call gives none.", float, flag="--default-timeout", positive=True, jupyter=True),
+    Setting("max_timeout", "The largest timeout a call may ask for, in seconds.", float, flag="--max-timeout", positive=True, jupyter=True),
+    Setting("max_output_bytes", "Output bytes kept per execution.", int, flag="--max-output-bytes", positive=True, jupyter=True),
+    Setting("max_output_blocks", "Output blocks kept per execution.", int, flag="--max-output-blocks", positive=True, jupyter=True),
+    Setting("max_kernels", "Kernels running at once.", int, flag="--max-kernels", positive=True, jupyter=True),
+    Setting(
+        "idle_timeout",
+        "Seconds before an idle notebook session's kernel is stopped.",
+        float,
+        flag="--idle-timeout",
+        positive=True,
+        jupyter=True,
+    ),
+    Setting(
+        "mcp_token",
+        "HTTP: require 'Authorization: Bearer TOKEN'.",
+        str,
+        flag="--mcp-token",
+        env="JUPYTER_MCP_TOKEN",
+        secret=True,
+    ),
+    Setting("audit_log", "Append a JSON line per tool call and execution to this file.", str, flag="--audit-log", jupyter=True),
+    Setting(
+        "jupyter_url",
+        "Start kernels on the Jupyter Server at this URL instead of locally.",
+        str,
+        flag="--jupyter-url",
+        env="JUPYTER_URL",
+    ),
+    Setting(
+        "jupyter_token",
+        "That server's token (prefer the variable: arguments show in process lists).",
+        str,
+        flag="--jupyter-token",
+        env="JUPYTER_TOKEN",
+        secret=True,
+    ),
+    Setting(
+        "jupyter_contents",
+        "Read and write notebooks on that Jupyter Server through its contents API too; "
+        "paths are then relative to its root.",
+        bool,
+        flag="--jupyter-contents",
+        env="JUPYTER_CONTENTS",
+    ),
+    Setting(
+        "extensions",
+        "Load only these installed extensions (comma-separated entry-point names); "
+        "the notebooks tools are always there.",
+        str,
+        env="JUPYTER_MCP_EXTENSIONS",
+        empty_is_a_value=True,
+    ),
+    Setting("log_level", "The level of the server's log on stderr.", str, env="JUPYTER_MCP_LOG_LEVEL"),
+    Setting(
+        "heartbeat_seconds",
+        "A call with a progress token hears a heartbeat after this many silent seconds.",
+        float,
+        env="JUPYTER_MCP_HEARTBEAT_SECONDS",
+        positive=True,
+    ),
+    Setting(
+        "watch_debounce_ms",
+        "Milliseconds of quiet before a change on disk is announced to subscribers.",
+        int,
+        env="JUPYTER_MCP_WATCH_DEBOUNCE_MS",
+        positive=True,
+    ),
+    Setting(
+        "task_grace_seconds",
+        "Seconds an execution asked for as a task may take before it answers with the task.",
+        float,
+        env="JUPYTER_MCP_TASK_GRACE_SECONDS",
+        positive=True,
+    ),
+    Setting(
+        "task_ttl_seconds",
+        "Seconds a finished task's result is kept.",
+        float,
+        env="JUPYTER_MCP_TASK_TTL_SECONDS",
+        positive=True,
+    ),
+    Setting(
+        "inline_image_bytes",
+        "Images larger than this many bytes are linked as a resource instead of inlined.",
+        int,
+        env="JUPYTER_MCP_INLINE_IMAGE_BYTES",
+        positive=True,
+    ),
+    Setting(
+        "inline_text_chars",
+        "Output text longer than this is cut in a result, with a link to the whole.",
+        int,
+        env="JUPYTER_MCP_INLINE_TEXT_CHARS",
+        positive=True,
+    ),
+    Setting(
+        "http_head_timeout",
+        "HTTP: seconds a connection may take to send a request's line and headers.",
+        float,
+        env="JUPYTER_MCP_HTTP_HEAD_TIMEOUT",
+        positive=True,
+    ),
+    Setting(
+        "http_body_timeout",
+        "HTTP: seconds a request body may take to arrive (408 after that).",
+        float,
+        env="JUPYTER_MCP_HTTP_BODY_TIMEOUT",
+        positive=True,
+    ),
+)
+SETTINGS_BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+_DEFAULTS = ServerConfig(workspace_root=Path("."))
 
 
-def get_config() -> ServerConfig:
-    """The server's configuration: the parsed command line once it has been read."""
-    global _config
-    if _config is None:
-        _config = ServerConfig()
-    return _config
+def default_of(name: str) -> Any:
+    """A setting's default, as :class:`ServerConfig` declares it."""
+    return getattr(_DEFAULTS, name)
 
 
-def set_config(config: ServerConfig) -> ServerConfig:
-    """Install the configuration the rest of the process reads."""
-    global _config
-    _config = config
-    return config
+def help_of(name: str) -> str:
+    return _declared(name).help
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command line's flags, one per setting that has one."""
+    for setting in SETTINGS:
+        if setting.flag is None:
+            continue
+        extra = f" (env {setting.env})" if setting.env else ""
+        if setting.name == "transport":
+            parser.add_argument(setting.flag, choices=TRANSPORTS, default=None, help=setting.help, dest=setting.name)
+        elif setting.kind is bool:
+            parser.add_argument(
+                setting.flag, action="store_true", default=None, help=setting.help + extra, dest=setting.name
+            )
+        elif setting.kind is list:
+            parser.add_argument(
+                setting.flag,
+                action="append",
+                default=None,
+                metavar="NAME[=VALUE]",
+                help=setting.help + extra,
+                dest=setting.name,
+            )
+        else:
+            parser.add_argument(
+                setting.flag,
+                type=_parser_of(setting),
+                default=None,
+                help=setting.help + extra,
+                dest=setting.name,
+            )
+
+
+def _parser_of(setting: Setting) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return _value(setting, text)
+        except ConfigError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = setting.kind.__name__
+    return parse
+
+
+def _value(setting: Setting, text: str) -> Any:
+    """One setting's value from its text form."""
+    if setting.kind is bool:
+        return text.strip().lower() in _TRUE
+    if setting.kind in (int, float):
+        try:
+            value = setting.kind(text)
+        except ValueError:
+            raise ConfigError(f"{text!r} is not a{'n' if setting.kind is int else ''} {setting.kind.__name__}") from None
+        if setting.positive and (not math.isfinite(value) or value <= 0):
+            raise ConfigError(f"{text!r} must be a finite number greater than 0")
+        return value
+    return text
+
+
+#: What the environment may set for a server inside Jupyter Server: its own
+#: URL, token and transport are Jupyter's.
+INSIDE_JUPYTER = frozenset(
+    setting.name
+    for setting in SETTINGS
+    if setting.env and setting.name not in ("mcp_token", "jupyter_url", "jupyter_token", "jupyter_contents")
+)
+
+
+def read_config(
+    arguments: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    *,
+    from_environment: frozenset[str] | None = None,
+) -> ServerConfig:
+    """The configuration from given values (by setting name, None when not given: the
+    parsed command line, or Jupyter's traits) and the environment; a setting given both
+    ways takes the given value. `from_environment` limits which settings the environment
+    may set. ``ConfigError`` names what cannot be used."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if from_environment is not None and setting.name not in from_environment:
+            given = arguments.get(setting.name)
+            if given is not None:
+                values[setting.name] = given
+            continue
+        given = arguments.get(setting.name)
+        present = setting.env is not None and (
+            bool(environ.get(setting.env)) or (setting.empty_is_a_value and setting.env in environ)
+        )
+        if given is None and present:
+            assert setting.env is not None
+            try:
+                given = _value(setting, environ[setting.env])
+            except ConfigError as error:
+                raise ConfigError(f"{setting.env}: {error}") from None
+        if given is not None:
+            values[setting.name] = given
+    return checked(**values)
+
+
+def checked(**values: Any) -> ServerConfig:
+    """A :class:`ServerConfig` from setting values, refused with ``ConfigError`` when they
+    do not fit together."""
+    root = Path(values.pop("workspace_root", None) or os.getcwd())
+    if not root.is_dir():
+        raise ConfigError(f"--workspace-root {str(root)!r} does not exist or is not a directory.")
+    values["workspace_root"] = root.resolve()
+    if "capability_args" in values:
+        values["capability_args"] = tuple(values["capability_args"])
+    if isinstance(values.get("extensions"), str):
+        values["extensions"] = tuple(name.strip() for name in values["extensions"].split(",") if name.strip())
+    if values.get("audit_log"):
+        values["audit_log"] = Path(values["audit_log"]).resolve()
+    else:
+        values.pop("audit_log", None)
+    values["log_level"] = str(values.get("log_level", "WARNING")).upper()
+    known = {item.name for item in fields(ServerConfig)}
+    config = ServerConfig(**{name: value for name, value in values.items() if name in known})
+    if config.default_timeout > config.max_timeout:
+        raise ConfigError(
+            f"--default-timeout {config.default_timeout:g} is above --max-timeout {config.max_timeout:g}."
+        )
+    if not 0 < config.port < 65536:
+        raise ConfigError(f"--port {config.port} is not a port number (1-65535).")
+    if config.transport == "streamable-http" and config.host not in LOOPBACK_HOSTS and not config.mcp_token:
+        raise ConfigError(
+            f"Refusing to bind {config.host}: anything but loopback needs --mcp-token, because "
+            "whoever reaches this server runs code with your rights."
+        )
+    if config.jupyter_url:
+        from .errors import ToolFailure
+        from .kernels.remote import ArgumentNames, normalize_url
+
+        try:
+            url = normalize_url(config.jupyter_url, ArgumentNames("--jupyter-url", "--jupyter-token"))
+        except ToolFailure as error:
+            raise ConfigError(error.message) from None
+        return _replaced(config, jupyter_url=url)
+    if config.jupyter_contents:
+        raise ConfigError(
+            "--jupyter-contents needs --jupyter-url (or JUPYTER_URL): the Jupyter Server whose files to use."
+        )
+    return _replaced(config, jupyter_token=None)
+
+
+def _replaced(config: ServerConfig, **changes: Any) -> ServerConfig:
+    from dataclasses import replace
+
+    return replace(config, **changes)

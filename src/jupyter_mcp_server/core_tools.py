@@ -2,21 +2,19 @@
 
 `CoreToolsExtension` offers the notebooks tools as `ToolSpec` contributions
 in the ``notebooks`` toolset, declared from `tools.NOTEBOOK_TOOLS` in the first
-place rather than read back off a server's private registry. It is registered
-by `ExtensionManager.discover()` itself: a distribution cannot be missing its
-own tools.
+place rather than read back off a server's private registry. The
+composition root always loads it first (`extensions.load_extensions`): a
+distribution cannot be missing its own tools.
 
-A built server is more than its tools: :func:`furnish` gives every server
-built for a toolset selection the same resources, prompts and handlers as the
-module-level one, so ``initialize`` advertises the same abilities whichever
-URL a client used.
+The protocol features every built server has besides its tools (resources,
+prompts, progress, subscriptions, tasks, logging) are attached by the
+composition root, :mod:`jupyter_mcp_server.app`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
-from typing import Any
 
 from mcp.types import ToolAnnotations
 
@@ -31,23 +29,6 @@ from jupyter_mcp_server.extensions import (
 
 CORE_TOOLSET = "notebooks"
 CORE_EXTENSION = "jupyter-mcp-server"
-
-#: What every built server is furnished with besides its tools.
-FURNISHINGS: list[Callable[[Any], None]] = []
-
-
-def furnishing(register: Callable[[Any], None]) -> Callable[[Any], None]:
-    """Declare something every built server gets (a resource, a prompt, a handler)."""
-    FURNISHINGS.append(register)
-    return register
-
-
-def furnish(server: Any) -> Any:
-    """Give `server` everything the module-level server has besides its tools."""
-    for register in FURNISHINGS:
-        register(server)
-    return server
-
 
 @cache
 def core_tool_specs() -> tuple[ToolSpec, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The error codes of CONTRACT.md. Nothing else is ever sent as a code.
+#: The stable error codes (README.md lists them). Nothing else is ever sent as a code.
 INVALID_ARGUMENT = "invalid_argument"
 INVALID_PATH = "invalid_path"
 NOT_FOUND = "not_found"
@@ -47,7 +47,7 @@ ERROR_META_KEY = "io.jupyter-mcp/error"
 
 
 class ToolFailure(Exception):
-    """A failure with a code from CONTRACT.md and a message saying what to do next."""
+    """A failure with one of the stable codes and a message saying what to do next."""
 
     def __init__(self, code: str, message: str, **details: Any) -> None:
         if code not in ERROR_CODES:

@@ -10,7 +10,12 @@ what the foundation leaves open:
   name, never by the order in which distributions were installed;
 * a failing extension costs only itself, and the log names it;
 * putting tools on a server replaces a tool of the same name instead of
-  letting the SDK keep the first and warn.
+  letting the SDK keep the first and warn (:class:`ReplacingServer`, the
+  server every selection is built as).
+
+Nothing here is process-wide: the composition root
+(:mod:`jupyter_mcp_server.app`) makes one :class:`ExtensionManager` per
+server state, with the extensions :func:`load_extensions` found.
 """
 
 from __future__ import annotations
@@ -18,16 +23,15 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from reactor import PluginCompatibility, PluginManifest
 from reactor_mcp_server import (
     ENTRY_POINT_GROUP,
-    PROMPTS,
-    RESOURCES,
     TOOLS,
     McpExtension,
     McpHost,
@@ -40,9 +44,10 @@ from reactor_mcp_server import (
     resolve,
     tool,
 )
+from reactor_mcp_server import load_extensions as load_installed_extensions
 
 from jupyter_mcp_server.capabilities import Capability, CapabilityRegistry
-from jupyter_mcp_server.hooks import observed
+from jupyter_mcp_server.hooks import Hooks, observed
 
 logger = logging.getLogger(__name__)
 
@@ -57,11 +62,12 @@ __all__ = [
     "ToolExtension",
     "ToolSpec",
     "Toolset",
-    "get_extension_manager",
+    "load_extensions",
     "parse_selection",
     "tool",
 ]
 
+#: Where the operator narrows the extensions loaded, said in warnings.
 ENVIRONMENT = "JUPYTER_MCP_EXTENSIONS"
 
 
@@ -80,6 +86,14 @@ class JupyterMCPExtension(McpExtension):
     #: Whether this extension's tools fire the tool-call hooks themselves.
     #: Otherwise the host fires them around each call (the core tools do).
     fires_hooks: bool = False
+    #: The server this extension runs in (its configuration, capabilities, hooks,
+    #: running code with its limits): given by the server before ``on_start``.
+    server: Any = None
+
+    def attach(self, server: Any) -> None:
+        """Called once, before ``on_start``, with the server this extension runs in
+        (a :class:`jupyter_mcp_server.api.ServerAccess`)."""
+        self.server = server
 
     def capabilities(self) -> Sequence[Capability]:
         """Capabilities this extension declares (namespace the names)."""
@@ -167,12 +181,21 @@ def _guard_lifecycle(extension: McpExtension, name: str) -> None:
 
 
 class ExtensionHost(McpHost):
-    """The reactor host, resolving extensions of a tool in a declared order."""
+    """The reactor host, resolving extensions of a tool in a declared order, and firing the
+    tool-call hooks around the tools of extensions that do not fire them themselves."""
+
+    def __init__(self, hooks: Hooks, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.hooks = hooks
+        #: The extensions by the name they registered as.
+        self.extensions: dict[str, McpExtension] = {}
 
     def add(self, extension: McpExtension) -> str:
         name = manifest_of(extension).name
         _guard_lifecycle(extension, name)
-        return super().add(extension)
+        registered = super().add(extension)
+        self.extensions.setdefault(registered, extension)
+        return registered
 
     def offered_tools(
         self,
@@ -188,8 +211,8 @@ class ExtensionHost(McpHost):
                 continue
             if wanted is not None and spec.toolset not in wanted:
                 continue
-            if not getattr(self._registered.get(contribution.plugin), "fires_hooks", False):
-                spec = replace(spec, handler=observed(spec.name, spec.handler))
+            if not getattr(self.extensions.get(contribution.plugin), "fires_hooks", False):
+                spec = replace(spec, handler=observed(spec.name, spec.handler, self.hooks))
             extensions = sorted(
                 self.platform.get_contribution_extensions(TOOLS, spec.name, tenant_id=tenant_id),
                 key=lambda item: (item.order, item.plugin),
@@ -209,7 +232,7 @@ class ExtensionHost(McpHost):
         """(extension, tool) pairs whose tool nobody offered."""
         offered = {c.value.name for c in self.platform.get_contributions(TOOLS) if isinstance(c.value, ToolSpec)}
         unapplied: list[tuple[str, str]] = []
-        for name, extension in self._registered.items():
+        for name, extension in self.extensions.items():
             try:
                 targets = [item[0] for item in extension.tool_extensions()]
             except Exception:
@@ -219,56 +242,50 @@ class ExtensionHost(McpHost):
 
     @property
     def registered(self) -> dict[str, McpExtension]:
-        return dict(self._registered)
+        return dict(self.extensions)
+
+
+class ReplacingServer(MCPServer):
+    """An MCP server on which a tool added under a taken name replaces the one there.
+
+    The SDK keeps the first tool of a name and warns; a host that builds a
+    server, then lets an extension put its own version of a tool on it, means
+    the later one.
+    """
+
+    def add_tool(self, fn: Any, name: str | None = None, *args: Any, **kwargs: Any) -> None:
+        with contextlib.suppress(ToolError):
+            self.remove_tool(name or fn.__name__)
+        super().add_tool(fn, name, *args, **kwargs)
 
 
 class ExtensionManager:
     """A thin layer over the reactor host, adding this server's own hooks."""
 
-    def __init__(self) -> None:
-        self.host = ExtensionHost(name="jupyter-mcp-server")
-        self._registered_on: set[int] = set()
+    def __init__(
+        self,
+        hooks: Hooks | None = None,
+        server_factory: Any = None,
+        *,
+        name: str = "jupyter-mcp-server",
+        instructions: str = "",
+    ) -> None:
+        self.host = ExtensionHost(
+            hooks if hooks is not None else Hooks(),
+            name=name,
+            instructions=instructions,
+            server_factory=server_factory or (lambda name, instructions: ReplacingServer(name=name, instructions=instructions)),
+        )
         self._started = False
         self._collected: list[Capability] | None = None
 
-    # --- Finding and adding extensions ------------------------------------------
+    # --- Adding extensions ------------------------------------------------------
 
-    def discover(self) -> list[str]:
-        """The core tools first, then every entry point, sorted by name.
-
-        `JUPYTER_MCP_EXTENSIONS` narrows the entry points to the names it
-        lists; the core tools are always there.
-        """
-        from importlib import metadata
-
-        from jupyter_mcp_server.core_tools import CoreToolsExtension
-
-        names = [self.register(CoreToolsExtension())]
-        listed = os.environ.get(ENVIRONMENT)
-        wanted = None if listed is None else {n.strip() for n in listed.split(",") if n.strip()}
-        entry_points = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
-        missing = sorted((wanted or set()) - {entry_point.name for entry_point in entry_points})
-        if missing:
-            logger.warning(
-                "%s names %s, which no installed extension publishes; installed: %s",
-                ENVIRONMENT,
-                ", ".join(repr(name) for name in missing),
-                ", ".join(entry_point.name for entry_point in entry_points) or "none",
-            )
-        for entry_point in entry_points:
-            if wanted is not None and entry_point.name not in wanted:
-                logger.info("Extension '%s' is installed but not in %s", entry_point.name, ENVIRONMENT)
-                continue
-            try:
-                factory = entry_point.load()
-                extension = factory() if callable(factory) else factory
-            except Exception:
-                logger.exception("Extension '%s' could not be loaded; the others are served", entry_point.name)
-                continue
-            if not isinstance(extension, McpExtension):
-                logger.error("Extension '%s' is not an McpExtension: %r", entry_point.name, extension)
-                continue
-            names.append(self.register(extension, entry_point.name))
+    def add_all(self, extensions: Iterable[tuple[str, McpExtension]]) -> list[str]:
+        """Register each (label, extension); answers the names registered."""
+        names = [self.register(extension, label) for label, extension in extensions]
+        for name, target in self.host.unapplied_extensions():
+            logger.debug("Extension '%s' extends '%s', which nobody offers; it does not apply", name, target)
         return [name for name in names if name]
 
     def register(self, extension: McpExtension, label: str | None = None) -> str | None:
@@ -295,30 +312,6 @@ class ExtensionManager:
 
     def declared_toolsets(self) -> tuple[Toolset, ...]:
         return self.host.declared_toolsets()
-
-    def register_tools(self, mcp: Any, once: bool = True) -> list[str]:
-        """Put every offered tool on `mcp`, run each extension's `on_server`, start the platform."""
-        if once and id(mcp) in self._registered_on:
-            return []
-        specs = self.tools()
-        put_on_server(mcp, specs)
-        # Resources and prompts, as a built server gets them (McpHost.build).
-        for point, what in ((RESOURCES, "resources"), (PROMPTS, "prompts")):
-            for contribution in self.host.platform.get_contributions(point):
-                try:
-                    contribution.value(mcp)
-                except Exception:
-                    logger.exception("Extension '%s' failed to register its %s", contribution.plugin, what)
-        for name, extension in self.host.registered.items():
-            try:
-                extension.on_server(mcp)
-            except Exception:
-                logger.exception("Extension '%s' failed acting on the server", name)
-        for name, target in self.host.unapplied_extensions():
-            logger.debug("Extension '%s' extends '%s', which nobody offers; it does not apply", name, target)
-        self._registered_on.add(id(mcp))
-        self.start()
-        return [spec.name for spec in specs]
 
     def build(self, selection: Selection) -> Any:
         """The server a toolset selection asks for (built once per selection)."""
@@ -425,29 +418,28 @@ class ExtensionManager:
         return None
 
 
-def put_on_server(server: Any, specs: Iterable[ToolSpec]) -> None:
-    """Put tools on a server, replacing any of the same name (the SDK would keep the first)."""
-    from mcp.server.mcpserver.exceptions import ToolError
+def load_extensions(names: tuple[str, ...] | None, core: McpExtension) -> list[tuple[str, McpExtension]]:
+    """The core tools first, then every installed extension (entry points sorted by name),
+    or only those ``names`` lists (an empty tuple: none), each with the entry-point name
+    the log calls it by. A name that matches nothing installed is a typo worth a warning."""
+    from importlib import metadata
 
-    for spec in specs:
-        with contextlib.suppress(ToolError):
-            server.remove_tool(spec.name)
-        server.add_tool(
-            spec.handler,
-            name=spec.name,
-            title=spec.title or None,
-            description=spec.documentation or None,
-            annotations=spec.annotations,
-            meta=spec.meta or None,
-        )
-
-
-_manager: ExtensionManager | None = None
-
-
-def get_extension_manager() -> ExtensionManager:
-    """The process's extension manager."""
-    global _manager
-    if _manager is None:
-        _manager = ExtensionManager()
-    return _manager
+    found: list[tuple[str, McpExtension]] = [("core", core)]
+    entry_points = {entry_point.value: entry_point.name for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    if names is not None:
+        installed = set(entry_points.values())
+        missing = sorted(set(names) - installed)
+        if missing:
+            logger.warning(
+                "%s names %s, which no installed extension publishes; installed: %s",
+                ENVIRONMENT,
+                ", ".join(repr(name) for name in missing),
+                ", ".join(sorted(installed)) or "none",
+            )
+        if not set(names) & installed:
+            return found
+    for extension in load_installed_extensions(names):
+        kind = type(extension)
+        label = entry_points.get(f"{kind.__module__}:{kind.__qualname__}") or kind.__name__
+        found.append((label, extension))
+    return found

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import ERROR_META_KEY
+
 logger = logging.getLogger(__name__)
 
 
@@ -76,15 +78,7 @@ class Hooks:
                 logger.exception("Hook %r failed on %s; the call goes on", observer, type(event).__name__)
 
 
-_hooks = Hooks()
-
-
-def get_hooks() -> Hooks:
-    """The process's hooks."""
-    return _hooks
-
-
-def observed(tool: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+def observed(tool: str, handler: Callable[..., Any], hooks: Hooks) -> Callable[..., Any]:
     """`handler` with the tool-call hook pair fired around every call.
 
     The notebooks tools fire it themselves; an extension's tools are given it
@@ -96,12 +90,10 @@ def observed(tool: str, handler: Callable[..., Any]) -> Callable[..., Any]:
 
     def before(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
         arguments = redacted({k: v for k, v in kwargs.items() if k != "ctx"})
-        hooks = get_hooks()
         hooks.fire(hooks.before_tool, ToolCall(tool=tool, arguments=arguments))
         return arguments, time.monotonic()
 
     def after(arguments: dict[str, Any], started: float, outcome: str) -> None:
-        hooks = get_hooks()
         hooks.fire(
             hooks.after_tool,
             ToolCallEnded(tool=tool, arguments=arguments, duration=time.monotonic() - started, outcome=outcome),
@@ -150,8 +142,6 @@ def _outcome(result: Any) -> str:
     """``ok``, or the error code a failed result carries (``error`` without one)."""
     if not getattr(result, "is_error", False):
         return "ok"
-    from jupyter_mcp_server.errors import ERROR_META_KEY
-
     meta = getattr(result, "meta", None) or {}
     return str((meta.get(ERROR_META_KEY) or {}).get("code", "error"))
 

@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.application import ExtensionApp
@@ -44,8 +44,11 @@ from jupyter_server.utils import ensure_async
 from tornado import web
 from traitlets import Bool, Float, Int, List, Unicode
 
-from jupyter_mcp_server import config as config_module
+from jupyter_mcp_server.config import INSIDE_JUPYTER, ConfigError, default_of, help_of, read_config
 from jupyter_mcp_server.transports.tornado_bridge import Disconnect, serve_asgi
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server.app import Application
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +59,11 @@ MCP_PATH = "/mcp"
 class MCPBridge:
     """The MCP application and its lifetime, on Jupyter Server's event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, application: Application) -> None:
         from jupyter_mcp_server.transports.http import SelectionRouter
 
-        self.router = SelectionRouter()
+        self.application = application
+        self.router = SelectionRouter(application)
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._stopping: asyncio.Event | None = None
@@ -76,20 +80,10 @@ class MCPBridge:
             self._task.result()  # it failed: say why
 
     async def _run(self) -> None:
-        from jupyter_mcp_server.context import ServerContext
-
         assert self._ready is not None and self._stopping is not None
-        context = ServerContext.get_instance()
-        context.kernels.start_background()
-        try:
-            async with self.router.running():
-                self._ready.set()
-                await self._stopping.wait()
-        finally:
-            from jupyter_mcp_server.server import extension_manager
-
-            await asyncio.shield(context.kernels.shutdown_all())
-            extension_manager.stop()
+        async with self.application.running(), self.router.running():
+            self._ready.set()
+            await self._stopping.wait()
 
     async def stop(self) -> None:
         if self._task is None or self._stopping is None:
@@ -145,14 +139,14 @@ class JupyterMCPServerApp(ExtensionApp):
     name = EXTENSION_NAME
     load_other_extensions = True
 
-    default_timeout = Float(config_module.DEFAULT_TIMEOUT, config=True, help="Seconds per execution when a call gives none.")
-    max_timeout = Float(config_module.MAX_TIMEOUT, config=True, help="The largest timeout a call may ask for, in seconds.")
-    max_output_bytes = Int(config_module.MAX_OUTPUT_BYTES, config=True, help="Output bytes kept per execution.")
-    max_output_blocks = Int(config_module.MAX_OUTPUT_BLOCKS, config=True, help="Output blocks kept per execution.")
-    max_kernels = Int(config_module.MAX_KERNELS, config=True, help="Kernels the agent runs at once.")
-    idle_timeout = Float(config_module.IDLE_TIMEOUT, config=True, help="Seconds before an idle notebook session's kernel is stopped.")
-    capabilities = List(Unicode(), config=True, help="Capabilities to turn on (NAME) or off (NAME=off), as --capability.")
-    audit_log = Unicode("", config=True, help="Append a JSON line per tool call and execution to this file.")
+    default_timeout = Float(default_of("default_timeout"), config=True, help=help_of("default_timeout"))
+    max_timeout = Float(default_of("max_timeout"), config=True, help=help_of("max_timeout"))
+    max_output_bytes = Int(default_of("max_output_bytes"), config=True, help=help_of("max_output_bytes"))
+    max_output_blocks = Int(default_of("max_output_blocks"), config=True, help=help_of("max_output_blocks"))
+    max_kernels = Int(default_of("max_kernels"), config=True, help=help_of("max_kernels"))
+    idle_timeout = Float(default_of("idle_timeout"), config=True, help=help_of("idle_timeout"))
+    capabilities = List(Unicode(), config=True, help=help_of("capability_args"))
+    audit_log = Unicode("", config=True, help=help_of("audit_log"))
     use_contents_manager = Bool(
         None,
         allow_none=True,
@@ -163,11 +157,14 @@ class JupyterMCPServerApp(ExtensionApp):
 
     bridge: MCPBridge | None = None
 
+    application: Application | None = None
+
     def initialize_settings(self) -> None:
-        configure(self)
+        self.application = configure(self)
 
     def initialize_handlers(self) -> None:
-        self.bridge = MCPBridge()
+        assert self.application is not None
+        self.bridge = MCPBridge(self.application)
         self.handlers.append((MCP_PATH, MCPHandler, {"bridge": self.bridge}))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:  # type: ignore[override]
@@ -179,46 +176,38 @@ class JupyterMCPServerApp(ExtensionApp):
             await self.bridge.stop()
 
 
-def configure(app: JupyterMCPServerApp) -> None:
-    """The same configuration, tools and capabilities as the CLI, on Jupyter Server's managers."""
-    from jupyter_mcp_server.cli import configure_capabilities
-    from jupyter_mcp_server.context import ServerContext
+def configure(app: JupyterMCPServerApp) -> Application:
+    """The same server as the CLI's, built by the same composition root, on Jupyter Server's
+    kernels, files and (where JupyterLab's collaboration runs) its open documents."""
+    from jupyter_mcp_server.app import build_application
+    from jupyter_mcp_server.collaboration import LiveDocuments, LiveStore
     from jupyter_mcp_server.kernels.inprocess import ServerAppBackend
-    from jupyter_mcp_server.server import refresh_advertised_capabilities, register_extension_tools
 
     serverapp = app.serverapp
     assert serverapp is not None, "an extension is configured once it is linked to a ServerApp"
     root = Path(serverapp.root_dir).expanduser().resolve()
-    config = config_module.set_config(
-        config_module.ServerConfig(
-            workspace_root=root,
-            transport="streamable-http",
-            default_timeout=app.default_timeout,
-            max_timeout=max(app.max_timeout, app.default_timeout),
-            max_output_bytes=app.max_output_bytes,
-            max_output_blocks=app.max_output_blocks,
-            max_kernels=app.max_kernels,
-            idle_timeout=app.idle_timeout,
-            # No kernel is prestarted in somebody's Jupyter Server unless asked for.
-            capability_args=("kernel.prestart=off", *app.capabilities),
-            audit_log=Path(app.audit_log).resolve() if app.audit_log else None,
-        )
-    )
-    register_extension_tools()
     try:
-        configure_capabilities(config)
-    except SystemExit:
-        raise RuntimeError(
-            "jupyter_mcp_server: a capability in JupyterMCPServerApp.capabilities or JUPYTER_MCP_CAPABILITIES "
-            "is unknown (see the message above)."
-        ) from None
-    refresh_advertised_capabilities()
-    if config.audit_log is not None:
-        from jupyter_mcp_server.hooks import AuditLog, get_hooks
-
-        AuditLog(config.audit_log).install(get_hooks())
-    context = ServerContext.get_instance()
-    context.kernels.use_backend(
+        config = read_config(
+            {
+                "workspace_root": str(root),
+                "transport": "streamable-http",
+                "default_timeout": app.default_timeout,
+                "max_timeout": max(app.max_timeout, app.default_timeout),
+                "max_output_bytes": app.max_output_bytes,
+                "max_output_blocks": app.max_output_blocks,
+                "max_kernels": app.max_kernels,
+                "idle_timeout": app.idle_timeout,
+                # No kernel is prestarted in somebody's Jupyter Server unless asked for.
+                "capability_args": ["kernel.prestart=off", *app.capabilities],
+                "audit_log": app.audit_log or None,
+            },
+            from_environment=INSIDE_JUPYTER,
+        )
+        application = build_application(config)
+    except ConfigError as error:
+        raise RuntimeError(f"jupyter_mcp_server: {error}") from None
+    state = application.state
+    state.kernels.use_backend(
         ServerAppBackend(serverapp.kernel_manager, serverapp.kernel_spec_manager, root, serverapp.session_manager)
     )
     contents = serverapp.contents_manager
@@ -228,16 +217,15 @@ def configure(app: JupyterMCPServerApp) -> None:
     if use_contents:
         from jupyter_mcp_server.store.contents import ManagerContents
 
-        context.use_contents(ManagerContents(contents))
-    # Where JupyterLab's collaboration package runs, the agent's edits show live in open notebooks.
-    from jupyter_mcp_server.collaboration import LiveDocuments, LiveStore
-
-    context.store = LiveStore(context.store, LiveDocuments(serverapp))  # type: ignore[assignment]
+        state.use_contents(ManagerContents(contents))
+    # A notebook JupyterLab has open is edited in its shared document.
+    state.store = LiveStore(state.store, LiveDocuments(serverapp))  # type: ignore[assignment]
     app.log.info(
         "jupyter-mcp-server: MCP endpoint at %s (kernels from this server's kernel manager; notebooks %s)",
         serverapp.base_url.rstrip("/") + MCP_PATH,
         "through its contents manager" if use_contents else f"in {root}",
     )
+    return application
 
 
 def _is_plain_directory(contents: Any, root: Path) -> bool:

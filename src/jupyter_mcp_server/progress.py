@@ -9,71 +9,32 @@ When a ``tools/call`` carries a progress token, the server sends
   most ``MAX_MESSAGE_CHARS`` characters (what did not fit is counted, not
   sent: the result has the outputs);
 - a heartbeat (``running for 30 s``) whenever nothing was sent for
-  ``JUPYTER_MCP_HEARTBEAT_SECONDS`` (default 10), so that clients which give
+  the configured heartbeat (``JUPYTER_MCP_HEARTBEAT_SECONDS``, default 10), so that clients which give
   up on a silent call keep waiting.
 
 ``progress`` counts the notifications sent, so it only grows; there is no
 ``total``. Without a progress token nothing is sent. The kernel layer hears
-about outputs through :func:`output_listener`, a context variable the
-execution tools pass to ``run_code`` as its ``on_output``.
+about outputs through :mod:`jupyter_mcp_server.tools.listening`, a context
+variable the execution tools pass to ``run_code`` as its ``on_output``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from jupyter_mcp_server.core_tools import furnishing
+from mcp.server.extension import Extension
 
-OutputListener = Callable[[dict[str, Any]], None]
+from jupyter_mcp_server.tools.listening import listening
 
 DEFAULT_HEARTBEAT_SECONDS = 10.0
 #: At most one notification per this many seconds (outputs are coalesced).
 MIN_GAP = 0.25
 #: The most output text one notification carries.
 MAX_MESSAGE_CHARS = 2000
-
-_listener: contextvars.ContextVar[OutputListener | None] = contextvars.ContextVar(
-    "jupyter_mcp_output_listener", default=None
-)
-
-
-def output_listener() -> OutputListener | None:
-    """Who wants the outputs of the execution running in this call, if anyone."""
-    return _listener.get()
-
-
-@contextlib.contextmanager
-def listening(listener: OutputListener | None) -> Any:
-    """Make `listener` hear the outputs of executions run inside this block."""
-    previous = _listener.get()
-    if listener is None:
-        yield
-        return
-
-    def both(output: dict[str, Any]) -> None:
-        listener(output)
-        if previous is not None:
-            previous(output)
-
-    token = _listener.set(both)
-    try:
-        yield
-    finally:
-        _listener.reset(token)
-
-
-def heartbeat_seconds() -> float:
-    try:
-        value = float(os.environ.get("JUPYTER_MCP_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS))
-    except ValueError:
-        return DEFAULT_HEARTBEAT_SECONDS
-    return value if value > 0 else DEFAULT_HEARTBEAT_SECONDS
 
 
 def describe(output: dict[str, Any]) -> str:
@@ -146,9 +107,11 @@ class Reporter:
 
 
 @contextlib.asynccontextmanager
-async def reporting(send: Callable[[float, str], Awaitable[None]]) -> AsyncIterator[Reporter]:
+async def reporting(
+    send: Callable[[float, str], Awaitable[None]], heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+) -> AsyncIterator[Reporter]:
     """A running reporter for the duration of the block; what is pending is sent at the end."""
-    reporter = Reporter(send, heartbeat_seconds())
+    reporter = Reporter(send, heartbeat_seconds)
     task = asyncio.ensure_future(reporter.run())
     try:
         with listening(reporter.on_output):
@@ -167,22 +130,20 @@ def progress_token(ctx: Any) -> Any:
     return token
 
 
-@furnishing
-def report_progress_of_tool_calls(server: Any) -> None:
+class ProgressReporting(Extension):
     """Every ``tools/call`` with a progress token gets heartbeats, and outputs while code runs."""
-    from jupyter_mcp_server.handlers import Handler, wrap
 
-    def with_progress(original: Handler) -> Handler:
-        async def call(ctx: Any, params: Any) -> Any:
-            if progress_token(ctx) is None:
-                return await original(ctx, params)
+    identifier = "io.jupyter-mcp/progress"
 
-            async def send(progress: float, message: str) -> None:
-                await ctx.session.report_progress(progress, None, message)
+    def __init__(self, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS) -> None:
+        self.heartbeat_seconds = heartbeat_seconds
 
-            async with reporting(send):
-                return await original(ctx, params)
+    async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
+        if progress_token(ctx) is None:
+            return await call_next(ctx)
 
-        return call
+        async def send(progress: float, message: str) -> None:
+            await ctx.session.report_progress(progress, None, message)
 
-    wrap(server, "tools/call", with_progress)
+        async with reporting(send, self.heartbeat_seconds):
+            return await call_next(ctx)

@@ -16,10 +16,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
-from mcp.types import Completion, PromptReference, ResourceTemplateReference
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, Completion, PromptReference, ResourceTemplateReference
 from pydantic import Field
 
-from jupyter_mcp_server.core_tools import furnishing
+from jupyter_mcp_server.errors import ToolFailure
+from jupyter_mcp_server.handlers import Handler, wrap
+from jupyter_mcp_server.resources import CELL_TEMPLATE, NOTEBOOK_TEMPLATE, OUTPUT_TEMPLATE
+from jupyter_mcp_server.state import ServerState, state_of
+from jupyter_mcp_server.tools.addressing import NOTEBOOK_SUFFIXES, checked_path, notebook_path
 
 CITE_PROMPT = "jupyter_cite"
 #: The protocol allows at most 100 completion values.
@@ -93,15 +98,9 @@ async def cite(
     ] = "",
 ) -> list[dict[str, Any]]:
     """Cite cells of a notebook in a prompt, like @-mentioning a file: their sources, then your question."""
-    from mcp.shared.exceptions import MCPError
-    from mcp.types import INVALID_PARAMS
-
-    from jupyter_mcp_server.errors import ToolFailure
-    from jupyter_mcp_server.tools.addressing import notebook_path, server
-
     try:
         path = notebook_path(ctx, notebook_name or None)
-        view = await server().store.read(path)
+        view = await state_of(ctx).store.read(path)
         indices = parse_cell_ranges(cell_indices, len(view.notebook.cells))
         text = cite_text(prompt, cell_indices.strip(), path, view.notebook, indices)
     except ToolFailure as error:
@@ -111,8 +110,14 @@ async def cite(
     return [{"role": "user", "content": {"type": "text", "text": text}}]
 
 
-@furnishing
-def register_prompts(server: Any) -> None:
+def attach_prompts(server: Any, state: ServerState) -> None:
+    """Serve ``jupyter_cite`` and completion for it and the notebook resource templates.
+
+    An unknown prompt, or arguments a prompt cannot take, is invalid params
+    (-32602): ``MCPServer.get_prompt`` turns every failure into a bare
+    ``ValueError``, which reached the client as JSON-RPC error code 0 (over
+    HTTP: an internal error), not as the request's own mistake.
+    """
     server.prompt(
         name=CITE_PROMPT,
         title="Cite notebook cells",
@@ -121,23 +126,13 @@ def register_prompts(server: Any) -> None:
             "cell_indices ('0-2,4') with their sources, then your prompt, as one user message."
         ),
     )(cite)
-    server.completion()(complete)
 
+    async def complete_for_this_server(ref: Any, argument: Any, context: Any) -> Completion | None:
+        return await complete(state, ref, argument, context)
 
-@furnishing
-def refuse_bad_prompt_requests(server: Any) -> None:
-    """An unknown prompt, or arguments a prompt cannot take, is invalid params (-32602).
+    server.completion()(complete_for_this_server)
 
-    `MCPServer.get_prompt` turns every failure into a bare ``ValueError``,
-    which reached the client as JSON-RPC error code 0 (over HTTP: an
-    internal error), not as the request's own mistake.
-    """
-    from mcp.shared.exceptions import MCPError
-    from mcp.types import INVALID_PARAMS
-
-    from jupyter_mcp_server.handlers import Handler, wrap
-
-    def wrapper(handler: Handler) -> Handler:
+    def invalid_params(handler: Handler) -> Handler:
         async def get_prompt(ctx: Any, params: Any) -> Any:
             try:
                 return await handler(ctx, params)
@@ -146,32 +141,30 @@ def refuse_bad_prompt_requests(server: Any) -> None:
 
         return get_prompt
 
-    wrap(server, "prompts/get", wrapper)
+    wrap(server, "prompts/get", invalid_params)
 
 
 # --- completion ---------------------------------------------------------------
 
 
-async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+async def complete(state: ServerState, ref: Any, argument: Any, context: Any) -> Completion | None:
     """Values for a prompt argument or a resource-template variable, by name."""
-    from jupyter_mcp_server.resources import CELL_TEMPLATE, NOTEBOOK_TEMPLATE, OUTPUT_TEMPLATE
-
     known = dict((context.arguments or {}) if context is not None else {})
     name, partial = argument.name, argument.value or ""
     if isinstance(ref, PromptReference) and ref.name == CITE_PROMPT:
         if name == "notebook_name":
-            return _limited(notebook_paths(partial))
+            return _limited(await notebook_paths(state, partial))
         if name == "cell_indices":
-            return _limited(await range_suggestions(known.get("notebook_name", ""), partial))
+            return _limited(await range_suggestions(state, known.get("notebook_name", ""), partial))
         return None
     if isinstance(ref, ResourceTemplateReference) and ref.uri in (NOTEBOOK_TEMPLATE, CELL_TEMPLATE, OUTPUT_TEMPLATE):
         if name == "path":
-            return _limited(notebook_paths(partial))
+            return _limited(await notebook_paths(state, partial))
         if name == "cell" and known.get("path"):
-            cells = await _cells_of(known["path"])
+            cells = await _cells_of(state, known["path"])
             return _limited([str(cell.get("id")) for cell in cells if str(cell.get("id")).startswith(partial)])
         if name == "output" and known.get("path") and known.get("cell"):
-            cells = await _cells_of(known["path"])
+            cells = await _cells_of(state, known["path"])
             outputs: list[Any] = next((c.get("outputs", []) for c in cells if c.get("id") == known["cell"]), [])
             return _limited([str(i) for i in range(len(outputs)) if str(i).startswith(partial)])
     return None
@@ -183,13 +176,10 @@ def _limited(values: list[str]) -> Completion:
     )
 
 
-def notebook_paths(prefix: str) -> list[str]:
-    """Notebook paths in the workspace (three levels down) that start with `prefix`."""
-    from jupyter_mcp_server.errors import ToolFailure
-    from jupyter_mcp_server.tools.addressing import NOTEBOOK_SUFFIXES, server
-
+async def notebook_paths(state: ServerState, prefix: str) -> list[str]:
+    """Notebook paths where notebooks are kept (three levels down) that start with `prefix`."""
     try:
-        entries = server().workspace.list_files("", COMPLETION_DEPTH)
+        entries = await state.store.list_files("", COMPLETION_DEPTH)
     except ToolFailure:
         return []
     return [
@@ -201,21 +191,18 @@ def notebook_paths(prefix: str) -> list[str]:
     ]
 
 
-async def _cells_of(path: str) -> list[Any]:
-    from jupyter_mcp_server.errors import ToolFailure
-    from jupyter_mcp_server.tools.addressing import checked_path, server
-
+async def _cells_of(state: ServerState, path: str) -> list[Any]:
     try:
-        return list((await server().store.read(checked_path(path))).notebook.cells)
+        return list((await state.store.read(checked_path(state, path))).notebook.cells)
     except ToolFailure:
         return []
 
 
-async def range_suggestions(notebook: str, partial: str) -> list[str]:
+async def range_suggestions(state: ServerState, notebook: str, partial: str) -> list[str]:
     """What the last item of a range expression can be: an index or a range up to the end."""
     if not notebook:
         return []
-    count = len(await _cells_of(notebook))
+    count = len(await _cells_of(state, notebook))
     head, comma, last = partial.rpartition(",")
     before = head + comma
     last = last.strip()

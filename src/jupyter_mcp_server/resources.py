@@ -1,7 +1,7 @@
 """The resources every built server serves.
 
-``capabilities://`` (seeds/003) and ``jupymcp://capabilities`` (seeds/004)
-say what this server can do; ``notebook:///{path}`` is a notebook, addressed
+``capabilities://`` and ``jupymcp://capabilities`` say what this server can
+do (docs/capabilities.md, docs/protocol.md); ``notebook:///{path}`` is a notebook, addressed
 by an RFC 3986 path decoded strictly before any file is touched.
 
 One cell and one output have their own URIs, so a large output or an image is
@@ -24,21 +24,22 @@ from __future__ import annotations
 import base64
 import json
 from typing import Any
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl
 
 from mcp.server.mcpserver import Context
 from mcp.types import BlobResourceContents, TextResourceContents
 
 from jupyter_mcp_server import __version__
-from jupyter_mcp_server.capabilities import get_capabilities
-from jupyter_mcp_server.core_tools import furnishing
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.handlers import Handler, wrap
+from jupyter_mcp_server.state import ServerState, state_of
+from jupyter_mcp_server.workspace import OUTPUT_SCHEME, path_of_uri
 
 CAPABILITIES_URI = "capabilities://"
 SELF_DESCRIPTION_URI = "jupymcp://capabilities"
 NOTEBOOK_TEMPLATE = "notebook:///{+path}"
 NOTEBOOK_MIME = "application/x-ipynb+json"
 CELL_SCHEME = "notebook-cell"
-OUTPUT_SCHEME = "notebook-output"
 CELL_TEMPLATE = CELL_SCHEME + ":///{+path}{?cell}"
 OUTPUT_TEMPLATE = OUTPUT_SCHEME + ":///{+path}{?cell,output}"
 CELL_MIME = "application/vnd.jupyter.cell+json"
@@ -48,12 +49,9 @@ OUTPUT_MIME = "multipart/mixed"
 SERVER_NAME = "jupyter-mcp-server"
 
 
-def self_description() -> dict[str, Any]:
-    """seeds/004's schema 1.0 self-description, with values true of this process."""
-    from jupyter_mcp_server.context import ServerContext
-
-    context = ServerContext.get_instance()
-    config = context.config
+def self_description(state: ServerState) -> dict[str, Any]:
+    """The schema 1.0 self-description (docs/protocol.md), with values true of this server."""
+    config = state.config
     return {
         "schema_version": "1.0",
         "output_schema_version": "1.0",
@@ -68,28 +66,28 @@ def self_description() -> dict[str, Any]:
             "kernel_per_notebook": True,
             "shared_kernels": "pass the same kernel_id to use_notebook",
             "idle_timeout_seconds": config.idle_timeout,
-            "auto_restart": get_capabilities().enabled("kernel.auto-restart"),
+            "auto_restart": state.capabilities.enabled("kernel.auto-restart"),
         },
         "cancellation": {
             "mcp_request": True,
-            "interrupts_kernel": get_capabilities().enabled("execution.cancel-interrupts"),
+            "interrupts_kernel": state.capabilities.enabled("execution.cancel-interrupts"),
             "explicit_interrupt_tools": ["interrupt_kernel", "interrupt_notebook_session"],
         },
-        "kernelspecs": context.kernels.kernelspecs(),
+        "kernelspecs": state.kernels.kernelspecs(),
     }
 
 
-@furnishing
-def register_resources(server: Any) -> None:
+def attach_resources(server: Any, state: ServerState) -> None:
+    """Serve the capabilities, the self-description, notebooks, cells and outputs."""
     @server.resource(
         CAPABILITIES_URI,
         name="capabilities",
         title="Server capabilities",
-        description="Which switchable behaviours this server has on, and every one it knows (seeds/003).",
+        description="Which switchable behaviours this server has on, and every one it knows.",
         mime_type="application/json",
     )
     def capabilities() -> str:
-        return json.dumps(get_capabilities().describe(), indent=2)
+        return json.dumps(state.capabilities.describe(), indent=2)
 
     @server.resource(
         SELF_DESCRIPTION_URI,
@@ -99,7 +97,7 @@ def register_resources(server: Any) -> None:
         mime_type="application/json",
     )
     def described() -> str:
-        return json.dumps(self_description(), indent=2)
+        return json.dumps(self_description(state), indent=2)
 
     @server.resource(
         NOTEBOOK_TEMPLATE,
@@ -122,7 +120,7 @@ def register_resources(server: Any) -> None:
     )
     async def cell(path: str, ctx: Context, cell: str | None = None) -> str:
         uri = str((ctx.request_context.params or {}).get("uri", ""))
-        _, _, found = await _cell_of_uri(uri, CELL_SCHEME)
+        _, _, found = await _cell_of_uri(state_of(ctx), uri, CELL_SCHEME)
         return json.dumps(found, ensure_ascii=False, indent=1)
 
     @server.resource(
@@ -139,7 +137,7 @@ def register_resources(server: Any) -> None:
     )
     async def output(path: str, ctx: Context, cell: str | None = None, output: str | None = None) -> str | bytes:
         uri = str((ctx.request_context.params or {}).get("uri", ""))
-        first = (await output_contents(uri))[0]
+        first = (await output_contents(state_of(ctx), uri))[0]
         return first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
 
     _serve_output_contents(server)
@@ -156,37 +154,17 @@ async def read_notebook_resource(ctx: Any) -> str:
     """Read a notebook by the URI exactly as the client sent it."""
     from mcp.server.mcpserver.exceptions import ResourceError
 
-    from jupyter_mcp_server.context import ServerContext
-    from jupyter_mcp_server.errors import ToolFailure
-    from jupyter_mcp_server.workspace import path_of_uri
-
     uri = str((ctx.request_context.params or {}).get("uri", ""))
-    context = ServerContext.get_instance()
+    state = state_of(ctx)
     try:
         relative = path_of_uri(uri)
-        view = await context.store.read(context.locate(relative))
+        view = await state.store.read(state.locate(relative))
     except ToolFailure as error:
         raise ResourceError(f"{error.code}: {error.message}") from None
     return json.dumps(view.notebook, ensure_ascii=False, indent=1)
 
 
 # --- cells and outputs ----------------------------------------------------------
-
-
-def cell_uri(path: str, cell_id: str) -> str:
-    """``notebook-cell:///{path}?cell=ID`` for a workspace path."""
-    from jupyter_mcp_server.workspace import notebook_uri
-
-    return CELL_SCHEME + notebook_uri(path)[len("notebook") :] + "?cell=" + quote(cell_id, safe="")
-
-
-def output_uri(path: str, cell_id: str, index: int) -> str:
-    """``notebook-output:///{path}?cell=ID&output=N`` for a workspace path."""
-    from jupyter_mcp_server.workspace import notebook_uri
-
-    return (
-        OUTPUT_SCHEME + notebook_uri(path)[len("notebook") :] + f"?cell={quote(cell_id, safe='')}&output={index}"
-    )
 
 
 def _resource_error(code: str, message: str) -> Exception:
@@ -198,8 +176,6 @@ def _resource_error(code: str, message: str) -> Exception:
 
 def parse_part_uri(uri: str, scheme: str) -> tuple[str, dict[str, str]]:
     """The notebook path and the query of a cell or output URI, both checked strictly."""
-    from jupyter_mcp_server.errors import INVALID_PATH, ToolFailure
-    from jupyter_mcp_server.workspace import path_of_uri
 
     prefix = scheme + ":"
     if not uri.startswith(prefix):
@@ -217,19 +193,16 @@ def parse_part_uri(uri: str, scheme: str) -> tuple[str, dict[str, str]]:
     return path, dict(pairs)
 
 
-async def _cell_of_uri(uri: str, scheme: str) -> tuple[str, dict[str, str], Any]:
+async def _cell_of_uri(state: ServerState, uri: str, scheme: str) -> tuple[str, dict[str, str], Any]:
     """The path, the query and the cell a cell or output URI names."""
-    from jupyter_mcp_server.context import ServerContext
-    from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 
     path, query = parse_part_uri(uri, scheme)
     cell_id = query.get("cell")
     if not cell_id:
         raise _resource_error(INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).")
-    context = ServerContext.get_instance()
     try:
-        relative = context.locate(path)
-        view = await context.store.read(relative)
+        relative = state.locate(path)
+        view = await state.store.read(relative)
     except ToolFailure as error:
         raise _resource_error(error.code, error.message) from None
     for cell in view.notebook.cells:
@@ -238,11 +211,9 @@ async def _cell_of_uri(uri: str, scheme: str) -> tuple[str, dict[str, str], Any]
     raise _resource_error(NOT_FOUND, f"'{relative}' has no cell with id {cell_id!r}; read_notebook lists the ids.")
 
 
-async def output_contents(uri: str) -> list[TextResourceContents | BlobResourceContents]:
+async def output_contents(state: ServerState, uri: str) -> list[TextResourceContents | BlobResourceContents]:
     """Every representation of one output, each as a content with its own MIME type."""
-    from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND
-
-    relative, query, cell = await _cell_of_uri(uri, OUTPUT_SCHEME)
+    relative, query, cell = await _cell_of_uri(state, uri, OUTPUT_SCHEME)
     raw = query.get("output", "")
     if not raw.isdigit():
         raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs &output=N, the output's 0-based index.")
@@ -291,13 +262,11 @@ def _serve_output_contents(server: Any) -> None:
     """
     from mcp.types import ReadResourceResult
 
-    from jupyter_mcp_server.handlers import Handler, wrap
-
     def outputs_whole(original: Handler) -> Handler:
         async def read(ctx: Any, params: Any) -> Any:
             uri = str(params.uri)
             if uri.startswith(OUTPUT_SCHEME + ":"):
-                return ReadResourceResult(contents=await output_contents(uri))
+                return ReadResourceResult(contents=await output_contents(state_of(ctx), uri))
             return await original(ctx, params)
 
         return read

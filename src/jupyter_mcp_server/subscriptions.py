@@ -38,20 +38,19 @@ from typing import Any
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ResourceUpdated
 
-from jupyter_mcp_server.core_tools import furnishing
+from jupyter_mcp_server.connections import connection_key
+from jupyter_mcp_server.errors import INVALID_PATH, ToolFailure
+from jupyter_mcp_server.handlers import serve
+from jupyter_mcp_server.resources import CELL_SCHEME, OUTPUT_SCHEME, parse_part_uri
+from jupyter_mcp_server.state import ServerState
+from jupyter_mcp_server.store.store import revision_of
+from jupyter_mcp_server.workspace import path_of_uri
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_DEBOUNCE_MS = 200
 #: RFC 3986 scheme.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
-
-
-def debounce_ms() -> int:
-    try:
-        return max(1, int(os.environ.get("JUPYTER_MCP_WATCH_DEBOUNCE_MS", DEFAULT_DEBOUNCE_MS)))
-    except ValueError:
-        return DEFAULT_DEBOUNCE_MS
 
 
 @dataclass
@@ -65,7 +64,9 @@ class _Connection:
 class NotebookEvents:
     """Who watches which notebook, and telling them when it changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: ServerState, debounce_ms: int = DEFAULT_DEBOUNCE_MS) -> None:
+        self.state = state
+        self.debounce_ms = debounce_ms
         self.bus = InMemorySubscriptionBus()
         self.connections: dict[str, _Connection] = {}
         #: URIs held by open listen streams, counted.
@@ -82,11 +83,6 @@ class NotebookEvents:
 
     def path_of(self, uri: str) -> str:
         """The workspace path a notebook, cell or output URI names; ToolFailure if none."""
-        from jupyter_mcp_server.context import ServerContext
-        from jupyter_mcp_server.errors import INVALID_PATH, ToolFailure
-        from jupyter_mcp_server.resources import CELL_SCHEME, OUTPUT_SCHEME, parse_part_uri
-        from jupyter_mcp_server.workspace import path_of_uri
-
         scheme = uri.partition(":")[0].lower()
         if scheme in (CELL_SCHEME, OUTPUT_SCHEME):
             try:
@@ -95,7 +91,7 @@ class NotebookEvents:
                 raise ToolFailure(INVALID_PATH, str(error)) from None
         else:
             path = path_of_uri(uri)
-        return ServerContext.get_instance().locate(path)
+        return self.state.locate(path)
 
     def subscribed_paths(self) -> set[str]:
         return set(self._paths.values())
@@ -118,8 +114,6 @@ class NotebookEvents:
             self._stop_watching()
 
     def subscribe(self, key: str, session: Any, uri: str) -> None:
-        from jupyter_mcp_server.resources import CELL_SCHEME, OUTPUT_SCHEME
-
         # Another scheme is an extension's resource (or capabilities://): the
         # subscription is accepted and kept, and this module never fires it.
         # Something that is not a URI at all is refused like a bad notebook URI.
@@ -187,8 +181,6 @@ class NotebookEvents:
         """Hear the server's own writes from the store, as they happen."""
         if self._store_observed:
             return
-        from jupyter_mcp_server.context import ServerContext
-
         self._store_observed = True
 
         def written(path: str, revision: str) -> None:
@@ -196,16 +188,13 @@ class NotebookEvents:
                 with contextlib.suppress(RuntimeError):
                     asyncio.get_running_loop().create_task(self.announce(path, revision))
 
-        ServerContext.get_instance().store.observers.append(written)
+        self.state.store.observers.append(written)
 
     # -- the watcher -----------------------------------------------------------
 
     def _revision_on_disk(self, path: str) -> str | None:
-        from jupyter_mcp_server.context import ServerContext
-        from jupyter_mcp_server.store.store import revision_of
-
         try:
-            return revision_of(ServerContext.get_instance().workspace.read_bytes(path))
+            return revision_of(self.state.workspace.read_bytes(path))
         except Exception:
             return None
 
@@ -219,6 +208,14 @@ class NotebookEvents:
             # A context of its own: it outlives the request that started it.
             self._watcher = contextvars.Context().run(loop.create_task, self._watch(self._stop))
 
+    def close(self) -> None:
+        """Forget every subscription and stop watching (the server is stopping)."""
+        self.connections.clear()
+        self.listened.clear()
+        self._paths.clear()
+        self._announced.clear()
+        self._stop_watching()
+
     def _stop_watching(self) -> None:
         if self._stop is not None:
             self._stop.set()
@@ -228,9 +225,7 @@ class NotebookEvents:
     async def _watch(self, stop: asyncio.Event) -> None:
         import watchfiles
 
-        from jupyter_mcp_server.context import ServerContext
-
-        root = str(ServerContext.get_instance().workspace.root)
+        root = str(self.state.workspace.root)
 
         def wanted(change: Any, changed: str) -> bool:
             relative = os.path.relpath(changed, root).replace(os.sep, "/")
@@ -239,7 +234,7 @@ class NotebookEvents:
         logger.debug("Watching %s for changes to subscribed notebooks", root)
         try:
             async for changes in watchfiles.awatch(
-                root, watch_filter=wanted, debounce=debounce_ms(), step=50, stop_event=stop, recursive=True
+                root, watch_filter=wanted, debounce=self.debounce_ms, step=50, stop_event=stop, recursive=True
             ):
                 for path in sorted({os.path.relpath(p, root).replace(os.sep, "/") for _, p in changes}):
                     await self.announce(path, self._revision_on_disk(path))
@@ -247,49 +242,30 @@ class NotebookEvents:
             logger.warning("Watching the workspace for outside changes failed", exc_info=True)
 
 
-events = NotebookEvents()
-
-
-def connection_key(ctx: Any) -> str:
-    from jupyter_mcp_server.client_logging import connection_key as key
-
-    return key(ctx)
-
-
-async def subscribe(ctx: Any, params: Any) -> Any:
-    """``resources/subscribe`` (2025-11-25)."""
+def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
+    """Serve ``resources/subscribe``, ``resources/unsubscribe`` and ``subscriptions/listen``."""
     from mcp.shared.exceptions import MCPError
-    from mcp.types import INVALID_PARAMS, EmptyResult
-
-    from jupyter_mcp_server.errors import ToolFailure
-
-    try:
-        events.subscribe(connection_key(ctx), ctx.session, str(params.uri))
-    except ToolFailure as error:
-        raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}", data={"code": error.code}) from None
-    return EmptyResult()
-
-
-async def unsubscribe(ctx: Any, params: Any) -> Any:
-    """``resources/unsubscribe`` (2025-11-25)."""
-    from mcp.types import EmptyResult
-
-    events.unsubscribe(connection_key(ctx), str(params.uri))
-    return EmptyResult()
-
-
-@furnishing
-def serve_subscriptions(server: Any) -> None:
     from mcp.types import (
+        INVALID_PARAMS,
+        EmptyResult,
         SubscribeRequestParams,
         SubscriptionsListenRequestParams,
         UnsubscribeRequestParams,
     )
 
-    from jupyter_mcp_server.handlers import serve
+    async def subscribe(ctx: Any, params: Any) -> Any:
+        """``resources/subscribe`` (2025-11-25)."""
+        try:
+            events.subscribe(connection_key(ctx), ctx.session, str(params.uri))
+        except ToolFailure as error:
+            raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}", data={"code": error.code}) from None
+        return EmptyResult()
 
-    serve(server, "resources/subscribe", SubscribeRequestParams, subscribe)
-    serve(server, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    async def unsubscribe(ctx: Any, params: Any) -> Any:
+        """``resources/unsubscribe`` (2025-11-25)."""
+        events.unsubscribe(connection_key(ctx), str(params.uri))
+        return EmptyResult()
+
     streams = ListenHandler(events.bus)
 
     async def listen(ctx: Any, params: Any) -> Any:
@@ -299,4 +275,6 @@ def serve_subscriptions(server: Any) -> None:
         finally:
             events.unlisten(held)
 
+    serve(server, "resources/subscribe", SubscribeRequestParams, subscribe)
+    serve(server, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
     serve(server, "subscriptions/listen", SubscriptionsListenRequestParams, listen)

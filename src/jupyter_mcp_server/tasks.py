@@ -3,7 +3,8 @@
 ``execute_cell``, ``insert_execute_code_cell`` and ``execute_code`` declare
 ``_meta["io.modelcontextprotocol/tasks"] = {"taskSupport": "optional"}``.
 When a 2026-07-28 client declares the extension in the call's capabilities,
-the call gets ``JUPYTER_MCP_TASK_GRACE_SECONDS`` (default 1) to finish;
+the call gets the configured grace (``JUPYTER_MCP_TASK_GRACE_SECONDS``,
+default 1 s) to finish;
 one that finishes answers as usual, one that does not answers with a
 ``CreateTaskResult`` (``resultType: "task"``) and goes on running:
 
@@ -34,31 +35,30 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
-import hashlib
-import os
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from mcp.server.extension import Extension, MethodBinding
 from mcp.types import RequestParams
 from pydantic import ConfigDict, Field
 
-from jupyter_mcp_server.core_tools import furnishing
+from jupyter_mcp_server.client_logging import stop_hearing_this_request
+from jupyter_mcp_server.connections import client_of
+from jupyter_mcp_server.errors import ToolFailure
+from jupyter_mcp_server.handlers import Handler, wrap
+from jupyter_mcp_server.hooks import Hooks
+from jupyter_mcp_server.progress import describe
+from jupyter_mcp_server.state import ServerState
+from jupyter_mcp_server.tools.listening import listen_only
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 TASK_TOOLS = frozenset({"execute_cell", "insert_execute_code_cell", "execute_code"})
 TOOL_META = {EXTENSION: {"taskSupport": "optional"}}
 POLL_INTERVAL_MS = 1000
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
-
-
-def _seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if value >= 0 else default
 
 
 def _iso(moment: float) -> str:
@@ -90,16 +90,13 @@ class TaskRecord:
     kernel_id: str | None = None
     cancel_requested: bool = False
     runner: asyncio.Task[Any] | None = None
-
-    def ttl_seconds(self) -> float:
-        return _seconds("JUPYTER_MCP_TASK_TTL_SECONDS", 3600.0)
+    #: Seconds the result is kept once the task ended.
+    ttl: float = 3600.0
 
     def expired(self, now: float) -> bool:
-        return self.ended is not None and now > self.ended + self.ttl_seconds()
+        return self.ended is not None and now > self.ended + self.ttl
 
     def on_output(self, output: dict[str, Any]) -> None:
-        from jupyter_mcp_server.progress import describe
-
         text = describe(output).strip().splitlines()
         if text:
             self.status_message = f"Latest output: {text[-1][:200]}"
@@ -112,7 +109,7 @@ class TaskRecord:
             "status": self.status,
             "createdAt": _iso(self.created),
             "lastUpdatedAt": _iso(self.updated),
-            "ttlMs": int((end - self.created + self.ttl_seconds()) * 1000),
+            "ttlMs": int((end - self.created + self.ttl) * 1000),
             "pollIntervalMs": POLL_INTERVAL_MS,
         }
         if self.status_message:
@@ -128,8 +125,12 @@ class TaskRecord:
 
 
 class TaskStore:
-    def __init__(self) -> None:
+    """The tasks of one server, each visible only to the client that created it."""
+
+    def __init__(self, grace_seconds: float = 1.0, ttl_seconds: float = 3600.0) -> None:
         self.tasks: dict[str, TaskRecord] = {}
+        self.grace_seconds = grace_seconds
+        self.ttl_seconds = ttl_seconds
 
     def purge(self) -> None:
         now = time.time()
@@ -149,23 +150,8 @@ class TaskStore:
         return record
 
 
-store = TaskStore()
+
 _current_task: contextvars.ContextVar[TaskRecord | None] = contextvars.ContextVar("jupyter_mcp_task", default=None)
-
-
-def owner_of(ctx: Any) -> str:
-    """Who created a task: the stdio peer, an HTTP session, or stateless HTTP credentials + client info."""
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return "stdio"
-    session_id = headers.get("mcp-session-id")
-    if session_id:
-        return f"session:{session_id}"
-    params = ctx.session.client_params
-    info = params.client_info if params is not None else None
-    who = f"{headers.get('authorization', '')}\n{getattr(info, 'name', '')}\n{getattr(info, 'version', '')}"
-    return "client:" + hashlib.sha256(who.encode()).hexdigest()
 
 
 def _declared(ctx: Any) -> bool:
@@ -189,9 +175,8 @@ def _gate(ctx: Any) -> None:
     require_client_extension(ctx, EXTENSION)
 
 
-def _observe_executions() -> None:
+def _follow_executions(hooks: Hooks) -> None:
     """Remember which kernel a task's execution runs on, so cancelling can interrupt it."""
-    from jupyter_mcp_server.hooks import get_hooks
 
     def started(execution: Any) -> None:
         record = _current_task.get()
@@ -203,15 +188,8 @@ def _observe_executions() -> None:
         if record is not None:
             record.kernel_id = None  # the kernel may run someone else's code from now on
 
-    global _observing
-    if not _observing:
-        _observing = True
-        hooks = get_hooks()
-        hooks.before_execution.append(started)
-        hooks.after_execution.append(ended)
-
-
-_observing = False
+    hooks.before_execution.append(started)
+    hooks.after_execution.append(ended)
 
 
 async def _run(record: TaskRecord, call: Any) -> Any:
@@ -219,13 +197,11 @@ async def _run(record: TaskRecord, call: Any) -> Any:
     from mcp.shared.exceptions import MCPError
     from mcp.types import INTERNAL_ERROR
 
-    from jupyter_mcp_server import client_logging, progress
-
     _current_task.set(record)
     # Outputs update the task's status message; the request that started it has
     # ended, so nothing more is sent on its stream (no progress, no log).
-    progress._listener.set(record.on_output)
-    client_logging._current_request.set(None)
+    listen_only(record.on_output)
+    stop_hearing_this_request()
     try:
         result = await call()
     except asyncio.CancelledError:
@@ -255,24 +231,39 @@ async def _run(record: TaskRecord, call: Any) -> Any:
     return result
 
 
-def with_tasks(original: Any) -> Any:
-    async def call(ctx: Any, params: Any) -> Any:
+class Tasks(Extension):
+    """Executions that outlive their request, for the clients that declare the extension."""
+
+    identifier = EXTENSION
+
+    def __init__(self, store: TaskStore, state: ServerState) -> None:
+        self.store = store
+        self.state = state
+
+    async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
         if params.name not in TASK_TOOLS or not _declared(ctx):
-            return await original(ctx, params)
+            return await call_next(ctx)
+        store = self.store
         store.purge()
         now = time.time()
-        record = TaskRecord(task_id=str(uuid.uuid4()), owner=owner_of(ctx), tool=params.name, created=now, updated=now)
+        record = TaskRecord(
+            task_id=str(uuid.uuid4()),
+            owner=client_of(ctx),
+            tool=params.name,
+            created=now,
+            updated=now,
+            ttl=store.ttl_seconds,
+        )
         # No progress for a task: the extension forbids it, and the request ends here.
         meta = dict(ctx.meta or {})
         meta.pop("progress_token", None)
         meta.pop("progressToken", None)
         task_ctx = dataclasses.replace(ctx, meta=meta)
-        runner = asyncio.ensure_future(_run(record, lambda: original(task_ctx, params)))
+        runner = asyncio.ensure_future(_run(record, lambda: call_next(task_ctx)))
         record.runner = runner
         store.tasks[record.task_id] = record
-        grace = _seconds("JUPYTER_MCP_TASK_GRACE_SECONDS", 1.0)
         try:
-            done, _ = await asyncio.wait({runner}, timeout=grace)
+            done, _ = await asyncio.wait({runner}, timeout=store.grace_seconds)
         except asyncio.CancelledError:
             runner.cancel()
             store.tasks.pop(record.task_id, None)
@@ -283,59 +274,55 @@ def with_tasks(original: Any) -> Any:
         runner.add_done_callback(lambda finished: finished.cancelled() or finished.exception())
         return record.wire(result_type="task")
 
-    return call
+    def methods(self) -> Sequence[MethodBinding]:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+        versions = frozenset(MODERN_PROTOCOL_VERSIONS)
+        return (
+            MethodBinding("tasks/get", TaskParams, self.get_task, versions),
+            MethodBinding("tasks/update", UpdateTaskParams, self.update_task, versions),
+            MethodBinding("tasks/cancel", TaskParams, self.cancel_task, versions),
+        )
 
-async def get_task(ctx: Any, params: TaskParams) -> dict[str, Any]:
-    _gate(ctx)
-    return store.find(params.task_id, owner_of(ctx)).wire()
+    async def get_task(self, ctx: Any, params: TaskParams) -> dict[str, Any]:
+        _gate(ctx)
+        return self.store.find(params.task_id, client_of(ctx)).wire()
 
+    async def update_task(self, ctx: Any, params: UpdateTaskParams) -> dict[str, Any]:
+        _gate(ctx)
+        self.store.find(params.task_id, client_of(ctx))
+        return {}  # these tasks never ask for input: any response is for no outstanding request
 
-async def update_task(ctx: Any, params: UpdateTaskParams) -> dict[str, Any]:
-    _gate(ctx)
-    store.find(params.task_id, owner_of(ctx))
-    return {}  # these tasks never ask for input: any response is for no outstanding request
-
-
-async def cancel_task(ctx: Any, params: TaskParams) -> dict[str, Any]:
-    from jupyter_mcp_server.context import ServerContext
-    from jupyter_mcp_server.errors import ToolFailure
-
-    _gate(ctx)
-    record = store.find(params.task_id, owner_of(ctx))
-    if record.status in TERMINAL:
+    async def cancel_task(self, ctx: Any, params: TaskParams) -> dict[str, Any]:
+        _gate(ctx)
+        record = self.store.find(params.task_id, client_of(ctx))
+        if record.status in TERMINAL:
+            return {}
+        record.cancel_requested = True
+        record.status_message = "Cancelling: interrupting the kernel."
+        record.updated = time.time()
+        if record.kernel_id is not None:
+            kernels = self.state.kernels
+            with contextlib.suppress(ToolFailure):
+                await kernels.interrupt(kernels.get(record.kernel_id))
+        elif record.runner is not None:
+            record.runner.cancel()  # still waiting for its kernel: it never starts
         return {}
-    record.cancel_requested = True
-    record.status_message = "Cancelling: interrupting the kernel."
-    record.updated = time.time()
-    if record.kernel_id is not None:
-        context = ServerContext.get_instance()
-        with contextlib.suppress(ToolFailure):
-            await context.kernels.interrupt(context.kernels.get(record.kernel_id))
-    elif record.runner is not None:
-        record.runner.cancel()  # still waiting for its kernel: it never starts
-    return {}
 
 
-def declare_on_tools(original: Any) -> Any:
-    async def listed(ctx: Any, params: Any) -> Any:
-        result = await original(ctx, params)
-        for tool in getattr(result, "tools", []):
-            if tool.name in TASK_TOOLS:
-                tool.meta = {**(tool.meta or {}), **TOOL_META}
-        return result
+def attach_tasks(server: Any, hooks: Hooks) -> None:
+    """Declare task support on the task tools in ``tools/list``, and follow executions so a
+    cancelled task interrupts its kernel (the :class:`Tasks` extension does the rest)."""
+    _follow_executions(hooks)
 
-    return listed
+    def declare_on_tools(original: Handler) -> Handler:
+        async def listed(ctx: Any, params: Any) -> Any:
+            result = await original(ctx, params)
+            for tool in getattr(result, "tools", []):
+                if tool.name in TASK_TOOLS:
+                    tool.meta = {**(tool.meta or {}), **TOOL_META}
+            return result
 
+        return listed
 
-@furnishing
-def serve_tasks(server: Any) -> None:
-    from jupyter_mcp_server.handlers import lowlevel, serve, wrap
-
-    _observe_executions()
-    lowlevel(server).extensions[EXTENSION] = {}
-    wrap(server, "tools/call", with_tasks)
     wrap(server, "tools/list", declare_on_tools)
-    serve(server, "tasks/get", TaskParams, get_task)
-    serve(server, "tasks/update", UpdateTaskParams, update_task)
-    serve(server, "tasks/cancel", TaskParams, cancel_task)

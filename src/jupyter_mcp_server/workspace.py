@@ -530,3 +530,14 @@ def path_of_uri(uri: str) -> str:
     if problem:
         raise rejected(f"the path {path!r} {problem}")
     return path
+
+
+#: The scheme of one output of one cell, read whole as a resource.
+OUTPUT_SCHEME = "notebook-output"
+
+
+def output_uri(path: str, cell_id: str, index: int) -> str:
+    """``notebook-output:///{path}?cell=ID&output=N`` for a workspace path."""
+    from urllib.parse import quote
+
+    return OUTPUT_SCHEME + notebook_uri(path)[len("notebook") :] + f"?cell={quote(cell_id, safe='')}&output={index}"

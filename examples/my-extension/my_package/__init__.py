@@ -4,12 +4,14 @@ It offers one tool, declares one capability, and narrows one of the server's
 own tools by name: everything a third party needs to see working.
 """
 
-from reactor import PluginCompatibility, PluginManifest
-from reactor_mcp_server import tool
-
-from jupyter_mcp_server.capabilities import Capability
-from jupyter_mcp_server.config import get_config
-from jupyter_mcp_server.extensions import JupyterMCPExtension, ToolExtension
+from jupyter_mcp_server.api import (
+    Capability,
+    JupyterMCPExtension,
+    PluginCompatibility,
+    PluginManifest,
+    ToolExtension,
+    tool,
+)
 
 
 class MyExtension(JupyterMCPExtension):
@@ -25,7 +27,7 @@ class MyExtension(JupyterMCPExtension):
     @tool()
     async def my_tool(self, argument: str) -> str:
         """Echo the argument with the workspace root the server was started on."""
-        return f"{argument} @ {get_config().workspace_root}"
+        return f"{argument} @ {self.server.workspace_root}"
 
     def capabilities(self) -> list[Capability]:
         return [

@@ -17,7 +17,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from jupyter_mcp_server.errors import UNSUPPORTED, ToolFailure
+from jupyter_mcp_server.api import (
+    UNSUPPORTED,
+    ToolFailure,
+)
 
 #: A unix socket path must fit in sun_path (108 bytes on Linux), ipc suffix included.
 MAX_SOCKET_PATH = 100

@@ -17,16 +17,17 @@ from jupyter_mcp_sandboxes.registry import CodeSandboxManager
 from jupyter_mcp_sandboxes.running import execute_in, with_sandbox_meta
 from jupyter_mcp_sandboxes.settings import VARIANT_ENV
 from jupyter_mcp_sandboxes.tools import SANDBOXES_TOOLSET, build_tools
-from jupyter_mcp_server.capabilities import Capability
-from jupyter_mcp_server.errors import KERNEL_GONE, ToolFailure
-from jupyter_mcp_server.extensions import (
+from jupyter_mcp_server.api import (
+    KERNEL_GONE,
+    Capability,
     JupyterMCPExtension,
     PluginCompatibility,
     PluginManifest,
+    ToolFailure,
     Toolset,
     ToolSpec,
+    failure,
 )
-from jupyter_mcp_server.tools.results import failure
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,10 @@ class SandboxesExtension(JupyterMCPExtension):
         """The sandboxes this extension launched, for extensions built on it."""
         return self._manager
 
+    def attach(self, server: Any) -> None:
+        super().attach(server)
+        self._manager.use_workspace_root(lambda: server.workspace_root)
+
     # --- The two Jupyter hooks ----------------------------------------------------
 
     def create_code_sandbox(self, config: Any, logger: logging.Logger) -> Any:
@@ -96,7 +101,7 @@ class SandboxesExtension(JupyterMCPExtension):
         if sandbox is None:
             return None
         try:
-            return await execute_in(sandbox, code, timeout)
+            return await execute_in(self.server, sandbox, code, timeout)
         except ToolFailure as error:
             return with_sandbox_meta(failure(error), sandbox)
         except Exception as error:

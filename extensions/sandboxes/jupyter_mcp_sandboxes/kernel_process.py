@@ -23,7 +23,11 @@ from jupyter_mcp_sandboxes.directory import SandboxDirectory
 from jupyter_mcp_sandboxes.limits import Limits
 from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_sandboxes.spec import SandboxSpec
-from jupyter_mcp_server.errors import TIMEOUT, UNSUPPORTED, ToolFailure
+from jupyter_mcp_server.api import (
+    TIMEOUT,
+    UNSUPPORTED,
+    ToolFailure,
+)
 
 KERNELSPEC_NAME = "sandbox"
 #: The launcher is run by its file, so the kernel needs nothing of this package.

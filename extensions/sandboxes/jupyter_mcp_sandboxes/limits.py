@@ -15,7 +15,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.api import (
+    INVALID_ARGUMENT,
+    ToolFailure,
+)
 
 DEFAULT_MEMORY_MB = 1024
 DEFAULT_CPU_SECONDS = 1800

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from jupyter_mcp_server.tools.models import Result
+from jupyter_mcp_server.api import (
+    Result,
+)
 
 
 class SandboxLimits(Result):

@@ -28,7 +28,7 @@ from jupyter_mcp_sandboxes.settings import Settings
 from jupyter_mcp_sandboxes.spec import SandboxSpec
 from jupyter_mcp_sandboxes.variant import LaunchContext
 from jupyter_mcp_sandboxes.variants import VariantRegistry
-from jupyter_mcp_server.errors import (
+from jupyter_mcp_server.api import (
     ALREADY_EXISTS,
     INVALID_ARGUMENT,
     KERNEL_GONE,
@@ -79,12 +79,16 @@ class CodeSandboxManager:
     ) -> None:
         self.variants = variants if variants is not None else VariantRegistry.discover()
         self.settings = settings if settings is not None else Settings.from_environment()
-        self._workspace_root = workspace_root or _configured_workspace
+        self._workspace_root = workspace_root or Path.cwd
         self._sandboxes: dict[str, Sandbox] = {}
         self._starting: set[str] = set()
         self._terminated: OrderedDict[str, str] = OrderedDict()
         self._active: str | None = None
         self._notebook_counter = 0
+
+    def use_workspace_root(self, workspace_root: Callable[[], Path]) -> None:
+        """Where relative sandbox directories are, once the server says where its workspace is."""
+        self._workspace_root = workspace_root
 
     # --- What exists -------------------------------------------------------------
 
@@ -267,9 +271,3 @@ class CodeSandboxManager:
         self._terminated.move_to_end(name)
         while len(self._terminated) > MAX_REMEMBERED:
             self._terminated.popitem(last=False)
-
-
-def _configured_workspace() -> Path:
-    from jupyter_mcp_server.config import get_config
-
-    return get_config().workspace_root

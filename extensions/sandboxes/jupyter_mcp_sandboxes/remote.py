@@ -15,18 +15,20 @@ import httpx
 
 from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_sandboxes.spec import SandboxSpec
-from jupyter_mcp_server.kernels.remote import (
+from jupyter_mcp_server.api import (
+    ArgumentNames,
     KernelWebSocket,
     RemoteKernel,
-    ServerNames,
     open_remote_kernel,
 )
-from jupyter_mcp_server.kernels.remote import normalize_url as _normalize_url
+from jupyter_mcp_server.api import (
+    normalize_url as _normalize_url,
+)
 
 logger = logging.getLogger(__name__)
 
 #: The launch_sandbox arguments a failure names.
-NAMES = ServerNames(url="server_url", token="token")
+NAMES = ArgumentNames(url="server_url", token="token")
 
 
 def normalize_url(server_url: str) -> str:

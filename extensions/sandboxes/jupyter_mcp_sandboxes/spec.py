@@ -14,7 +14,10 @@ import re
 from dataclasses import dataclass, field, fields
 
 from jupyter_mcp_sandboxes.limits import Limits
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.api import (
+    INVALID_ARGUMENT,
+    ToolFailure,
+)
 
 #: Names end up in directory names and socket paths, which are short.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")

@@ -24,8 +24,12 @@ from jupyter_mcp_sandboxes.models import (
 )
 from jupyter_mcp_sandboxes.registry import CodeSandboxManager
 from jupyter_mcp_sandboxes.sandbox import Sandbox
-from jupyter_mcp_server.extensions import Toolset, ToolSpec
-from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.api import (
+    Toolset,
+    ToolSpec,
+    answer,
+    tool_handler,
+)
 
 TOOLSET = "sandboxes"
 

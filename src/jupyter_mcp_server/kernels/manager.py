@@ -96,7 +96,7 @@ class Kernel:
 
 
 def gone_message(notebook: str) -> str:
-    """What a caller reads when a notebook's kernel has disappeared (seeds/003)."""
+    """What a caller reads when a notebook's kernel has disappeared (docs/capabilities.md: kernel.auto-restart)."""
     return (
         f"The kernel of '{notebook}' is gone, and its session — every variable, "
         "import and definition — went with it. Call restart_notebook to start a fresh "

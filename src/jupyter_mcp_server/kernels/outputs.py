@@ -211,7 +211,7 @@ class OutputCollector:
             content.get("ename"), content.get("evalue"), content.get("traceback"), self.max_bytes
         )
         self._omitted_bytes += removed
-        # Stripping colour codes counts in omitted_bytes (seeds/004) but loses
+        # Stripping colour codes counts in omitted_bytes (docs/protocol.md) but loses
         # nothing a reader needs; only a shortened error makes it `truncated`.
         raw = [str(line) for line in (content.get("traceback") or [])]
         plain = _error_output(

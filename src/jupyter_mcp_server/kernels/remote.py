@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -34,11 +35,11 @@ from jupyter_mcp_server.kernels.backends import (
 from jupyter_mcp_server.kernels.websocket import KernelWebSocket
 
 __all__ = [
+    "ArgumentNames",
     "JupyterServerBackend",
     "KernelWebSocket",
     "RemoteKernel",
     "RemoteSessions",
-    "ServerNames",
     "check_server",
     "normalize_url",
     "open_remote_kernel",
@@ -53,15 +54,15 @@ REQUEST_TIMEOUT = 10.0
 ALIVE_CACHE_SECONDS = 1.0
 
 
-class ServerNames:
+@dataclass(frozen=True)
+class ArgumentNames:
     """What the caller called the URL and the token, so errors name the arguments they passed."""
 
-    def __init__(self, url: str = "jupyter_url", token: str = "jupyter_token") -> None:
-        self.url = url
-        self.token = token
+    url: str = "jupyter_url"
+    token: str = "jupyter_token"
 
 
-CORE_NAMES = ServerNames()
+TOOL_ARGUMENTS = ArgumentNames()
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -69,7 +70,7 @@ def redact(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-def normalize_url(server_url: str, names: ServerNames = CORE_NAMES) -> str:
+def normalize_url(server_url: str, names: ArgumentNames = TOOL_ARGUMENTS) -> str:
     """``http(s)://host[:port][/base]`` without a query or trailing slash; anything else is refused."""
     parts = urlsplit(str(server_url).strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -98,7 +99,7 @@ async def request(
     url: str,
     server_url: str,
     timeout: float,
-    names: ServerNames = CORE_NAMES,
+    names: ArgumentNames = TOOL_ARGUMENTS,
     **kwargs: Any,
 ) -> httpx.Response:
     """One REST call whose failures say what to do (and never carry the token)."""
@@ -131,7 +132,7 @@ async def request(
     return response
 
 
-def _kernelspecs_of(response: httpx.Response, server_url: str, names: ServerNames) -> dict[str, dict[str, str]]:
+def _kernelspecs_of(response: httpx.Response, server_url: str, names: ArgumentNames) -> dict[str, dict[str, str]]:
     try:
         specs = response.json()["kernelspecs"]
         return {
@@ -152,7 +153,7 @@ def _kernelspecs_of(response: httpx.Response, server_url: str, names: ServerName
 
 
 async def check_server(
-    server_url: str, token: str | None, *, timeout: float = REQUEST_TIMEOUT, names: ServerNames = CORE_NAMES
+    server_url: str, token: str | None, *, timeout: float = REQUEST_TIMEOUT, names: ArgumentNames = TOOL_ARGUMENTS
 ) -> tuple[str, dict[str, dict[str, str]]]:
     """``(version, kernelspecs)`` of the Jupyter Server at `server_url`, or a failure saying what to fix.
 
@@ -208,7 +209,7 @@ class RemoteKernel:
         token: str | None,
         kernel_name: str,
         timeout: float,
-        names: ServerNames = CORE_NAMES,
+        names: ArgumentNames = TOOL_ARGUMENTS,
         path: str | None = None,
     ) -> RemoteKernel:
         """A new kernel on the server; every failure names what to fix, never the token."""
@@ -294,7 +295,7 @@ async def open_remote_kernel(
     token: str | None,
     kernel_name: str,
     timeout: float,
-    names: ServerNames = CORE_NAMES,
+    names: ArgumentNames = TOOL_ARGUMENTS,
     path: str | None = None,
 ) -> tuple[RemoteKernel, KernelWebSocket]:
     """Start a kernel on the server and open its websocket; nothing is left behind on failure."""

@@ -1,6 +1,6 @@
 """Notebooks kept by a Jupyter Server: its contents API, or its contents manager.
 
-:class:`ContentsNotebookStore` is the :class:`~.store.NotebookStore` for
+A :class:`~.store.NotebookStore` over :class:`ContentsFiles` keeps
 notebooks that are not files under this server's workspace root: they are
 read and written through a Jupyter Server's contents, with the same
 revisions (the SHA-256 of the file's bytes), the same in-memory documents
@@ -33,10 +33,10 @@ from urllib.parse import quote
 
 from ..errors import ALREADY_EXISTS, INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
 from ..workspace import MAX_LIST_DEPTH, ChangedMeanwhile, _problem_with
-from .store import Fingerprint, NotebookStore, Snapshot, revision_of
+from .store import Fingerprint, Snapshot, revision_of
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    pass
 
 
 def _nanoseconds(last_modified: Any) -> int:
@@ -308,18 +308,3 @@ class ManagerContents(ContentsFiles):
             return dict(await self._settled(self.manager.save(model, path)))
         except HTTPError as error:
             raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not save {path!r}: {error.log_message or error}", path=path) from None
-
-
-class ContentsNotebookStore(NotebookStore):
-    """The notebook store over a Jupyter Server's contents (see the module's docstring)."""
-
-    files: ContentsFiles
-
-    def __init__(self, workspace: Workspace, files: ContentsFiles) -> None:
-        super().__init__(workspace, files)
-
-    def locate(self, path: str) -> str:
-        return self.files.locate(path)
-
-    async def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[dict[str, Any]]:
-        return await self.files.list_files(path, max_depth, pattern)

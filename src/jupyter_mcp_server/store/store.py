@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import ALREADY_EXISTS, NOT_FOUND, REVISION_CONFLICT, ToolFailure
 from ..workspace import ChangedMeanwhile
@@ -115,6 +115,11 @@ class Files(Protocol):
 
     async def read_bytes(self, key: str) -> bytes: ...
 
+    async def list_files(self, path: str, max_depth: int, pattern: str) -> list[dict[str, Any]]:
+        """Entries under ``path`` down to ``max_depth`` levels (``path``, ``type``, ``size``,
+        ``last_modified``), sorted by path; ``pattern`` is a glob on an entry's path or name."""
+        ...
+
     def trusts(self, snapshot: Snapshot) -> bool:
         """Whether a file still showing ``snapshot.fingerprint`` surely holds the same bytes."""
         ...
@@ -154,6 +159,9 @@ class WorkspaceFiles:
 
     async def read_bytes(self, key: str) -> bytes:
         return self.workspace.read_bytes(key)
+
+    async def list_files(self, path: str, max_depth: int, pattern: str) -> list[dict[str, Any]]:
+        return [dict(entry) for entry in self.workspace.list_files(path, max_depth, pattern)]
 
     def trusts(self, snapshot: Snapshot) -> bool:
         return not snapshot.is_racy()
@@ -216,6 +224,15 @@ class NotebookStore:
         key, fmt = self._locate(path)
         async with self._lock(key):
             return _view(key, await self._current(key, fmt))
+
+    def locate(self, path: str) -> str:
+        """The canonical relative path of a notebook or directory; ``invalid_path`` for one
+        that is absolute, escapes, or is malformed."""
+        return self.files.locate(path)
+
+    async def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[dict[str, Any]]:
+        """What ``list_files`` lists, wherever the notebooks are kept."""
+        return await self.files.list_files(path, max_depth, pattern)
 
     async def revision(self, path: str) -> str:
         """The revision of the notebook at ``path`` as it is on disk now."""

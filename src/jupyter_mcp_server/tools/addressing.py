@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from jupyter_mcp_server.context import ConnectionState, ServerContext
+from jupyter_mcp_server.connections import session_of
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
     INVALID_PATH,
@@ -18,35 +18,16 @@ from jupyter_mcp_server.errors import (
     NOT_FOUND,
     ToolFailure,
 )
+from jupyter_mcp_server.state import ConnectionState, ServerState, state_of
 
 NOTEBOOK_SUFFIXES = (".ipynb", ".py")
-
-
-def server() -> ServerContext:
-    return ServerContext.get_instance()
 
 
 def connection_of(ctx: Context | None) -> ConnectionState:
     """This call's connection state; a call without a connection remembers nothing."""
     if ctx is None:
         return ConnectionState()
-    return server().connection(connection_key(ctx))
-
-
-#: Stdio serves exactly one client per process.
-STDIO_CONNECTION = "stdio"
-
-
-def connection_key(ctx: Context) -> str | None:
-    """Which connection a call came on: the HTTP session, or the one stdio peer.
-
-    A stateless HTTP request (2026-07-28 without a session) has none, so it
-    remembers nothing between calls and names its notebook each time.
-    """
-    headers = ctx.headers
-    if headers is None:
-        return STDIO_CONNECTION
-    return headers.get("mcp-session-id") or None
+    return state_of(ctx).connection(session_of(ctx))
 
 
 def notebook_path(ctx: Context | None, notebook_name: str | None) -> str:
@@ -63,12 +44,12 @@ def notebook_path(ctx: Context | None, notebook_name: str | None) -> str:
         return state.current
     if notebook_name in state.names:
         return state.names[notebook_name]
-    return checked_path(notebook_name)
+    return checked_path(state_of(ctx), notebook_name)
 
 
-def checked_path(path: str) -> str:
+def checked_path(state: ServerState, path: str) -> str:
     """A notebook path inside the workspace, normalised to its relative form."""
-    relative = server().locate(path)
+    relative = state.locate(path)
     if not path.endswith(NOTEBOOK_SUFFIXES):
         raise ToolFailure(
             INVALID_PATH,

@@ -14,12 +14,14 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import new_cell
 from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import cell_position, notebook_path, server
+from jupyter_mcp_server.tools.addressing import cell_position, notebook_path
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
-from jupyter_mcp_server.tools.rendering import cell_heading, output_blocks
+from jupyter_mcp_server.tools.rendering import InlineLimits, cell_heading, output_blocks
 from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.workspace import output_uri
 
 CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
 CellId = Annotated[str | None, Field(description="The cell's stable id (from read_notebook). Give this or cell_index, not both.")]
@@ -63,12 +65,13 @@ async def insert_cell(
         notebook.cells.insert(index, cell)
         return cell["id"], index
 
-    (cell_id, index), view = await server().store.mutate(path, change, expected_revision)
+    (cell_id, index), view = await state_of(ctx).store.mutate(path, change, expected_revision)
     result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision)
     return answer(result.model_dump(), f"Inserted {cell_type} cell {cell_id} at index {index}; revision {view.revision}.")
 
 
 async def edit_source(
+    server: ServerState,
     path: str,
     cell_index: int | None,
     cell_id: str | None,
@@ -84,7 +87,7 @@ async def edit_source(
         cell["source"] = after
         return cell["id"], unified_diff(before, after)
 
-    (found_id, diff), view = await server().store.mutate(path, change, expected_revision)
+    (found_id, diff), view = await server.store.mutate(path, change, expected_revision)
     return found_id, diff, view.revision
 
 
@@ -99,7 +102,7 @@ async def overwrite_cell_source(
 ) -> Annotated[CallToolResult, models.CellEdited]:
     """Replace a cell's whole source (outputs are kept). Returns a unified diff of the change. For a small change prefer edit_cell_source."""
     path = notebook_path(ctx, notebook_name)
-    found_id, diff, revision = await edit_source(path, cell_index, cell_id, expected_revision, lambda _: cell_source)
+    found_id, diff, revision = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, lambda _: cell_source)
     result = models.CellEdited(cell_id=found_id, diff=diff, revision=revision)
     return answer(result.model_dump(), f"Cell {found_id} rewritten; revision {revision}.\n{diff or '(no change)'}")
 
@@ -132,7 +135,7 @@ async def edit_cell_source(
             )
         return source.replace(old_string, new_string)
 
-    found_id, diff, revision = await edit_source(path, cell_index, cell_id, expected_revision, rewrite)
+    found_id, diff, revision = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, rewrite)
     result = models.CellEdited(cell_id=found_id, diff=diff, revision=revision)
     return answer(result.model_dump(), f"Cell {found_id} edited; revision {revision}.\n{diff}")
 
@@ -157,7 +160,7 @@ async def move_cell(
         notebook.cells.insert(target, cell)
         return cell["id"], target
 
-    (cell_id, index), view = await server().store.mutate(path, change, expected_revision)
+    (cell_id, index), view = await state_of(ctx).store.mutate(path, change, expected_revision)
     result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision)
     return answer(result.model_dump(), f"Moved cell {cell_id} to index {index}; revision {view.revision}.")
 
@@ -194,7 +197,7 @@ async def delete_cell(
             del notebook.cells[position]
         return deleted
 
-    deleted, view = await server().store.mutate(path, change, expected_revision)
+    deleted, view = await state_of(ctx).store.mutate(path, change, expected_revision)
     result = models.CellsDeleted(deleted=deleted, revision=view.revision)
     return answer(result.model_dump(), f"Deleted {len(deleted)} cell(s): {', '.join(d.cell_id for d in deleted)}; revision {view.revision}.")
 
@@ -218,7 +221,7 @@ async def clear_cell_output(
         cell["execution_count"] = None
         return cell["id"]
 
-    found_id, view = await server().store.mutate(path, change, expected_revision)
+    found_id, view = await state_of(ctx).store.mutate(path, change, expected_revision)
     result = models.CellCleared(cell_id=found_id, revision=view.revision)
     return answer(result.model_dump(), f"Cleared the outputs of cell {found_id}; revision {view.revision}.")
 
@@ -233,7 +236,7 @@ async def read_cell(
 ) -> Annotated[CallToolResult, models.CellRead]:
     """Read one cell: its id, index, type, full source, execution count and outputs."""
     path = notebook_path(ctx, notebook_name)
-    view = await server().store.read(path)
+    view = await state_of(ctx).store.read(path)
     index = cell_position(view.notebook, cell_index, cell_id)
     cell = view.notebook.cells[index]
     outputs = list(cell.get("outputs", [])) if include_outputs and cell.get("cell_type") == "code" else None
@@ -246,7 +249,6 @@ async def read_cell(
         outputs=outputs,
         revision=view.revision,
     )
-    from jupyter_mcp_server.resources import output_uri
 
     def link(output_index: int) -> str:
         return output_uri(path, cell["id"], output_index)
@@ -256,5 +258,5 @@ async def read_cell(
     return answer(
         result.model_dump(),
         f"{cell_heading(index, cell)}\n{result.source}",
-        output_blocks(outputs or [], link),
+        output_blocks(outputs or [], link, InlineLimits.of(state_of(ctx).config)),
     )

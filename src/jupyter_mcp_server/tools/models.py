@@ -1,7 +1,7 @@
 """The output schemas of the notebooks tools.
 
 Each model is what a tool publishes as its ``outputSchema`` and what its
-``structuredContent`` is checked against. Field names are CONTRACT.md's.
+``structuredContent`` is checked against. Field names are the public output schema's (README.md, docs/protocol.md).
 """
 
 from typing import Any, Literal
@@ -156,7 +156,7 @@ class ErrorModel(Result):
 
 
 class ExecutionResult(Result):
-    """Output schema 1.0 (seeds/004), plus status, and cell_id and revision where a cell ran."""
+    """Output schema 1.0, plus status, and cell_id and revision where a cell ran."""
 
     schema_version: Literal["1.0"] = "1.0"
     execution_count: int | None

@@ -7,9 +7,10 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path, server
-from jupyter_mcp_server.tools.rendering import cell_heading, output_blocks, source_preview
+from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path
+from jupyter_mcp_server.tools.rendering import cell_heading, source_preview
 from jupyter_mcp_server.tools.results import answer, tool_handler
 
 NotebookName = Annotated[
@@ -22,10 +23,10 @@ ExpectedRevision = Annotated[
 ]
 
 
-def kernelspec_metadata(kernel_name: str) -> dict[str, str]:
-    spec = server().kernels.kernelspec(kernel_name)
+def kernelspec_metadata(server: ServerState, kernel_name: str) -> dict[str, str]:
+    spec = server.kernels.kernelspec(kernel_name)
     if spec is None:
-        known = server().kernels.kernelspecs()
+        known = server.kernels.kernelspecs()
         raise ToolFailure(
             NOT_FOUND,
             f"No kernelspec named '{kernel_name}'. Installed: {', '.join(known)}.",
@@ -34,10 +35,10 @@ def kernelspec_metadata(kernel_name: str) -> dict[str, str]:
     return {"name": kernel_name, "display_name": spec["display_name"], "language": spec["language"]}
 
 
-def metadata_kernel(notebook: Any) -> str | None:
+def metadata_kernel(server: ServerState, notebook: Any) -> str | None:
     """The kernelspec the notebook itself names, if it is installed here."""
     name = (notebook.get("metadata", {}).get("kernelspec") or {}).get("name")
-    if name and name in server().kernels.kernelspecs():
+    if name and name in server.kernels.kernelspecs():
         return name
     return None
 
@@ -55,28 +56,28 @@ async def use_notebook(
 
     Later tools act on the current notebook when notebook_name is omitted. Each notebook gets its own kernel unless you pass kernel_id of a running kernel to share it.
     """
-    context = server()
+    server = state_of(ctx)
     state = connection_of(ctx)
     if notebook_path is None and mode == "connect" and notebook_name in state.names:
         path = state.names[notebook_name]  # a name this connection gave: switch back to it
     else:
-        path = checked_path(notebook_path or notebook_name)
+        path = checked_path(server, notebook_path or notebook_name)
     if mode == "create":
         # A refused kernel must not leave behind a notebook the caller cannot
         # "create" again once the kernel question is settled.
         if kernel_id is None:
-            context.kernels.ensure_room(path)
+            server.kernels.ensure_room(path)
         else:
-            context.kernels.get(kernel_id)
-        view = await context.store.create(path, kernelspec_metadata(kernel_name or "python3"))
+            server.kernels.get(kernel_id)
+        view = await server.store.create(path, kernelspec_metadata(server, kernel_name or "python3"))
     else:
-        view = await context.store.read(path)
+        view = await server.store.read(path)
     if kernel_id is not None or kernel_name is not None:
-        kernel = await context.kernels.attach(
-            path, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel(view.notebook)
+        kernel = await server.kernels.attach(
+            path, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel(server, view.notebook)
         )
     else:
-        kernel = (await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))).kernel
+        kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
     state.names[notebook_name] = path
     state.current = path
     result = models.NotebookUsed(
@@ -97,7 +98,7 @@ async def use_notebook(
 @tool_handler("list_notebooks")
 async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult, models.NotebookList]:
     """List the notebooks this connection named with use_notebook and the notebooks that have a kernel, marking the current one."""
-    context = server()
+    server = state_of(ctx)
     state = connection_of(ctx)
     entries: dict[str, models.NotebookEntry] = {}
     for name, path in state.names.items():
@@ -105,9 +106,9 @@ async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult
             notebook_name=name,
             notebook_path=path,
             current=path == state.current,
-            kernel_id=context.kernels.kernel_id_of(path),
+            kernel_id=server.kernels.kernel_id_of(path),
         )
-    for kernel in context.kernels.kernels:
+    for kernel in server.kernels.kernels:
         for path in sorted(kernel.notebooks):
             entries.setdefault(
                 path,
@@ -129,9 +130,9 @@ async def unuse_notebook(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.Released]:
     """Release a notebook: forget its name on this connection and stop its kernel unless another notebook shares it. The file is not changed."""
-    context = server()
+    server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
-    kernel_id = await context.kernels.detach(path)
+    kernel_id = await server.kernels.detach(path)
     state = connection_of(ctx)
     for name in [n for n, p in state.names.items() if p == path]:
         del state.names[name]
@@ -147,10 +148,10 @@ async def restart_notebook(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelRestarted]:
     """Start a fresh kernel for the notebook, discarding its variables, imports and definitions. Use it when the kernel is gone (kernel_gone) or its state is broken."""
-    context = server()
+    server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
-    view = await context.store.read(path)
-    kernel = await context.kernels.restart(path, metadata_kernel=metadata_kernel(view.notebook))
+    view = await server.store.read(path)
+    kernel = await server.kernels.restart(path, metadata_kernel=metadata_kernel(server, view.notebook))
     result = models.KernelRestarted(kernel_id=kernel.kernel_id, revision=view.revision)
     return answer(result.model_dump(), f"'{path}' now runs on a fresh kernel {kernel.kernel_id}; its previous session is gone.")
 
@@ -162,7 +163,7 @@ async def get_notebook_revision(
 ) -> Annotated[CallToolResult, models.Revisioned]:
     """Get the notebook's current revision, to pass as expected_revision so an edit never overwrites a newer version."""
     path = notebook_path(ctx, notebook_name)
-    revision = await server().store.revision(path)
+    revision = await state_of(ctx).store.revision(path)
     return answer({"revision": revision}, f"'{path}' is at revision {revision}.")
 
 
@@ -179,7 +180,7 @@ async def read_notebook(
     Start with the brief form to find cells, then read_cell or a detailed page for what you need.
     """
     path = notebook_path(ctx, notebook_name)
-    view = await server().store.read(path)
+    view = await state_of(ctx).store.read(path)
     cells = view.notebook.cells
     if start_index > len(cells):
         raise ToolFailure(INVALID_ARGUMENT, f"start_index {start_index} is past the end: the notebook has {len(cells)} cells.")
@@ -209,14 +210,11 @@ async def read_notebook(
     return answer(result.model_dump(), "\n".join(lines))
 
 
-def outputs_content(cell: Any) -> list:
-    return output_blocks(list(cell.get("outputs", [])))
-
-
 @tool_handler("connect_to_jupyter")
 async def connect_to_jupyter(
     jupyter_url: Annotated[str, Field(description="The Jupyter Server's URL with its base URL, like http://127.0.0.1:8888 (no token in it).")],
     jupyter_token: Annotated[str | None, Field(description="Its token (what `jupyter server list` shows after ?token=). Omit for a server without one.")] = None,
+    ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.JupyterConnected]:
     """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab) instead of where they start now.
 
@@ -225,7 +223,7 @@ async def connect_to_jupyter(
     from jupyter_mcp_server.kernels.remote import JupyterServerBackend
 
     backend = await JupyterServerBackend.connect(jupyter_url, jupyter_token)
-    server().use_jupyter_server(backend)
+    state_of(ctx).use_jupyter_server(backend)
     result = models.JupyterConnected(
         jupyter_url=backend.url, version=backend.version or "", kernelspecs=backend.kernelspecs()
     )

@@ -4,8 +4,8 @@ Text as text, PNG and JPEG as image content, errors as their traceback text.
 Structured data lives in ``structuredContent``; this is the readable side.
 """
 
-import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
@@ -13,11 +13,24 @@ from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
 IMAGE_TYPES = ("image/png", "image/jpeg")
 TEXT_TYPES = ("text/markdown", "text/plain", "application/json", "text/html", "text/latex")
 
-#: An image larger than this (base64 characters) is linked rather than inlined,
-#: when its output is stored and so has a ``notebook-output:`` resource.
-INLINE_IMAGE_BYTES = int(os.environ.get("JUPYTER_MCP_INLINE_IMAGE_BYTES", "262144"))
-#: A text output longer than this (characters) is cut, with a link to the whole.
-INLINE_TEXT_CHARS = int(os.environ.get("JUPYTER_MCP_INLINE_TEXT_CHARS", "65536"))
+
+
+@dataclass(frozen=True)
+class InlineLimits:
+    """How much of a stored output a result carries inline, the rest linked to its resource."""
+
+    #: An image larger than this (base64 characters) is linked rather than inlined.
+    image_bytes: int = 262_144
+    #: A text output longer than this (characters) is cut, with a link to the whole.
+    text_chars: int = 65_536
+
+    @classmethod
+    def of(cls, config: Any) -> "InlineLimits":
+        return cls(config.inline_image_bytes, config.inline_text_chars)
+
+
+#: The limits when a caller gives none.
+DEFAULT_INLINE = InlineLimits()
 
 #: The URI of output N of the cell being rendered, when its outputs are stored.
 OutputLink = Callable[[int], str]
@@ -33,18 +46,20 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def output_blocks(outputs: list[dict[str, Any]], link: OutputLink | None = None) -> list[ContentBlock]:
+def output_blocks(
+    outputs: list[dict[str, Any]], link: OutputLink | None = None, limits: InlineLimits = DEFAULT_INLINE
+) -> list[ContentBlock]:
     """Each output as the content blocks a model can read.
 
     With `link` (the outputs are stored in a notebook), an image above
-    ``INLINE_IMAGE_BYTES`` becomes a ``resource_link`` to its output resource
-    and a text above ``INLINE_TEXT_CHARS`` is cut with a link to the whole.
+    ``limits.image_bytes`` becomes a ``resource_link`` to its output resource
+    and a text above ``limits.text_chars`` is cut with a link to the whole.
     """
     blocks: list[ContentBlock] = []
     for index, output in enumerate(outputs):
         kind = output.get("output_type")
         if kind == "stream":
-            blocks.extend(_text_blocks(_text(output.get("text", "")), index, link))
+            blocks.extend(_text_blocks(_text(output.get("text", "")), index, link, limits))
         elif kind == "error":
             traceback = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
             blocks.append(TextContent(type="text", text="\n".join(traceback)))
@@ -53,21 +68,21 @@ def output_blocks(outputs: list[dict[str, Any]], link: OutputLink | None = None)
             image = next((mime for mime in IMAGE_TYPES if mime in data), None)
             if image is not None:
                 encoded = _text(data[image]).replace("\n", "")
-                if link is not None and len(encoded) > INLINE_IMAGE_BYTES:
+                if link is not None and len(encoded) > limits.image_bytes:
                     blocks.append(_link(link(index), index, image, len(encoded) * 3 // 4, "image too large to inline"))
                 else:
                     blocks.append(ImageContent(type="image", data=encoded, mime_type=image))
             text = next((mime for mime in TEXT_TYPES if mime in data), None)
             if (text is not None and (image is None or text != "text/plain")) or (text is not None and image is None):
-                blocks.extend(_text_blocks(_text(data[text]), index, link))
+                blocks.extend(_text_blocks(_text(data[text]), index, link, limits))
     return blocks
 
 
-def _text_blocks(text: str, index: int, link: OutputLink | None) -> list[ContentBlock]:
-    if link is None or len(text) <= INLINE_TEXT_CHARS:
+def _text_blocks(text: str, index: int, link: OutputLink | None, limits: InlineLimits) -> list[ContentBlock]:
+    if link is None or len(text) <= limits.text_chars:
         return [TextContent(type="text", text=text)]
     uri = link(index)
-    cut = text[:INLINE_TEXT_CHARS]
+    cut = text[: limits.text_chars]
     note = f"\n[jupyter-mcp-server: {len(text) - len(cut)} more characters cut here; the whole output is {uri}]"
     return [TextContent(type="text", text=cut + note), _link(uri, index, "text/plain", len(text.encode()), "whole text")]
 

@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
 from jupyter_mcp_server.errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
-from jupyter_mcp_server.hooks import ToolCall, ToolCallEnded, get_hooks, redacted
+from jupyter_mcp_server.hooks import ToolCall, ToolCallEnded, redacted
+from jupyter_mcp_server.state import state_of
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def tool_handler(name: str) -> Callable[[F], F]:
     def decorate(handler: F) -> F:
         @functools.wraps(handler)
         async def run(*args: Any, **kwargs: Any) -> CallToolResult:
-            hooks = get_hooks()
+            hooks = state_of(kwargs.get("ctx")).hooks
             arguments = redacted({k: v for k, v in kwargs.items() if k != "ctx"})
             hooks.fire(hooks.before_tool, ToolCall(tool=name, arguments=arguments))
             started = time.monotonic()

@@ -26,14 +26,16 @@ from jupyter_mcp_server.errors import (
 )
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.kernels.manager import Kernel, gone_message
-from jupyter_mcp_server.progress import output_listener
+from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path, server
+from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path
 from jupyter_mcp_server.tools.cells import insertion_index
+from jupyter_mcp_server.tools.listening import output_listener
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
-from jupyter_mcp_server.tools.rendering import output_blocks
+from jupyter_mcp_server.tools.rendering import DEFAULT_INLINE, InlineLimits, output_blocks
 from jupyter_mcp_server.tools.results import answer, failure, tool_handler
+from jupyter_mcp_server.workspace import output_uri
 
 Timeout = Annotated[
     float | None,
@@ -46,8 +48,8 @@ CANCEL_INTERRUPTS = "execution.cancel-interrupts"
 STATUS_CODES = {"error": EXECUTION_ERROR, "timeout": TIMEOUT, "interrupted": INTERRUPTED}
 
 
-def effective_timeout(timeout: float | None) -> float:
-    config = server().config
+def effective_timeout(server: ServerState, timeout: float | None) -> float:
+    config = server.config
     if timeout is None:
         return config.default_timeout
     if timeout <= 0:
@@ -62,10 +64,9 @@ def effective_timeout(timeout: float | None) -> float:
     return timeout
 
 
-async def run_on(kernel: Kernel, code: str, timeout: float, notebook: str | None) -> ExecutionOutcome:
+async def run_on(server: ServerState, kernel: Kernel, code: str, timeout: float, notebook: str | None) -> ExecutionOutcome:
     """Run code on a kernel, in order with the other calls on it; a death is reported, not hidden."""
-    context = server()
-    return await context.run_in_turn(
+    return await server.run_in_turn(
         kernel,
         code,
         timeout,
@@ -73,8 +74,8 @@ async def run_on(kernel: Kernel, code: str, timeout: float, notebook: str | None
         # Outputs as they arrive, to whoever follows this call (progress, a task).
         output_listener(),
         # Whether a cancelled request stops the kernel too is the operator's
-        # choice (seeds/004: by default it does not).
-        interrupt_on_cancel=context.capabilities.enabled(CANCEL_INTERRUPTS),
+        # choice (by default it does not: the code may be worth finishing).
+        interrupt_on_cancel=server.capabilities.enabled(CANCEL_INTERRUPTS),
     )
 
 
@@ -85,6 +86,7 @@ def execution_result(
     revision: str | None = None,
     note: str | None = None,
     path: str | None = None,
+    limits: InlineLimits = DEFAULT_INLINE,
 ) -> CallToolResult:
     """Output schema 1.0 in structuredContent; the outputs themselves in content.
 
@@ -92,26 +94,17 @@ def execution_result(
     too large to inline is linked to its ``notebook-output:`` resource.
     """
     collected = outcome.outputs
-    structured = models.ExecutionResult(
-        execution_count=outcome.execution_count,
-        truncation=models.TruncationModel(**collected.truncation.as_dict()),
-        error=models.ErrorModel(**collected.error.as_dict()) if collected.error else None,
-        user_expressions=outcome.user_expressions,
-        status=outcome.status,  # type: ignore[arg-type]
-        cell_id=cell_id,
-        revision=revision,
-    ).model_dump()
+    structured = models.ExecutionResult(**execution_fields(outcome), cell_id=cell_id, revision=revision).model_dump()
     content: list[Any] = []
     if note:
         content.append(TextContent(type="text", text=note))
     link = None
     if path is not None and cell_id is not None:
-        from jupyter_mcp_server.resources import output_uri
 
         def link(index: int) -> str:
             return output_uri(path, cell_id, index)
 
-    content.extend(output_blocks(collected.outputs, link))
+    content.extend(output_blocks(collected.outputs, link, limits))
     truncation = collected.truncation
     if truncation.omitted_blocks:
         content.append(
@@ -136,6 +129,27 @@ def execution_result(
     return failure(ToolFailure(code, message), structured=structured, content=content)
 
 
+def execution_fields(outcome: ExecutionOutcome) -> dict[str, Any]:
+    """Output schema 1.0 of an execution: what every way of running code answers."""
+    collected = outcome.outputs
+    return {
+        "schema_version": "1.0",
+        "execution_count": outcome.execution_count,
+        "truncation": collected.truncation.as_dict(),
+        "error": collected.error.as_dict() if collected.error else None,
+        "user_expressions": outcome.user_expressions,
+        "status": outcome.status,
+    }
+
+
+def store_outputs(cell: Any, outcome: ExecutionOutcome) -> None:
+    """Put an execution's outputs and count into the cell that ran."""
+    from nbformat import from_dict
+
+    cell["outputs"] = [from_dict(output) for output in outcome.outputs.outputs]
+    cell["execution_count"] = outcome.execution_count
+
+
 def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
     """Write an execution's outputs into its cell by id, wherever the cell is now."""
 
@@ -155,20 +169,16 @@ def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
                 "stored, so they are not attached to code that did not produce them. Run it again.",
                 cell_id=cell_id,
             )
-        from nbformat import from_dict
-
-        cell["outputs"] = [from_dict(output) for output in outcome.outputs.outputs]
-        cell["execution_count"] = outcome.execution_count
+        store_outputs(cell, outcome)
 
     return change
 
 
-async def run_cell(view: NotebookView, cell_id: str, source: str, timeout: float) -> CallToolResult:
+async def run_cell(server: ServerState, view: NotebookView, cell_id: str, source: str, timeout: float) -> CallToolResult:
     """Run a cell of the notebook ``view`` was just read from, and store its outputs."""
-    context = server()
     path = view.path
-    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))
-    outcome = await run_on(attachment.kernel, source, timeout, path)
+    attachment = await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))
+    outcome = await run_on(server, attachment.kernel, source, timeout, path)
     note = (
         f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
         "earlier variables, imports and definitions are not in it."
@@ -176,17 +186,19 @@ async def run_cell(view: NotebookView, cell_id: str, source: str, timeout: float
         else None
     )
     try:
-        _, written = await context.store.mutate(path, cell_writer(cell_id, source, outcome))
+        _, written = await server.store.mutate(path, cell_writer(cell_id, source, outcome))
     except ToolFailure as error:
         result = execution_result(outcome, cell_id=cell_id, note=note)
-        error.details.setdefault("current_revision", await _revision_or_none(path))
+        error.details.setdefault("current_revision", await _revision_or_none(server, path))
         return failure(error, structured=result.structured_content, content=result.content[:])
-    return execution_result(outcome, cell_id=cell_id, revision=written.revision, note=note, path=path)
+    return execution_result(
+        outcome, cell_id=cell_id, revision=written.revision, note=note, path=path, limits=InlineLimits.of(server.config)
+    )
 
 
-async def _revision_or_none(path: str) -> str | None:
+async def _revision_or_none(server: ServerState, path: str) -> str | None:
     with contextlib.suppress(ToolFailure):
-        return await server().store.revision(path)
+        return await server.store.revision(path)
     return None
 
 
@@ -203,9 +215,10 @@ async def execute_cell(
 
     Returns the outputs (text, images, tracebacks) and status ok, error, timeout or interrupted. On timeout the kernel is interrupted and the outputs so far are returned.
     """
-    seconds = effective_timeout(timeout)
+    server = state_of(ctx)
+    seconds = effective_timeout(server, timeout)
     path = notebook_path(ctx, notebook_name)
-    view = await server().store.read(path)
+    view = await server.store.read(path)
     if expected_revision is not None and expected_revision != view.revision:
         raise ToolFailure(
             REVISION_CONFLICT,
@@ -216,7 +229,7 @@ async def execute_cell(
     cell = view.notebook.cells[cell_position(view.notebook, cell_index, cell_id)]
     if cell.get("cell_type") != "code":
         raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.")
-    return await run_cell(view, cell["id"], cell.get("source", ""), seconds)
+    return await run_cell(server, view, cell["id"], cell.get("source", ""), seconds)
 
 
 @tool_handler("insert_execute_code_cell")
@@ -229,7 +242,8 @@ async def insert_execute_code_cell(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Insert a new code cell and run it; its outputs are stored in the notebook. The usual way to add and run code."""
-    seconds = effective_timeout(timeout)
+    server = state_of(ctx)
+    seconds = effective_timeout(server, timeout)
     path = notebook_path(ctx, notebook_name)
 
     def change(notebook: Any) -> str:
@@ -238,8 +252,8 @@ async def insert_execute_code_cell(
         notebook.cells.insert(index, cell)
         return cell["id"]
 
-    cell_id, view = await server().store.mutate(path, change, expected_revision)
-    return await run_cell(view, cell_id, cell_source, seconds)
+    cell_id, view = await server.store.mutate(path, change, expected_revision)
+    return await run_cell(server, view, cell_id, cell_source, seconds)
 
 
 @tool_handler("execute_code")
@@ -251,26 +265,26 @@ async def execute_code(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Run scratch code on a notebook's kernel (or a given kernel_id) without storing it: for inspecting variables, installing packages, quick checks. Variables it defines stay in the kernel."""
-    seconds = effective_timeout(timeout)
-    context = server()
-    for intercept in context.interceptors:
+    server = state_of(ctx)
+    seconds = effective_timeout(server, timeout)
+    for intercept in server.interceptors:
         intercepted = await intercept(code, seconds)
         if intercepted is not None:
             return intercepted
     if kernel_id is not None:
-        kernel = context.kernels.get(kernel_id)
+        kernel = server.kernels.get(kernel_id)
         if not await kernel.is_alive():
-            await context.kernels.mark_lost(kernel)
+            await server.kernels.mark_lost(kernel)
             raise ToolFailure(KERNEL_GONE, gone_message(f"kernel {kernel_id}"), kernel_id=kernel_id)
-        return execution_result(await run_on(kernel, code, seconds, None))
+        return execution_result(await run_on(server, kernel, code, seconds, None))
     path = notebook_path(ctx, notebook_name)
 
     async def named_kernel() -> str | None:
         # Read only when a kernel has to start: scratch code needs no file.
-        return metadata_kernel((await context.store.read(path)).notebook)
+        return metadata_kernel(server, (await server.store.read(path)).notebook)
 
-    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=named_kernel)
-    outcome = await run_on(attachment.kernel, code, seconds, path)
+    attachment = await server.kernels.live_kernel_of(path, metadata_kernel=named_kernel)
+    outcome = await run_on(server, attachment.kernel, code, seconds, path)
     note = "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
     return execution_result(outcome, note=note)
 
@@ -278,11 +292,12 @@ async def execute_code(
 @tool_handler("interrupt_kernel")
 async def interrupt_kernel(
     kernel_id: Annotated[str, Field(description="The kernel to interrupt (see list_kernels).")],
+    ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelOnly]:
     """Interrupt what a kernel is running (like Ctrl-C); its variables are kept. Says whether anything was running."""
-    context = server()
-    kernel = context.kernels.get(kernel_id)
-    was_busy = await context.kernels.interrupt(kernel)
+    server = state_of(ctx)
+    kernel = server.kernels.get(kernel_id)
+    was_busy = await server.kernels.interrupt(kernel)
     text = f"Interrupted kernel {kernel_id}." if was_busy else f"Kernel {kernel_id} was idle; the interrupt had nothing to stop."
     return answer({"kernel_id": kernel_id}, text)
 
@@ -293,14 +308,14 @@ async def interrupt_notebook_session(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelOnly]:
     """Interrupt the code a notebook's kernel is running (like Ctrl-C); its variables are kept."""
-    context = server()
+    server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
-    kernel_id = context.kernels.kernel_id_of(path)
-    if kernel_id is None and context.kernels.is_lost(path):
+    kernel_id = server.kernels.kernel_id_of(path)
+    if kernel_id is None and server.kernels.is_lost(path):
         raise ToolFailure(KERNEL_GONE, gone_message(path), notebook=path)
     if kernel_id is None:
         raise ToolFailure(NOT_FOUND, f"'{path}' has no kernel; nothing is running. Call use_notebook to attach one.")
-    kernel = context.kernels.get(kernel_id)
-    was_busy = await context.kernels.interrupt(kernel)
+    kernel = server.kernels.get(kernel_id)
+    was_busy = await server.kernels.interrupt(kernel)
     text = f"Interrupted '{path}' (kernel {kernel_id})." if was_busy else f"'{path}' was idle; the interrupt had nothing to stop."
     return answer({"kernel_id": kernel_id}, text)

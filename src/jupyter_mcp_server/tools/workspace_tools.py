@@ -2,12 +2,13 @@
 
 from typing import Annotated
 
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.state import state_of
 from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import server
 from jupyter_mcp_server.tools.results import answer, tool_handler
 
 
@@ -18,11 +19,12 @@ async def list_files(
     start_index: Annotated[int, Field(description="First entry to return, for paging.", ge=0)] = 0,
     limit: Annotated[int, Field(description="How many entries to return (0 means all).", ge=0)] = 25,
     pattern: Annotated[str, Field(description="Glob to filter by, such as '*.ipynb'.")] = "",
+    ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.FileList]:
     """List files and directories in the workspace (paths relative to its root), to find notebooks to open."""
     if not 0 <= max_depth <= 3:
         raise ToolFailure(INVALID_ARGUMENT, f"max_depth must be 0 to 3, not {max_depth}.")
-    entries = await server().list_files(path, max_depth, pattern)
+    entries = await state_of(ctx).store.list_files(path, max_depth, pattern)
     page = entries[start_index:] if limit == 0 else entries[start_index : start_index + limit]
     listed = models.FileList(files=[models.FileEntry.model_validate(e) for e in page], total=len(entries))
     lines = [f"{e['type']:9} {e['size']:>10}  {e['path']}" for e in page]
@@ -32,9 +34,9 @@ async def list_files(
 
 
 @tool_handler("list_kernels")
-async def list_kernels() -> Annotated[CallToolResult, models.KernelList]:
+async def list_kernels(ctx: Context | None = None) -> Annotated[CallToolResult, models.KernelList]:
     """List the kernels this server runs (id, kernelspec, busy or idle, the notebooks bound to each) and the installed kernelspecs."""
-    kernels = server().kernels
+    kernels = state_of(ctx).kernels
     listed = models.KernelList(
         kernels=[
             models.KernelEntry(

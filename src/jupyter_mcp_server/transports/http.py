@@ -13,18 +13,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from jupyter_mcp_server.config import ServerConfig
-from jupyter_mcp_server.transports.lifecycle import running_server
+from jupyter_mcp_server.extensions import parse_selection
 from jupyter_mcp_server.transports.walls import Receive, Scope, Send, Walls
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server.app import Application
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ SESSION_HEADER = b"mcp-session-id"
 class SelectionRouter:
     """Routes each MCP request to the server its selection, or its session, belongs to."""
 
-    def __init__(self) -> None:
+    def __init__(self, application: Application) -> None:
+        self.application = application
         self._apps: dict[tuple[int, str], Any] = {}
         self._sessions: dict[str, Any] = {}
         self._lock = asyncio.Lock()
@@ -64,11 +66,8 @@ class SelectionRouter:
             await self._closing.wait()
 
     async def app_for(self, scope: Scope) -> Any:
-        from jupyter_mcp_server.extensions import parse_selection
-        from jupyter_mcp_server.server import extension_manager
-
         raw = scope.get("query_string", b"").decode("utf-8", "replace")
-        built = extension_manager.build(parse_selection(raw))
+        built = self.application.build(parse_selection(raw))
         if built.unknown:
             logger.warning("A client asked for unknown toolsets: %s", ", ".join(sorted(built.unknown)))
         key = (id(built.server), ",".join(sorted(built.toolsets)))
@@ -120,21 +119,20 @@ def _walls_are_ours() -> Any:
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
-def create_app(config: ServerConfig) -> Any:
+def create_app(application: Application) -> Any:
     """The whole HTTP application: `/mcp`, `/toolsets`, `/healthz`, behind the walls."""
-    router = SelectionRouter()
+    router = SelectionRouter(application)
+    config = application.config
 
     async def toolsets(request: Request) -> JSONResponse:
-        from jupyter_mcp_server.server import extension_manager
-
-        return JSONResponse(await extension_manager.describe_toolsets())
+        return JSONResponse(await application.state.extensions.describe_toolsets())
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with running_server(), router.running():
+        async with application.running(), router.running():
             yield
 
     app = Starlette(
@@ -145,13 +143,9 @@ def create_app(config: ServerConfig) -> Any:
         ],
         lifespan=lifespan,
     )
-    return Walls(app, bound_host=config.host, token=config.mcp_token)
+    return Walls(app, bound_host=config.host, token=config.mcp_token, body_timeout=config.http_body_timeout)
 
 
-#: Seconds a connection may take to send a request's head (line and headers):
-#: uvicorn times out only idle keep-alive connections, so without this a
-#: client trickling its headers (slowloris) holds a connection for ever.
-HEAD_TIMEOUT = float(os.environ.get("JUPYTER_MCP_HTTP_HEAD_TIMEOUT", "10"))
 _TOO_SLOW_BODY = b'{"error": "Request timeout: the request head came too slowly."}'
 _TOO_SLOW = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
@@ -159,8 +153,12 @@ _TOO_SLOW = (
 )
 
 
-def _protocol_with_head_timeout() -> type:
-    """uvicorn's h11 protocol, closing a connection whose request head is late."""
+def _protocol_with_head_timeout(head_timeout: float) -> type:
+    """uvicorn's h11 protocol, closing a connection whose request head is late.
+
+    uvicorn times out only idle keep-alive connections, so without this a
+    client trickling its headers (slowloris) holds a connection for ever.
+    """
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -169,7 +167,7 @@ def _protocol_with_head_timeout() -> type:
 
         def _arm(self) -> None:
             self._disarm()
-            self._head_deadline = self.loop.call_later(HEAD_TIMEOUT, self._head_too_slow)
+            self._head_deadline = self.loop.call_later(head_timeout, self._head_too_slow)
 
         def _disarm(self) -> None:
             if self._head_deadline is not None:
@@ -206,15 +204,16 @@ def _protocol_with_head_timeout() -> type:
     return HeadTimeoutProtocol
 
 
-def serve(config: ServerConfig) -> None:
+def serve(application: Application) -> None:
     import uvicorn
 
+    config = application.config
     uvicorn.run(
-        create_app(config),
+        create_app(application),
         host=config.host,
         port=config.port,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=10,
-        http=_protocol_with_head_timeout(),
+        http=_protocol_with_head_timeout(config.http_head_timeout),
     )

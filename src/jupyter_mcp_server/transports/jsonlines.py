@@ -2,7 +2,8 @@
 
 For programs that drive notebooks without speaking MCP (an editor plugin, a
 script, a test harness). It works on the notebook store and the kernels
-directly, not through the MCP tools. The message shapes are in
+with the operations the MCP tools use (paths, cell addressing, timeouts, the
+execution result, storing outputs), on a working copy. The message shapes are in
 docs/json-lines.md; in short::
 
     -> {"id": 1, "method": "open", "params": {"path": "a.ipynb"}}
@@ -32,16 +33,21 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jupyter_mcp_server.config import ServerConfig
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
     UNSUPPORTED,
     ToolFailure,
 )
-from jupyter_mcp_server.transports.lifecycle import running_server
+from jupyter_mcp_server.state import ServerState
+from jupyter_mcp_server.tools.addressing import cell_position, checked_path
+from jupyter_mcp_server.tools.notebooks import metadata_kernel
+from jupyter_mcp_server.tools.running import effective_timeout, execution_fields, store_outputs
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server.app import Application
 
 METHODS = ("open", "status", "execute", "save", "interrupt", "restart", "shutdown")
 #: The most bytes one request line may have.
@@ -63,10 +69,8 @@ class OpenNotebook:
 class JsonLinesServer:
     """One connection over a pair of byte streams."""
 
-    def __init__(self, write: Callable[[bytes], None]) -> None:
-        from jupyter_mcp_server.context import ServerContext
-
-        self.context = ServerContext.get_instance()
+    def __init__(self, state: ServerState, write: Callable[[bytes], None]) -> None:
+        self.state = state
         self._write = write
         self.open: dict[str, OpenNotebook] = {}
         self.stopping = asyncio.Event()
@@ -135,16 +139,10 @@ class JsonLinesServer:
     # -- the methods ------------------------------------------------------------
 
     def _path(self, params: dict[str, Any]) -> str:
-        from jupyter_mcp_server.tools.addressing import NOTEBOOK_SUFFIXES
-
         path = params.get("path")
         if not isinstance(path, str) or not path:
             raise ToolFailure(INVALID_ARGUMENT, "params.path is required: the notebook's path in the workspace.")
-        workspace = self.context.workspace
-        relative = workspace.relative_of(workspace.resolve(path))
-        if not relative.endswith(NOTEBOOK_SUFFIXES):
-            raise ToolFailure(INVALID_ARGUMENT, f"{path!r} is not a notebook (.ipynb or a .py percent script).")
-        return relative
+        return checked_path(self.state, path)
 
     def _opened(self, params: dict[str, Any]) -> OpenNotebook:
         path = self._path(params)
@@ -155,7 +153,7 @@ class JsonLinesServer:
 
     async def do_open(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         path = self._path(params)
-        store, kernels = self.context.store, self.context.kernels
+        store, kernels = self.state.store, self.state.kernels
         if params.get("create"):
             name = params.get("kernel_name")
             spec = {"name": name, "display_name": name} if isinstance(name, str) else None
@@ -164,7 +162,7 @@ class JsonLinesServer:
         view = await store.read(path)
         opened = OpenNotebook(path, copy.deepcopy(view.notebook), view.revision, view.format)
         self.open[path] = opened
-        attachment = await kernels.live_kernel_of(path, metadata_kernel=_metadata_kernel(self.context, view.notebook))
+        attachment = await kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(self.state, view.notebook))
         return {
             "path": path,
             "revision": view.revision,
@@ -177,16 +175,16 @@ class JsonLinesServer:
         chosen = [self._opened(params)] if params.get("path") else list(self.open.values())
         notebooks = []
         for opened in chosen:
-            kernel_id = self.context.kernels.kernel_id_of(opened.path)
+            kernel_id = self.state.kernels.kernel_id_of(opened.path)
             state = "none"
             if kernel_id is not None:
                 try:
-                    kernel = self.context.kernels.get(kernel_id)
+                    kernel = self.state.kernels.get(kernel_id)
                     state = kernel.state if await kernel.is_alive() else "gone"
                 except ToolFailure:
                     state = "gone"
             try:
-                on_disk: str | None = await self.context.store.revision(opened.path)
+                on_disk: str | None = await self.state.store.revision(opened.path)
             except ToolFailure:
                 on_disk = None
             notebooks.append(
@@ -212,12 +210,15 @@ class JsonLinesServer:
             if not isinstance(code, str) or any(k in params for k in ("cell_id", "cell_index")):
                 raise ToolFailure(INVALID_ARGUMENT, "Give code (a string), or one of cell_id / cell_index, not both.")
         else:
-            cell = opened.notebook.cells[_cell_position(opened.notebook, params)]
+            cell_index, cell_id = params.get("cell_index"), params.get("cell_id")
+            if cell_index is not None and (isinstance(cell_index, bool) or not isinstance(cell_index, int)):
+                raise ToolFailure(INVALID_ARGUMENT, f"cell_index must be an integer, not {cell_index!r}.")
+            cell = opened.notebook.cells[cell_position(opened.notebook, cell_index, cell_id)]
             if cell.get("cell_type") != "code":
                 raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell.get('id')} is a {cell.get('cell_type')} cell; only code cells run.")
             code = cell.get("source", "")
-        attachment = await self.context.kernels.live_kernel_of(
-            opened.path, metadata_kernel=_metadata_kernel(self.context, opened.notebook)
+        attachment = await self.state.kernels.live_kernel_of(
+            opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook)
         )
 
         def forward(output: dict[str, Any]) -> None:
@@ -228,44 +229,25 @@ class JsonLinesServer:
             outcome = await self._run(attachment.kernel, code, timeout, opened.path, forward)
         finally:
             opened.executing -= 1
-        collected = outcome.outputs
-        result: dict[str, Any] = {
-            "schema_version": "1.0",
-            "execution_count": outcome.execution_count,
-            "truncation": collected.truncation.as_dict(),
-            "error": collected.error.as_dict() if collected.error else None,
-            "user_expressions": outcome.user_expressions,
-            "status": outcome.status,
-            "outputs": collected.outputs,
-        }
+        result: dict[str, Any] = {**execution_fields(outcome), "outputs": outcome.outputs.outputs}
         if attachment.replaced:
             result["note"] = "The kernel was gone and a replacement was started (kernel.auto-restart)."
         if cell is not None:
-            from nbformat import from_dict
-
-            cell["outputs"] = [from_dict(output) for output in collected.outputs]
-            cell["execution_count"] = outcome.execution_count
+            store_outputs(cell, outcome)
             opened.dirty = True
             result["cell_id"] = cell.get("id")
         return result
 
     def _timeout(self, value: Any) -> float:
-        config = self.context.config
-        if value is None:
-            return config.default_timeout
-        if not isinstance(value, int | float) or value <= 0 or value > config.max_timeout:
-            raise ToolFailure(
-                INVALID_ARGUMENT,
-                f"timeout must be a number of seconds above 0 and at most {config.max_timeout:g}.",
-                max_timeout=config.max_timeout,
-            )
-        return float(value)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ToolFailure(INVALID_ARGUMENT, f"timeout must be a number of seconds, not {value!r}.")
+        return effective_timeout(self.state, None if value is None else float(value))
 
     async def _run(
         self, kernel: Any, code: str, timeout: float, notebook: str, on_output: Callable[[dict[str, Any]], None]
     ) -> Any:
         """Run code on a kernel in order with every other call on it; a death is reported."""
-        return await self.context.run_in_turn(kernel, code, timeout, notebook, on_output)
+        return await self.state.run_in_turn(kernel, code, timeout, notebook, on_output)
 
     async def do_save(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         opened = self._opened(params)
@@ -275,7 +257,7 @@ class JsonLinesServer:
                 INVALID_ARGUMENT,
                 "save needs params.revision, the revision open (or the last save) returned; without it the "
                 "file could be overwritten with changes you have not seen, so the save is refused.",
-                current_revision=await self.context.store.revision(opened.path),
+                current_revision=await self.state.store.revision(opened.path),
             )
         source = opened.notebook
         if params.get("notebook") is not None:
@@ -286,22 +268,22 @@ class JsonLinesServer:
             notebook.metadata.clear()
             notebook.metadata.update(copy.deepcopy(dict(source.metadata)))
 
-        _, view = await self.context.store.mutate(opened.path, replace, expected_revision=revision)
+        _, view = await self.state.store.mutate(opened.path, replace, expected_revision=revision)
         opened.notebook, opened.revision, opened.dirty = copy.deepcopy(view.notebook), view.revision, False
         return {"path": opened.path, "revision": view.revision}
 
     async def do_interrupt(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         path = self._opened(params).path
-        kernel_id = self.context.kernels.kernel_id_of(path)
+        kernel_id = self.state.kernels.kernel_id_of(path)
         if kernel_id is None:
             raise ToolFailure(NOT_FOUND, f"{path!r} has no kernel; nothing is running.", path=path)
-        was_busy = await self.context.kernels.interrupt(self.context.kernels.get(kernel_id))
+        was_busy = await self.state.kernels.interrupt(self.state.kernels.get(kernel_id))
         return {"path": path, "kernel_id": kernel_id, "was_busy": was_busy}
 
     async def do_restart(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         opened = self._opened(params)
-        kernel = await self.context.kernels.restart(
-            opened.path, metadata_kernel=_metadata_kernel(self.context, opened.notebook)
+        kernel = await self.state.kernels.restart(
+            opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook)
         )
         return {"path": opened.path, "kernel_id": kernel.kernel_id}
 
@@ -314,11 +296,6 @@ def _error(request_id: Any, failure: ToolFailure) -> dict[str, Any]:
     return {"id": request_id, "error": {"code": failure.code, "message": failure.message, **failure.details}}
 
 
-def _metadata_kernel(context: Any, notebook: Any) -> str | None:
-    name = (notebook.get("metadata", {}).get("kernelspec") or {}).get("name")
-    return name if name and name in context.kernels.kernelspecs() else None
-
-
 def _cell_summary(index: int, cell: Any) -> dict[str, Any]:
     return {
         "index": index,
@@ -327,24 +304,6 @@ def _cell_summary(index: int, cell: Any) -> dict[str, Any]:
         "source": cell.get("source", ""),
         "execution_count": cell.get("execution_count"),
     }
-
-
-def _cell_position(notebook: Any, params: dict[str, Any]) -> int:
-    cell_id, cell_index = params.get("cell_id"), params.get("cell_index")
-    if (cell_id is None) == (cell_index is None):
-        raise ToolFailure(INVALID_ARGUMENT, "Name the cell with exactly one of cell_id or cell_index, or give code.")
-    if cell_id is not None:
-        for index, cell in enumerate(notebook.cells):
-            if cell.get("id") == cell_id:
-                return index
-        raise ToolFailure(NOT_FOUND, f"No cell has id {cell_id!r}.", cell_id=cell_id)
-    if not isinstance(cell_index, int) or not 0 <= cell_index < len(notebook.cells):
-        raise ToolFailure(
-            INVALID_ARGUMENT,
-            f"cell_index {cell_index!r} is out of range: the notebook has {len(notebook.cells)} cells.",
-            cell_count=len(notebook.cells),
-        )
-    return cell_index
 
 
 def _checked_notebook(value: Any) -> Any:
@@ -358,7 +317,7 @@ def _checked_notebook(value: Any) -> Any:
     return notebook
 
 
-async def serve_async() -> None:
+async def serve_async(application: Application) -> None:
     loop = asyncio.get_running_loop()
     stdout = sys.stdout.buffer
 
@@ -372,8 +331,8 @@ async def serve_async() -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, task.cancel if task else lambda: None)
-    async with running_server():
-        server = JsonLinesServer(write)
+    async with application.running():
+        server = JsonLinesServer(application.state, write)
 
         async def read_lines() -> None:
             while not server.stopping.is_set():
@@ -398,6 +357,6 @@ async def serve_async() -> None:
             await server.drain()  # stdin closed: let what was asked finish
 
 
-def serve(config: ServerConfig) -> None:
+def serve(application: Application) -> None:
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_async())
+        asyncio.run(serve_async(application))

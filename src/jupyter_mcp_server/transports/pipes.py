@@ -98,7 +98,6 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's ``(read_stream, write_stream)`` pair over stdin and stdout pipes, without threads."""
     import anyio
     import mcp_types
-    from mcp.shared._context_streams import create_context_streams
     from mcp.shared.message import SessionMessage
 
     loop = asyncio.get_running_loop()
@@ -112,8 +111,8 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
         )
         writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)  # type: ignore[arg-type]
 
-        read_stream_writer, read_stream = create_context_streams[Any](0)
-        write_stream, write_stream_reader = create_context_streams[Any](0)
+        read_stream_writer, read_stream = anyio.create_memory_object_stream[Any](0)
+        write_stream, write_stream_reader = anyio.create_memory_object_stream[Any](0)
 
         async def stdin_reader() -> None:
             async with read_stream_writer:

@@ -20,10 +20,13 @@ import os
 import re
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jupyter_mcp_server.config import ServerConfig
-from jupyter_mcp_server.transports.lifecycle import running_server
+from jupyter_mcp_server.handlers import lowlevel
+from jupyter_mcp_server.transports.pipes import can_serve, pipe_streams
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server.app import Application
 
 #: Seconds the request loop gets to end after a signal before it is left behind.
 STOP_GRACE = 1.0
@@ -113,15 +116,11 @@ async def serve_stdio(mcp: Any) -> None:
     """`MCPServer.run_stdio_async`, answering the invalid requests it would drop."""
     import anyio
     from mcp.server.stdio import stdio_server
-    from mcp.shared._context_streams import create_context_streams
-
-    from jupyter_mcp_server.handlers import lowlevel
-    from jupyter_mcp_server.transports.pipes import can_serve, pipe_streams
 
     server = lowlevel(mcp)
     streams = pipe_streams() if can_serve() else stdio_server()
     async with streams as (read_stream, write_stream):
-        screened_send, screened = create_context_streams[Any](0)
+        screened_send, screened = anyio.create_memory_object_stream[Any](0)
 
         async def screen() -> None:
             async with screened_send:
@@ -138,16 +137,15 @@ async def serve_stdio(mcp: Any) -> None:
             tasks.cancel_scope.cancel()
 
 
-async def serve_async() -> None:
-    from jupyter_mcp_server.server import mcp
-
+async def serve_async(application: Application) -> None:
+    mcp = application.build_everything().server
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
     left_behind = False
-    async with running_server():
+    async with application.running():
         serving = asyncio.ensure_future(serve_stdio(mcp))
         stopping = asyncio.ensure_future(stop.wait())
         try:
@@ -169,6 +167,6 @@ async def serve_async() -> None:
         os._exit(0)
 
 
-def serve(config: ServerConfig) -> None:
+def serve(application: Application) -> None:
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_async())
+        asyncio.run(serve_async(application))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-import os
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -33,8 +32,8 @@ WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 MAX_BODY_BYTES = 8 * 1024 * 1024
 UNAUTHENTICATED_PATHS = frozenset({"/healthz"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-#: Seconds a request body may take to arrive (408 after that).
-BODY_TIMEOUT = float(os.environ.get("JUPYTER_MCP_HTTP_BODY_TIMEOUT", "30"))
+#: Seconds a request body may take to arrive (408 after that), unless configured.
+BODY_TIMEOUT = 30.0
 
 
 #: A Host header or URL netloc: a name or [IPv6 address], then an optional port, nothing else.

@@ -8,7 +8,7 @@ registry the sandboxes extension lends (its public ``sandboxes`` property).
 
 `NoListingSandboxes` acts on the built server with ``on_server``: it takes
 `list_sandboxes` off, the way a gateway takes off tools its deployment has
-nothing behind (seeds/000's Datalayer example takes `list_files` off).
+nothing behind (as a deployment that hides `list_files` would).
 
 Both declare the ``sandboxes`` toolset rather than one of their own: they
 belong to that subject, and a server built for ``?only=sandboxes`` includes
@@ -25,15 +25,15 @@ from jupyter_mcp_sandboxes.tools import SANDBOXES_TOOLSET
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from jupyter_mcp_server.errors import KERNEL_LIMIT, ToolFailure
-from jupyter_mcp_server.extensions import (
+from jupyter_mcp_server.api import (
+    KERNEL_LIMIT,
     JupyterMCPExtension,
     PluginCompatibility,
     PluginManifest,
     ToolExtension,
-    get_extension_manager,
+    ToolFailure,
+    failure,
 )
-from jupyter_mcp_server.tools.results import failure
 
 #: How many sandboxes LocalOnlySandboxes lets run at once.
 MAX_SANDBOXES = 3
@@ -49,9 +49,9 @@ def _manifest(name: str, description: str) -> PluginManifest:
     )
 
 
-def sandbox_registry() -> Any:
-    """The registry launch_sandbox writes to, reached the way the seed says: by name, then the property."""
-    extension = get_extension_manager().get("jupyter-mcp-sandboxes")
+def sandbox_registry(server: Any) -> Any:
+    """The registry launch_sandbox writes to, reached by the extension's name, then its property."""
+    extension = server.extension("jupyter-mcp-sandboxes") if server is not None else None
     return getattr(extension, "sandboxes", None)
 
 
@@ -70,7 +70,7 @@ class LocalOnlySandboxes(JupyterMCPExtension):
                 sandbox_name: Annotated[str, Field(description="The sandbox's name.")],
                 memory_mb: Annotated[int, Field(description="Memory limit in MiB.")] = 512,
             ) -> Annotated[CallToolResult, SandboxModel]:
-                registry = sandbox_registry()
+                registry = sandbox_registry(self.server)
                 if registry is not None and len(registry.sandboxes) >= MAX_SANDBOXES:
                     return failure(
                         ToolFailure(

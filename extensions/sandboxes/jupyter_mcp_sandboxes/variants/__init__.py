@@ -22,7 +22,10 @@ import logging
 from collections.abc import Iterator
 
 from jupyter_mcp_sandboxes.variant import SandboxVariant
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.api import (
+    INVALID_ARGUMENT,
+    ToolFailure,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,10 @@ from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_sandboxes.spec import SandboxSpec
 from jupyter_mcp_sandboxes.variant import LaunchContext, SandboxVariant
 from jupyter_mcp_sandboxes.variants.local import LIMIT_OPTIONS
-from jupyter_mcp_server.errors import UNSUPPORTED, ToolFailure
+from jupyter_mcp_server.api import (
+    UNSUPPORTED,
+    ToolFailure,
+)
 
 #: Hidden behind an empty, read-only tmpfs (when they exist): other users'
 #: files, the server's secrets, other sandboxes' directories.

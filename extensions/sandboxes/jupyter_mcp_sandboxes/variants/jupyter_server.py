@@ -12,7 +12,10 @@ from __future__ import annotations
 from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_sandboxes.spec import SandboxSpec
 from jupyter_mcp_sandboxes.variant import LaunchContext, SandboxVariant
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.api import (
+    INVALID_ARGUMENT,
+    ToolFailure,
+)
 
 
 class JupyterServerVariant(SandboxVariant):

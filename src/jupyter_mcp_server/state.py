@@ -1,28 +1,38 @@
-"""The server's process-wide state, and each connection's own.
+"""The running server's state, and each connection's own.
 
-One :class:`ServerContext` per process holds the workspace, the notebook
-store, the kernels, the capabilities and the hooks, built from the
-configuration once the command line has been read. What a client chose with
-``use_notebook`` is not in it: that belongs to the connection that chose it
-(:class:`ConnectionState`), so two clients never share a "current notebook".
+One :class:`ServerState` holds what every tool works with: the frozen
+configuration, the capabilities, the hooks, the workspace, the notebook
+store, the kernels and the extensions. It is built by
+:func:`jupyter_mcp_server.app.build_state` and handed to every MCP server
+built from it as the SDK's lifespan context, so a tool reaches it through
+its request (:func:`state_of`), never through a module global, and a test
+can build as many as it likes.
+
+What a client chose with ``use_notebook`` is not server state: it belongs to
+the connection that chose it (:class:`ConnectionState`), so two clients
+never share a "current notebook".
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jupyter_mcp_server.capabilities import CapabilityRegistry, get_capabilities
-from jupyter_mcp_server.config import ServerConfig, get_config
-from jupyter_mcp_server.hooks import Hooks, get_hooks
-from jupyter_mcp_server.kernels.manager import KernelManager
-from jupyter_mcp_server.store import NotebookStore
-from jupyter_mcp_server.workspace import Workspace
+from .capabilities import CapabilityRegistry
+from .config import ServerConfig
+from .hooks import Hooks
+from .kernels.manager import KernelManager
+from .kernels.manager import gone_message as kernel_gone_message
+from .kernels.turns import run_in_turn
+from .store import NotebookStore
+from .workspace import Workspace
 
 if TYPE_CHECKING:
-    from jupyter_mcp_server.kernels.execution import ExecutionOutcome
+    from .extensions import ExtensionManager
+    from .kernels.execution import ExecutionOutcome
 
 #: How many connections' choices are remembered at once.
 MAX_CONNECTIONS = 1024
@@ -39,17 +49,22 @@ class ConnectionState:
     current: str | None = None
 
 
-class ServerContext:
+class ServerState:
     """Everything a tool needs, built once from the configuration."""
 
-    _instance: ServerContext | None = None
-
-    def __init__(self, config: ServerConfig, capabilities: CapabilityRegistry, hooks: Hooks) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        capabilities: CapabilityRegistry,
+        hooks: Hooks,
+        extensions: ExtensionManager,
+    ) -> None:
         self.config = config
         self.capabilities = capabilities
         self.hooks = hooks
+        self.extensions = extensions
         self.workspace = Workspace(config.workspace_root)
-        self.store = NotebookStore(self.workspace)
+        self.store: NotebookStore = NotebookStore(self.workspace)
         self.kernels = KernelManager(
             workspace_root=self.workspace.root,
             max_kernels=config.max_kernels,
@@ -72,26 +87,21 @@ class ServerContext:
         self.kernels.use_backend(backend)
         self.jupyter = backend
         if contents:
-            from jupyter_mcp_server.store.contents import RemoteContents
+            from .store.contents import RemoteContents
 
             self.use_contents(RemoteContents(backend.url, backend.token))
 
     def use_contents(self, files: Any) -> None:
         """Keep notebooks in a Jupyter Server's contents (a ``store.contents.ContentsFiles``)
         rather than under the workspace root; subscriptions keep hearing about writes."""
-        from jupyter_mcp_server.store.contents import ContentsNotebookStore
-
-        store = ContentsNotebookStore(self.workspace, files)
+        store = NotebookStore(self.workspace, files)
         store.observers = self.store.observers
         self.store = store
 
     def locate(self, path: str) -> str:
         """The canonical relative path of a notebook or directory where notebooks are kept;
         ``invalid_path`` for one that is absolute, escapes, or is malformed."""
-        locate = getattr(self.store, "locate", None)
-        if locate is not None:
-            return str(locate(path))
-        return self.workspace.relative_of(self.workspace.resolve(path))
+        return self.store.locate(path)
 
     async def run_in_turn(
         self,
@@ -102,12 +112,12 @@ class ServerContext:
         on_output: Callable[[dict[str, Any]], None] | None = None,
         *,
         interrupt_on_cancel: bool = False,
+        on_death: Callable[[], Awaitable[None]] | None = None,
+        gone_message: Callable[[], str] | None = None,
     ) -> ExecutionOutcome:
         """Run code on a kernel in order with every other call on it, under this server's
-        output limits and hooks; a kernel that dies under it is marked lost and reported."""
-        from jupyter_mcp_server.kernels.manager import gone_message
-        from jupyter_mcp_server.kernels.turns import run_in_turn
-
+        output limits and hooks; a kernel that dies under it is reported (by default, as
+        one of this server's kernels: marked lost, so the next call says so)."""
         return await run_in_turn(
             kernel,
             code,
@@ -118,27 +128,9 @@ class ServerContext:
             notebook=notebook,
             on_output=on_output,
             interrupt_on_cancel=interrupt_on_cancel,
-            on_death=lambda: self.kernels.mark_lost(kernel),
-            gone_message=lambda: gone_message(notebook or f"kernel {kernel.kernel_id}"),
+            on_death=on_death or (lambda: self.kernels.mark_lost(kernel)),
+            gone_message=gone_message or (lambda: kernel_gone_message(notebook or f"kernel {kernel.kernel_id}")),
         )
-
-    async def list_files(self, path: str, max_depth: int, pattern: str) -> list[Any]:
-        """What ``list_files`` lists: the workspace, or the Jupyter Server's contents."""
-        listing = getattr(self.store, "list_files", None)
-        if listing is not None:
-            return list(await listing(path, max_depth, pattern))
-        return list(self.workspace.list_files(path, max_depth, pattern))
-
-    @classmethod
-    def get_instance(cls) -> ServerContext:
-        """The process's context, built from :func:`get_config` on first use."""
-        if cls._instance is None:
-            cls._instance = cls(get_config(), get_capabilities(), get_hooks())
-        return cls._instance
-
-    @classmethod
-    def reset(cls) -> None:
-        cls._instance = None
 
     def connection(self, key: str | None) -> ConnectionState:
         """The state of the connection identified by `key`; None remembers nothing."""
@@ -153,5 +145,28 @@ class ServerContext:
             self._connections.move_to_end(key)
         return state
 
-    def all_connections(self) -> list[ConnectionState]:
-        return list(self._connections.values())
+
+_serving: contextvars.ContextVar[ServerState | None] = contextvars.ContextVar("jupyter_mcp_serving", default=None)
+
+
+class ServingState:
+    """Middleware: the state serving a request, for the request's own code that is called
+    without its context (an extension narrowing a tool calls it with only its arguments)."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        token = _serving.set(ctx.lifespan_context)
+        try:
+            return await call_next(ctx)
+        finally:
+            _serving.reset(token)
+
+
+def state_of(ctx: Any) -> ServerState:
+    """The server state a request is served with (the SDK's lifespan context)."""
+    request_context = getattr(ctx, "request_context", ctx) if ctx is not None else None
+    state = getattr(request_context, "lifespan_context", None)
+    if not isinstance(state, ServerState):
+        state = _serving.get()
+    if state is None:
+        raise RuntimeError("this code runs outside a request served by a server built from a ServerState")
+    return state

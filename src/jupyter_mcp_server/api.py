@@ -1,0 +1,175 @@
+"""What an extension of jupyter-mcp-server may use: its whole public face.
+
+An extension is a distribution with an entry point in the
+``reactor_mcp_server.extensions`` group whose object is a
+:class:`JupyterMCPExtension`. It offers tools (:class:`ToolSpec`, grouped in
+:class:`Toolset`\\ s), may extend other extensions' tools
+(:class:`ToolExtension`), declares :class:`Capability`\\ s, and answers with
+the same results and coded errors as the server's own tools. Before
+``on_start`` the server gives it a :class:`ServerAccess`: the configuration,
+the capabilities, the hooks, and running code on a kernel with the server's
+output limits and hooks.
+
+Everything an extension needs is exported here, and nothing else of the
+package is promised: other modules may change in any release.
+(``docs/extensions.md`` documents this module.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .capabilities import Capability, CapabilityRegistry
+from .config import ServerConfig
+from .errors import (
+    ALREADY_EXISTS,
+    ERROR_CODES,
+    ERROR_META_KEY,
+    EXECUTION_ERROR,
+    INTERRUPTED,
+    INVALID_ARGUMENT,
+    INVALID_PATH,
+    KERNEL_GONE,
+    KERNEL_LIMIT,
+    NO_NOTEBOOK,
+    NOT_FOUND,
+    REVISION_CONFLICT,
+    TIMEOUT,
+    UNSUPPORTED,
+    ToolFailure,
+)
+from .extensions import (
+    JupyterMCPExtension,
+    PluginCompatibility,
+    PluginManifest,
+    ToolExtension,
+    Toolset,
+    ToolSpec,
+    tool,
+)
+from .hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
+from .kernels.execution import ExecutionOutcome
+from .kernels.remote import (
+    ArgumentNames,
+    KernelWebSocket,
+    RemoteKernel,
+    normalize_url,
+    open_remote_kernel,
+)
+from .tools.listening import output_listener
+from .tools.models import Result
+from .tools.results import answer, failure, tool_handler
+from .tools.running import CANCEL_INTERRUPTS, execution_result
+
+if TYPE_CHECKING:
+    from .state import ServerState
+
+__all__ = [
+    "ALREADY_EXISTS",
+    "ERROR_CODES",
+    "ERROR_META_KEY",
+    "EXECUTION_ERROR",
+    "INTERRUPTED",
+    "INVALID_ARGUMENT",
+    "INVALID_PATH",
+    "KERNEL_GONE",
+    "KERNEL_LIMIT",
+    "NOT_FOUND",
+    "NO_NOTEBOOK",
+    "REVISION_CONFLICT",
+    "TIMEOUT",
+    "UNSUPPORTED",
+    "ArgumentNames",
+    "Capability",
+    "Execution",
+    "ExecutionEnded",
+    "ExecutionOutcome",
+    "Hooks",
+    "JupyterMCPExtension",
+    "KernelWebSocket",
+    "PluginCompatibility",
+    "PluginManifest",
+    "RemoteKernel",
+    "Result",
+    "ServerAccess",
+    "ServerConfig",
+    "ToolCall",
+    "ToolCallEnded",
+    "ToolExtension",
+    "ToolFailure",
+    "ToolSpec",
+    "Toolset",
+    "answer",
+    "execution_result",
+    "failure",
+    "normalize_url",
+    "open_remote_kernel",
+    "tool",
+    "tool_handler",
+]
+
+
+class ServerAccess:
+    """The server an extension runs in, as far as an extension may reach into it."""
+
+    def __init__(self, state: ServerState) -> None:
+        self._state = state
+
+    @property
+    def config(self) -> ServerConfig:
+        """The server's configuration (frozen): limits, workspace root, transport."""
+        return self._state.config
+
+    @property
+    def capabilities(self) -> CapabilityRegistry:
+        """Every capability and whether it is on (``capabilities.enabled(name)``)."""
+        return self._state.capabilities
+
+    @property
+    def hooks(self) -> Hooks:
+        """Observers of tool calls and executions: append to register one (in ``on_start``)."""
+        return self._state.hooks
+
+    @property
+    def workspace_root(self) -> Path:
+        return self._state.workspace.root
+
+    def extension(self, name: str) -> Any:
+        """Another extension of this server by its manifest name (to use what it lends), or None."""
+        return self._state.extensions.get(name)
+
+    async def run_code(
+        self,
+        kernel: Any,
+        code: str,
+        *,
+        timeout: float,
+        on_death: Callable[[], Awaitable[None]],
+        gone_message: Callable[[], str],
+        notebook: str | None = None,
+    ) -> ExecutionOutcome:
+        """Run `code` on `kernel` (an object with the server's kernel shape: ``kernel_id``,
+        ``client``, ``is_alive()``, ``interrupt()``, ``lock``), in turn with everything else
+        running there, under the server's output limits and hooks, its outputs streamed to
+        whoever follows the call. A kernel that dies under it calls `on_death` and is
+        reported as ``kernel_gone`` with `gone_message()`."""
+        return await self._state.run_in_turn(
+            kernel,
+            code,
+            timeout,
+            notebook,
+            output_listener(),
+            interrupt_on_cancel=self._state.capabilities.enabled(CANCEL_INTERRUPTS),
+            on_death=on_death,
+            gone_message=gone_message,
+        )
+
+
+def attach_extensions(state: ServerState) -> None:
+    """Give every extension of this server its :class:`ServerAccess`, before any starts."""
+    access = ServerAccess(state)
+    for extension in state.extensions.extensions:
+        if isinstance(extension, JupyterMCPExtension):
+            extension.attach(access)

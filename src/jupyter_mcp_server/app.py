@@ -1,0 +1,215 @@
+"""The composition root: the running server assembled, in one place, from its parts.
+
+Everything the server is gets built here and nowhere else:
+
+- :func:`build_state` turns a frozen :class:`~.config.ServerConfig` into a
+  :class:`~.state.ServerState`: the hooks, the extensions
+  (:func:`~.extensions.load_extensions`, the core tools first), the
+  capabilities in their layers (declared defaults, the environment, the
+  command line, then each extension's own), the workspace, the store and
+  the kernels, and the extensions' two Jupyter hooks connected to them;
+- :class:`Application` holds that state with what the protocol features
+  keep between requests (subscriptions, tasks, the client log), builds one
+  MCP server per toolset selection with every feature attached explicitly
+  (:meth:`Application.new_server`), and owns the one lifecycle every way of
+  serving shares (:meth:`Application.running`): background work started,
+  and on the way out every kernel and every extension stopped.
+
+The command line and the Jupyter Server extension both call
+:func:`build_application`; the transports are handed the application. No
+module keeps a server, a configuration or a registry of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcp.server.extension import Extension
+from mcp.server.mcpserver import MCPServer
+
+from . import __version__
+from .api import attach_extensions
+from .argument_errors import ArgumentErrors
+from .capabilities import CapabilityRegistry, UnknownCapability, parse_assignment, parse_list
+from .client_logging import ClientLogHandler, attach_logging
+from .config import ConfigError, ServerConfig
+from .core_tools import CoreToolsExtension
+from .extensions import ExtensionManager, ReplacingServer, Selection, load_extensions
+from .hooks import AuditLog, Hooks
+from .progress import ProgressReporting
+from .prompts import attach_prompts
+from .resources import attach_resources
+from .state import ServerState, ServingState
+from .subscriptions import NotebookEvents, attach_subscriptions
+from .tasks import Tasks, TaskStore, attach_tasks
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "jupyter-mcp-server"
+INSTRUCTIONS = (
+    "Read, edit and run Jupyter notebooks in the workspace. Start with list_files to find "
+    "notebooks and use_notebook to open or create one; then read_notebook, the cell tools and "
+    "execute_cell / insert_execute_code_cell. Pass expected_revision (from get_notebook_revision "
+    "or any result's revision) so an edit never overwrites a newer file."
+)
+
+
+class CapabilitiesAdvertisement(Extension):
+    """``io.jupyter-mcp/capabilities`` in ``server/discover``: what ``capabilities://`` says."""
+
+    identifier = "io.jupyter-mcp/capabilities"
+
+    def __init__(self, capabilities: CapabilityRegistry) -> None:
+        self.capabilities = capabilities
+
+    def settings(self) -> dict[str, Any]:
+        return self.capabilities.describe()
+
+
+def build_state(config: ServerConfig) -> ServerState:
+    """The server's state from its configuration; ``ConfigError`` for a capability nobody
+    declared (nothing has started yet)."""
+    hooks = Hooks()
+    extensions = ExtensionManager(hooks, name=SERVER_NAME, instructions=INSTRUCTIONS)
+    extensions.add_all(load_extensions(config.extensions, CoreToolsExtension()))
+    capabilities = CapabilityRegistry()
+    declared_by_extensions = extensions.collect_capabilities(capabilities)
+    try:
+        capabilities.apply(parse_list(config.capability_env), "env", "JUPYTER_MCP_CAPABILITIES")
+        capabilities.apply([parse_assignment(a) for a in config.capability_args], "cli", "--capability")
+    except (UnknownCapability, ValueError) as error:
+        raise ConfigError(str(error)) from None
+    for capability in declared_by_extensions:
+        capabilities.declare(capability)
+    state = ServerState(config, capabilities, hooks, extensions)
+    # The extensions' two Jupyter hooks: `execute_code` somewhere else, and a
+    # kernel of a sandbox variant instead of a local one.
+    state.interceptors.append(extensions.intercept_execute_code)
+    state.kernels.kernel_source = lambda kernel_name: extensions.create_code_sandbox(
+        config, logging.getLogger("jupyter_mcp_server.sandbox")
+    )
+    if config.audit_log is not None:
+        AuditLog(config.audit_log).install(hooks)
+    attach_extensions(state)
+    return state
+
+
+class Application:
+    """A server state, the protocol features' own state, and the servers built from them."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        config = state.config
+        self.events = NotebookEvents(state, debounce_ms=config.watch_debounce_ms)
+        self.tasks = TaskStore(grace_seconds=config.task_grace_seconds, ttl_seconds=config.task_ttl_seconds)
+        self.client_log = ClientLogHandler()
+        self.client_log.install(state.hooks)
+        state.extensions.host.server_factory = self.new_server
+
+    @property
+    def config(self) -> ServerConfig:
+        return self.state.config
+
+    def new_server(self, name: str = SERVER_NAME, instructions: str | None = INSTRUCTIONS) -> MCPServer:
+        """An MCP server on this state with every protocol feature and no tools yet (the
+        extension host puts a selection's tools on it)."""
+        state = self.state
+
+        @contextlib.asynccontextmanager
+        async def serving_this_state(_: Any) -> AsyncIterator[ServerState]:
+            yield state
+
+        argument_errors = ArgumentErrors()
+        server: MCPServer = ReplacingServer(
+            name=name,
+            version=__version__,
+            instructions=instructions or INSTRUCTIONS,
+            # First outermost: a task's call runs without progress; argument errors are
+            # coded before anyone else sees the result.
+            extensions=[
+                CapabilitiesAdvertisement(state.capabilities),
+                Tasks(self.tasks, state),
+                ProgressReporting(self.config.heartbeat_seconds),
+                argument_errors,
+            ],
+            warn_on_duplicate_tools=False,
+            log_level="WARNING",
+            lifespan=serving_this_state,
+        )
+        argument_errors.server = server
+        server.middleware.append(ServingState())
+        attach_logging(server, self.client_log)
+        attach_resources(server, state)
+        attach_prompts(server, state)
+        attach_subscriptions(server, self.events)
+        attach_tasks(server, state.hooks)
+        return server
+
+    def build(self, selection: Selection | None = None) -> Any:
+        """The server (and its toolsets) a selection asks for, built once and kept."""
+        return self.state.extensions.build(selection or Selection())
+
+    def build_everything(self) -> Any:
+        """The server with every tool on offer: what a stdio client, which cannot choose a
+        toolset, gets. Asking for no toolset by name wakes no extension that waits for one."""
+        offered = {spec.toolset for spec in self.state.extensions.tools()}
+        return self.build(Selection(named=frozenset(offered)))
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serving: background work started, and whatever ends it, kernels and extensions stopped."""
+        state = self.state
+        # A crash's leftovers (temporary files, kernel connection files) are
+        # clutter, never read: the walk of what may be a home directory happens
+        # beside serving, not before the handshake, in a daemon thread that never
+        # holds up the exit.
+        threading.Thread(target=_sweep, args=(state,), name="sweep", daemon=True).start()
+        state.kernels.start_background()
+        state.extensions.start()
+        # Off the handshake: the imports the first notebook call would otherwise
+        # pay happen while the client settles in.
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.3, lambda: loop.run_in_executor(None, _warm_up))
+        try:
+            yield
+        finally:
+            # Shielded: a cancelled server must still stop what it started.
+            await asyncio.shield(state.kernels.shutdown_all())
+            state.extensions.stop()
+            self.events.close()
+            self.client_log.uninstall()
+
+
+def build_application(config: ServerConfig) -> Application:
+    """The whole server from its configuration: what the CLI and Jupyter Server both run."""
+    return Application(build_state(config))
+
+
+def _sweep(state: ServerState) -> None:
+    from .kernels.connection_files import remove_orphaned_connection_files
+
+    for what, sweep in (
+        ("temporary files", state.workspace.remove_stale_temp_files),
+        ("kernel connection files", remove_orphaned_connection_files),
+    ):
+        try:
+            removed = sweep()
+        except Exception:
+            logger.warning("Looking for %s left by a crash failed", what, exc_info=True)
+            continue
+        if removed:
+            logger.info("Removed %d %s left by an earlier crash", removed, what)
+
+
+def _warm_up() -> None:
+    from .store import warm_up
+
+    try:
+        warm_up()
+    except Exception:
+        logger.debug("Warming up the notebook format failed", exc_info=True)

@@ -1,0 +1,54 @@
+"""Which client connection a request came on: one definition for every feature.
+
+A stdio server has exactly one peer. Over HTTP a 2025-11-25 client has a
+session (the ``mcp-session-id`` header); a stateless 2026-07-28 request has
+none, so nothing is remembered for it between calls. The tools' "current
+notebook", the log levels clients set, subscriptions and the owner of a task
+all key on this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+#: The one peer of a stdio server.
+STDIO_CONNECTION = "stdio"
+
+
+def _headers(ctx: Any) -> Any:
+    """The HTTP headers of a request (an MCP server's ``Context`` or a low-level request
+    context), or None on stdio."""
+    request_context = getattr(ctx, "request_context", ctx)
+    return getattr(getattr(request_context, "request", None), "headers", None)
+
+
+def session_of(ctx: Any) -> str | None:
+    """The connection a request came on: the HTTP session, the stdio peer, or None for a
+    stateless HTTP request."""
+    headers = _headers(ctx)
+    if headers is None:
+        return STDIO_CONNECTION
+    return headers.get("mcp-session-id") or None
+
+
+def connection_key(ctx: Any) -> str:
+    """Like :func:`session_of`, but a stateless request is its own connection while it lasts."""
+    request_context = getattr(ctx, "request_context", ctx)
+    return session_of(ctx) or f"stateless-{id(request_context.session)}"
+
+
+def client_of(ctx: Any) -> str:
+    """Who a request comes from, for what outlives the request (a task): the stdio peer, an
+    HTTP session, or, stateless, the same credentials and client info."""
+    session = session_of(ctx)
+    if session == STDIO_CONNECTION:
+        return STDIO_CONNECTION
+    if session is not None:
+        return f"session:{session}"
+    request_context = getattr(ctx, "request_context", ctx)
+    params = request_context.session.client_params
+    info = params.client_info if params is not None else None
+    headers = _headers(ctx)
+    who = f"{headers.get('authorization', '')}\n{getattr(info, 'name', '')}\n{getattr(info, 'version', '')}"
+    return "client:" + hashlib.sha256(who.encode()).hexdigest()
