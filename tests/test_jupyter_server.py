@@ -40,6 +40,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import pytest
@@ -411,6 +412,27 @@ async def test_notebooks_on_the_jupyter_server_keep_their_revisions(workspace, t
         await ok(client, "unuse_notebook", {"notebook_name": "shared/remote.ipynb"})
         assert "shared/remote.ipynb" not in sessions(url) and created["kernel_id"] not in remote_kernels(url)
     assert TOKEN not in log.read_text()
+
+
+async def test_subscriptions_hear_changes_made_on_the_jupyter_server(workspace, tmp_path, jupyter):
+    """With the notebooks in a Jupyter Server's contents, a subscriber hears a save made there
+    by someone else (the contents are polled: no file under the workspace changes)."""
+    from test_protocol import Updates
+
+    url, _ = jupyter
+    updates = Updates()
+    command = server_command(workspace, "--jupyter-url", url, "--jupyter-contents", *NO_PRESTART)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=server_environment(JUPYTER_TOKEN=TOKEN), cwd=str(workspace))
+    async with Client(params, mode="legacy", message_handler=updates) as client:
+        await ok(client, "use_notebook", {"notebook_name": "watched/remote.ipynb", "mode": "create"})
+        await client.subscribe_resource("notebook:///watched/remote.ipynb")
+        model = httpx.get(f"{url}/api/contents/watched/remote.ipynb", headers=headers()).json()
+        model["content"]["cells"].append({"cell_type": "markdown", "id": "from-lab", "metadata": {}, "source": "Saved in JupyterLab"})
+        saved = httpx.put(f"{url}/api/contents/watched/remote.ipynb", headers=headers(), json={"type": "notebook", "content": model["content"]})
+        assert saved.status_code == 200
+        with anyio.fail_after(10):
+            await updates.wait_for("notebook:///watched/remote.ipynb")
+        assert not (workspace / "watched").exists()
 
 
 # --- The extension: {base_url}/mcp inside Jupyter Server ---------------------------------

@@ -4,7 +4,9 @@ Local-first: the server starts and manages its kernels itself, so no Jupyter
 Server, URL or token is needed. Everything it serves arrives as an extension.
 """
 
-__version__ = "0.1.0"
+from jupyter_mcp_server.version import __version__
+
+__all__ = ["__version__"]
 
 
 def _jupyter_server_extension_points() -> list[dict[str, object]]:

@@ -50,21 +50,28 @@ from .extensions import (
     tool,
 )
 from .hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
+from .jupyter_urls import ArgumentNames, normalize_url
 from .kernels.execution import ExecutionOutcome
-from .kernels.remote import (
-    ArgumentNames,
-    KernelWebSocket,
-    RemoteKernel,
-    normalize_url,
-    open_remote_kernel,
-)
 from .tools.listening import output_listener
 from .tools.models import Result
 from .tools.results import answer, failure, tool_handler
 from .tools.running import CANCEL_INTERRUPTS, execution_result
 
 if TYPE_CHECKING:
+    from .kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
     from .state import ServerState
+
+#: Kernels on a Jupyter Server, imported when first asked for: their HTTP and
+#: websocket clients cost a tenth of a second at start-up.
+_REMOTE_KERNELS = frozenset({"KernelWebSocket", "RemoteKernel", "open_remote_kernel"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REMOTE_KERNELS:
+        from .kernels import remote  # lazy: httpx and tornado only for remote kernels
+
+        return getattr(remote, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ALREADY_EXISTS",

@@ -32,21 +32,25 @@ from typing import Any
 from mcp.server.extension import Extension
 from mcp.server.mcpserver import MCPServer
 
-from . import __version__
 from .api import attach_extensions
 from .argument_errors import ArgumentErrors
 from .capabilities import CapabilityRegistry, UnknownCapability, parse_assignment, parse_list
 from .client_logging import ClientLogHandler, attach_logging
 from .config import ConfigError, ServerConfig
 from .core_tools import CoreToolsExtension
+from .errors import ToolFailure
 from .extensions import ExtensionManager, ReplacingServer, Selection, load_extensions
 from .hooks import AuditLog, Hooks
+from .jupyter_urls import ArgumentNames
+from .kernels.connection_files import remove_orphaned_connection_files
 from .progress import ProgressReporting
 from .prompts import attach_prompts
 from .resources import attach_resources
 from .state import ServerState, ServingState
+from .store import warm_up
 from .subscriptions import NotebookEvents, attach_subscriptions
 from .tasks import Tasks, TaskStore, attach_tasks
+from .version import __version__
 
 logger = logging.getLogger(__name__)
 
@@ -185,14 +189,33 @@ class Application:
             self.client_log.uninstall()
 
 
+def connect_jupyter_server(state: ServerState) -> None:
+    """Check the Jupyter Server of ``--jupyter-url`` and start later kernels on it (and keep
+    notebooks there with ``--jupyter-contents``); ``ConfigError`` when it cannot be reached or
+    refuses the token, so the server stops before it serves rather than failing every call."""
+    from .kernels.remote import (  # lazy: httpx only for remote kernels
+        JupyterServerBackend,
+        check_server,
+    )
+
+    config = state.config
+    assert config.jupyter_url is not None
+    names = ArgumentNames("--jupyter-url", "--jupyter-token")
+    try:
+        version, specs = asyncio.run(check_server(config.jupyter_url, config.jupyter_token, names=names))
+    except ToolFailure as error:
+        raise ConfigError(error.message) from None
+    backend = JupyterServerBackend(config.jupyter_url, config.jupyter_token, version=version, kernelspecs=specs)
+    state.use_jupyter_server(backend, contents=config.jupyter_contents)
+    logger.info("Kernels start on the Jupyter Server at %s (version %s)", config.jupyter_url, version)
+
+
 def build_application(config: ServerConfig) -> Application:
     """The whole server from its configuration: what the CLI and Jupyter Server both run."""
     return Application(build_state(config))
 
 
 def _sweep(state: ServerState) -> None:
-    from .kernels.connection_files import remove_orphaned_connection_files
-
     for what, sweep in (
         ("temporary files", state.workspace.remove_stale_temp_files),
         ("kernel connection files", remove_orphaned_connection_files),
@@ -207,8 +230,6 @@ def _sweep(state: ServerState) -> None:
 
 
 def _warm_up() -> None:
-    from .store import warm_up
-
     try:
         warm_up()
     except Exception:

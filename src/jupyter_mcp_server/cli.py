@@ -14,8 +14,9 @@ import logging
 import sys
 from typing import NoReturn
 
-from jupyter_mcp_server import __version__
+from jupyter_mcp_server.app import build_application, connect_jupyter_server
 from jupyter_mcp_server.config import ConfigError, ServerConfig, add_arguments, read_config
+from jupyter_mcp_server.version import __version__
 
 logger = logging.getLogger("jupyter_mcp_server")
 
@@ -48,28 +49,6 @@ def parse_config(argv: list[str]) -> ServerConfig:
         return read_config(vars(args))
     except ConfigError as error:
         fail(str(error))
-
-
-def connect_jupyter_server(application: object, config: ServerConfig) -> None:
-    """Check the Jupyter Server of ``--jupyter-url`` and start later kernels on it.
-
-    A server that cannot be reached, or refuses the token, stops the process
-    here (status 2) rather than failing every call later.
-    """
-    import asyncio
-
-    from jupyter_mcp_server.errors import ToolFailure
-    from jupyter_mcp_server.kernels.remote import ArgumentNames, JupyterServerBackend, check_server
-
-    assert config.jupyter_url is not None
-    names = ArgumentNames("--jupyter-url", "--jupyter-token")
-    try:
-        version, specs = asyncio.run(check_server(config.jupyter_url, config.jupyter_token, names=names))
-    except ToolFailure as error:
-        fail(error.message)
-    backend = JupyterServerBackend(config.jupyter_url, config.jupyter_token, version=version, kernelspecs=specs)
-    application.state.use_jupyter_server(backend, contents=config.jupyter_contents)  # type: ignore[attr-defined]
-    logger.info("Kernels start on the Jupyter Server at %s (version %s)", config.jupyter_url, version)
 
 
 def release_freed_memory_promptly() -> None:
@@ -111,15 +90,14 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from jupyter_mcp_server.app import build_application
-
     try:
         application = build_application(config)
+        if config.jupyter_url is not None:
+            connect_jupyter_server(application.state)
     except ConfigError as error:
         fail(str(error))
-    if config.jupyter_url is not None:
-        connect_jupyter_server(application, config)
     collect_garbage_less_often()
+    # Lazy: each transport imports only what it serves with (uvicorn and starlette for HTTP).
     if config.transport == "stdio":
         from jupyter_mcp_server.transports.stdio import serve
     elif config.transport == "streamable-http":

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .errors import ToolFailure
+from .jupyter_urls import ArgumentNames, normalize_url
+
 TRANSPORTS = ("stdio", "streamable-http", "json-lines")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -379,9 +382,6 @@ def checked(**values: Any) -> ServerConfig:
             "whoever reaches this server runs code with your rights."
         )
     if config.jupyter_url:
-        from .errors import ToolFailure
-        from .kernels.remote import ArgumentNames, normalize_url
-
         try:
             url = normalize_url(config.jupyter_url, ArgumentNames("--jupyter-url", "--jupyter-token"))
         except ToolFailure as error:

@@ -18,7 +18,6 @@ from functools import cache
 
 from mcp.types import ToolAnnotations
 
-from jupyter_mcp_server import __version__
 from jupyter_mcp_server.extensions import (
     JupyterMCPExtension,
     PluginCompatibility,
@@ -26,6 +25,8 @@ from jupyter_mcp_server.extensions import (
     Toolset,
     ToolSpec,
 )
+from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
+from jupyter_mcp_server.version import __version__
 
 CORE_TOOLSET = "notebooks"
 CORE_EXTENSION = "jupyter-mcp-server"
@@ -33,8 +34,6 @@ CORE_EXTENSION = "jupyter-mcp-server"
 @cache
 def core_tool_specs() -> tuple[ToolSpec, ...]:
     """The notebooks tools as contributions, lifted once."""
-    from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
-
     return tuple(
         ToolSpec(
             name=tool.name,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ERROR_META_KEY
+from .timestamps import iso_utc
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +159,7 @@ class AuditLog:
         hooks.after_execution.append(self.execution)
 
     def _write(self, record: dict[str, Any]) -> None:
-        record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **record}
+        record = {"time": iso_utc(time.time()), **record}
         line = json.dumps(record, ensure_ascii=False, default=str)
         with self._lock, self.path.open("a", encoding="utf-8") as stream:
             stream.write(line + "\n")

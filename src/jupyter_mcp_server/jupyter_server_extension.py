@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.application import ExtensionApp
@@ -44,11 +44,13 @@ from jupyter_server.utils import ensure_async
 from tornado import web
 from traitlets import Bool, Float, Int, List, Unicode
 
+from jupyter_mcp_server.app import Application, build_application
+from jupyter_mcp_server.collaboration import LiveDocuments, LiveStore
 from jupyter_mcp_server.config import INSIDE_JUPYTER, ConfigError, default_of, help_of, read_config
+from jupyter_mcp_server.kernels.inprocess import ServerAppBackend
+from jupyter_mcp_server.store.contents import ManagerContents
+from jupyter_mcp_server.transports.http import SelectionRouter
 from jupyter_mcp_server.transports.tornado_bridge import Disconnect, serve_asgi
-
-if TYPE_CHECKING:
-    from jupyter_mcp_server.app import Application
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +62,6 @@ class MCPBridge:
     """The MCP application and its lifetime, on Jupyter Server's event loop."""
 
     def __init__(self, application: Application) -> None:
-        from jupyter_mcp_server.transports.http import SelectionRouter
-
         self.application = application
         self.router = SelectionRouter(application)
         self._task: asyncio.Task[None] | None = None
@@ -179,10 +179,6 @@ class JupyterMCPServerApp(ExtensionApp):
 def configure(app: JupyterMCPServerApp) -> Application:
     """The same server as the CLI's, built by the same composition root, on Jupyter Server's
     kernels, files and (where JupyterLab's collaboration runs) its open documents."""
-    from jupyter_mcp_server.app import build_application
-    from jupyter_mcp_server.collaboration import LiveDocuments, LiveStore
-    from jupyter_mcp_server.kernels.inprocess import ServerAppBackend
-
     serverapp = app.serverapp
     assert serverapp is not None, "an extension is configured once it is linked to a ServerApp"
     root = Path(serverapp.root_dir).expanduser().resolve()
@@ -215,8 +211,6 @@ def configure(app: JupyterMCPServerApp) -> Application:
     if use_contents is None:
         use_contents = not _is_plain_directory(contents, root)
     if use_contents:
-        from jupyter_mcp_server.store.contents import ManagerContents
-
         state.use_contents(ManagerContents(contents))
     # A notebook JupyterLab has open is edited in its shared document.
     state.store = LiveStore(state.store, LiveDocuments(serverapp))  # type: ignore[assignment]

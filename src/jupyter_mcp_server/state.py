@@ -28,6 +28,7 @@ from .kernels.manager import KernelManager
 from .kernels.manager import gone_message as kernel_gone_message
 from .kernels.turns import run_in_turn
 from .store import NotebookStore
+from .store.contents import RemoteContents
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -87,8 +88,6 @@ class ServerState:
         self.kernels.use_backend(backend)
         self.jupyter = backend
         if contents:
-            from .store.contents import RemoteContents
-
             self.use_contents(RemoteContents(backend.url, backend.token))
 
     def use_contents(self, files: Any) -> None:

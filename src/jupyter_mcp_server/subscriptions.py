@@ -29,7 +29,6 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -96,9 +95,9 @@ class NotebookEvents:
     def subscribed_paths(self) -> set[str]:
         return set(self._paths.values())
 
-    def _hold(self, uri: str, path: str) -> None:
+    async def _hold(self, uri: str, path: str) -> None:
         if path not in self.subscribed_paths():
-            self._announced[path] = self._revision_on_disk(path)
+            self._announced[path] = await self._revision_now(path)
         self._paths[uri] = path
         self._ensure_watching()
 
@@ -113,7 +112,7 @@ class NotebookEvents:
         if not self._paths:
             self._stop_watching()
 
-    def subscribe(self, key: str, session: Any, uri: str) -> None:
+    async def subscribe(self, key: str, session: Any, uri: str) -> None:
         # Another scheme is an extension's resource (or capabilities://): the
         # subscription is accepted and kept, and this module never fires it.
         # Something that is not a URI at all is refused like a bad notebook URI.
@@ -125,7 +124,7 @@ class NotebookEvents:
         connection.session = session
         connection.uris.add(uri)
         if path is not None:
-            self._hold(uri, path)
+            await self._hold(uri, path)
 
     def unsubscribe(self, key: str, uri: str) -> None:
         connection = self.connections.get(key)
@@ -135,7 +134,7 @@ class NotebookEvents:
                 del self.connections[key]
         self._release_unused()
 
-    def listen(self, uris: list[str]) -> list[str]:
+    async def listen(self, uris: list[str]) -> list[str]:
         """Hold the URIs a listen stream asked for; those outside the workspace are left out."""
         held = []
         for uri in uris:
@@ -145,7 +144,7 @@ class NotebookEvents:
                 logger.info("A listen stream asked for %r, which names no notebook; it never fires", uri)
                 continue
             self.listened[uri] += 1
-            self._hold(uri, path)
+            await self._hold(uri, path)
             held.append(uri)
         return held
 
@@ -192,9 +191,10 @@ class NotebookEvents:
 
     # -- the watcher -----------------------------------------------------------
 
-    def _revision_on_disk(self, path: str) -> str | None:
+    async def _revision_now(self, path: str) -> str | None:
+        """The revision of the file where notebooks are kept, None when it is gone."""
         try:
-            return revision_of(self.state.workspace.read_bytes(path))
+            return revision_of(await self.state.store.files.read_bytes(path))
         except Exception:
             return None
 
@@ -223,23 +223,13 @@ class NotebookEvents:
         self._stop = None
 
     async def _watch(self, stop: asyncio.Event) -> None:
-        import watchfiles
-
-        root = str(self.state.workspace.root)
-
-        def wanted(change: Any, changed: str) -> bool:
-            relative = os.path.relpath(changed, root).replace(os.sep, "/")
-            return relative in self.subscribed_paths()
-
-        logger.debug("Watching %s for changes to subscribed notebooks", root)
+        files = self.state.store.files
         try:
-            async for changes in watchfiles.awatch(
-                root, watch_filter=wanted, debounce=self.debounce_ms, step=50, stop_event=stop, recursive=True
-            ):
-                for path in sorted({os.path.relpath(p, root).replace(os.sep, "/") for _, p in changes}):
-                    await self.announce(path, self._revision_on_disk(path))
+            async for changed in files.changes(self.subscribed_paths, stop, self.debounce_ms):
+                for path in sorted(changed):
+                    await self.announce(path, await self._revision_now(path))
         except Exception:
-            logger.warning("Watching the workspace for outside changes failed", exc_info=True)
+            logger.warning("Watching %s for outside changes failed", files.missing_where, exc_info=True)
 
 
 def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
@@ -256,7 +246,7 @@ def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
     async def subscribe(ctx: Any, params: Any) -> Any:
         """``resources/subscribe`` (2025-11-25)."""
         try:
-            events.subscribe(connection_key(ctx), ctx.session, str(params.uri))
+            await events.subscribe(connection_key(ctx), ctx.session, str(params.uri))
         except ToolFailure as error:
             raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}", data={"code": error.code}) from None
         return EmptyResult()
@@ -269,7 +259,7 @@ def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
     streams = ListenHandler(events.bus)
 
     async def listen(ctx: Any, params: Any) -> Any:
-        held = events.listen(list(params.notifications.resource_subscriptions or ()))
+        held = await events.listen(list(params.notifications.resource_subscriptions or ()))
         try:
             return await streams(ctx, params)
         finally:

@@ -38,7 +38,6 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 from mcp.server.extension import Extension, MethodBinding
@@ -52,6 +51,7 @@ from jupyter_mcp_server.handlers import Handler, wrap
 from jupyter_mcp_server.hooks import Hooks
 from jupyter_mcp_server.progress import describe
 from jupyter_mcp_server.state import ServerState
+from jupyter_mcp_server.timestamps import iso_utc
 from jupyter_mcp_server.tools.listening import listen_only
 
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -59,10 +59,6 @@ TASK_TOOLS = frozenset({"execute_cell", "insert_execute_code_cell", "execute_cod
 TOOL_META = {EXTENSION: {"taskSupport": "optional"}}
 POLL_INTERVAL_MS = 1000
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
-
-
-def _iso(moment: float) -> str:
-    return datetime.fromtimestamp(moment, timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 class TaskParams(RequestParams):
@@ -107,8 +103,8 @@ class TaskRecord:
         shape: dict[str, Any] = {
             "taskId": self.task_id,
             "status": self.status,
-            "createdAt": _iso(self.created),
-            "lastUpdatedAt": _iso(self.updated),
+            "createdAt": iso_utc(self.created, precise=True),
+            "lastUpdatedAt": iso_utc(self.updated, precise=True),
             "ttlMs": int((end - self.created + self.ttl) * 1000),
             "pollIntervalMs": POLL_INTERVAL_MS,
         }

@@ -27,7 +27,6 @@ import stat as stat_module
 import string
 import unicodedata
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypedDict
 from urllib.parse import quote, unquote_to_bytes
@@ -39,6 +38,7 @@ from jupyter_mcp_server.errors import (
     NOT_FOUND,
     ToolFailure,
 )
+from jupyter_mcp_server.timestamps import iso_utc
 
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
@@ -131,10 +131,6 @@ def _problem_with(relative: str) -> str | None:
     if any(len(name) > MAX_NAME_BYTES for name in encoded.split(b"/")):
         return f"has a name longer than {MAX_NAME_BYTES} bytes"
     return None
-
-
-def _iso_utc(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Workspace:
@@ -393,7 +389,7 @@ class Workspace:
                         "path": relative,
                         "type": "directory" if is_directory else kind,
                         "size": 0 if is_directory else status.st_size,
-                        "last_modified": _iso_utc(status.st_mtime),
+                        "last_modified": iso_utc(status.st_mtime),
                     }
                 )
             if fd is not None and depth < max_depth:

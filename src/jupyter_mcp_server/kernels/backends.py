@@ -19,6 +19,7 @@ Whatever starts it, a kernel is a pair the execution layer already knows: a
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import uuid
@@ -144,34 +145,28 @@ def unknown_kernelspec(kernel_name: str, known: list[str], where: str = "") -> T
     )
 
 
-_SPEC_MANAGER: Any = None
-
-
-def spec_manager() -> Any:
-    """One KernelSpecManager for the process: building one computes the Jupyter
-    search path (most of a lookup's cost); its lookups still list the disk."""
-    global _SPEC_MANAGER
-    if _SPEC_MANAGER is None:
-        from jupyter_client.kernelspec import KernelSpecManager
-
-        _SPEC_MANAGER = KernelSpecManager()
-    return _SPEC_MANAGER
-
-
 class LocalBackend:
     """Kernels as processes on this machine, started through `jupyter_client`."""
 
     name = "local"
 
+    @functools.cached_property
+    def _specs(self) -> Any:
+        """One KernelSpecManager per backend: building one computes the Jupyter search
+        path (most of a lookup's cost); its lookups still list the disk."""
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        return KernelSpecManager()
+
     def kernelspecs(self) -> list[str]:
         """The installed kernelspecs, looked up on disk at every call."""
-        return sorted(spec_manager().find_kernel_specs())
+        return sorted(self._specs.find_kernel_specs())
 
     def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
         from jupyter_client.kernelspec import NoSuchKernel
 
         try:
-            spec = spec_manager().get_kernel_spec(kernel_name)
+            spec = self._specs.get_kernel_spec(kernel_name)
         except NoSuchKernel:
             return None
         return {"name": kernel_name, "display_name": spec.display_name, "language": spec.language}

@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jupyter_core.utils import ensure_async
+
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.kernels.backends import (
     READY_TIMEOUT,
@@ -28,10 +30,6 @@ from jupyter_mcp_server.kernels.backends import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-async def _settled(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 class ServerKernel:
@@ -44,14 +42,14 @@ class ServerKernel:
     async def is_alive(self) -> bool:
         if self.kernel_id not in self.multi:
             return False
-        return bool(await _settled(self.multi.get_kernel(self.kernel_id).is_alive()))
+        return bool(await ensure_async(self.multi.get_kernel(self.kernel_id).is_alive()))
 
     async def interrupt_kernel(self) -> None:
-        await _settled(self.multi.interrupt_kernel(self.kernel_id))
+        await ensure_async(self.multi.interrupt_kernel(self.kernel_id))
 
     async def shutdown_kernel(self, now: bool = False) -> None:
         if self.kernel_id in self.multi:
-            await _settled(self.multi.shutdown_kernel(self.kernel_id, now=now))
+            await ensure_async(self.multi.shutdown_kernel(self.kernel_id, now=now))
 
     def cleanup_connection_file(self) -> None:
         """Jupyter Server's kernel manager cleans up after its kernels."""
@@ -69,10 +67,10 @@ class ServerSessions(NotebookSessions):
 
     async def _create(self, path: str, kernel_id: str, kernel_name: str) -> tuple[str, str]:
         manager = self.session_manager
-        if await _settled(manager.session_exists(path=path)):
-            model = await _settled(manager.get_session(path=path))
+        if await ensure_async(manager.session_exists(path=path)):
+            model = await ensure_async(manager.get_session(path=path))
         else:
-            model = await _settled(
+            model = await ensure_async(
                 manager.create_session(
                     path=path, kernel_id=kernel_id, kernel_name=kernel_name, name=path.rsplit("/", 1)[-1], type="notebook"
                 )
@@ -80,10 +78,10 @@ class ServerSessions(NotebookSessions):
         return str(model["id"]), str(model["kernel"]["id"])
 
     async def _delete(self, session_id: str) -> None:
-        await _settled(self.session_manager.delete_session(session_id))
+        await ensure_async(self.session_manager.delete_session(session_id))
 
     async def _rebind(self, session_id: str, kernel_id: str) -> None:
-        await _settled(self.session_manager.update_session(session_id, kernel_id=kernel_id))
+        await ensure_async(self.session_manager.update_session(session_id, kernel_id=kernel_id))
 
 
 class ServerAppBackend:
@@ -138,7 +136,7 @@ class ServerAppBackend:
         known = self.kernelspecs()
         if known and kernel_name not in known:
             raise unknown_kernelspec(kernel_name, known, " in this Jupyter Server")
-        kernel_id = await _settled(
+        kernel_id = await ensure_async(
             self.kernel_manager.start_kernel(kernel_name=kernel_name, path=self._relative(cwd))
         )
         return await self._connect(str(kernel_id), kernel_name)
@@ -159,7 +157,7 @@ class ServerAppBackend:
         except Exception as error:
             client.stop_channels()
             if kernel_name is not None:
-                await _settled(self.kernel_manager.shutdown_kernel(kernel_id, now=True))
+                await ensure_async(self.kernel_manager.shutdown_kernel(kernel_id, now=True))
             raise ToolFailure(
                 INVALID_ARGUMENT,
                 f"Kernel '{kernel_name or kernel_id}' did not become ready: {error}",

@@ -48,9 +48,6 @@ class WarmPool:
         self._shut_down = shut_down
         self._waiting: list[_Prestart] = []
 
-    def __bool__(self) -> bool:
-        return bool(self._waiting)
-
     def fill(self, delay: float) -> None:
         """Start a kernel after ``delay`` seconds, unless one is already on its way."""
         if self._waiting:

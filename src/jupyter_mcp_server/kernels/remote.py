@@ -18,14 +18,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import httpx
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, TIMEOUT, ToolFailure
+from jupyter_mcp_server.jupyter_urls import TOOL_ARGUMENTS, ArgumentNames, normalize_url
 from jupyter_mcp_server.kernels.backends import (
     READY_TIMEOUT,
     NotebookSessions,
@@ -54,39 +54,9 @@ REQUEST_TIMEOUT = 10.0
 ALIVE_CACHE_SECONDS = 1.0
 
 
-@dataclass(frozen=True)
-class ArgumentNames:
-    """What the caller called the URL and the token, so errors name the arguments they passed."""
-
-    url: str = "jupyter_url"
-    token: str = "jupyter_token"
-
-
-TOOL_ARGUMENTS = ArgumentNames()
-
-
 def redact(text: str, secret: str | None) -> str:
     """`text` without `secret` in it, for messages built from somebody else's error."""
     return text.replace(secret, "***") if secret else text
-
-
-def normalize_url(server_url: str, names: ArgumentNames = TOOL_ARGUMENTS) -> str:
-    """``http(s)://host[:port][/base]`` without a query or trailing slash; anything else is refused."""
-    parts = urlsplit(str(server_url).strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ToolFailure(
-            INVALID_ARGUMENT,
-            f"{names.url} must be an http:// or https:// URL of a Jupyter Server, like http://127.0.0.1:8888; "
-            f"got {urlunsplit((parts.scheme, parts.netloc.rpartition('@')[2], parts.path, '', ''))!r}.",
-            argument=names.url,
-        )
-    if parts.query or "@" in parts.netloc:
-        raise ToolFailure(
-            INVALID_ARGUMENT,
-            f"{names.url} must not carry credentials or a query (pass the token as `{names.token}`).",
-            argument=names.url,
-        )
-    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
 def auth_headers(token: str | None) -> dict[str, str]:

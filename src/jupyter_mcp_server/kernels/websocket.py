@@ -28,9 +28,11 @@ import contextlib
 import json
 import logging
 import queue
+import time
 import uuid
-from datetime import datetime, timezone
 from typing import Any
+
+from jupyter_mcp_server.timestamps import iso_utc
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +79,6 @@ class KernelWebSocket:
         #: Why the connection ended, when it did not end on purpose.
         self.ended_because: str | None = None
         #: How many times a dropped connection was restored.
-        self.reconnects = 0
         #: The kernel announced its shutdown (``shutdown_reply``): whoever asked, it is going away.
         self.shutting_down = False
         self._stopping = False
@@ -155,7 +156,6 @@ class KernelWebSocket:
                         socket.close()
                     return False
                 self._socket = socket
-                self.reconnects += 1
                 logger.warning("Reconnected the websocket of a remote kernel (%s)", self._where())
                 pending, self._outbox = self._outbox, []
                 for frame in pending:
@@ -211,7 +211,7 @@ class KernelWebSocket:
                 "msg_type": msg_type,
                 "username": "jupyter-mcp-server",
                 "session": self.session,
-                "date": datetime.now(timezone.utc).isoformat(),
+                "date": iso_utc(time.time(), precise=True),
                 "version": PROTOCOL_VERSION,
             },
             "parent_header": {},
@@ -266,12 +266,6 @@ class KernelWebSocket:
         waiting = self._queues[channel]
         while not waiting.empty():
             waiting.get_nowait()
-
-    def drop(self) -> None:
-        """Close the connection as a network failure would, leaving it to reconnect."""
-        if self._socket is not None:
-            with contextlib.suppress(Exception):
-                self._socket.close()
 
     def stop_channels(self) -> None:
         self._stopping = True

@@ -25,13 +25,18 @@ Two ways to reach the contents:
 
 from __future__ import annotations
 
-import inspect
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from jupyter_core.utils import ensure_async
+
 from ..errors import ALREADY_EXISTS, INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
+from ..timestamps import iso_utc
 from ..workspace import MAX_LIST_DEPTH, ChangedMeanwhile, _problem_with
 from .store import Fingerprint, Snapshot, revision_of
 
@@ -55,8 +60,11 @@ def _nanoseconds(last_modified: Any) -> int:
 
 
 def _iso(last_modified: Any) -> str:
-    nanoseconds = _nanoseconds(last_modified)
-    return datetime.fromtimestamp(nanoseconds / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return iso_utc(_nanoseconds(last_modified) / 1e9)
+
+
+#: How often a Jupyter Server's contents are asked whether a subscribed notebook changed.
+POLL_SECONDS = 1.0
 
 
 class ContentsFiles:
@@ -114,6 +122,28 @@ class ContentsFiles:
         if model.get("format") == "base64" or not isinstance(content, str):
             raise ToolFailure(INVALID_PATH, f"{key!r} on {self.where} is not a text file.", path=key)
         return content.encode("utf-8")
+
+    async def changes(
+        self, wanted: Callable[[], set[str]], stop: asyncio.Event, debounce_ms: int
+    ) -> AsyncIterator[set[str]]:
+        """Polled: a contents API tells nobody about changes. Each wanted file's status is
+        asked for once a second at most, and a change is what makes it differ."""
+        seen: dict[str, Fingerprint | None] = {}
+        interval = max(debounce_ms / 1000, POLL_SECONDS)
+        while not stop.is_set():
+            changed = set()
+            for key in sorted(wanted()):
+                try:
+                    now = await self.stat(key)
+                except ToolFailure:
+                    now = None
+                if key in seen and seen[key] != now:
+                    changed.add(key)
+                seen[key] = now
+            if changed:
+                yield changed
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
 
     def trusts(self, snapshot: Snapshot) -> bool:
         """A file whose ``last_modified`` and size are as read is taken as read."""
@@ -283,19 +313,16 @@ class ManagerContents(ContentsFiles):
     def __init__(self, manager: Any) -> None:
         self.manager = manager
 
-    async def _settled(self, value: Any) -> Any:
-        return await value if inspect.isawaitable(value) else value
-
     async def _get(self, path: str, *, content: bool) -> dict[str, Any] | None:
         from tornado.web import HTTPError
 
         try:
             if content:
-                is_directory = await self._settled(self.manager.dir_exists(path))
+                is_directory = await ensure_async(self.manager.dir_exists(path))
                 if is_directory:
-                    return dict(await self._settled(self.manager.get(path, content=True)))
-                return dict(await self._settled(self.manager.get(path, content=True, type="file", format="text")))
-            return dict(await self._settled(self.manager.get(path, content=False)))
+                    return dict(await ensure_async(self.manager.get(path, content=True)))
+                return dict(await ensure_async(self.manager.get(path, content=True, type="file", format="text")))
+            return dict(await ensure_async(self.manager.get(path, content=False)))
         except HTTPError as error:
             if error.status_code == 404:
                 return None
@@ -305,6 +332,6 @@ class ManagerContents(ContentsFiles):
         from tornado.web import HTTPError
 
         try:
-            return dict(await self._settled(self.manager.save(model, path)))
+            return dict(await ensure_async(self.manager.save(model, path)))
         except HTTPError as error:
             raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not save {path!r}: {error.log_message or error}", path=path) from None

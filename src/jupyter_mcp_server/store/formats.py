@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ..errors import INVALID_ARGUMENT, INVALID_PATH, ToolFailure
-from .layout import CellTexts, Unusual, indented_json
+from .layout import CellTexts, NotPlainJson, indented_json
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -145,7 +145,7 @@ def serialize_notebook(
         try:
             cells = (cell_texts or CellTexts()).cells_text(notebook["cells"], _disk_cell)
             text = indented_json({**_disk_form(notebook, with_cells=False), "cells": cells})
-        except Unusual:
+        except NotPlainJson:
             from nbformat.v4.nbjson import BytesEncoder
 
             text = json.dumps(

@@ -22,7 +22,7 @@ CELL_LEVEL = 2
 _INF = float("inf")
 
 
-class Unusual(Exception):
+class NotPlainJson(Exception):
     """A value :func:`indented_json` leaves to ``json.dumps``."""
 
 
@@ -35,7 +35,7 @@ def indented_json(value: Any, level: int = 0) -> str:
     ensure_ascii=False)``, byte for byte, as if ``value`` sat ``level`` deep.
 
     Anything but the JSON types nbformat stores (a non-string key, bytes, an
-    unknown object, NaN) raises :class:`Unusual`, and the caller uses ``json``.
+    unknown object, NaN) raises :class:`NotPlainJson`, and the caller uses ``json``.
     """
     out: list[str] = []
     append = out.append
@@ -51,7 +51,7 @@ def indented_json(value: Any, level: int = 0) -> str:
             append("{")
             for key in sorted(value):
                 if type(key) is not str:
-                    raise Unusual
+                    raise NotPlainJson
                 append(between)
                 between = separator
                 append(encode_basestring(key))
@@ -91,7 +91,7 @@ def indented_json(value: Any, level: int = 0) -> str:
         elif isinstance(value, float) and value == value and value not in (_INF, -_INF):
             append(float.__repr__(value))
         else:  # NaN, infinities, bytes, anything else: json's own rules
-            raise Unusual
+            raise NotPlainJson
 
     other(value, level)
     return "".join(out)

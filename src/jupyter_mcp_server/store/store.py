@@ -20,8 +20,9 @@ import asyncio
 import functools
 import hashlib
 import logging
+import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -31,8 +32,6 @@ from . import formats
 from .layout import CellTexts
 
 if TYPE_CHECKING:
-    import os
-
     from nbformat import NotebookNode
 
     from ..workspace import Workspace
@@ -120,6 +119,12 @@ class Files(Protocol):
         ``last_modified``), sorted by path; ``pattern`` is a glob on an entry's path or name."""
         ...
 
+    def changes(
+        self, wanted: Callable[[], set[str]], stop: asyncio.Event, debounce_ms: int
+    ) -> AsyncIterator[set[str]]:
+        """The files among ``wanted()`` that changed, a set at a time, until ``stop``."""
+        ...
+
     def trusts(self, snapshot: Snapshot) -> bool:
         """Whether a file still showing ``snapshot.fingerprint`` surely holds the same bytes."""
         ...
@@ -162,6 +167,26 @@ class WorkspaceFiles:
 
     async def list_files(self, path: str, max_depth: int, pattern: str) -> list[dict[str, Any]]:
         return [dict(entry) for entry in self.workspace.list_files(path, max_depth, pattern)]
+
+    async def changes(
+        self, wanted: Callable[[], set[str]], stop: asyncio.Event, debounce_ms: int
+    ) -> AsyncIterator[set[str]]:
+        import watchfiles  # lazy: the watcher runs only while someone subscribes
+
+        root = str(self.workspace.root)
+
+        def relative(changed: str) -> str:
+            return os.path.relpath(changed, root).replace(os.sep, "/")
+
+        async for batch in watchfiles.awatch(
+            root,
+            watch_filter=lambda change, changed: relative(changed) in wanted(),
+            debounce=debounce_ms,
+            step=50,
+            stop_event=stop,
+            recursive=True,
+        ):
+            yield {relative(changed) for _, changed in batch}
 
     def trusts(self, snapshot: Snapshot) -> bool:
         return not snapshot.is_racy()

@@ -220,7 +220,9 @@ async def connect_to_jupyter(
 
     The server is checked first (reachable, a Jupyter Server, the token accepted); nothing changes when it fails. Kernels already running stay where they are; notebooks opened or restarted from now on get kernels there. Answers the server's version and kernelspecs.
     """
-    from jupyter_mcp_server.kernels.remote import JupyterServerBackend
+    from jupyter_mcp_server.kernels.remote import (
+        JupyterServerBackend,  # lazy: httpx only for remote kernels
+    )
 
     backend = await JupyterServerBackend.connect(jupyter_url, jupyter_token)
     state_of(ctx).use_jupyter_server(backend)

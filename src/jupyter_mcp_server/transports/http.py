@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from jupyter_mcp_server.extensions import parse_selection
-from jupyter_mcp_server.transports.walls import Receive, Scope, Send, Walls
+from jupyter_mcp_server.transports.access_checks import AccessChecks, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from jupyter_mcp_server.app import Application
@@ -79,7 +79,7 @@ class SelectionRouter:
             if app is None:
                 app = built.server.streamable_http_app(
                     streamable_http_path=MCP_PATH,
-                    transport_security=_walls_are_ours(),
+                    transport_security=_checks_are_ours(),
                 )
                 await self._tasks.start(self._serve, app)
                 self._apps[key] = app
@@ -112,15 +112,15 @@ def _header(holder: Any, name: bytes) -> str | None:
     return None
 
 
-def _walls_are_ours() -> Any:
-    """Host and Origin are checked by `Walls` for every route; the SDK's copy is off."""
+def _checks_are_ours() -> Any:
+    """Host and Origin are checked by `AccessChecks` for every route; the SDK's copy is off."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 def create_app(application: Application) -> Any:
-    """The whole HTTP application: `/mcp`, `/toolsets`, `/healthz`, behind the walls."""
+    """The whole HTTP application: `/mcp`, `/toolsets`, `/healthz`, behind the access checks."""
     router = SelectionRouter(application)
     config = application.config
 
@@ -143,7 +143,7 @@ def create_app(application: Application) -> Any:
         ],
         lifespan=lifespan,
     )
-    return Walls(app, bound_host=config.host, token=config.mcp_token, body_timeout=config.http_body_timeout)
+    return AccessChecks(app, bound_host=config.host, token=config.mcp_token, body_timeout=config.http_body_timeout)
 
 
 _TOO_SLOW_BODY = b'{"error": "Request timeout: the request head came too slowly."}'

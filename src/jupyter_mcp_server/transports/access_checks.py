@@ -1,4 +1,4 @@
-"""The walls in front of the HTTP transport.
+"""The checks every HTTP request passes before anything is served.
 
 Whoever reaches this server runs code with its owner's rights, so every
 request passes three checks before anything is served: the Host header must
@@ -56,7 +56,7 @@ def host_name(value: str) -> str:
     return matched.group("v6") or matched.group("name")
 
 
-class Walls:
+class AccessChecks:
     """ASGI middleware: Host, Origin, token and body size, in that order."""
 
     def __init__(
@@ -114,7 +114,7 @@ class Walls:
             return
         if scope.get("method") in BODY_METHODS:
             # The whole body is read here, bounded in size and in time, before
-            # anything behind the walls sees it: a body sent in chunks without
+            # anything behind these checks sees it: a body sent in chunks without
             # a length gets its 413 as soon as it passes the limit, and a body
             # trickled byte by byte its 408, instead of holding a request open.
             try:
