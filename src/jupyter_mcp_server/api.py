@@ -1,7 +1,7 @@
 """What an extension of jupyter-mcp-server may use: its whole public face.
 
 An extension is a distribution with an entry point in the
-``reactor_mcp_server.extensions`` group whose object is a
+``reactor.mcp.extensions`` group whose object is a
 :class:`JupyterMCPExtension`. It offers tools (:class:`ToolSpec`, grouped in
 :class:`Toolset`\\ s), may extend other extensions' tools
 (:class:`ToolExtension`), declares :class:`Capability`\\ s, and answers with
@@ -17,6 +17,7 @@ package is promised: other modules may change in any release.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,13 +48,14 @@ from .extensions import (
     ToolExtension,
     Toolset,
     ToolSpec,
+    on_toolset,
     tool,
 )
 from .hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
 from .jupyter_urls import ArgumentNames, normalize_url
 from .kernels.execution import ExecutionOutcome
 from .tools.listening import output_listener
-from .tools.models import Result
+from .tools.models import ExecutionResult, Result
 from .tools.results import answer, failure, tool_handler
 from .tools.running import CANCEL_INTERRUPTS, execution_result
 
@@ -72,6 +74,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(remote, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ALREADY_EXISTS",
@@ -93,6 +97,7 @@ __all__ = [
     "Execution",
     "ExecutionEnded",
     "ExecutionOutcome",
+    "ExecutionResult",
     "Hooks",
     "JupyterMCPExtension",
     "KernelWebSocket",
@@ -112,6 +117,7 @@ __all__ = [
     "execution_result",
     "failure",
     "normalize_url",
+    "on_toolset",
     "open_remote_kernel",
     "tool",
     "tool_handler",
@@ -158,7 +164,9 @@ class ServerAccess:
         notebook: str | None = None,
     ) -> ExecutionOutcome:
         """Run `code` on `kernel` (an object with the server's kernel shape: ``kernel_id``,
-        ``client``, ``is_alive()``, ``interrupt()``, ``lock``), in turn with everything else
+        ``client`` (a ``jupyter_client`` kernel client), ``async is_alive()``,
+        ``async interrupt()``, ``lock`` (an ``asyncio.Lock``) and ``interrupted`` (an
+        ``asyncio.Event``); the server sets ``busy`` and ``last_used`` on it), in turn with everything else
         running there, under the server's output limits and hooks, its outputs streamed to
         whoever follows the call. A kernel that dies under it calls `on_death` and is
         reported as ``kernel_gone`` with `gone_message()`."""
@@ -175,8 +183,13 @@ class ServerAccess:
 
 
 def attach_extensions(state: ServerState) -> None:
-    """Give every extension of this server its :class:`ServerAccess`, before any starts."""
+    """Give every extension of this server its :class:`ServerAccess`, before any starts; one
+    whose ``attach`` raises costs only itself, like any other hook."""
     access = ServerAccess(state)
-    for extension in state.extensions.extensions:
-        if isinstance(extension, JupyterMCPExtension):
+    for name, extension in state.extensions.host.registered.items():
+        if not isinstance(extension, JupyterMCPExtension):
+            continue
+        try:
             extension.attach(access)
+        except Exception:
+            logger.exception("Extension '%s' failed in attach; it runs without the server's access", name)

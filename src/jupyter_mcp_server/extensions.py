@@ -40,6 +40,7 @@ from reactor_mcp_server import (
     Toolset,
     ToolSpec,
     manifest_of,
+    on_toolset,
     parse_selection,
     resolve,
     tool,
@@ -63,6 +64,7 @@ __all__ = [
     "ToolSpec",
     "Toolset",
     "load_extensions",
+    "on_toolset",
     "parse_selection",
     "tool",
 ]

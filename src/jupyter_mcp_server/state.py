@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .capabilities import CapabilityRegistry
 from .config import ServerConfig
+from .connections import session_of
 from .hooks import Hooks
 from .kernels.manager import KernelManager
 from .kernels.manager import gone_message as kernel_gone_message
@@ -146,6 +147,9 @@ class ServerState:
 
 
 _serving: contextvars.ContextVar[ServerState | None] = contextvars.ContextVar("jupyter_mcp_serving", default=None)
+_serving_connection: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jupyter_mcp_serving_connection", default=None
+)
 
 
 class ServingState:
@@ -154,10 +158,17 @@ class ServingState:
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         token = _serving.set(ctx.lifespan_context)
+        connection = _serving_connection.set(session_of(ctx))
         try:
             return await call_next(ctx)
         finally:
+            _serving_connection.reset(connection)
             _serving.reset(token)
+
+
+def serving_connection() -> str | None:
+    """The connection of the request being served, for code called without its context."""
+    return _serving_connection.get()
 
 
 def state_of(ctx: Any) -> ServerState:

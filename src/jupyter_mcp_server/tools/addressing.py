@@ -18,7 +18,7 @@ from jupyter_mcp_server.errors import (
     NOT_FOUND,
     ToolFailure,
 )
-from jupyter_mcp_server.state import ConnectionState, ServerState, state_of
+from jupyter_mcp_server.state import ConnectionState, ServerState, serving_connection, state_of
 
 NOTEBOOK_SUFFIXES = (".ipynb", ".py")
 
@@ -26,7 +26,9 @@ NOTEBOOK_SUFFIXES = (".ipynb", ".py")
 def connection_of(ctx: Context | None) -> ConnectionState:
     """This call's connection state; a call without a connection remembers nothing."""
     if ctx is None:
-        return ConnectionState()
+        # Called without its context (an extension narrowing a tool and calling it with
+        # only its arguments): the connection of the request being served.
+        return state_of(None).connection(serving_connection())
     return state_of(ctx).connection(session_of(ctx))
 
 
