@@ -104,7 +104,7 @@ def test_a_sigkilled_servers_kernel_takes_its_whole_tree_with_it(tmp_path: Path,
     assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived the SIGKILLed server: {sorted(left)}"
 
 
-def test_restart_and_release_stop_the_whole_tree(tmp_path: Path, started_processes: set[int]) -> None:
+def test_restart_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: set[int]) -> None:
     with server_in(tmp_path) as server:
         server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
         tree = start_a_tree(server, started_processes)
@@ -112,6 +112,10 @@ def test_restart_and_release_stop_the_whole_tree(tmp_path: Path, started_process
         left = wait_until_gone(tree, GONE_WITHIN)
         assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived restart_notebook: {sorted(left)}"
 
+
+def test_unuse_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: set[int]) -> None:
+    with server_in(tmp_path) as server:
+        server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
         tree = start_a_tree(server, started_processes)
         server.ok("unuse_notebook", {"notebook_name": NOTEBOOK})
         left = wait_until_gone(tree, GONE_WITHIN)
