@@ -27,6 +27,7 @@ from jupyter_mcp_server.config import (
     MAX_OUTPUT_BYTES,
     MAX_TIMEOUT,
     TRANSPORTS,
+    UNRESPONSIVE_GRACE,
     ServerConfig,
     set_config,
 )
@@ -80,6 +81,13 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-output-blocks", type=_positive(int), default=MAX_OUTPUT_BLOCKS, help="Output blocks kept per execution.")
     parser.add_argument("--max-kernels", type=_positive(int), default=MAX_KERNELS, help="Kernels running at once.")
     parser.add_argument("--idle-timeout", type=_positive(float), default=IDLE_TIMEOUT, help="Seconds before an idle notebook session's kernel is stopped.")
+    parser.add_argument(
+        "--unresponsive-grace",
+        type=_positive(float),
+        default=UNRESPONSIVE_GRACE,
+        help="Seconds a kernel still running code after a timeout's interrupt gets to finish before "
+        "the kernel.restart-unresponsive capability restarts it.",
+    )
     parser.add_argument("--mcp-token", default=os.environ.get("JUPYTER_MCP_TOKEN"), help="HTTP: require 'Authorization: Bearer TOKEN'.")
     parser.add_argument("--audit-log", default=None, help="Append a JSON line per tool call and execution to this file.")
     parser.add_argument(
@@ -147,6 +155,7 @@ def parse_config(argv: list[str]) -> ServerConfig:
         max_output_blocks=args.max_output_blocks,
         max_kernels=args.max_kernels,
         idle_timeout=args.idle_timeout,
+        unresponsive_grace=args.unresponsive_grace,
         mcp_token=args.mcp_token,
         capability_args=tuple(args.capability),
         audit_log=Path(args.audit_log).resolve() if args.audit_log else None,

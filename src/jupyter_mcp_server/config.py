@@ -18,6 +18,9 @@ MAX_OUTPUT_BYTES = 1_048_576
 MAX_OUTPUT_BLOCKS = 128
 MAX_KERNELS = 8
 IDLE_TIMEOUT = 900.0
+#: Seconds a kernel still running code after its interrupt gets before the
+#: ``kernel.restart-unresponsive`` capability restarts it.
+UNRESPONSIVE_GRACE = 10.0
 
 TRANSPORTS = ("stdio", "streamable-http", "json-lines")
 
@@ -36,6 +39,7 @@ class ServerConfig:
     max_output_blocks: int = MAX_OUTPUT_BLOCKS
     max_kernels: int = MAX_KERNELS
     idle_timeout: float = IDLE_TIMEOUT
+    unresponsive_grace: float = UNRESPONSIVE_GRACE
     mcp_token: str | None = None
     #: ``--capability`` values in the order given, still unvalidated: names are
     #: checked once the extensions have declared theirs.

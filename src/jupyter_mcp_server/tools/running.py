@@ -133,7 +133,8 @@ def execution_result(
         "interrupted": "The execution was interrupted; the outputs so far are below.",
     }
     message = outcome.reason or messages[outcome.status]
-    return failure(ToolFailure(code, message), structured=structured, content=content)
+    details = {"kernel_state": outcome.kernel_state} if outcome.kernel_state else {}
+    return failure(ToolFailure(code, message, **details), structured=structured, content=content)
 
 
 def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
@@ -169,7 +170,7 @@ async def run_cell(view: NotebookView, cell_id: str, source: str, timeout: float
     path = view.path
     attachment = await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))
     outcome = await run_on(attachment.kernel, source, timeout, path)
-    note = (
+    note = attachment.note or (
         f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
         "earlier variables, imports and definitions are not in it."
         if attachment.replaced
@@ -271,7 +272,9 @@ async def execute_code(
 
     attachment = await context.kernels.live_kernel_of(path, metadata_kernel=named_kernel)
     outcome = await run_on(attachment.kernel, code, seconds, path)
-    note = "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
+    note = attachment.note or (
+        "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
+    )
     return execution_result(outcome, note=note)
 
 

@@ -238,7 +238,9 @@ class JsonLinesServer:
             "status": outcome.status,
             "outputs": collected.outputs,
         }
-        if attachment.replaced:
+        if attachment.note:
+            result["note"] = attachment.note
+        elif attachment.replaced:
             result["note"] = "The kernel was gone and a replacement was started (kernel.auto-restart)."
         if cell is not None:
             from nbformat import from_dict
