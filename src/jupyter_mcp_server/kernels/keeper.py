@@ -189,4 +189,5 @@ def main(arguments: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # At once: the server learns of its kernel's end from this exit.
+    os._exit(main(sys.argv[1:]))

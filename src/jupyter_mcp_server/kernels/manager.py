@@ -285,6 +285,7 @@ class KernelManager:
         notebook: str,
         *,
         metadata_kernel: MetadataKernel = None,
+        to_run_code: bool = False,
     ) -> Attachment:
         """The notebook's kernel, alive: the one decision about lost kernels.
 
@@ -293,11 +294,15 @@ class KernelManager:
         is on, in which case a replacement is started and the answer says so.
         ``metadata_kernel``, the kernelspec the notebook names, may be a
         coroutine function: it is asked only when a kernel has to be started,
-        so a call on a bound kernel need not read the notebook.
+        so a call on a bound kernel need not read the notebook. A caller about
+        to run code (`to_run_code`) on a kernel still running an interrupted
+        execution gets it restarted when ``kernel.restart-unresponsive`` is on
+        and the grace period passes; anybody else gets the kernel as it is.
         """
         async with self._binding_lock(notebook):
             attachment = await self._live_kernel_of(notebook, metadata_kernel=metadata_kernel)
-        if attachment.kernel.still_running is not None and self.capability(RESTART_UNRESPONSIVE):
+        stuck = attachment.kernel.still_running is not None
+        if to_run_code and stuck and self.capability(RESTART_UNRESPONSIVE):
             return await self._restarted_if_still_running(notebook, attachment, metadata_kernel)
         return attachment
 

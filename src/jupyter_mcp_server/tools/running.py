@@ -168,7 +168,9 @@ async def run_cell(view: NotebookView, cell_id: str, source: str, timeout: float
     """Run a cell of the notebook ``view`` was just read from, and store its outputs."""
     context = server()
     path = view.path
-    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))
+    attachment = await context.kernels.live_kernel_of(
+        path, metadata_kernel=metadata_kernel(view.notebook), to_run_code=True
+    )
     outcome = await run_on(attachment.kernel, source, timeout, path)
     note = attachment.note or (
         f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
@@ -270,7 +272,7 @@ async def execute_code(
         # Read only when a kernel has to start: scratch code needs no file.
         return metadata_kernel((await context.store.read(path)).notebook)
 
-    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=named_kernel)
+    attachment = await context.kernels.live_kernel_of(path, metadata_kernel=named_kernel, to_run_code=True)
     outcome = await run_on(attachment.kernel, code, seconds, path)
     note = attachment.note or (
         "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None

@@ -217,7 +217,7 @@ class JsonLinesServer:
                 raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell.get('id')} is a {cell.get('cell_type')} cell; only code cells run.")
             code = cell.get("source", "")
         attachment = await self.context.kernels.live_kernel_of(
-            opened.path, metadata_kernel=_metadata_kernel(self.context, opened.notebook)
+            opened.path, metadata_kernel=_metadata_kernel(self.context, opened.notebook), to_run_code=True
         )
 
         def forward(output: dict[str, Any]) -> None:
