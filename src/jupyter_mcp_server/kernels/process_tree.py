@@ -35,8 +35,9 @@ NO_HANDLE = -1
 
 
 def trees_can_be_kept() -> bool:
-    """Only Linux has the child subreaper and the parent-death signal the keeper needs."""
-    return sys.platform.startswith("linux")
+    """Only Linux has the child subreaper and the parent-death signal the keeper needs
+    (and the keeper must be a file to run: not so in a zipped install)."""
+    return sys.platform.startswith("linux") and os.path.isfile(KEEPER)
 
 
 def kept(command: list[str]) -> list[str]:
