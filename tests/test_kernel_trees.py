@@ -60,14 +60,22 @@ print(' '.join(map(str, started)))
 GONE_WITHIN = 10.0
 
 
+def started_at(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot): with its pid, it names one process."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return None
+
+
 @pytest.fixture
-def started_processes() -> Iterator[set[int]]:
-    """The pids a test started through a kernel; whatever the server left alive is killed
-    afterwards, so a failing run leaves no ten-minute sleepers behind."""
-    pids: set[int] = set()
-    yield pids
-    for pid in pids:
-        if alive(pid):
+def started_processes() -> Iterator[dict[int, int | None]]:
+    """The processes a test started through a kernel (pid: start time); whatever the
+    server left alive is killed afterwards, so a failing run leaves no ten-minute
+    sleepers behind. A pid reused since by another process is left alone."""
+    processes: dict[int, int | None] = {}
+    yield processes
+    for pid, start in processes.items():
+        if start is not None and alive(pid) and started_at(pid) == start:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -83,19 +91,19 @@ def server_in(tmp_path: Path, *args: str) -> RawServer:
     )
 
 
-def start_a_tree(server: RawServer, started: set[int]) -> set[int]:
+def start_a_tree(server: RawServer, started: dict[int, int | None]) -> set[int]:
     """Run the cell on the notebook's kernel; the kernel's whole tree, every process of it running."""
     kernel_before = descendants(server.pid)
     result = server.call("execute_code", {"notebook_name": NOTEBOOK, "code": START_A_TREE, "timeout": 60})
     assert not result.get("isError"), text_of(result)
     children = {int(pid) for pid in text_of(result).split()}
-    started |= children
+    started.update({pid: started_at(pid) for pid in children})
     tree = kernel_before | children | descendants(server.pid)
     assert len(children) == 5 and all(alive(pid) for pid in children), text_of(result)
     return tree
 
 
-def test_a_sigkilled_servers_kernel_takes_its_whole_tree_with_it(tmp_path: Path, started_processes: set[int]) -> None:
+def test_a_sigkilled_servers_kernel_takes_its_whole_tree_with_it(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
     server = server_in(tmp_path)
     server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
     tree = start_a_tree(server, started_processes)
@@ -104,7 +112,7 @@ def test_a_sigkilled_servers_kernel_takes_its_whole_tree_with_it(tmp_path: Path,
     assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived the SIGKILLed server: {sorted(left)}"
 
 
-def test_restart_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: set[int]) -> None:
+def test_restart_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
     with server_in(tmp_path) as server:
         server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
         tree = start_a_tree(server, started_processes)
@@ -113,7 +121,7 @@ def test_restart_notebook_stops_the_whole_tree(tmp_path: Path, started_processes
         assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived restart_notebook: {sorted(left)}"
 
 
-def test_unuse_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: set[int]) -> None:
+def test_unuse_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
     with server_in(tmp_path) as server:
         server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
         tree = start_a_tree(server, started_processes)
@@ -123,7 +131,7 @@ def test_unuse_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: 
         assert descendants(server.pid) == set(), "a released notebook's kernel left processes under the server"
 
 
-def test_a_culled_kernel_stops_its_whole_tree(tmp_path: Path, started_processes: set[int]) -> None:
+def test_a_culled_kernel_stops_its_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
     with server_in(tmp_path, "--idle-timeout", "2") as server:
         server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
         started = time.monotonic()
