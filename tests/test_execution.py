@@ -547,3 +547,81 @@ async def test_scratch_code_needs_the_kernel_not_the_file(workspace):
         result = await client.call_tool("execute_code", {"code": "kept + 1"})
         assert not result.is_error and "42" in text_of(result)
         await refused(client, "read_notebook", {}, "not_found")
+
+
+#: Ignores the interrupt, says so with a file, sleeps `{seconds}`, then leaves a file saying it ended.
+IGNORES_SIGINT = (
+    "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('ignoring', flush=True)\n"
+    "open('stuck', 'w').close()\ntime.sleep({seconds})\nopen('ended', 'w').close()"
+)
+
+
+async def test_a_kernel_still_running_after_its_interrupt_is_reported_at_once(workspace):
+    """The call after a timeout whose interrupt was ignored used to wait its own
+    timeout behind the stuck cell and say "make the cell faster", though its
+    code never ran (and then ran unseen once the kernel was free)."""
+    async with serve(workspace) as client:
+        used = await ok(client, "use_notebook", {"notebook_name": "stuck.ipynb", "mode": "create"})
+        await ok(client, "execute_code", {"code": "kept = 'still here'"})
+        timed = await client.call_tool("execute_code", {"code": IGNORES_SIGINT.format(seconds=8), "timeout": 1})
+        assert error_code(timed) == "timeout" and timed.structured_content["status"] == "timeout", text_of(timed)
+        assert "ignoring" in text_of(timed)
+
+        # Every call on the stuck kernel: refused within a second, saying why and what to do.
+        for tool, arguments in (
+            ("execute_code", {"code": "open('ran', 'w').close()", "timeout": 30}),
+            ("insert_execute_code_cell", {"cell_index": -1, "cell_source": "open('ran', 'w').close()"}),
+        ):
+            started = time.monotonic()
+            refused_call = await client.call_tool(tool, arguments)
+            assert time.monotonic() - started < 1.0, f"{tool} took {time.monotonic() - started:.1f} s"
+            assert refused_call.is_error and error_code(refused_call) == "timeout", text_of(refused_call)
+            assert meta_of(refused_call)["kernel_state"] == "busy_after_interrupt"
+            assert meta_of(refused_call)["kernel_id"] == used["kernel_id"]
+            message = text_of(refused_call)
+            assert message.startswith("Nothing ran") and "restart_notebook" in message, message
+            assert "kernel.restart-unresponsive" in message and "make the cell faster" not in message
+        listed = await ok(client, "list_kernels")
+        assert [k["state"] for k in listed["kernels"]] == ["busy"], listed
+        # The timed-out call itself said that the kernel went on running its code.
+        assert meta_of(timed)["kernel_state"] == "busy_after_interrupt"
+        assert "still running" in text_of(timed) and "restart_notebook" in text_of(timed)
+
+        # Once the stuck cell ends, calls work again on the same session; the refused code never ran.
+        await wait_for_file(workspace / "ended")
+        after = await client.call_tool("execute_code", {"code": "print(kept)"})
+        assert not after.is_error and text_of(after) == "still here\n", text_of(after)
+        assert not (workspace / "ran").exists(), "a refused call's code ran after all"
+        assert [k["state"] for k in (await ok(client, "list_kernels"))["kernels"]] == ["idle"]
+
+
+async def test_restart_unresponsive_restarts_a_kernel_stuck_after_its_interrupt(workspace):
+    async with serve(
+        workspace, "--capability", "kernel.restart-unresponsive", "--unresponsive-grace", "2"
+    ) as client:
+        described = json.loads((await client.read_resource("capabilities://")).contents[0].text)
+        assert "kernel.restart-unresponsive" in described["capabilities"]
+        used = await ok(client, "use_notebook", {"notebook_name": "stuck.ipynb", "mode": "create"})
+        pid = int(text_of(await client.call_tool("execute_code", {"code": "import os\nkept = 1\nprint(os.getpid())"})))
+        timed = await client.call_tool("execute_code", {"code": IGNORES_SIGINT.format(seconds=600), "timeout": 1})
+        assert error_code(timed) == "timeout" and meta_of(timed)["kernel_state"] == "busy_after_interrupt"
+
+        # The next call waits out the grace period, restarts the kernel, runs, and says so.
+        started = time.monotonic()
+        ran = await client.call_tool("execute_code", {"code": "print('fresh')"})
+        assert time.monotonic() - started < 15
+        assert not ran.is_error, text_of(ran)
+        note = ran.content[0].text
+        assert "kernel.restart-unresponsive" in note and "restarted" in note and "fresh kernel" in note, note
+        assert text_of(ran).endswith("fresh\n")
+        kernels = (await ok(client, "list_kernels"))["kernels"]
+        assert len(kernels) == 1 and kernels[0]["kernel_id"] != used["kernel_id"] and kernels[0]["state"] == "idle"
+        for _ in range(100):
+            if not Path(f"/proc/{pid}").exists():
+                break
+            await asyncio.sleep(0.05)
+        assert not Path(f"/proc/{pid}").exists(), "the stuck kernel outlived its restart"
+
+        # The call after works normally, on the fresh session, without a note.
+        after = await client.call_tool("execute_code", {"code": "print('kept' in globals())"})
+        assert not after.is_error and text_of(after) == "False\n", text_of(after)

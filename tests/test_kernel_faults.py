@@ -70,14 +70,17 @@ def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
     warm = rss_bytes(server.pid)
     figures: dict[str, object] = {}
 
-    # Hung, ignoring SIGINT: a timeout, in time, with what it printed; and again.
+    # Hung, ignoring SIGINT: a timeout, in time, with what it printed; the next call refused at once.
     hung = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('spinning', flush=True)\nwhile True:\n    pass"
     result, elapsed = timed(server, "insert_execute_code_cell", {"notebook_name": NOTEBOOK, "cell_index": -1, "cell_source": hung, "timeout": 2}, 2 + GRACE + 4)
     assert error_code(result) == "timeout" and result["structuredContent"]["status"] == "timeout", result
     assert "spinning" in text_of(result)
     figures["hung_first_call_s"] = round(elapsed, 1)
-    result, elapsed = timed(server, "execute_code", {"notebook_name": NOTEBOOK, "code": "1", "timeout": 2}, 2 + GRACE + 4)
+    assert result["_meta"]["io.jupyter-mcp/error"]["kernel_state"] == "busy_after_interrupt", result
+    # The next call is refused at once: nothing is queued behind the spinning cell.
+    result, elapsed = timed(server, "execute_code", {"notebook_name": NOTEBOOK, "code": "1", "timeout": 2}, 1)
     assert error_code(result) == "timeout", result
+    assert result["_meta"]["io.jupyter-mcp/error"]["kernel_state"] == "busy_after_interrupt", result
     figures["hung_second_call_s"] = round(elapsed, 1)
     # The way out is a restart: in time, and the spinning process is gone.
     restarted, elapsed = timed(server, "restart_notebook", {"notebook_name": NOTEBOOK}, 30)

@@ -61,6 +61,17 @@ SERVER_CAPABILITIES: tuple[Capability, ...] = (
         enabled=False,
     ),
     Capability(
+        name="kernel.restart-unresponsive",
+        description=(
+            "Restart a kernel that is still running code after a timeout's interrupt went "
+            "unanswered (the code ignores or blocks SIGINT), once it has had --unresponsive-grace "
+            "seconds to finish; the call that finds it so runs on the fresh kernel and its result "
+            "says so. Off: calls on such a kernel fail at once with timeout "
+            "(kernel_state busy_after_interrupt) until it finishes or restart_notebook is called."
+        ),
+        enabled=False,
+    ),
+    Capability(
         name="kernel.prestart",
         description=(
             "Keep one kernel of the default kernelspec started ahead of need, so a new "

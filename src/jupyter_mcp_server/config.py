@@ -71,6 +71,7 @@ class ServerConfig:
     max_output_blocks: int = 128
     max_kernels: int = 8
     idle_timeout: float = 900.0
+    unresponsive_grace: float = 10.0
     mcp_token: str | None = field(default=None, repr=False)
     #: ``--capability`` values in the order given, still unvalidated: names are
     #: checked once the extensions have declared theirs.
@@ -139,6 +140,15 @@ SETTINGS: tuple[Setting, ...] = (
         "Seconds before an idle notebook session's kernel is stopped.",
         float,
         flag="--idle-timeout",
+        positive=True,
+        jupyter=True,
+    ),
+    Setting(
+        "unresponsive_grace",
+        "Seconds a kernel still running code after its interrupt gets before the "
+        "kernel.restart-unresponsive capability restarts it.",
+        float,
+        flag="--unresponsive-grace",
         positive=True,
         jupyter=True,
     ),

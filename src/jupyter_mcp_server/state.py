@@ -71,6 +71,7 @@ class ServerState:
             workspace_root=self.workspace.root,
             max_kernels=config.max_kernels,
             idle_timeout=config.idle_timeout,
+            unresponsive_grace=config.unresponsive_grace,
             capability=capabilities.enabled,
         )
         self.interceptors: list[ExecutionInterceptor] = []

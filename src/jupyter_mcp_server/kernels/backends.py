@@ -146,7 +146,12 @@ def unknown_kernelspec(kernel_name: str, known: list[str], where: str = "") -> T
 
 
 class LocalBackend:
-    """Kernels as processes on this machine, started through `jupyter_client`."""
+    """Kernels as processes on this machine, started through `jupyter_client`.
+
+    On Linux each kernel runs under a keeper process that ends everything the
+    kernel started when the kernel is stopped, exits, or this server dies
+    (:mod:`.process_tree`, :mod:`.keeper`).
+    """
 
     name = "local"
 
@@ -178,15 +183,18 @@ class LocalBackend:
         return "local"
 
     async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
-        from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.paths import jupyter_runtime_dir
+
+        # Lazy: jupyter_client's kernel manager is imported when the first kernel starts.
+        from jupyter_mcp_server.kernels.process_tree import TreeKernelManager
 
         if kernel_name not in self.kernelspecs():
             raise unknown_kernelspec(kernel_name, self.kernelspecs())
         kernel_id = str(uuid.uuid4())
         runtime = jupyter_runtime_dir()
         os.makedirs(runtime, exist_ok=True)
-        manager = AsyncKernelManager(
+        # Its kernel's whole process tree ends with it, and with this server (process_tree.py).
+        manager = TreeKernelManager(
             kernel_name=kernel_name,
             connection_file=os.path.join(runtime, connection_file_name(kernel_id)),
         )

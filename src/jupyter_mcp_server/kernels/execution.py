@@ -5,6 +5,13 @@ only when the kernel is silent does it look at whether the process is still
 there, so a kernel that dies mid-call is reported within a fraction of a
 second rather than at the timeout. On timeout the kernel is interrupted, and
 the partial outputs are returned with the status saying so.
+
+A kernel that does not go idle after that interrupt (the code ignores or
+blocks SIGINT) is still running the old code: a request sent to it would only
+queue behind, time out without having run, and run unseen once the kernel
+frees up. So the execution it is stuck in is handed to whoever keeps the
+kernel (`on_still_running`), and :func:`ended_meanwhile` tells later calls
+whether it has ended since.
 """
 
 from __future__ import annotations
@@ -27,6 +34,13 @@ logger = logging.getLogger(__name__)
 LIVENESS_INTERVAL = 0.2
 #: How long an interrupted kernel gets to report itself idle again.
 INTERRUPT_GRACE = 3.0
+#: How long a look at whether a stuck execution has ended may spend reading what
+#: it printed meanwhile (at most a socket's worth of queued messages).
+DRAIN_LIMIT = 0.5
+#: The shortest wait for a message: some clients never answer a wait of zero.
+SHORTEST_WAIT = 0.01
+#: ``kernel_state`` of a kernel still running code it was interrupted out of.
+BUSY_AFTER_INTERRUPT = "busy_after_interrupt"
 
 OK = "ok"
 ERROR = "error"
@@ -46,6 +60,26 @@ class ExecutionOutcome:
     duration: float
     #: Why it ended the way it did, when that is not the usual reason for its status.
     reason: str | None = None
+    #: What the kernel is doing now, when a caller must know (``busy_after_interrupt``).
+    kernel_state: str | None = None
+
+
+@dataclass(frozen=True)
+class StillRunning:
+    """An execution that timed out and did not end when its kernel was interrupted."""
+
+    msg_id: str
+    #: When the interrupt went unanswered (``time.monotonic()``).
+    since: float
+
+
+STILL_RUNNING_AFTER_TIMEOUT = (
+    "The execution timed out, and the kernel did not stop when it was interrupted: it is still "
+    "running this code (the code ignores or blocks SIGINT). Until it ends, calls on this kernel are "
+    "refused at once. Call restart_notebook to stop it now (its variables are lost), or enable the "
+    "'kernel.restart-unresponsive' capability to have it restarted after a grace period. The outputs "
+    "so far are below."
+)
 
 
 class KernelDied(Exception):
@@ -100,6 +134,7 @@ async def run_code(
     on_output: Callable[[dict[str, Any]], None] | None = None,
     interrupted: asyncio.Event | None = None,
     interrupt_on_cancel: bool = False,
+    on_still_running: Callable[[StillRunning], None] | None = None,
 ) -> ExecutionOutcome:
     """Run `code` on a started kernel client and collect what it says.
 
@@ -107,6 +142,8 @@ async def run_code(
     (`interrupt_kernel`), so a `KeyboardInterrupt` reads as `interrupted`
     rather than as an error the code raised. Raises :class:`KernelDied`
     when the process disappears; the caller decides what that means.
+    `on_still_running` hears of an execution the kernel is still running
+    after its interrupt (a timeout's, a cancellation's).
     """
     collector = OutputCollector(max_output_bytes, max_output_blocks)
     collector.on_output = on_output
@@ -121,6 +158,7 @@ async def run_code(
         raise KernelDied(collector.result()) from None
     status: str | None = None
     timed_out = False
+    still_running = False
     while True:
         wait = deadline - time.monotonic()
         if wait <= 0 and not timed_out:
@@ -130,8 +168,11 @@ async def run_code(
             continue
         if wait <= 0:
             # Interrupted and still busy: the kernel ignores SIGINT. Report the
-            # timeout now; the next call gets its own deadline.
+            # timeout now, and that the kernel is still running this code.
             status = TIMEOUT
+            still_running = True
+            if on_still_running is not None:
+                on_still_running(StillRunning(msg_id, time.monotonic()))
             break
         try:
             message = await _receive(client.get_iopub_msg, min(wait, LIVENESS_INTERVAL))
@@ -144,7 +185,9 @@ async def run_code(
                 # at every await: only a shielded scope lets the kernel settle
                 # before the next request may reach it.
                 with anyio.CancelScope(shield=True):
-                    await _interrupt_and_settle(client, interrupt, msg_id)
+                    settled = await _interrupt_and_settle(client, interrupt, msg_id)
+                if not settled and on_still_running is not None:
+                    on_still_running(StillRunning(msg_id, time.monotonic()))
             raise
         except queue.Empty:
             if not await is_alive():
@@ -189,7 +232,40 @@ async def run_code(
         execution_count=collected.execution_count,
         user_expressions=reply_content.get("user_expressions") or None,
         duration=time.monotonic() - started,
+        reason=STILL_RUNNING_AFTER_TIMEOUT if still_running else None,
+        kernel_state=BUSY_AFTER_INTERRUPT if still_running else None,
     )
+
+
+async def ended_meanwhile(client: Any, msg_id: str, *, wait: float = 0.0) -> bool:
+    """Whether the execution `msg_id`, left running after its interrupt, has ended.
+
+    Its idle status is looked for on iopub, waiting at most `wait` seconds
+    for it; what the execution printed meanwhile (nobody awaits it any more)
+    is read and dropped, for at most :data:`DRAIN_LIMIT` beyond that. Its
+    shell reply is consumed too, so the next execution reads its own.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            message = await _receive(client.get_iopub_msg, max(remaining, SHORTEST_WAIT))
+        except queue.Empty:
+            return False
+        except _ChannelClosed:
+            raise KernelDied() from None
+        if (
+            message.get("parent_header", {}).get("msg_id") == msg_id
+            and message["header"]["msg_type"] == "status"
+            and message["content"].get("execution_state") == "idle"
+        ):
+            try:
+                await _reply_for(client, msg_id)
+            except _ChannelClosed:
+                raise KernelDied() from None
+            return True
+        if time.monotonic() > deadline + DRAIN_LIMIT:
+            return False
 
 
 async def _reply_for(client: Any, msg_id: str) -> dict[str, Any] | None:
@@ -205,8 +281,8 @@ async def _reply_for(client: Any, msg_id: str) -> dict[str, Any] | None:
     return None
 
 
-async def _interrupt_and_settle(client: Any, interrupt: Callable[[], Awaitable[None]], msg_id: str) -> None:
-    """Interrupt, then wait for the interrupted execution to end.
+async def _interrupt_and_settle(client: Any, interrupt: Callable[[], Awaitable[None]], msg_id: str) -> bool:
+    """Interrupt, then wait for the interrupted execution to end; whether it did.
 
     Returning before it ends would let the next request reach the kernel
     while the interrupt is still being handled, and ipykernel aborts requests
@@ -218,14 +294,15 @@ async def _interrupt_and_settle(client: Any, interrupt: Callable[[], Awaitable[N
         try:
             message = await client.get_iopub_msg(timeout=wait)
         except queue.Empty:
-            return
+            return False
         if (
             message.get("parent_header", {}).get("msg_id") == msg_id
             and message["header"]["msg_type"] == "status"
             and message["content"].get("execution_state") == "idle"
         ):
             await _reply_for(client, msg_id)
-            return
+            return True
+    return False
 
 
 async def _interrupt_quietly(interrupt: Callable[[], Awaitable[None]]) -> None:

@@ -7,7 +7,10 @@ also owns every way a kernel can disappear behind somebody's back (a killed
 process, a crash, idle reaping, a Jupyter Server deleting it), and sends all
 of them through one decision: :meth:`KernelManager.live_kernel_of`, which
 either reports the loss or, when the ``kernel.auto-restart`` capability is on,
-starts a replacement and says that it did.
+starts a replacement and says that it did. A kernel that is alive but stuck
+in code it was interrupted out of goes through the same decision: refused
+(in :mod:`.turns`), or, with ``kernel.restart-unresponsive``, restarted once
+it has had a grace period to finish.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ from jupyter_mcp_server.errors import (
     ToolFailure,
 )
 from jupyter_mcp_server.kernels.backends import KernelBackend, LocalBackend
+from jupyter_mcp_server.kernels.execution import KernelDied, StillRunning, ended_meanwhile
 from jupyter_mcp_server.kernels.pool import WarmPool
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_KERNEL_NAME = "python3"
 AUTO_RESTART = "kernel.auto-restart"
+RESTART_UNRESPONSIVE = "kernel.restart-unresponsive"
 #: The kernelspec a notebook names, or how to find it out when it is needed.
 MetadataKernel = str | Callable[[], Awaitable[str | None]] | None
 
@@ -80,6 +85,9 @@ class Kernel:
     #: The Jupyter Server sessions its notebooks are bound in (a
     #: :class:`~.backends.NotebookSessions`), when its backend keeps them.
     sessions: Any = None
+    #: An execution that timed out and went on running after the interrupt: until
+    #: it ends, nothing is sent to this kernel (:func:`~.turns.run_in_turn`).
+    still_running: StillRunning | None = None
 
     async def is_alive(self) -> bool:
         try:
@@ -92,7 +100,7 @@ class Kernel:
 
     @property
     def state(self) -> str:
-        return "busy" if self.busy else "idle"
+        return "busy" if self.busy or self.still_running is not None else "idle"
 
 
 def gone_message(notebook: str) -> str:
@@ -105,12 +113,24 @@ def gone_message(notebook: str) -> str:
     )
 
 
+def restarted_unresponsive_note(notebook: str, waited: float) -> str:
+    """What a call reads when its notebook's stuck kernel was restarted for it."""
+    return (
+        f"Note: the kernel of '{notebook}' was still running an earlier execution {waited:.0f} s after "
+        f"it was interrupted (that code ignores or blocks SIGINT), so it was restarted ({RESTART_UNRESPONSIVE}) "
+        "and this code ran on a fresh kernel: earlier variables, imports and definitions are not in it."
+    )
+
+
 @dataclass(frozen=True)
 class Attachment:
     """The kernel a call runs on, and whether it replaced a lost one to get it."""
 
     kernel: Kernel
     replaced: bool = False
+    #: What the caller must be told about how it got this kernel, when the
+    #: wording is not the lost kernel's (a stuck kernel restarted for it).
+    note: str | None = None
 
 
 class KernelManager:
@@ -122,6 +142,7 @@ class KernelManager:
         workspace_root: Path,
         max_kernels: int,
         idle_timeout: float,
+        unresponsive_grace: float,
         capability: Callable[[str], bool] = lambda name: False,
         kernel_source: Callable[[str], Any] | None = None,
         backend: KernelBackend | None = None,
@@ -132,6 +153,9 @@ class KernelManager:
         self.backend: KernelBackend = backend or LocalBackend()
         self.max_kernels = max_kernels
         self.idle_timeout = idle_timeout
+        #: Seconds a kernel still running code after its interrupt went unanswered
+        #: gets to finish before ``kernel.restart-unresponsive`` restarts it.
+        self.unresponsive_grace = unresponsive_grace
         #: Asked, never cached: the capability registry decides.
         self.capability = capability
         #: Asked first when a kernel is needed (the extensions'
@@ -261,6 +285,7 @@ class KernelManager:
         notebook: str,
         *,
         metadata_kernel: MetadataKernel = None,
+        to_run_code: bool = False,
     ) -> Attachment:
         """The notebook's kernel, alive: the one decision about lost kernels.
 
@@ -269,10 +294,49 @@ class KernelManager:
         is on, in which case a replacement is started and the answer says so.
         ``metadata_kernel``, the kernelspec the notebook names, may be a
         coroutine function: it is asked only when a kernel has to be started,
-        so a call on a bound kernel need not read the notebook.
+        so a call on a bound kernel need not read the notebook. A caller about
+        to run code (`to_run_code`) on a kernel still running an interrupted
+        execution gets it restarted when ``kernel.restart-unresponsive`` is on
+        and the grace period passes; anybody else gets the kernel as it is.
         """
         async with self._binding_lock(notebook):
-            return await self._live_kernel_of(notebook, metadata_kernel=metadata_kernel)
+            attachment = await self._live_kernel_of(notebook, metadata_kernel=metadata_kernel)
+        stuck = attachment.kernel.still_running is not None
+        if to_run_code and stuck and self.capability(RESTART_UNRESPONSIVE):
+            return await self._restarted_if_still_running(notebook, attachment, metadata_kernel)
+        return attachment
+
+    async def _restarted_if_still_running(
+        self, notebook: str, attachment: Attachment, metadata_kernel: MetadataKernel
+    ) -> Attachment:
+        """`attachment`'s kernel once its stuck execution has ended, or, when the grace
+        period passes first, a fresh kernel for `notebook` (``kernel.restart-unresponsive``).
+
+        The wait holds the kernel's lock (it reads the kernel's messages), not the
+        notebook's: a restart_notebook meanwhile is not held up.
+        """
+        kernel = attachment.kernel
+        async with kernel.lock:
+            stuck = kernel.still_running
+            if stuck is None:  # another call saw it end
+                return attachment
+            if not kernel.stopped:
+                remaining = stuck.since + self.unresponsive_grace - time.monotonic()
+                with contextlib.suppress(KernelDied):  # stopped under the look: decided below
+                    if await ended_meanwhile(kernel.client, stuck.msg_id, wait=max(remaining, 0.0)):
+                        kernel.still_running = None
+                        return attachment
+        async with self._binding_lock(notebook):
+            if self._bindings.get(notebook) != kernel.kernel_id or kernel.stopped:
+                # Restarted or released meanwhile: the notebook's kernel now is whatever that left.
+                return await self._live_kernel_of(notebook, metadata_kernel=metadata_kernel)
+            waited = time.monotonic() - stuck.since
+            logger.warning(
+                "Kernel of %s still runs an execution %.0f s after its interrupt; restarting it (%s)",
+                notebook, waited, RESTART_UNRESPONSIVE,
+            )
+            fresh = await self._restart(notebook)
+        return Attachment(fresh, replaced=True, note=restarted_unresponsive_note(notebook, waited))
 
     async def _live_kernel_of(
         self, notebook: str, *, metadata_kernel: MetadataKernel
@@ -301,6 +365,10 @@ class KernelManager:
 
     async def restart(self, notebook: str, *, metadata_kernel: str | None = None) -> Kernel:
         """A fresh kernel for `notebook`, asked for by the caller: never blocked."""
+        async with self._binding_lock(notebook):
+            return await self._restart(notebook, metadata_kernel=metadata_kernel)
+
+    async def _restart(self, notebook: str, *, metadata_kernel: str | None = None) -> Kernel:
         kernel_id = self._bindings.get(notebook)
         old = self._kernels.get(kernel_id) if kernel_id else None
         name = old.kernel_name if old else (metadata_kernel or DEFAULT_KERNEL_NAME)
@@ -310,7 +378,7 @@ class KernelManager:
             old.notebooks.discard(notebook)
         self._bindings.pop(notebook, None)
         self._lost.discard(notebook)
-        return await self.attach(notebook, kernel_name=name)
+        return await self._attach(notebook, kernel_name=name)
 
     async def detach(self, notebook: str) -> str | None:
         """Release `notebook`'s kernel; the kernel stops when its last notebook goes."""
@@ -477,11 +545,11 @@ class KernelManager:
                 f"Kernel '{kernel.kernel_id}' is gone; there is nothing to interrupt. "
                 "Call restart_notebook to start a fresh one.",
             )
-        was_busy = kernel.busy
-        if was_busy:
+        if kernel.busy:
             kernel.interrupted.set()
         await kernel.interrupt()
-        return was_busy
+        # Still running code a timeout's interrupt did not stop is running all the same.
+        return kernel.busy or kernel.still_running is not None
 
     # --- Background work ---------------------------------------------------------
 

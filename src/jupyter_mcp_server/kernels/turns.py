@@ -5,6 +5,10 @@ around `run_code`: take the kernel's lock so one notebook's cells run in
 order, mark it busy, fire the execution hooks, and report a kernel that died
 under the call instead of hiding it. That is this one function, so the
 callers cannot drift apart.
+
+It also refuses, at once, to send code to a kernel still running an earlier
+execution it was interrupted out of (see :mod:`.execution`): the code would
+only queue behind it, time out without having run, and then run unseen.
 """
 
 from __future__ import annotations
@@ -13,9 +17,17 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from jupyter_mcp_server.errors import KERNEL_GONE, ToolFailure
+from jupyter_mcp_server.errors import KERNEL_GONE, TIMEOUT, ToolFailure
 from jupyter_mcp_server.hooks import Execution, ExecutionEnded, Hooks
-from jupyter_mcp_server.kernels.execution import INTERRUPTED, ExecutionOutcome, KernelDied, run_code
+from jupyter_mcp_server.kernels.execution import (
+    BUSY_AFTER_INTERRUPT,
+    INTERRUPTED,
+    ExecutionOutcome,
+    KernelDied,
+    StillRunning,
+    ended_meanwhile,
+    run_code,
+)
 from jupyter_mcp_server.kernels.outputs import OutputCollector
 
 STOPPED_BEFORE_ITS_TURN = (
@@ -26,6 +38,18 @@ STOPPED_UNDER_THE_CALL = (
     "The execution was stopped because its kernel was restarted or released "
     "(restart_notebook / unuse_notebook) while it ran; the outputs so far are below."
 )
+
+
+def still_running_message(where: str, still_running: StillRunning) -> str:
+    """What a call on a kernel stuck in an earlier execution reads: nothing of it ran."""
+    waited = time.monotonic() - still_running.since
+    return (
+        f"Nothing ran: {where} is still running an earlier execution that timed out and did not "
+        f"stop when interrupted (that code ignores or blocks SIGINT; interrupted {waited:.0f} s ago). "
+        "Until it ends, every call on this kernel is refused at once. Call restart_notebook to stop it and start "
+        "a fresh kernel (its variables are lost), or retry once it has finished; the "
+        "'kernel.restart-unresponsive' capability restarts such a kernel after a grace period."
+    )
 
 
 async def run_in_turn(
@@ -46,13 +70,21 @@ async def run_in_turn(
 
     A kernel stopped on purpose under the call (a restart, a release) ends it
     as `interrupted` with the outputs so far; one that died otherwise is
-    `kernel_gone`, after `on_death` has recorded the loss.
+    `kernel_gone`, after `on_death` has recorded the loss. A kernel still
+    running an execution it was interrupted out of (its ``still_running``)
+    is refused with `timeout` and ``kernel_state: busy_after_interrupt``,
+    nothing sent to it, until that execution has ended.
     """
     async with kernel.lock:
-        if getattr(kernel, "stopped", False):
+
+        def stopped_before_its_turn() -> ExecutionOutcome:
             # Restarted or released while this call waited for its turn: its
             # channels are closed, and nothing of this code ran.
-            outcome = ExecutionOutcome(
+            hooks.fire(
+                hooks.after_execution,
+                ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=INTERRUPTED, duration=0.0),
+            )
+            return ExecutionOutcome(
                 status=INTERRUPTED,
                 outputs=OutputCollector(max_output_bytes, max_output_blocks).result(),
                 execution_count=None,
@@ -60,11 +92,36 @@ async def run_in_turn(
                 duration=0.0,
                 reason=STOPPED_BEFORE_ITS_TURN,
             )
-            hooks.fire(
-                hooks.after_execution,
-                ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=INTERRUPTED, duration=0.0),
-            )
-            return outcome
+
+        if getattr(kernel, "stopped", False):
+            return stopped_before_its_turn()
+        # A provided kernel (a sandbox) may not keep track of a stuck execution.
+        keeps_track = hasattr(kernel, "still_running")
+        stuck = getattr(kernel, "still_running", None)
+        if stuck is not None:
+            try:
+                ended = await ended_meanwhile(kernel.client, stuck.msg_id)
+            except KernelDied:
+                if getattr(kernel, "stopped", False):
+                    return stopped_before_its_turn()
+                if on_death is not None:
+                    await on_death()
+                raise ToolFailure(KERNEL_GONE, gone_message(), kernel_id=kernel.kernel_id) from None
+            if not ended:
+                where = f"the kernel of '{notebook}'" if notebook else f"kernel {kernel.kernel_id}"
+                raise ToolFailure(
+                    TIMEOUT,
+                    still_running_message(where, stuck),
+                    kernel_state=BUSY_AFTER_INTERRUPT,
+                    kernel_id=kernel.kernel_id,
+                    busy_for_seconds=round(time.monotonic() - stuck.since, 1),
+                )
+            kernel.still_running = None
+
+        def remember_still_running(still_running: StillRunning) -> None:
+            if keeps_track:
+                kernel.still_running = still_running
+
         kernel.busy = True
         kernel.interrupted.clear()
         hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook))
@@ -80,6 +137,7 @@ async def run_in_turn(
                 interrupted=kernel.interrupted,
                 on_output=on_output,
                 interrupt_on_cancel=interrupt_on_cancel,
+                on_still_running=remember_still_running,
             )
         except KernelDied as died:
             if not getattr(kernel, "stopped", False) or died.outputs is None:

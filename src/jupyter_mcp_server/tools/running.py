@@ -126,7 +126,8 @@ def execution_result(
         "interrupted": "The execution was interrupted; the outputs so far are below.",
     }
     message = outcome.reason or messages[outcome.status]
-    return failure(ToolFailure(code, message), structured=structured, content=content)
+    details = {"kernel_state": outcome.kernel_state} if outcome.kernel_state else {}
+    return failure(ToolFailure(code, message, **details), structured=structured, content=content)
 
 
 def execution_fields(outcome: ExecutionOutcome) -> dict[str, Any]:
@@ -177,9 +178,11 @@ def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
 async def run_cell(server: ServerState, view: NotebookView, cell_id: str, source: str, timeout: float) -> CallToolResult:
     """Run a cell of the notebook ``view`` was just read from, and store its outputs."""
     path = view.path
-    attachment = await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))
+    attachment = await server.kernels.live_kernel_of(
+        path, metadata_kernel=metadata_kernel(server, view.notebook), to_run_code=True
+    )
     outcome = await run_on(server, attachment.kernel, source, timeout, path)
-    note = (
+    note = attachment.note or (
         f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
         "earlier variables, imports and definitions are not in it."
         if attachment.replaced
@@ -283,9 +286,11 @@ async def execute_code(
         # Read only when a kernel has to start: scratch code needs no file.
         return metadata_kernel(server, (await server.store.read(path)).notebook)
 
-    attachment = await server.kernels.live_kernel_of(path, metadata_kernel=named_kernel)
+    attachment = await server.kernels.live_kernel_of(path, metadata_kernel=named_kernel, to_run_code=True)
     outcome = await run_on(server, attachment.kernel, code, seconds, path)
-    note = "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
+    note = attachment.note or (
+        "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
+    )
     return execution_result(outcome, note=note)
 
 

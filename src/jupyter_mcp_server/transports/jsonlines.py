@@ -218,7 +218,7 @@ class JsonLinesServer:
                 raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell.get('id')} is a {cell.get('cell_type')} cell; only code cells run.")
             code = cell.get("source", "")
         attachment = await self.state.kernels.live_kernel_of(
-            opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook)
+            opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook), to_run_code=True
         )
 
         def forward(output: dict[str, Any]) -> None:
@@ -230,7 +230,9 @@ class JsonLinesServer:
         finally:
             opened.executing -= 1
         result: dict[str, Any] = {**execution_fields(outcome), "outputs": outcome.outputs.outputs}
-        if attachment.replaced:
+        if attachment.note:
+            result["note"] = attachment.note
+        elif attachment.replaced:
             result["note"] = "The kernel was gone and a replacement was started (kernel.auto-restart)."
         if cell is not None:
             store_outputs(cell, outcome)

@@ -1,0 +1,141 @@
+"""Every process a kernel starts ends with the kernel: no orphans left running.
+
+A cell starts five kinds of processes: a `subprocess` child, an `os.fork()`
+worker, a `multiprocessing` process, a child in a session of its own
+(`start_new_session=True`), and a daemon (fork, `setsid()`, fork again, the
+middle process exits, so the daemon is nobody's child the kernel knows). Then
+the kernel goes away in each way it can: the server is SIGKILLed, the
+notebook is restarted, released, or its idle kernel is culled. Every process
+of the kernel's tree must be gone within seconds. Before the kernels were
+kept (``kernels/keeper.py``) the SIGKILLed server left all five running, and
+a restart or release left the two that had left the kernel's session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rpc import RawServer, alive, descendants, text_of, wait_until_gone
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process trees are tied to the server on Linux")
+
+NOTEBOOK = "tree.ipynb"
+
+#: Prints the pids of the processes it started, all sleeping for ten minutes.
+START_A_TREE = """\
+import multiprocessing, os, subprocess, time
+started = [subprocess.Popen(['sleep', '600']).pid]
+started.append(subprocess.Popen(['sleep', '600'], start_new_session=True).pid)
+worker = os.fork()
+if worker == 0:
+    time.sleep(600)
+    os._exit(0)
+started.append(worker)
+process = multiprocessing.get_context('fork').Process(target=time.sleep, args=(600,))
+process.start()
+started.append(process.pid)
+read_end, write_end = os.pipe()
+middle = os.fork()
+if middle == 0:
+    os.setsid()
+    daemon = os.fork()
+    if daemon == 0:
+        time.sleep(600)
+        os._exit(0)
+    os.write(write_end, str(daemon).encode())
+    os._exit(0)
+os.waitpid(middle, 0)
+started.append(int(os.read(read_end, 32)))
+print(' '.join(map(str, started)))
+"""
+
+#: How long a kernel's tree may take to go once its kernel is stopped or its server killed.
+GONE_WITHIN = 10.0
+
+
+def started_at(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot): with its pid, it names one process."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return None
+
+
+@pytest.fixture
+def started_processes() -> Iterator[dict[int, int | None]]:
+    """The processes a test started through a kernel (pid: start time); whatever the
+    server left alive is killed afterwards, so a failing run leaves no ten-minute
+    sleepers behind. A pid reused since by another process is left alone."""
+    processes: dict[int, int | None] = {}
+    yield processes
+    for pid, start in processes.items():
+        if start is not None and alive(pid) and started_at(pid) == start:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def server_in(tmp_path: Path, *args: str) -> RawServer:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(exist_ok=True)
+    return RawServer(
+        workspace, "--capability", "kernel.prestart=off", *args,
+        env={"JUPYTER_RUNTIME_DIR": str(runtime)}, stderr=tmp_path / "server.log",
+    )
+
+
+def start_a_tree(server: RawServer, started: dict[int, int | None]) -> set[int]:
+    """Run the cell on the notebook's kernel; the kernel's whole tree, every process of it running."""
+    kernel_before = descendants(server.pid)
+    result = server.call("execute_code", {"notebook_name": NOTEBOOK, "code": START_A_TREE, "timeout": 60})
+    assert not result.get("isError"), text_of(result)
+    children = {int(pid) for pid in text_of(result).split()}
+    started.update({pid: started_at(pid) for pid in children})
+    tree = kernel_before | children | descendants(server.pid)
+    assert len(children) == 5 and all(alive(pid) for pid in children), text_of(result)
+    return tree
+
+
+def test_a_sigkilled_servers_kernel_takes_its_whole_tree_with_it(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
+    server = server_in(tmp_path)
+    server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
+    tree = start_a_tree(server, started_processes)
+    server.kill()
+    left = wait_until_gone(tree, GONE_WITHIN)
+    assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived the SIGKILLed server: {sorted(left)}"
+
+
+def test_restart_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
+    with server_in(tmp_path) as server:
+        server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
+        tree = start_a_tree(server, started_processes)
+        server.ok("restart_notebook", {"notebook_name": NOTEBOOK})
+        left = wait_until_gone(tree, GONE_WITHIN)
+        assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived restart_notebook: {sorted(left)}"
+
+
+def test_unuse_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
+    with server_in(tmp_path) as server:
+        server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
+        tree = start_a_tree(server, started_processes)
+        server.ok("unuse_notebook", {"notebook_name": NOTEBOOK})
+        left = wait_until_gone(tree, GONE_WITHIN)
+        assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived unuse_notebook: {sorted(left)}"
+        assert descendants(server.pid) == set(), "a released notebook's kernel left processes under the server"
+
+
+def test_a_culled_kernel_stops_its_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
+    with server_in(tmp_path, "--idle-timeout", "2") as server:
+        server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
+        started = time.monotonic()
+        tree = start_a_tree(server, started_processes)
+        left = wait_until_gone(tree, 2 + GONE_WITHIN)
+        assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived its culling: {sorted(left)}"
+        assert time.monotonic() - started > 2, "culled before it was idle for --idle-timeout"
