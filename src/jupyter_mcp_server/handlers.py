@@ -1,10 +1,22 @@
-"""Serving protocol methods on a built server through the low-level request handlers.
+"""The one reach into the SDK's low-level server, and why it is needed.
 
 `MCPServer` registers its handlers on the low-level `Server` it wraps, whose
-public API adds, replaces and looks up a handler by method. What the
-furnishings add that `MCPServer` has no decorator for (``resources/subscribe``,
-``logging/setLevel``, the task methods, a wrapper around ``tools/call``) goes
-through here, so the one reach into the wrapped server is in one place.
+public API adds, replaces and looks up a handler by method; `MCPServer`
+itself offers no way to reach it. The SDK's own seams cover the rest
+(`Extension.intercept_tool_call` for progress, tasks and argument errors,
+`Extension.methods` for the task methods, `MCPServer.middleware`), but not:
+
+- spec methods `MCPServer` has no decorator for, which an SDK `Extension`
+  may not bind: ``logging/setLevel`` (which the 2025-11-25 generation still
+  needs), ``resources/subscribe`` and ``resources/unsubscribe``,
+  ``subscriptions/listen``;
+- wrapping a spec method's answer: the task support declared on
+  ``tools/list``, every representation of an output on ``resources/read``,
+  ``prompts/get`` errors as invalid params;
+- running the low-level server on streams of our own (the stdio transport).
+
+All of that goes through here, so when the SDK grows a seam, this is the one
+file to change.
 """
 
 from __future__ import annotations

@@ -1,0 +1,67 @@
+"""Every setting declared once: the command line, the environment and the README agree.
+
+The parser is made from the declarations in ``config.py``; these tests read
+what a user reads (``--help`` and README.md) and what a bad value does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jupyter_mcp_server.config import SETTINGS, ConfigError, read_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_every_setting_is_in_the_readme_and_in_help():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_mcp_server", "start", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    for setting in SETTINGS:
+        if setting.flag:
+            assert setting.flag in readme, setting.flag
+            assert setting.flag in done.stdout, setting.flag
+        if setting.env:
+            assert setting.env in readme, setting.env
+
+
+def test_the_environment_fills_what_the_command_line_leaves(tmp_path):
+    environ = {"JUPYTER_MCP_HEARTBEAT_SECONDS": "2.5", "JUPYTER_MCP_EXTENSIONS": "", "JUPYTER_MCP_TOKEN": "env-token"}
+    config = read_config({"workspace_root": str(tmp_path), "mcp_token": "flag-token"}, environ)
+    assert config.heartbeat_seconds == 2.5
+    assert config.extensions == ()  # set but empty: no extension besides the core tools
+    assert config.mcp_token == "flag-token"  # the command line wins
+    assert "flag-token" not in repr(config)  # secrets stay out of reprs and logs
+    assert read_config({"workspace_root": str(tmp_path)}, {}).extensions is None
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"JUPYTER_MCP_HEARTBEAT_SECONDS": "soon"}, "JUPYTER_MCP_HEARTBEAT_SECONDS"),
+        ({"JUPYTER_MCP_INLINE_TEXT_CHARS": "-5"}, "JUPYTER_MCP_INLINE_TEXT_CHARS"),
+        ({"JUPYTER_URL": "ftp://example.org"}, "--jupyter-url"),
+    ],
+)
+def test_a_bad_environment_value_is_named(tmp_path, environ, named):
+    with pytest.raises(ConfigError, match=named):
+        read_config({"workspace_root": str(tmp_path)}, environ)
+
+
+def test_a_bad_variable_stops_the_server_before_it_serves(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(tmp_path)],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src"), "JUPYTER_MCP_TASK_TTL_SECONDS": "0"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "JUPYTER_MCP_TASK_TTL_SECONDS" in done.stderr and done.stdout == ""
