@@ -479,3 +479,36 @@ def test_a_started_server_sweeps_a_crash_leftovers_beside_serving(tmp_path: Path
         assert server.ok("list_files", {"path": "", "max_depth": 3})
     finally:
         assert server.close() == 0
+
+
+def test_a_writer_holding_others_back_makes_other_processes_wait(workspace: Workspace) -> None:
+    """What a write that keeps losing races relies on: while it holds the
+    directory, another process's write waits at its last check, and its own
+    write inside goes through without waiting for itself."""
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    workspace.write_atomic("nb.ipynb", b"first")
+    other = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "src")!r})
+        from jupyter_mcp_server.workspace import Workspace
+        print("ready", flush=True)
+        Workspace({str(workspace.root)!r}).write_atomic("nb.ipynb", b"theirs")
+        print(time.time(), flush=True)
+        """
+    )
+    with workspace.others_held_back("nb.ipynb"):
+        process = subprocess.Popen([sys.executable, "-c", other], stdout=subprocess.PIPE, text=True)
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        time.sleep(0.5)
+        assert workspace.read_bytes("nb.ipynb") == b"first", "the other process did not wait"
+        workspace.write_atomic("nb.ipynb", b"mine")
+        released = time.time()
+    written_at = float(process.stdout.readline())
+    assert process.wait(30) == 0
+    assert written_at >= released
+    assert workspace.read_bytes("nb.ipynb") == b"theirs"

@@ -144,6 +144,10 @@ class Workspace:
         self.root: Path = Path(os.path.realpath(os.fspath(root)))
         if not self.root.is_dir():
             raise ValueError(f"workspace root {self.root} is not an existing directory")
+        #: The directories (device, inode) whose write lock this process holds
+        #: through :meth:`others_held_back`: ``flock`` locks belong to an open
+        #: file, so locking such a directory again here would wait for ever.
+        self._held_directories: set[tuple[int, int]] = set()
 
     def _reject(self, relative: object, problem: str, next_step: str = _PASS_INSIDE) -> ToolFailure:
         return ToolFailure(
@@ -299,7 +303,7 @@ class Workspace:
                     while view:
                         view = view[os.write(fd, view) :]
                     os.fsync(fd)
-                    with _locked(directory):
+                    with self._locked_unless_held(directory):
                         self._existing(directory, name, relative, exclusive=exclusive)
                         if unchanged is not None and not unchanged():
                             raise ChangedMeanwhile(relative)
@@ -315,6 +319,42 @@ class Workspace:
                 return os.stat(name, dir_fd=directory, follow_symlinks=False)
             finally:
                 os.close(directory)
+
+    @contextlib.contextmanager
+    def others_held_back(self, relative: str) -> Iterator[None]:
+        """Hold the write lock of the directory of ``relative`` for a whole read, change and write.
+
+        Every server process takes that lock for its last check and rename
+        only. A writer that re-reads a big notebook after losing a race needs
+        longer than the winner needs for its next write, so it would lose for
+        as long as the winner keeps writing; holding the lock from before its
+        read until its own rename makes the others wait at their last check
+        instead (and then find the file changed and re-read it themselves).
+        :meth:`write_atomic` inside knows the lock is held.
+        """
+        names = self._names_of(relative)
+        with self._explained(relative):
+            directory = self._open_directory(names[:-1], create_missing=False)
+        try:
+            status = os.fstat(directory)
+            identity = (status.st_dev, status.st_ino)
+            if identity in self._held_directories:
+                yield
+                return
+            with _locked(directory):
+                self._held_directories.add(identity)
+                try:
+                    yield
+                finally:
+                    self._held_directories.discard(identity)
+        finally:
+            os.close(directory)
+
+    def _locked_unless_held(self, directory: int) -> contextlib.AbstractContextManager[None]:
+        status = os.fstat(directory)
+        if (status.st_dev, status.st_ino) in self._held_directories:
+            return contextlib.nullcontext()
+        return _locked(directory)
 
     def _existing(
         self, directory: int, name: str, relative: str, *, exclusive: bool

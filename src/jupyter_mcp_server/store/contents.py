@@ -25,6 +25,7 @@ Two ways to reach the contents:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from datetime import datetime, timezone
 from fnmatch import fnmatchcase
@@ -118,6 +119,10 @@ class ContentsFiles:
     def trusts(self, snapshot: Snapshot) -> bool:
         """A file whose ``last_modified`` and size are as read is taken as read."""
         return True
+
+    def others_held_back(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Nothing to hold: the contents API has no lock, so a retry relies on its pauses alone."""
+        return contextlib.nullcontext()
 
     async def write(
         self, key: str, data: bytes, *, exclusive: bool = False, unchanged_since: Snapshot | None = None
