@@ -72,6 +72,11 @@ class NotebookView:
     notebook: NotebookNode
     revision: str
     format: str
+    #: The file's nbformat version when older than 4.5 ("3.0", "4.4"): the
+    #: next write saves it as 4.5.
+    older_format: str | None = None
+    #: On the view a mutation answers with: the version that write upgraded the file from.
+    upgraded_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,8 @@ class _Document:
     #: The notebook may no longer match the file (a change failed half-way):
     #: the file is read again, and this copy only lends its ids.
     stale: bool = False
+    #: The file's older nbformat version, until this store writes it as 4.5.
+    older_format: str | None = None
 
     @property
     def revision(self) -> str:
@@ -386,10 +393,11 @@ class NotebookStore:
         except BaseException:
             self._retire(key)
             raise
+        upgraded_from = document.older_format
         document = _Document(document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns))
         self._documents[key] = document
         self.announce_write(key, revision)
-        return result, _view(key, document)
+        return result, replace(_view(key, document), upgraded_from=upgraded_from)
 
     def announce_write(self, key: str, revision: str) -> None:
         """Tell the observers that ``key`` now holds ``revision``, written by this server."""
@@ -448,11 +456,16 @@ class NotebookStore:
             data = await self.files.read_bytes(key)
         previous = document.notebook if document is not None else None
         try:
-            notebook = formats.parse_notebook(data, fmt, key, previous)
+            notebook, older_format = formats.parse_notebook(data, fmt, key, previous)
         except ToolFailure:
             self._retire(key)  # keep its ids for when the file is fixed
             raise
-        document = _Document(notebook, fmt, Snapshot(fingerprint, revision_of(data), checked_ns))
+        document = _Document(
+            notebook,
+            fmt,
+            Snapshot(fingerprint, revision_of(data), checked_ns),
+            older_format=older_format,
+        )
         self._documents[key] = document
         return document
 
@@ -463,7 +476,9 @@ class NotebookStore:
 
 
 def _view(key: str, document: _Document) -> NotebookView:
-    return NotebookView(key, document.notebook, document.revision, document.format)
+    return NotebookView(
+        key, document.notebook, document.revision, document.format, document.older_format
+    )
 
 
 def revision_conflict(key: str, expected: str, current: str) -> ToolFailure:

@@ -6,7 +6,7 @@ Each model is what a tool publishes as its ``outputSchema`` and what its
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 def plain_schema(schema: dict[str, Any]) -> None:
@@ -30,7 +30,29 @@ class Result(BaseModel):
     model_config = ConfigDict(json_schema_extra=plain_schema)
 
 
-class Revisioned(Result):
+class MayUpgradeFormat(Result):
+    """A result that says when a notebook's older nbformat version was, or will be, saved as 4.5.
+
+    Left out of the structured result when there is nothing to say, so the
+    results of the many notebooks already in 4.5 stay as they were.
+    """
+
+    format_upgraded: dict[str, str] | None = Field(
+        default=None,
+        description='Set when the file is in an older nbformat ({"from": "3.0", "to": "4.5"}): '
+        "an edit saved it as the newer one; a read says the first edit will.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_an_absent_upgrade(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = serialize(self)
+        upgraded = data.pop("format_upgraded", None)
+        if upgraded is not None:
+            data["format_upgraded"] = upgraded  # last: after what the call is about
+        return data
+
+
+class Revisioned(MayUpgradeFormat):
     revision: str = Field(description="The notebook's revision after the call.")
 
 
@@ -155,7 +177,7 @@ class ErrorModel(Result):
     traceback: list[str]
 
 
-class ExecutionResult(Result):
+class ExecutionResult(MayUpgradeFormat):
     """Output schema 1.0 (seeds/004), plus status, and cell_id and revision where a cell ran."""
 
     schema_version: Literal["1.0"] = "1.0"

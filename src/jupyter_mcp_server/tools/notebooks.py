@@ -9,7 +9,12 @@ from pydantic import Field
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path, server
-from jupyter_mcp_server.tools.rendering import cell_heading, output_blocks, source_preview
+from jupyter_mcp_server.tools.rendering import (
+    cell_heading,
+    output_blocks,
+    source_preview,
+    upgrade_ahead,
+)
 from jupyter_mcp_server.tools.results import answer, tool_handler
 
 NotebookName = Annotated[
@@ -79,18 +84,20 @@ async def use_notebook(
         kernel = (await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))).kernel
     state.names[notebook_name] = path
     state.current = path
+    upgraded, said = upgrade_ahead(view)
     result = models.NotebookUsed(
         notebook_name=notebook_name,
         notebook_path=path,
         cell_count=len(view.notebook.cells),
         kernel_id=kernel.kernel_id,
         revision=view.revision,
+        format_upgraded=upgraded,
     )
     verb = "Created" if mode == "create" else "Opened"
     return answer(
         result.model_dump(),
         f"{verb} '{path}' ({result.cell_count} cells, revision {view.revision}) as '{notebook_name}' "
-        f"on kernel {kernel.kernel_id} ({kernel.kernel_name}). It is now this connection's current notebook.",
+        f"on kernel {kernel.kernel_id} ({kernel.kernel_name}). It is now this connection's current notebook.{said}",
     )
 
 
@@ -187,7 +194,10 @@ async def read_notebook(
     detailed = response_format == "detailed"
     summaries = []
     shown = f"cells {start_index}-{stop - 1}:" if stop > start_index else "no cells in this page."
+    upgraded, said = upgrade_ahead(view)
     lines = [f"'{path}': {len(cells)} cells, revision {view.revision}; {shown}"]
+    if said:
+        lines.insert(0, said.strip())
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
@@ -203,7 +213,9 @@ async def read_notebook(
         )
         lines.append(cell_heading(index, cell))
         lines.append(source if detailed else source_preview(source))
-    result = models.NotebookRead(cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision)
+    result = models.NotebookRead(
+        cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision, format_upgraded=upgraded
+    )
     if stop < len(cells):
         lines.append(f"… {len(cells) - stop} more cells: call again with start_index={stop}.")
     return answer(result.model_dump(), "\n".join(lines))

@@ -32,7 +32,7 @@ from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path, server
 from jupyter_mcp_server.tools.cells import insertion_index
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
-from jupyter_mcp_server.tools.rendering import output_blocks
+from jupyter_mcp_server.tools.rendering import output_blocks, upgrade_by_edit
 from jupyter_mcp_server.tools.results import answer, failure, tool_handler
 
 Timeout = Annotated[
@@ -85,6 +85,7 @@ def execution_result(
     revision: str | None = None,
     note: str | None = None,
     path: str | None = None,
+    format_upgraded: dict[str, str] | None = None,
 ) -> CallToolResult:
     """Output schema 1.0 in structuredContent; the outputs themselves in content.
 
@@ -100,6 +101,7 @@ def execution_result(
         status=outcome.status,  # type: ignore[arg-type]
         cell_id=cell_id,
         revision=revision,
+        format_upgraded=format_upgraded,
     ).model_dump()
     content: list[Any] = []
     if note:
@@ -164,24 +166,36 @@ def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
 
 
 async def run_cell(view: NotebookView, cell_id: str, source: str, timeout: float) -> CallToolResult:
-    """Run a cell of the notebook ``view`` was just read from, and store its outputs."""
+    """Run a cell of the notebook ``view`` was just read from (or written to), and store its outputs."""
     context = server()
     path = view.path
     attachment = await context.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(view.notebook))
     outcome = await run_on(attachment.kernel, source, timeout, path)
-    note = (
-        f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
-        "earlier variables, imports and definitions are not in it."
-        if attachment.replaced
-        else None
-    )
+    notes = []
+    if attachment.replaced:
+        notes.append(
+            f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
+            "earlier variables, imports and definitions are not in it."
+        )
     try:
         _, written = await context.store.mutate(path, cell_writer(cell_id, source, outcome))
     except ToolFailure as error:
-        result = execution_result(outcome, cell_id=cell_id, note=note)
+        # The insert before the run may have been the edit that upgraded the file.
+        upgraded, said = upgrade_by_edit(view)
+        result = execution_result(
+            outcome, cell_id=cell_id, note=" ".join([*notes, said.strip()]).strip() or None, format_upgraded=upgraded
+        )
         error.details.setdefault("current_revision", await _revision_or_none(path))
         return failure(error, structured=result.structured_content, content=result.content[:])
-    return execution_result(outcome, cell_id=cell_id, revision=written.revision, note=note, path=path)
+    upgraded, said = upgrade_by_edit(view if view.upgraded_from else written)
+    return execution_result(
+        outcome,
+        cell_id=cell_id,
+        revision=written.revision,
+        note=" ".join([*notes, said.strip()]).strip() or None,
+        path=path,
+        format_upgraded=upgraded,
+    )
 
 
 async def _revision_or_none(path: str) -> str | None:
