@@ -54,7 +54,11 @@ def test_root_is_resolved_through_symlinks(tmp_path: Path) -> None:
 def test_resolve_names_paths_inside_the_root(workspace: Workspace) -> None:
     assert workspace.resolve("") == workspace.root
     assert workspace.resolve("a/b.ipynb") == workspace.root / "a" / "b.ipynb"
-    assert workspace.resolve("~") == workspace.root / "~"
+    assert workspace.resolve("~notes.ipynb") == workspace.root / "~notes.ipynb"
+    assert workspace.resolve("a/~") == workspace.root / "a" / "~"
+    assert workspace.resolve("price $5.ipynb") == workspace.root / "price $5.ipynb"
+    assert workspace.resolve("50% off.ipynb") == workspace.root / "50% off.ipynb"
+    assert workspace.resolve("col\u00b7lecci\u00f3.ipynb").name == "col\u00b7lecci\u00f3.ipynb"
     assert workspace.resolve("./x") == workspace.root / "x"
 
 
@@ -512,3 +516,53 @@ def test_a_writer_holding_others_back_makes_other_processes_wait(workspace: Work
     assert process.wait(30) == 0
     assert written_at >= released
     assert workspace.read_bytes("nb.ipynb") == b"theirs"
+
+
+@pytest.mark.parametrize(
+    "relative, meant",
+    [
+        ("~", "'~' is not expanded"),
+        ("~/x.ipynb", "'~' is not expanded"),
+        ("~bob/x.ipynb", "'~bob' is not expanded"),
+        ("$HOME/x.ipynb", "'$HOME' is not expanded"),
+        ("${HOME}/x.ipynb", "'${HOME}' is not expanded"),
+        ("a/$USER/x.ipynb", "'$USER' is not expanded"),
+        ("%USERPROFILE%/x.ipynb", "'%USERPROFILE%' is not expanded"),
+        ("file:x.ipynb", "'file:' URI"),
+        ("FILE:///tmp/x.ipynb", "'file:' URI"),
+        ("notebook:///x.ipynb", "'notebook:' URI"),
+        ("%2e%2e/x.ipynb", "'%2e' is percent-encoded '.'"),
+        ("%252e%252e/x.ipynb", "'%25' is percent-encoded '%'"),
+        ("a%2Fb.ipynb", "'%2F' is percent-encoded '/'"),
+        ("my%20notebook.ipynb", "'%20' is percent-encoded ' '"),
+        ("caf%C3%A9.ipynb", "'%C3' is a percent-encoded byte"),
+        ("\u2024\u2024/x.ipynb", "U+2024 ONE DOT LEADER"),
+        ("\u2025/x.ipynb", "U+2025 TWO DOT LEADER"),
+        ("\uff0e\uff0e/x.ipynb", "U+FF0E FULLWIDTH FULL STOP"),
+        ("x\ufe52ipynb", "U+FE52 SMALL FULL STOP"),
+        ("a\uff0fb.ipynb", "U+FF0F FULLWIDTH SOLIDUS"),
+        ("..\u200b/x.ipynb", "U+200B ZERO WIDTH SPACE"),
+    ],
+)
+def test_names_that_are_almost_certainly_mistakes_say_what_was_meant(
+    workspace: Workspace, relative: str, meant: str
+) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        workspace.resolve(relative)
+    assert caught.value.code == "invalid_path"
+    assert meant in caught.value.message, caught.value.message
+    assert "relative to the workspace" in caught.value.message
+    with pytest.raises(ToolFailure):
+        workspace.write_atomic(relative, b"x")
+    assert os.listdir(workspace.root) == []
+
+
+def test_such_a_name_that_really_exists_is_served(workspace: Workspace) -> None:
+    for name in ("~", "$HOME", "%2e%2e", "\u2024\u2024", "file:x", "my%20notebook.ipynb"):
+        (workspace.root / name).mkdir()
+        assert workspace.resolve(name) == workspace.root / name
+        assert workspace.resolve(f"{name}/new.ipynb") == workspace.root / name / "new.ipynb"
+    workspace.write_atomic("~/new.ipynb", b"{}")
+    assert (workspace.root / "~" / "new.ipynb").read_bytes() == b"{}"
+    # Only the part that exists is vouched for: a mistake below it is still one.
+    assert failure_code(workspace.resolve, "~/$HOME/x.ipynb") == "invalid_path"

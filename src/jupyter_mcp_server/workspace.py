@@ -11,6 +11,12 @@ a symlink appearing there makes the open fail instead of leaving the root.
 Writes go to a temporary file in the same directory and are renamed into
 place, so a reader never sees half a notebook and a crash never loses one.
 
+Some names are legal yet almost certainly not what the caller meant, and
+used literally they would quietly make a folder called '~' or '$HOME': a
+leading '~', an environment variable, a ``file:`` URI, percent-encoding,
+characters that only look like '.' or '/'. They are refused with what was
+probably meant, unless that name really is on disk (then it is the one meant).
+
 POSIX only: the walk needs ``dir_fd`` and ``O_NOFOLLOW``.
 """
 
@@ -30,7 +36,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypedDict
-from urllib.parse import quote, unquote_to_bytes
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 from jupyter_mcp_server.errors import (
     ALREADY_EXISTS,
@@ -54,6 +60,28 @@ _BROKEN_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # RFC 3986 pchar without '%': unreserved, sub-delims, ':' and '@'.
 _URI_PATH_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@")
 _PASS_INSIDE = "Pass a path inside the workspace such as 'notebook.ipynb'."
+# Names that are almost certainly not what the caller meant (a shell or a URL
+# would have turned them into something else), refused unless they exist.
+_VARIABLE = re.compile(r"\$\{[A-Za-z_]\w*\}|^\$[A-Za-z_]\w*|^%[A-Za-z_]\w*%")
+_HOME_OF_USER = re.compile(r"~[A-Za-z_][\w.-]*")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_URI_SCHEMES = ("file:", "notebook:")
+# Characters that look like '.', '/' or '\\' and are not (NFKC folds all but
+# the two mathematical slashes into them). The horizontal ellipsis is left
+# out: people type it in titles.
+_LOOK_ALIKES = {
+    "\u2024": ".",
+    "\u2025": "..",
+    "\ufe19": "...",
+    "\ufe30": "..",
+    "\ufe52": ".",
+    "\uff0e": ".",
+    "\u2215": "/",
+    "\u29f8": "/",
+    "\uff0f": "/",
+    "\ufe68": "\\",
+    "\uff3c": "\\",
+}
 _CHECK_IT = "Check the file, or pass another path inside the workspace."
 # The OS errors a caller can act on, said as what is wrong with the path.
 _OS_REASONS = {
@@ -133,6 +161,55 @@ def _problem_with(relative: str) -> str | None:
     return None
 
 
+def _likely_mistakes(parts: list[str]) -> Iterator[tuple[int, str, str]]:
+    """The components of a path that are almost certainly not what was meant:
+    each one's index, what is wrong with it, and what to do instead."""
+    plain = "Give a path relative to the workspace, such as 'notebook.ipynb'."
+
+    def not_expanded(index: int, what: str) -> str:
+        rest = "/".join(parts[index + 1 :]) or "notebook.ipynb"
+        return f"{what!r} is not expanded: give a path relative to the workspace, such as {rest!r}."
+
+    if parts and (parts[0] == "~" or (len(parts) > 1 and _HOME_OF_USER.fullmatch(parts[0]))):
+        yield 0, f"starts with '{parts[0]}'", not_expanded(0, parts[0])
+    if parts and parts[0].lower().startswith(_URI_SCHEMES):
+        scheme = parts[0].split(":", 1)[0].lower()
+        if scheme == "notebook":
+            instead = "Pass the workspace path the URI names, or read the URI with resources/read."
+        else:
+            instead = plain
+        yield 0, f"is a '{scheme}:' URI, not a path", instead
+    for index, part in enumerate(parts):
+        escape = _PERCENT_ESCAPE.search(part)
+        if escape:
+            byte = int(escape.group()[1:], 16)
+            meaning = f"percent-encoded {chr(byte)!r}" if byte < 0x80 else "a percent-encoded byte"
+            decoded = unquote("/".join(parts))
+            instead = f", such as {decoded!r}" if _problem_with(decoded) is None else ""
+            yield index, f"looks URL-encoded: '{escape.group()}' is {meaning}", (
+                f"Paths are plain text, not URL-encoded: write the characters themselves{instead}."
+            )
+        # After the escapes: '%C3%A9' is a URL's 'é', not a Windows variable.
+        variable = _VARIABLE.search(part)
+        if variable:
+            yield index, f"holds '{variable.group()}', an environment variable", not_expanded(
+                index, variable.group()
+            )
+        look_alike = next((c for c in part if c in _LOOK_ALIKES), None)
+        if look_alike is not None:
+            yield index, (
+                f"contains {look_alike!r} (U+{ord(look_alike):04X} {unicodedata.name(look_alike)}), "
+                f"which looks like {_LOOK_ALIKES[look_alike]!r} but is another character"
+            ), f"Write a plain {_LOOK_ALIKES[look_alike][0]!r} where one was meant. " + plain
+        invisible = [c for c in part if unicodedata.category(c) == "Cf"]
+        if invisible and "".join(c for c in part if c not in invisible) in (".", ".."):
+            shown = invisible[0]
+            yield index, (
+                f"looks like '{part.translate(dict.fromkeys(map(ord, invisible)))}' but holds "
+                f"U+{ord(shown):04X} {unicodedata.name(shown, 'an invisible character')}"
+            ), plain
+
+
 def _iso_utc(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -175,6 +252,11 @@ class Workspace:
         problem = _problem_with(relative)
         if problem:
             raise self._reject(relative, problem)
+        parts = [part for part in relative.split("/") if part not in ("", ".")]
+        for index, mistake, instead in _likely_mistakes(parts):
+            # A name that really is on disk is the one meant, odd as it looks.
+            if not os.path.lexists(self.root.joinpath(*parts[: index + 1])):
+                raise self._reject(relative, mistake, instead)
         try:
             real = Path(os.path.realpath(self.root / relative))
         except OSError:
