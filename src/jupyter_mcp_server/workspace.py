@@ -26,6 +26,7 @@ import contextlib
 import errno
 import fcntl
 import fnmatch
+import logging
 import os
 import re
 import secrets
@@ -46,9 +47,18 @@ from jupyter_mcp_server.errors import (
     ToolFailure,
 )
 
+logger = logging.getLogger(__name__)
+
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
+#: Components a path may have. Real notebooks live a few levels down; a path
+#: hundreds of levels deep is a loop or an attack, and every walk over the
+#: workspace (the crash sweep included) stops at this depth.
+MAX_PATH_DEPTH = 128
 MAX_LIST_DEPTH = 3
+#: Entries the start-up sweep for a crash's temporary files looks at, at most
+#: (a workspace may be a whole home directory).
+MAX_SWEPT_ENTRIES = 1_000_000
 URI_PREFIX = "notebook:///"
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -158,7 +168,14 @@ def _problem_with(relative: str) -> str | None:
         return f"is longer than {MAX_PATH_BYTES} bytes"
     if any(len(name) > MAX_NAME_BYTES for name in encoded.split(b"/")):
         return f"has a name longer than {MAX_NAME_BYTES} bytes"
+    depth = _depth_of(relative)
+    if depth > MAX_PATH_DEPTH:
+        return f"is {depth} levels deep; paths may be at most {MAX_PATH_DEPTH} levels deep"
     return None
+
+
+def _depth_of(relative: str) -> int:
+    return sum(1 for part in relative.split("/") if part not in ("", "."))
 
 
 def _likely_mistakes(parts: list[str]) -> Iterator[tuple[int, str, str]]:
@@ -227,10 +244,12 @@ class Workspace:
         self._held_directories: set[tuple[int, int]] = set()
 
     def _reject(self, relative: object, problem: str, next_step: str = _PASS_INSIDE) -> ToolFailure:
+        shown = repr(relative)
+        if len(shown) > 300:  # a path thousands of characters long, said once is enough
+            shown = f"{shown[:150]}…{shown[-50:]}"
         return ToolFailure(
             INVALID_PATH,
-            f"Paths are relative to the workspace root {self.root}; {relative!r} {problem}. "
-            + next_step,
+            f"Paths are relative to the workspace root {self.root}; {shown} {problem}. " + next_step,
             path=relative if isinstance(relative, str) else None,
         )
 
@@ -459,19 +478,67 @@ class Workspace:
             raise self._reject(relative, "is a directory or special file", _CHECK_IT)
         return existing
 
-    def remove_stale_temp_files(self) -> int:
+    def remove_stale_temp_files(
+        self, *, max_depth: int = MAX_PATH_DEPTH, max_entries: int = MAX_SWEPT_ENTRIES
+    ) -> int:
         """Delete temporary files a crashed write left behind; how many there were.
 
         A write holds a lock on its temporary file until the rename, so one
         that can be locked was left by a process that died; one that cannot
         is another server's write in flight on the same workspace, and stays.
+
+        The walk keeps its own list of directories (a recursive walk fails
+        thousands of levels down) and is bounded: no write goes deeper than
+        ``max_depth`` levels, so nothing below is looked into, and it stops
+        after ``max_entries`` entries. What it left out is logged; nothing in
+        it raises, since one odd directory must not cost the rest.
         """
-        removed = 0
-        for directory, subdirectories, files in os.walk(self.root):
-            subdirectories[:] = [d for d in subdirectories if d not in _SKIPPED_WHEN_CLEANING]
-            for name in files:
-                if _TEMPORARY_NAME.fullmatch(name) and _abandoned(os.path.join(directory, name)):
+        removed = entries = 0
+        too_deep: list[str] = []
+        unreadable = 0
+        pending: list[tuple[str, int]] = [(os.fspath(self.root), 0)]
+        while pending:
+            directory, depth = pending.pop()
+            try:
+                with os.scandir(directory) as scan:
+                    children = list(scan)
+            except OSError:
+                unreadable += 1  # unreadable, or gone since it was listed
+                continue
+            for child in children:
+                entries += 1
+                if entries > max_entries:
+                    logger.warning(
+                        "Stopped looking for temporary files left by a crash after %d entries "
+                        "of %s; any further on stay until they are deleted by hand",
+                        max_entries,
+                        self.root,
+                    )
+                    return removed
+                try:
+                    is_directory = child.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_directory:
+                    if child.name in _SKIPPED_WHEN_CLEANING:
+                        continue
+                    if depth + 1 >= max_depth:
+                        too_deep.append(child.path)
+                    else:
+                        pending.append((child.path, depth + 1))
+                elif _TEMPORARY_NAME.fullmatch(child.name) and _abandoned(child.path):
                     removed += 1
+        if too_deep:
+            logger.info(
+                "Did not look for temporary files left by a crash in %d directories %d levels "
+                "below %s, deeper than any path may go, such as %s",
+                len(too_deep),
+                max_depth,
+                self.root,
+                os.path.relpath(too_deep[0], self.root)[:200],
+            )
+        if unreadable:
+            logger.debug("Could not list %d directories while looking for temporary files", unreadable)
         return removed
 
     def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[FileEntry]:
