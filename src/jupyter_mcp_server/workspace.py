@@ -3,7 +3,9 @@
 Agents name notebooks with paths and ``notebook:///`` URIs they make up, so a
 single place has to decide what a name may mean. A path is relative to the
 root, never absolute, never contains ``..`` (in any spelling, backslashes
-included), and must not resolve outside the root through a symlink. Checking
+included), is at most 128 levels deep (deeper is a loop or an attack, and
+would make every walk over the workspace unbounded), and must not resolve
+outside the root through a symlink. Checking
 a path and then opening it leaves a window in which a directory can be
 swapped for a symlink, so reads and writes walk from a descriptor of the root
 one component at a time with ``O_NOFOLLOW`` along the already resolved path:
