@@ -113,7 +113,7 @@ WELL_FORMED = [path for path in JUPYTEXT + NBFORMAT if not nbformat_rejects(path
 def test_serialization_is_byte_identical_to_nbformat_writes(source: Path) -> None:
     require(WELL_FORMED)
     data = source.read_bytes()
-    notebook = formats.parse_notebook(data, formats.IPYNB, source.name)
+    notebook = formats.parse_notebook(data, formats.IPYNB, source.name).notebook
     expected = nbformat.writes(copy.deepcopy(notebook)) + "\n"
     assert formats.serialize_notebook(notebook, formats.IPYNB) == expected.encode()
 

@@ -170,3 +170,28 @@ async def test_a_json_lines_session(workspace: Path) -> None:
         if client.process.returncode is None:
             client.process.kill()
             await client.process.wait()
+
+
+async def test_open_and_save_say_when_an_older_nbformat_becomes_4_5(workspace: Path) -> None:
+    from nbformat import v3
+
+    path = workspace / "old.ipynb"
+    cells = [v3.new_code_cell(input="1 + 1")]
+    path.write_text(v3.writes_json(v3.new_notebook(worksheets=[v3.new_worksheet(cells=cells)])))
+    client = await start(workspace)
+    try:
+        opened = await client.call("open", path="old.ipynb")
+        assert opened["format_upgraded"] == {"from": "3.0", "to": "4.5"}
+        saved = await client.call("save", path="old.ipynb", revision=opened["revision"])
+        assert saved["format_upgraded"] == {"from": "3.0", "to": "4.5"}
+        on_disk = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        assert (on_disk.nbformat, on_disk.nbformat_minor) == (4, 5) and on_disk.cells[0].source == "1 + 1"
+        again = await client.call("open", path="old.ipynb")
+        assert "format_upgraded" not in again
+        assert "format_upgraded" not in await client.call("save", path="old.ipynb", revision=again["revision"])
+        await client.call("shutdown")
+        assert await asyncio.wait_for(client.process.wait(), timeout=30) == 0
+    finally:
+        if client.process.returncode is None:
+            client.process.kill()
+            await client.process.wait()

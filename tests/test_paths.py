@@ -178,3 +178,61 @@ async def test_notebook_resources_and_kernel_files(workspace, outside):
             if Path(path).name.startswith("kernel-") or path.endswith(".json") or "jmcp-tmp" in path
         ]
         assert strays == []
+
+
+#: Names an agent almost certainly did not mean literally, and what the refusal says it meant.
+MISTAKES = {
+    "~/analysis.ipynb": "'~' is not expanded",
+    "~": "'~' is not expanded",
+    "$HOME/analysis.ipynb": "'$HOME' is not expanded",
+    "${HOME}/work/analysis.ipynb": "'${HOME}' is not expanded",
+    "file:analysis.ipynb": "'file:' URI",
+    "file:///home/me/analysis.ipynb": "'file:' URI",
+    "%2e%2e/analysis.ipynb": "'%2e' is percent-encoded '.'",
+    "work%2fanalysis.ipynb": "'%2f' is percent-encoded '/'",
+    "\u2024\u2024/analysis.ipynb": "U+2024 ONE DOT LEADER",
+    "\uff0e\uff0e/analysis.ipynb": "U+FF0E FULLWIDTH FULL STOP",
+    "work/analysis\uff0eipynb": "U+FF0E FULLWIDTH FULL STOP",
+}
+
+
+async def test_names_that_are_almost_certainly_mistakes_are_refused_with_what_was_meant(workspace):
+    async with serve(workspace, "--capability", "kernel.prestart=off") as client:
+        for path, meant in MISTAKES.items():
+            notebook = path if path.endswith("ipynb") else path + "/analysis.ipynb"
+            calls = [
+                ("use_notebook", {"notebook_name": "n", "notebook_path": notebook, "mode": "create", "kernel_name": "none"}),
+                ("use_notebook", {"notebook_name": notebook, "mode": "connect", "kernel_name": "none"}),
+                ("insert_cell", {"notebook_name": notebook, "cell_index": -1, "cell_type": "raw", "cell_source": "x"}),
+                ("read_notebook", {"notebook_name": notebook}),
+                ("list_files", {"path": path}),
+            ]
+            for tool, arguments in calls:
+                result = await refused(client, tool, arguments, "invalid_path")
+                assert meant in text_of(result), f"{tool} {path!r}: {text_of(result)}"
+                assert "relative to the workspace" in text_of(result)
+    assert os.listdir(workspace) == [], "a refused name created something"
+
+
+async def test_such_a_name_that_really_exists_is_served(workspace):
+    for name in ("~", "$HOME", "%2e%2e", "\uff0e\uff0e"):
+        (workspace / name).mkdir()
+        nbformat.write(nbformat.v4.new_notebook(), workspace / name / "analysis.ipynb")
+    async with serve(workspace, "--capability", "kernel.prestart=off") as client:
+        for name in ("~", "$HOME", "%2e%2e", "\uff0e\uff0e"):
+            listed = await ok(client, "list_files", {"path": name})
+            assert [entry["path"] for entry in listed["files"]] == [f"{name}/analysis.ipynb"]
+            await ok(
+                client,
+                "insert_cell",
+                {"notebook_name": f"{name}/analysis.ipynb", "cell_index": -1, "cell_type": "raw", "cell_source": "x"},
+            )
+            # A new file inside the existing folder is fine too: the folder is what was meant.
+            await refused(
+                client,
+                "use_notebook",
+                {"notebook_name": "n", "notebook_path": f"{name}/new.ipynb", "mode": "create", "kernel_name": "none"},
+                "not_found",  # the kernelspec, checked after the path
+            )
+    for name in ("~", "$HOME", "%2e%2e", "\uff0e\uff0e"):
+        assert len(nbformat.read(workspace / name / "analysis.ipynb", as_version=4).cells) == 1

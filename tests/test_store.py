@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -269,10 +270,16 @@ async def test_a_file_that_keeps_changing_is_a_conflict_not_a_loop(
         saves.append(save(path, notebook_with(str(len(saves) + 1))))
         notebook.cells[0].source = "ours"
 
+    # Bounded by time, not by a count of attempts: an editor that takes no
+    # lock and saves between every read and write wins until the deadline.
+    store.write_deadline = 0.5
+    started = time.monotonic()
     failure = await refused(
         REVISION_CONFLICT, store.mutate("busy.ipynb", change_while_someone_keeps_saving)
     )
-    assert len(saves) == 2
+    assert 0.5 <= time.monotonic() - started < 3
+    assert len(saves) > 2
+    assert "kept changing" in failure.message and "0.5 s" in failure.message
     assert failure.details["current_revision"] == revision_of(saves[-1])
     assert path.read_bytes() == saves[-1]
 
@@ -401,10 +408,13 @@ async def test_v4_0_is_upgraded_in_memory_and_on_the_first_write_only(
     assert view.notebook.nbformat_minor == 5 and all(ids)
     assert view.notebook.cells[0].source == "a = 1\nb = 2\n"
     assert view.revision == revision_of(data)
+    assert view.older_format == "4.0" and view.upgraded_from is None
     assert [cell.id for cell in (await store.read("old.ipynb")).notebook.cells] == ids
     assert path.read_bytes() == data, "reading never writes"
 
-    await store.mutate("old.ipynb", lambda notebook: None)
+    _, written = await store.mutate("old.ipynb", lambda notebook: None)
+    assert written.upgraded_from == "4.0" and written.older_format is None
+    assert (await store.read("old.ipynb")).older_format is None
     on_disk = nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT)
     nbformat.validate(on_disk)
     assert on_disk.nbformat_minor == 5
@@ -422,9 +432,13 @@ async def test_v3_is_upgraded_in_memory_and_on_the_first_write_only(
     view = await store.read("v3.ipynb")
     assert (view.notebook.nbformat, view.notebook.nbformat_minor) == (4, 5)
     assert [cell.source for cell in view.notebook.cells] == ["# Title", "1 + 1"]
+    assert view.older_format == "3.0"
     assert path.read_bytes() == data
 
-    await store.mutate("v3.ipynb", append("2 + 2"))
+    _, written = await store.mutate("v3.ipynb", append("2 + 2"))
+    assert written.upgraded_from == "3.0"
+    _, again = await store.mutate("v3.ipynb", append("3 + 3"))
+    assert again.upgraded_from is None, "said once, by the write that upgraded"
     on_disk = nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT)
     nbformat.validate(on_disk)
     assert (on_disk.nbformat, on_disk.nbformat_minor) == (4, 5)

@@ -54,7 +54,11 @@ def test_root_is_resolved_through_symlinks(tmp_path: Path) -> None:
 def test_resolve_names_paths_inside_the_root(workspace: Workspace) -> None:
     assert workspace.resolve("") == workspace.root
     assert workspace.resolve("a/b.ipynb") == workspace.root / "a" / "b.ipynb"
-    assert workspace.resolve("~") == workspace.root / "~"
+    assert workspace.resolve("~notes.ipynb") == workspace.root / "~notes.ipynb"
+    assert workspace.resolve("a/~") == workspace.root / "a" / "~"
+    assert workspace.resolve("price $5.ipynb") == workspace.root / "price $5.ipynb"
+    assert workspace.resolve("50% off.ipynb") == workspace.root / "50% off.ipynb"
+    assert workspace.resolve("col\u00b7lecci\u00f3.ipynb").name == "col\u00b7lecci\u00f3.ipynb"
     assert workspace.resolve("./x") == workspace.root / "x"
 
 
@@ -479,3 +483,226 @@ def test_a_started_server_sweeps_a_crash_leftovers_beside_serving(tmp_path: Path
         assert server.ok("list_files", {"path": "", "max_depth": 3})
     finally:
         assert server.close() == 0
+
+
+def test_a_writer_holding_others_back_makes_other_processes_wait(workspace: Workspace) -> None:
+    """What a write that keeps losing races relies on: while it holds the
+    directory, another process's write waits at its last check, and its own
+    write inside goes through without waiting for itself."""
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    workspace.write_atomic("nb.ipynb", b"first")
+    other = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "src")!r})
+        from jupyter_mcp_server.workspace import Workspace
+        print("ready", flush=True)
+        Workspace({str(workspace.root)!r}).write_atomic("nb.ipynb", b"theirs")
+        print(time.time(), flush=True)
+        """
+    )
+    with workspace.others_held_back("nb.ipynb"):
+        process = subprocess.Popen([sys.executable, "-c", other], stdout=subprocess.PIPE, text=True)
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        time.sleep(0.5)
+        assert workspace.read_bytes("nb.ipynb") == b"first", "the other process did not wait"
+        workspace.write_atomic("nb.ipynb", b"mine")
+        released = time.time()
+    written_at = float(process.stdout.readline())
+    assert process.wait(30) == 0
+    assert written_at >= released
+    assert workspace.read_bytes("nb.ipynb") == b"theirs"
+
+
+@pytest.mark.parametrize(
+    "relative, meant",
+    [
+        ("~", "'~' is not expanded"),
+        ("~/x.ipynb", "'~' is not expanded"),
+        ("~bob/x.ipynb", "'~bob' is not expanded"),
+        ("$HOME/x.ipynb", "'$HOME' is not expanded"),
+        ("${HOME}/x.ipynb", "'${HOME}' is not expanded"),
+        ("a/$USER/x.ipynb", "'$USER' is not expanded"),
+        ("%USERPROFILE%/x.ipynb", "'%USERPROFILE%' is not expanded"),
+        ("file:x.ipynb", "'file:' URI"),
+        ("FILE:///tmp/x.ipynb", "'file:' URI"),
+        ("notebook:///x.ipynb", "'notebook:' URI"),
+        ("%2e%2e/x.ipynb", "'%2e' is percent-encoded '.'"),
+        ("%252e%252e/x.ipynb", "'%25' is percent-encoded '%'"),
+        ("a%2Fb.ipynb", "'%2F' is percent-encoded '/'"),
+        ("my%20notebook.ipynb", "'%20' is percent-encoded ' '"),
+        ("caf%C3%A9.ipynb", "'%C3' is a percent-encoded byte"),
+        ("\u2024\u2024/x.ipynb", "U+2024 ONE DOT LEADER"),
+        ("\u2025/x.ipynb", "U+2025 TWO DOT LEADER"),
+        ("\uff0e\uff0e/x.ipynb", "U+FF0E FULLWIDTH FULL STOP"),
+        ("x\ufe52ipynb", "U+FE52 SMALL FULL STOP"),
+        ("a\uff0fb.ipynb", "U+FF0F FULLWIDTH SOLIDUS"),
+        ("..\u200b/x.ipynb", "U+200B ZERO WIDTH SPACE"),
+    ],
+)
+def test_names_that_are_almost_certainly_mistakes_say_what_was_meant(
+    workspace: Workspace, relative: str, meant: str
+) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        workspace.resolve(relative)
+    assert caught.value.code == "invalid_path"
+    assert meant in caught.value.message, caught.value.message
+    assert "relative to the workspace" in caught.value.message
+    with pytest.raises(ToolFailure):
+        workspace.write_atomic(relative, b"x")
+    assert os.listdir(workspace.root) == []
+
+
+def test_such_a_name_that_really_exists_is_served(workspace: Workspace) -> None:
+    for name in ("~", "$HOME", "%2e%2e", "\u2024\u2024", "file:x", "my%20notebook.ipynb"):
+        (workspace.root / name).mkdir()
+        assert workspace.resolve(name) == workspace.root / name
+        assert workspace.resolve(f"{name}/new.ipynb") == workspace.root / name / "new.ipynb"
+    workspace.write_atomic("~/new.ipynb", b"{}")
+    assert (workspace.root / "~" / "new.ipynb").read_bytes() == b"{}"
+    # Only the part that exists is vouched for: a mistake below it is still one.
+    assert failure_code(workspace.resolve, "~/$HOME/x.ipynb") == "invalid_path"
+
+
+LEFTOVER = ".nb.ipynb.0123456789abcdef.jmcp-tmp"
+
+
+def make_deep_tree(parent: Path, levels: int, leftovers_at: set[int]) -> None:
+    """parent/d/d/.../d, `levels` deep, made by descriptor (the absolute paths
+    near the bottom are as long as the OS allows), with a crash's leftover at
+    the given levels (1 is parent/d)."""
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for level in range(1, levels + 1):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            if level in leftovers_at:
+                os.close(os.open(LEFTOVER, os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+    finally:
+        os.close(fd)
+
+
+def remove_deep_tree(parent: Path) -> None:
+    """Take parent/d/d/... apart from the top without ever going deep (rmtree recurses)."""
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        while "d" in os.listdir(fd):
+            top = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            try:
+                for name in os.listdir(top):
+                    if name == "d":
+                        os.rename("d", "d-next", src_dir_fd=top, dst_dir_fd=fd)
+                    else:
+                        os.unlink(name, dir_fd=top)
+            finally:
+                os.close(top)
+            os.rmdir("d", dir_fd=fd)
+            if "d-next" in os.listdir(fd):
+                os.rename("d-next", "d", src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def deep_leftover_exists(parent: Path, level: int) -> bool:
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        directory = os.open("/".join(["d"] * level), os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    finally:
+        os.close(fd)
+    try:
+        return LEFTOVER in os.listdir(directory)
+    finally:
+        os.close(directory)
+
+
+def test_the_sweep_gets_through_a_2000_level_tree(workspace: Workspace, caplog: pytest.LogCaptureFixture) -> None:
+    """Python 3.11's os.walk recurses: 2,000 levels used to end the sweep with a
+    RecursionError part way, leaving whatever it had not reached yet."""
+    root = workspace.root
+    make_deep_tree(root, 2000, leftovers_at={3, 1990})
+    (root / "zz-after").mkdir()
+    (root / "zz-after" / LEFTOVER).write_text("")
+    try:
+        with caplog.at_level("INFO", logger="jupyter_mcp_server.workspace"):
+            assert workspace.remove_stale_temp_files() == 2
+        assert not (root / "d" / "d" / "d" / LEFTOVER).exists()
+        assert not (root / "zz-after" / LEFTOVER).exists()
+        # Below the depth no path may have, nothing of ours can be: not looked into, and said so.
+        assert deep_leftover_exists(root, 1990)
+        assert "128 levels" in caplog.text
+    finally:
+        remove_deep_tree(root)
+
+
+def test_the_sweep_stops_after_so_many_entries_and_says_so(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    for index in range(30):
+        (workspace.root / f"file-{index}").write_text("")
+    (workspace.root / LEFTOVER).write_text("")
+    with caplog.at_level("INFO", logger="jupyter_mcp_server.workspace"):
+        removed = workspace.remove_stale_temp_files(max_entries=10)
+    assert removed <= 1
+    assert "10 entries" in caplog.text
+    assert workspace.remove_stale_temp_files() == 1 - removed
+
+
+def test_paths_deeper_than_the_limit_are_refused_naming_it(workspace: Workspace) -> None:
+    deepest = "/".join(["d"] * 127) + "/nb.ipynb"
+    workspace.write_atomic(deepest, b"{}")
+    assert workspace.read_bytes(deepest) == b"{}"
+    too_deep = "/".join(["d"] * 128) + "/nb.ipynb"
+    for call, arguments in (
+        (workspace.resolve, (too_deep,)),
+        (workspace.write_atomic, (too_deep, b"{}")),
+        (workspace.list_files, ("/".join(["d"] * 129),)),
+    ):
+        with pytest.raises(ToolFailure) as caught:
+            call(*arguments)
+        assert caught.value.code == "invalid_path"
+        assert "at most 128 levels" in caught.value.message
+    assert failure_code(path_of_uri, "notebook:///" + too_deep) == "invalid_path"
+    # './' and '//' are no levels.
+    assert workspace.resolve("./" * 200 + "nb.ipynb") == workspace.root / "nb.ipynb"
+
+
+def test_a_started_server_sweeps_beside_a_2000_level_tree_and_refuses_deeper_paths(tmp_path: Path) -> None:
+    import time
+
+    from rpc import RawServer, error_code, text_of
+
+    make_deep_tree(tmp_path, 2000, leftovers_at={2, 1990})
+    top = tmp_path / "d" / "d" / LEFTOVER
+    log = tmp_path.parent / f"{tmp_path.name}-server.log"
+    server = RawServer(
+        tmp_path, "--capability", "kernel.prestart=off", env={"JUPYTER_MCP_LOG_LEVEL": "INFO"}, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while top.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not top.exists()
+        too_deep = "/".join(["d"] * 200) + "/nb.ipynb"
+        for tool, arguments in (
+            ("insert_cell", {"notebook_name": too_deep, "cell_index": -1, "cell_type": "raw", "cell_source": "x"}),
+            ("use_notebook", {"notebook_name": "n", "notebook_path": too_deep, "mode": "create"}),
+            ("list_files", {"path": "/".join(["d"] * 129)}),
+        ):
+            result = server.call(tool, arguments)
+            assert error_code(result) == "invalid_path", result
+            assert "at most 128 levels" in text_of(result)
+        assert server.ok("list_files", {"path": "d", "max_depth": 3})
+        assert deep_leftover_exists(tmp_path, 1990), "below any path's depth: left, and said"
+    finally:
+        assert server.close() == 0
+        remove_deep_tree(tmp_path)
+    said = log.read_text()
+    assert "Looking for temporary files left by a crash failed" not in said, said
+    assert "Removed 1 temporary files left by an earlier crash" in said
+    assert "Did not look for temporary files left by a crash in 1 directories 128 levels" in said

@@ -34,6 +34,7 @@ there is none.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -191,6 +192,8 @@ class LiveStore:
                 if await room.save(notebook):
                     view = await self._store.read(key)
                     self._store.announce_write(key, view.revision)
+                    if before.older_format is not None and view.older_format is None:
+                        view = dataclasses.replace(view, upgraded_from=before.older_format)
                     return result, view
                 # Another program wrote the file: take it, as the extension would, and redo.
                 await room.take_file()

@@ -3,13 +3,21 @@
 Agents name notebooks with paths and ``notebook:///`` URIs they make up, so a
 single place has to decide what a name may mean. A path is relative to the
 root, never absolute, never contains ``..`` (in any spelling, backslashes
-included), and must not resolve outside the root through a symlink. Checking
+included), is at most 128 levels deep (deeper is a loop or an attack, and
+would make every walk over the workspace unbounded), and must not resolve
+outside the root through a symlink. Checking
 a path and then opening it leaves a window in which a directory can be
 swapped for a symlink, so reads and writes walk from a descriptor of the root
 one component at a time with ``O_NOFOLLOW`` along the already resolved path:
 a symlink appearing there makes the open fail instead of leaving the root.
 Writes go to a temporary file in the same directory and are renamed into
 place, so a reader never sees half a notebook and a crash never loses one.
+
+Some names are legal yet almost certainly not what the caller meant, and
+used literally they would quietly make a folder called '~' or '$HOME': a
+leading '~', an environment variable, a ``file:`` URI, percent-encoding,
+characters that only look like '.' or '/'. They are refused with what was
+probably meant, unless that name really is on disk (then it is the one meant).
 
 POSIX only: the walk needs ``dir_fd`` and ``O_NOFOLLOW``.
 """
@@ -20,6 +28,7 @@ import contextlib
 import errno
 import fcntl
 import fnmatch
+import logging
 import os
 import re
 import secrets
@@ -29,7 +38,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypedDict
-from urllib.parse import quote, unquote_to_bytes
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 from jupyter_mcp_server.errors import (
     ALREADY_EXISTS,
@@ -40,9 +49,18 @@ from jupyter_mcp_server.errors import (
 )
 from jupyter_mcp_server.timestamps import iso_utc
 
+logger = logging.getLogger(__name__)
+
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
+#: Components a path may have. Real notebooks live a few levels down; a path
+#: hundreds of levels deep is a loop or an attack, and every walk over the
+#: workspace (the crash sweep included) stops at this depth.
+MAX_PATH_DEPTH = 128
 MAX_LIST_DEPTH = 3
+#: Entries the start-up sweep for a crash's temporary files looks at, at most
+#: (a workspace may be a whole home directory).
+MAX_SWEPT_ENTRIES = 1_000_000
 URI_PREFIX = "notebook:///"
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -54,6 +72,28 @@ _BROKEN_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # RFC 3986 pchar without '%': unreserved, sub-delims, ':' and '@'.
 _URI_PATH_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@")
 _PASS_INSIDE = "Pass a path inside the workspace such as 'notebook.ipynb'."
+# Names that are almost certainly not what the caller meant (a shell or a URL
+# would have turned them into something else), refused unless they exist.
+_VARIABLE = re.compile(r"\$\{[A-Za-z_]\w*\}|^\$[A-Za-z_]\w*|^%[A-Za-z_]\w*%")
+_HOME_OF_USER = re.compile(r"~[A-Za-z_][\w.-]*")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_URI_SCHEMES = ("file:", "notebook:")
+# Characters that look like '.', '/' or '\\' and are not (NFKC folds all but
+# the two mathematical slashes into them). The horizontal ellipsis is left
+# out: people type it in titles.
+_LOOK_ALIKES = {
+    "\u2024": ".",
+    "\u2025": "..",
+    "\ufe19": "...",
+    "\ufe30": "..",
+    "\ufe52": ".",
+    "\uff0e": ".",
+    "\u2215": "/",
+    "\u29f8": "/",
+    "\uff0f": "/",
+    "\ufe68": "\\",
+    "\uff3c": "\\",
+}
 _CHECK_IT = "Check the file, or pass another path inside the workspace."
 # The OS errors a caller can act on, said as what is wrong with the path.
 _OS_REASONS = {
@@ -86,7 +126,7 @@ def _locked(directory: int) -> Iterator[None]:
         fcntl.flock(directory, fcntl.LOCK_UN)
 
 
-def _abandoned(path: str) -> bool:
+def _remove_if_abandoned(path: str) -> bool:
     """Remove `path` if no live writer holds it; whether it was removed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -130,7 +170,63 @@ def _problem_with(relative: str) -> str | None:
         return f"is longer than {MAX_PATH_BYTES} bytes"
     if any(len(name) > MAX_NAME_BYTES for name in encoded.split(b"/")):
         return f"has a name longer than {MAX_NAME_BYTES} bytes"
+    depth = _depth_of(relative)
+    if depth > MAX_PATH_DEPTH:
+        return f"is {depth} levels deep; paths may be at most {MAX_PATH_DEPTH} levels deep"
     return None
+
+
+def _depth_of(relative: str) -> int:
+    return sum(1 for part in relative.split("/") if part not in ("", "."))
+
+
+def _likely_mistakes(parts: list[str]) -> Iterator[tuple[int, str, str]]:
+    """The components of a path that are almost certainly not what was meant:
+    each one's index, what is wrong with it, and what to do instead."""
+    plain = "Give a path relative to the workspace, such as 'notebook.ipynb'."
+
+    def not_expanded(index: int, what: str) -> str:
+        rest = "/".join(parts[index + 1 :]) or "notebook.ipynb"
+        return f"{what!r} is not expanded: give a path relative to the workspace, such as {rest!r}."
+
+    if parts and (parts[0] == "~" or (len(parts) > 1 and _HOME_OF_USER.fullmatch(parts[0]))):
+        yield 0, f"starts with '{parts[0]}'", not_expanded(0, parts[0])
+    if parts and parts[0].lower().startswith(_URI_SCHEMES):
+        scheme = parts[0].split(":", 1)[0].lower()
+        if scheme == "notebook":
+            instead = "Pass the workspace path the URI names, or read the URI with resources/read."
+        else:
+            instead = plain
+        yield 0, f"is a '{scheme}:' URI, not a path", instead
+    for index, part in enumerate(parts):
+        escape = _PERCENT_ESCAPE.search(part)
+        if escape:
+            byte = int(escape.group()[1:], 16)
+            meaning = f"percent-encoded {chr(byte)!r}" if byte < 0x80 else "a percent-encoded byte"
+            decoded = unquote("/".join(parts))
+            instead = f", such as {decoded!r}" if _problem_with(decoded) is None else ""
+            yield index, f"looks URL-encoded: '{escape.group()}' is {meaning}", (
+                f"Paths are plain text, not URL-encoded: write the characters themselves{instead}."
+            )
+        # After the escapes: '%C3%A9' is a URL's 'é', not a Windows variable.
+        variable = _VARIABLE.search(part)
+        if variable:
+            yield index, f"holds '{variable.group()}', an environment variable", not_expanded(
+                index, variable.group()
+            )
+        look_alike = next((c for c in part if c in _LOOK_ALIKES), None)
+        if look_alike is not None:
+            yield index, (
+                f"contains {look_alike!r} (U+{ord(look_alike):04X} {unicodedata.name(look_alike)}), "
+                f"which looks like {_LOOK_ALIKES[look_alike]!r} but is another character"
+            ), f"Write a plain {_LOOK_ALIKES[look_alike][0]!r} where one was meant. " + plain
+        invisible = [c for c in part if unicodedata.category(c) == "Cf"]
+        if invisible and "".join(c for c in part if c not in invisible) in (".", ".."):
+            shown = invisible[0]
+            yield index, (
+                f"looks like '{part.translate(dict.fromkeys(map(ord, invisible)))}' but holds "
+                f"U+{ord(shown):04X} {unicodedata.name(shown, 'an invisible character')}"
+            ), plain
 
 
 class Workspace:
@@ -140,12 +236,18 @@ class Workspace:
         self.root: Path = Path(os.path.realpath(os.fspath(root)))
         if not self.root.is_dir():
             raise ValueError(f"workspace root {self.root} is not an existing directory")
+        #: The directories (device, inode) whose write lock this process holds
+        #: through :meth:`others_held_back`: ``flock`` locks belong to an open
+        #: file, so locking such a directory again here would wait for ever.
+        self._held_directories: set[tuple[int, int]] = set()
 
     def _reject(self, relative: object, problem: str, next_step: str = _PASS_INSIDE) -> ToolFailure:
+        shown = repr(relative)
+        if len(shown) > 300:  # a path thousands of characters long, said once is enough
+            shown = f"{shown[:150]}…{shown[-50:]}"
         return ToolFailure(
             INVALID_PATH,
-            f"Paths are relative to the workspace root {self.root}; {relative!r} {problem}. "
-            + next_step,
+            f"Paths are relative to the workspace root {self.root}; {shown} {problem}. " + next_step,
             path=relative if isinstance(relative, str) else None,
         )
 
@@ -167,6 +269,11 @@ class Workspace:
         problem = _problem_with(relative)
         if problem:
             raise self._reject(relative, problem)
+        parts = [part for part in relative.split("/") if part not in ("", ".")]
+        for index, mistake, instead in _likely_mistakes(parts):
+            # A name that really is on disk is the one meant, odd as it looks.
+            if not os.path.lexists(self.root.joinpath(*parts[: index + 1])):
+                raise self._reject(relative, mistake, instead)
         try:
             real = Path(os.path.realpath(self.root / relative))
         except OSError:
@@ -295,7 +402,7 @@ class Workspace:
                     while view:
                         view = view[os.write(fd, view) :]
                     os.fsync(fd)
-                    with _locked(directory):
+                    with self._locked_unless_held(directory):
                         self._existing(directory, name, relative, exclusive=exclusive)
                         if unchanged is not None and not unchanged():
                             raise ChangedMeanwhile(relative)
@@ -311,6 +418,42 @@ class Workspace:
                 return os.stat(name, dir_fd=directory, follow_symlinks=False)
             finally:
                 os.close(directory)
+
+    @contextlib.contextmanager
+    def others_held_back(self, relative: str) -> Iterator[None]:
+        """Hold the write lock of the directory of ``relative`` for a whole read, change and write.
+
+        Every server process takes that lock for its last check and rename
+        only. A writer that re-reads a big notebook after losing a race needs
+        longer than the winner needs for its next write, so it would lose for
+        as long as the winner keeps writing; holding the lock from before its
+        read until its own rename makes the others wait at their last check
+        instead (and then find the file changed and re-read it themselves).
+        :meth:`write_atomic` inside knows the lock is held.
+        """
+        names = self._names_of(relative)
+        with self._explained(relative):
+            directory = self._open_directory(names[:-1], create_missing=False)
+        try:
+            status = os.fstat(directory)
+            identity = (status.st_dev, status.st_ino)
+            if identity in self._held_directories:
+                yield
+                return
+            with _locked(directory):
+                self._held_directories.add(identity)
+                try:
+                    yield
+                finally:
+                    self._held_directories.discard(identity)
+        finally:
+            os.close(directory)
+
+    def _locked_unless_held(self, directory: int) -> contextlib.AbstractContextManager[None]:
+        status = os.fstat(directory)
+        if (status.st_dev, status.st_ino) in self._held_directories:
+            return contextlib.nullcontext()
+        return _locked(directory)
 
     def _existing(
         self, directory: int, name: str, relative: str, *, exclusive: bool
@@ -333,19 +476,67 @@ class Workspace:
             raise self._reject(relative, "is a directory or special file", _CHECK_IT)
         return existing
 
-    def remove_stale_temp_files(self) -> int:
+    def remove_stale_temp_files(
+        self, *, max_depth: int = MAX_PATH_DEPTH, max_entries: int = MAX_SWEPT_ENTRIES
+    ) -> int:
         """Delete temporary files a crashed write left behind; how many there were.
 
         A write holds a lock on its temporary file until the rename, so one
         that can be locked was left by a process that died; one that cannot
         is another server's write in flight on the same workspace, and stays.
+
+        The walk keeps its own list of directories (a recursive walk fails
+        thousands of levels down) and is bounded: no write goes deeper than
+        ``max_depth`` levels, so nothing below is looked into, and it stops
+        after ``max_entries`` entries. What it left out is logged; nothing in
+        it raises, since one odd directory must not cost the rest.
         """
-        removed = 0
-        for directory, subdirectories, files in os.walk(self.root):
-            subdirectories[:] = [d for d in subdirectories if d not in _SKIPPED_WHEN_CLEANING]
-            for name in files:
-                if _TEMPORARY_NAME.fullmatch(name) and _abandoned(os.path.join(directory, name)):
+        removed = entries = 0
+        too_deep: list[str] = []
+        unreadable = 0
+        pending: list[tuple[str, int]] = [(os.fspath(self.root), 0)]
+        while pending:
+            directory, depth = pending.pop()
+            try:
+                with os.scandir(directory) as scan:
+                    children = list(scan)
+            except OSError:
+                unreadable += 1  # unreadable, or gone since it was listed
+                continue
+            for child in children:
+                entries += 1
+                if entries > max_entries:
+                    logger.warning(
+                        "Stopped looking for temporary files left by a crash after %d entries "
+                        "of %s; any further on stay until they are deleted by hand",
+                        max_entries,
+                        self.root,
+                    )
+                    return removed
+                try:
+                    is_directory = child.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_directory:
+                    if child.name in _SKIPPED_WHEN_CLEANING:
+                        continue
+                    if depth + 1 >= max_depth:
+                        too_deep.append(child.path)
+                    else:
+                        pending.append((child.path, depth + 1))
+                elif _TEMPORARY_NAME.fullmatch(child.name) and _remove_if_abandoned(child.path):
                     removed += 1
+        if too_deep:
+            logger.info(
+                "Did not look for temporary files left by a crash in %d directories %d levels "
+                "below %s, deeper than any path may go, such as %s",
+                len(too_deep),
+                max_depth,
+                self.root,
+                os.path.relpath(too_deep[0], self.root)[:200],
+            )
+        if unreadable:
+            logger.debug("Could not list %d directories while looking for temporary files", unreadable)
         return removed
 
     def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[FileEntry]:

@@ -5,12 +5,13 @@ It sits on the workspace and knows nothing of tools, kernels or transports;
 in step with the files.
 """
 
-from .formats import IPYNB, PY_PERCENT, new_cell, new_notebook, warm_up
+from .formats import IPYNB, PY_PERCENT, WRITTEN_VERSION, new_cell, new_notebook, warm_up
 from .store import NotebookStore, NotebookView, revision_of
 
 __all__ = [
     "IPYNB",
     "PY_PERCENT",
+    "WRITTEN_VERSION",
     "NotebookStore",
     "NotebookView",
     "new_cell",

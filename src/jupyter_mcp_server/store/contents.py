@@ -149,6 +149,10 @@ class ContentsFiles:
         """A file whose ``last_modified`` and size are as read is taken as read."""
         return True
 
+    def others_held_back(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Nothing to hold: the contents API has no lock, so a retry relies on its pauses alone."""
+        return contextlib.nullcontext()
+
     async def write(
         self, key: str, data: bytes, *, exclusive: bool = False, unchanged_since: Snapshot | None = None
     ) -> Fingerprint:

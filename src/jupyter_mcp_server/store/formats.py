@@ -6,6 +6,9 @@ cells all carry an ``id`` and a ``str`` source, so nothing above this module
 ever asks which format a notebook came from. Parsing validates once; writing
 does not validate again, because every change goes through tools that keep
 the document valid and re-validating thousands of cells per edit is slow.
+A file in an older nbformat (2, 3, 4.0 to 4.4) is upgraded in memory and
+written as 4.5 at its next write, which older tools may no longer open: the
+parse names its version (``Parsed.older_format``) so the user hears of it.
 
 nbformat and jupytext are imported inside the functions: the server must
 start fast, and jupytext is only needed once a script is touched.
@@ -18,7 +21,7 @@ import re
 import uuid
 from collections import deque
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import INVALID_ARGUMENT, INVALID_PATH, ToolFailure
 from .layout import CellTexts, NotPlainJson, indented_json
@@ -28,6 +31,9 @@ if TYPE_CHECKING:
 
 IPYNB = "ipynb"
 PY_PERCENT = "py:percent"
+
+#: The nbformat version every notebook is written in, whatever it was read in.
+WRITTEN_VERSION = "4.5"
 
 _FORMAT_OF_SUFFIX = {".ipynb": IPYNB, ".py": PY_PERCENT}
 
@@ -108,9 +114,18 @@ def new_cell(cell_type: str, source: str) -> NotebookNode:
     return cell
 
 
+class Parsed(NamedTuple):
+    """A file's document, and the older nbformat version it is in, if any."""
+
+    notebook: NotebookNode
+    #: The file's nbformat version ("3.0", "4.4") when it is older than
+    #: :data:`WRITTEN_VERSION`: the next write upgrades the file to it.
+    older_format: str | None = None
+
+
 def parse_notebook(
     data: bytes, fmt: str, name: str, previous: NotebookNode | None = None
-) -> NotebookNode:
+) -> Parsed:
     """The validated 4.5 document in ``data``, or ``ToolFailure(invalid_argument)``.
 
     Cells without an id on disk (older versions, scripts, 4.5 files written
@@ -119,9 +134,10 @@ def parse_notebook(
     previous cell with the same type and source, in order, so ids stay
     stable while the server runs even though the file does not store them.
     """
+    older_format = None
     try:
         if fmt == IPYNB:
-            notebook, generated = _parse_ipynb(data)
+            notebook, generated, older_format = _parse_ipynb(data)
         else:
             notebook = _parse_percent(data)
             generated = list(range(len(notebook.cells)))
@@ -130,7 +146,7 @@ def parse_notebook(
     except Exception as error:  # whatever nbformat or jupytext trip over in a broken file
         raise _invalid(name, _describe(error)) from error
     _carry_identity(notebook, generated, previous, carry_outputs=fmt == PY_PERCENT)
-    return notebook
+    return Parsed(notebook, older_format)
 
 
 def serialize_notebook(
@@ -162,7 +178,7 @@ def serialize_notebook(
     return jupytext.writes(notebook, fmt=PY_PERCENT).encode("utf-8")
 
 
-def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int]]:
+def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
     import nbformat
     from nbformat.reader import get_version
     from nbformat.validator import iter_validate
@@ -177,10 +193,12 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int]]:
     major, minor = get_version(raw)
     if major not in nbformat.versions:
         raise ValueError(f"nbformat version {major!r} is not supported")
+    older_format = None
     try:
         # The version's own reader rejoins split lines and drops transient keys.
         notebook = nbformat.versions[major].to_notebook_json(raw, minor=minor)
         if (major, minor) < (4, 5):
+            older_format = f"{major}.{minor}"
             notebook = nbformat.convert(notebook, 4)
             notebook = nbformat.v4.upgrade(
                 notebook, from_version=4, from_minor=notebook.get("nbformat_minor")
@@ -198,7 +216,7 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int]]:
         if problem is not None:
             raise problem from None
         raise
-    return notebook, generated
+    return notebook, generated, older_format
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

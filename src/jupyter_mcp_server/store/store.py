@@ -17,10 +17,12 @@ it changes exactly when the bytes do, whoever wrote them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import logging
 import os
+import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
@@ -43,6 +45,13 @@ T = TypeVar("T")
 #: file systems, FAT and some network mounts), the bytes are compared as well.
 _RACY_WINDOW_NS = 2_000_000_000
 
+#: The pauses between attempts to write a file other writers keep changing:
+#: the first is short (most races are lost once), then they double up to the longest.
+_FIRST_PAUSE = 0.002
+_LONGEST_PAUSE = 0.1
+#: After this long, a change still losing races holds the other writers back.
+_HOLD_BACK_AFTER = 0.25
+
 
 def revision_of(data: bytes) -> str:
     """The revision of a file holding ``data``."""
@@ -62,6 +71,11 @@ class NotebookView:
     notebook: NotebookNode
     revision: str
     format: str
+    #: The file's nbformat version when older than 4.5 ("3.0", "4.4"): the
+    #: next write saves it as 4.5.
+    older_format: str | None = None
+    #: On the view a mutation answers with: the version that write upgraded the file from.
+    upgraded_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,14 @@ class Files(Protocol):
         """Whether a file still showing ``snapshot.fingerprint`` surely holds the same bytes."""
         ...
 
+    def others_held_back(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """While inside, other writers wait before replacing ``key`` (where the files allow it).
+
+        A change that lost a race to another writer makes its next attempt in
+        here, so that it cannot lose again for as long as the other keeps writing.
+        """
+        ...
+
     async def write(
         self,
         key: str,
@@ -191,6 +213,13 @@ class WorkspaceFiles:
     def trusts(self, snapshot: Snapshot) -> bool:
         return not snapshot.is_racy()
 
+    @contextlib.asynccontextmanager
+    async def others_held_back(self, key: str) -> AsyncIterator[None]:
+        # The other server processes wait at their last check, under the
+        # directory lock this holds: no await inside ever suspends on it.
+        with self.workspace.others_held_back(key):
+            yield
+
     async def write(
         self,
         key: str,
@@ -225,14 +254,52 @@ class _Document:
     #: The notebook may no longer match the file (a change failed half-way):
     #: the file is read again, and this copy only lends its ids.
     stale: bool = False
+    #: The file's older nbformat version, until this store writes it as 4.5.
+    older_format: str | None = None
 
     @property
     def revision(self) -> str:
         return self.snapshot.revision
 
 
+class _Patience:
+    """When a write that lost a race tries again, when it insists, and when it gives up.
+
+    Two server processes writing one notebook lose races to each other all
+    the time. Each retry waits a little longer than the last, for a random
+    part of the pause, so that two losers do not collide again. A loser
+    re-reads what the winner wrote, which for a big notebook takes longer
+    than the winner's next write: past ``_HOLD_BACK_AFTER`` it holds the
+    others back rather than lose for as long as they keep writing. Bounded
+    by time, not by count: how many races fit in a second depends on the
+    notebook's size and the machine, a caller's patience does not.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.started = time.monotonic()
+        self.deadline = self.started + seconds
+        self.pause = _FIRST_PAUSE
+
+    def is_wearing_thin(self) -> bool:
+        """Whether the change has been trying long enough to hold the other writers back."""
+        return time.monotonic() - self.started >= _HOLD_BACK_AFTER
+
+    async def wait_before_retrying(self) -> bool:
+        """Pause before the next attempt; False once the deadline has passed."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return False
+        await asyncio.sleep(min(left, random.uniform(0, self.pause)))
+        self.pause = min(self.pause * 2, _LONGEST_PAUSE)
+        return True
+
+
 class NotebookStore:
     """Reads, creates and changes notebooks in a workspace (or other ``files``), noticing outside edits."""
+
+    #: How long a change without ``expected_revision`` keeps trying a file that
+    #: other writers keep changing under it before it is a ``revision_conflict``.
+    write_deadline: float = 5.0
 
     def __init__(self, workspace: Workspace, files: Files | None = None) -> None:
         self.files: Files = files if files is not None else WorkspaceFiles(workspace)
@@ -307,47 +374,72 @@ class NotebookStore:
         file that changes while the change is being applied is read again and
         the change applied once more on top of it (which, with
         ``expected_revision``, becomes a conflict): an outside edit is never
-        overwritten with a stale copy.
+        overwritten with a stale copy. Without ``expected_revision`` the caller
+        asked for no check, so a busy file is tried again, after a short,
+        growing, random pause and holding the other writers back
+        (:meth:`Files.others_held_back`), for up to ``write_deadline`` seconds;
+        only a file that keeps changing all that time is a ``revision_conflict``.
         """
         key, fmt = self._locate(path)
         async with self._lock(key):
-            for _attempt in range(2):
-                document = await self._current(key, fmt)
-                if expected_revision is not None and expected_revision != document.revision:
-                    raise revision_conflict(key, expected_revision, document.revision)
-                try:
-                    result = change(document.notebook)
-                    texts = self._cell_texts.setdefault(key, CellTexts())
-                    data = formats.serialize_notebook(document.notebook, fmt, texts)
-                    revision = revision_of(data)
-                    if revision == document.revision:
-                        return result, _view(key, document)  # same bytes: leave the file be
-                    checked_ns = time.time_ns()
-                    try:
-                        fingerprint = await self.files.write(
-                            key, data, unchanged_since=document.snapshot
-                        )
-                    except ChangedMeanwhile:
-                        self._retire(key)
-                        continue
-                except BaseException:
-                    self._retire(key)
-                    raise
-                document = _Document(
-                    document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns)
-                )
-                self._documents[key] = document
-                self.announce_write(key, revision)
-                return result, _view(key, document)
+            patience = _Patience(self.write_deadline)
+            attempt: Callable[[], contextlib.AbstractAsyncContextManager[None]] = contextlib.nullcontext
+            while True:
+                async with attempt():
+                    written = await self._write_once(key, fmt, change, expected_revision)
+                if written is not None:
+                    return written
+                if not await patience.wait_before_retrying():
+                    break
+                if patience.is_wearing_thin():
+                    # The other writer's next write takes less time than this
+                    # one's re-read of what it wrote, so trying the same way
+                    # keeps losing while it keeps writing: hold it back instead.
+                    # Not from the first loss: the loser then re-reads all the
+                    # time, and two busy writers alternate at parsing speed.
+                    attempt = functools.partial(self.files.others_held_back, key)
             current = revision_of(await self.files.read_bytes(key))
             raise ToolFailure(
                 REVISION_CONFLICT,
-                f"{key} kept changing {self.files.changing_where}; its current revision is "
-                f"{current}. Read it again (read_notebook / get_notebook_revision) and retry "
-                f"with expected_revision={current}.",
+                f"{key} kept changing {self.files.changing_where} for "
+                f"{self.write_deadline:g} s, so the change was not written; its current revision "
+                f"is {current}. Read it again (read_notebook / get_notebook_revision) and retry, "
+                f"with expected_revision={current} to be sure nothing changed in between.",
                 path=key,
                 current_revision=current,
             )
+
+    async def _write_once(
+        self,
+        key: str,
+        fmt: str,
+        change: Callable[[NotebookNode], T],
+        expected_revision: str | None,
+    ) -> tuple[T, NotebookView] | None:
+        """Apply ``change`` to the file as it is now and write it; None when the file changed meanwhile."""
+        document = await self._current(key, fmt)
+        if expected_revision is not None and expected_revision != document.revision:
+            raise revision_conflict(key, expected_revision, document.revision)
+        try:
+            result = change(document.notebook)
+            texts = self._cell_texts.setdefault(key, CellTexts())
+            data = formats.serialize_notebook(document.notebook, fmt, texts)
+            revision = revision_of(data)
+            if revision == document.revision:
+                return result, _view(key, document)  # same bytes: leave the file be
+            checked_ns = time.time_ns()
+            fingerprint = await self.files.write(key, data, unchanged_since=document.snapshot)
+        except ChangedMeanwhile:
+            self._retire(key)
+            return None
+        except BaseException:
+            self._retire(key)
+            raise
+        upgraded_from = document.older_format
+        document = _Document(document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns))
+        self._documents[key] = document
+        self.announce_write(key, revision)
+        return result, replace(_view(key, document), upgraded_from=upgraded_from)
 
     def announce_write(self, key: str, revision: str) -> None:
         """Tell the observers that ``key`` now holds ``revision``, written by this server."""
@@ -406,11 +498,16 @@ class NotebookStore:
             data = await self.files.read_bytes(key)
         previous = document.notebook if document is not None else None
         try:
-            notebook = formats.parse_notebook(data, fmt, key, previous)
+            notebook, older_format = formats.parse_notebook(data, fmt, key, previous)
         except ToolFailure:
             self._retire(key)  # keep its ids for when the file is fixed
             raise
-        document = _Document(notebook, fmt, Snapshot(fingerprint, revision_of(data), checked_ns))
+        document = _Document(
+            notebook,
+            fmt,
+            Snapshot(fingerprint, revision_of(data), checked_ns),
+            older_format=older_format,
+        )
         self._documents[key] = document
         return document
 
@@ -421,7 +518,9 @@ class NotebookStore:
 
 
 def _view(key: str, document: _Document) -> NotebookView:
-    return NotebookView(key, document.notebook, document.revision, document.format)
+    return NotebookView(
+        key, document.notebook, document.revision, document.format, document.older_format
+    )
 
 
 def revision_conflict(key: str, expected: str, current: str) -> ToolFailure:

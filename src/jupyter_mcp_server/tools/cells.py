@@ -15,11 +15,16 @@ from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.store import new_cell
+from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, notebook_path
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
-from jupyter_mcp_server.tools.rendering import InlineLimits, cell_heading, output_blocks
+from jupyter_mcp_server.tools.rendering import (
+    InlineLimits,
+    cell_heading,
+    output_blocks,
+    upgrade_by_edit,
+)
 from jupyter_mcp_server.tools.results import answer, tool_handler
 from jupyter_mcp_server.workspace import output_uri
 
@@ -66,8 +71,9 @@ async def insert_cell(
         return cell["id"], index
 
     (cell_id, index), view = await state_of(ctx).store.mutate(path, change, expected_revision)
-    result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision)
-    return answer(result.model_dump(), f"Inserted {cell_type} cell {cell_id} at index {index}; revision {view.revision}.")
+    upgraded, said = upgrade_by_edit(view)
+    result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision, format_upgraded=upgraded)
+    return answer(result.model_dump(), f"Inserted {cell_type} cell {cell_id} at index {index}; revision {view.revision}.{said}")
 
 
 async def edit_source(
@@ -77,8 +83,8 @@ async def edit_source(
     cell_id: str | None,
     expected_revision: str | None,
     rewrite: Any,
-) -> tuple[str, str, str]:
-    """Replace one cell's source with `rewrite(old)`; answers (cell_id, diff, revision)."""
+) -> tuple[str, str, NotebookView]:
+    """Replace one cell's source with `rewrite(old)`; answers (cell_id, diff, the notebook after)."""
 
     def change(notebook: Any) -> tuple[str, str]:
         cell = notebook.cells[cell_position(notebook, cell_index, cell_id)]
@@ -88,7 +94,7 @@ async def edit_source(
         return cell["id"], unified_diff(before, after)
 
     (found_id, diff), view = await server.store.mutate(path, change, expected_revision)
-    return found_id, diff, view.revision
+    return found_id, diff, view
 
 
 @tool_handler("overwrite_cell_source")
@@ -102,9 +108,10 @@ async def overwrite_cell_source(
 ) -> Annotated[CallToolResult, models.CellEdited]:
     """Replace a cell's whole source (outputs are kept). Returns a unified diff of the change. For a small change prefer edit_cell_source."""
     path = notebook_path(ctx, notebook_name)
-    found_id, diff, revision = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, lambda _: cell_source)
-    result = models.CellEdited(cell_id=found_id, diff=diff, revision=revision)
-    return answer(result.model_dump(), f"Cell {found_id} rewritten; revision {revision}.\n{diff or '(no change)'}")
+    found_id, diff, view = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, lambda _: cell_source)
+    upgraded, said = upgrade_by_edit(view)
+    result = models.CellEdited(cell_id=found_id, diff=diff, revision=view.revision, format_upgraded=upgraded)
+    return answer(result.model_dump(), f"Cell {found_id} rewritten; revision {view.revision}.{said}\n{diff or '(no change)'}")
 
 
 @tool_handler("edit_cell_source")
@@ -135,9 +142,10 @@ async def edit_cell_source(
             )
         return source.replace(old_string, new_string)
 
-    found_id, diff, revision = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, rewrite)
-    result = models.CellEdited(cell_id=found_id, diff=diff, revision=revision)
-    return answer(result.model_dump(), f"Cell {found_id} edited; revision {revision}.\n{diff}")
+    found_id, diff, view = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, rewrite)
+    upgraded, said = upgrade_by_edit(view)
+    result = models.CellEdited(cell_id=found_id, diff=diff, revision=view.revision, format_upgraded=upgraded)
+    return answer(result.model_dump(), f"Cell {found_id} edited; revision {view.revision}.{said}\n{diff}")
 
 
 @tool_handler("move_cell")
@@ -161,8 +169,9 @@ async def move_cell(
         return cell["id"], target
 
     (cell_id, index), view = await state_of(ctx).store.mutate(path, change, expected_revision)
-    result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision)
-    return answer(result.model_dump(), f"Moved cell {cell_id} to index {index}; revision {view.revision}.")
+    upgraded, said = upgrade_by_edit(view)
+    result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision, format_upgraded=upgraded)
+    return answer(result.model_dump(), f"Moved cell {cell_id} to index {index}; revision {view.revision}.{said}")
 
 
 @tool_handler("delete_cell")
@@ -198,8 +207,12 @@ async def delete_cell(
         return deleted
 
     deleted, view = await state_of(ctx).store.mutate(path, change, expected_revision)
-    result = models.CellsDeleted(deleted=deleted, revision=view.revision)
-    return answer(result.model_dump(), f"Deleted {len(deleted)} cell(s): {', '.join(d.cell_id for d in deleted)}; revision {view.revision}.")
+    upgraded, said = upgrade_by_edit(view)
+    result = models.CellsDeleted(deleted=deleted, revision=view.revision, format_upgraded=upgraded)
+    return answer(
+        result.model_dump(),
+        f"Deleted {len(deleted)} cell(s): {', '.join(d.cell_id for d in deleted)}; revision {view.revision}.{said}",
+    )
 
 
 @tool_handler("clear_cell_output")
@@ -222,8 +235,9 @@ async def clear_cell_output(
         return cell["id"]
 
     found_id, view = await state_of(ctx).store.mutate(path, change, expected_revision)
-    result = models.CellCleared(cell_id=found_id, revision=view.revision)
-    return answer(result.model_dump(), f"Cleared the outputs of cell {found_id}; revision {view.revision}.")
+    upgraded, said = upgrade_by_edit(view)
+    result = models.CellCleared(cell_id=found_id, revision=view.revision, format_upgraded=upgraded)
+    return answer(result.model_dump(), f"Cleared the outputs of cell {found_id}; revision {view.revision}.{said}")
 
 
 @tool_handler("read_cell")

@@ -6,7 +6,8 @@ Each model is what a tool publishes as its ``outputSchema`` and what its
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import SkipJsonSchema
 
 
 def plain_schema(schema: dict[str, Any]) -> None:
@@ -34,6 +35,37 @@ class Revisioned(Result):
     revision: str = Field(description="The notebook's revision after the call.")
 
 
+def _without_a_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+class FormatUpgradeField(Result):
+    """Says when a notebook's older nbformat was, or will be, saved as 4.5.
+
+    The field is left out when there is nothing to say, so the results for
+    notebooks already in 4.5 stay as they were and the schema need not allow null.
+    """
+
+    format_upgraded: dict[str, str] | SkipJsonSchema[None] = Field(
+        default=None,
+        description='An older nbformat, saved as the newer by an edit (a read: by the first edit): '
+        '{"from": "3.0", "to": "4.5"}.',
+        json_schema_extra=_without_a_default,
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_an_absent_upgrade(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = serialize(self)
+        upgraded = data.pop("format_upgraded", None)
+        if upgraded is not None:
+            data["format_upgraded"] = upgraded  # last: after what the call is about
+        return data
+
+
+class Written(FormatUpgradeField, Revisioned):
+    """A notebook after a call that may have written it, or a read before its first write."""
+
+
 class FileEntry(Result):
     path: str
     type: Literal["file", "directory", "notebook"]
@@ -58,7 +90,7 @@ class KernelList(Result):
     kernelspecs: list[str]
 
 
-class NotebookUsed(Revisioned):
+class NotebookUsed(Written):
     notebook_name: str
     notebook_path: str
     cell_count: int
@@ -105,23 +137,23 @@ class CellSummary(Result):
     outputs: list[dict[str, Any]] | None = None
 
 
-class NotebookRead(Revisioned):
+class NotebookRead(Written):
     cell_count: int
     start_index: int
     cells: list[CellSummary]
 
 
-class CellPlaced(Revisioned):
+class CellPlaced(Written):
     cell_id: str
     cell_index: int
 
 
-class CellEdited(Revisioned):
+class CellEdited(Written):
     cell_id: str
     diff: str
 
 
-class CellCleared(Revisioned):
+class CellCleared(Written):
     cell_id: str
 
 
@@ -130,7 +162,7 @@ class DeletedCell(Result):
     source: str | None
 
 
-class CellsDeleted(Revisioned):
+class CellsDeleted(Written):
     deleted: list[DeletedCell]
 
 
@@ -155,7 +187,7 @@ class ErrorModel(Result):
     traceback: list[str]
 
 
-class ExecutionResult(Result):
+class ExecutionResult(FormatUpgradeField):
     """Output schema 1.0, plus status, and cell_id and revision where a cell ran."""
 
     schema_version: Literal["1.0"] = "1.0"

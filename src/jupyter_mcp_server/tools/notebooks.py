@@ -10,7 +10,7 @@ from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path
-from jupyter_mcp_server.tools.rendering import cell_heading, source_preview
+from jupyter_mcp_server.tools.rendering import cell_heading, source_preview, upgrade_ahead
 from jupyter_mcp_server.tools.results import answer, tool_handler
 
 NotebookName = Annotated[
@@ -80,18 +80,20 @@ async def use_notebook(
         kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
     state.names[notebook_name] = path
     state.current = path
+    upgraded, said = upgrade_ahead(view)
     result = models.NotebookUsed(
         notebook_name=notebook_name,
         notebook_path=path,
         cell_count=len(view.notebook.cells),
         kernel_id=kernel.kernel_id,
         revision=view.revision,
+        format_upgraded=upgraded,
     )
     verb = "Created" if mode == "create" else "Opened"
     return answer(
         result.model_dump(),
         f"{verb} '{path}' ({result.cell_count} cells, revision {view.revision}) as '{notebook_name}' "
-        f"on kernel {kernel.kernel_id} ({kernel.kernel_name}). It is now this connection's current notebook.",
+        f"on kernel {kernel.kernel_id} ({kernel.kernel_name}). It is now this connection's current notebook.{said}",
     )
 
 
@@ -188,7 +190,10 @@ async def read_notebook(
     detailed = response_format == "detailed"
     summaries = []
     shown = f"cells {start_index}-{stop - 1}:" if stop > start_index else "no cells in this page."
+    upgraded, said = upgrade_ahead(view)
     lines = [f"'{path}': {len(cells)} cells, revision {view.revision}; {shown}"]
+    if said:
+        lines.insert(0, said.strip())
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
@@ -204,7 +209,9 @@ async def read_notebook(
         )
         lines.append(cell_heading(index, cell))
         lines.append(source if detailed else source_preview(source))
-    result = models.NotebookRead(cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision)
+    result = models.NotebookRead(
+        cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision, format_upgraded=upgraded
+    )
     if stop < len(cells):
         lines.append(f"… {len(cells) - stop} more cells: call again with start_index={stop}.")
     return answer(result.model_dump(), "\n".join(lines))

@@ -10,6 +10,8 @@ from typing import Any
 
 from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
 
+from jupyter_mcp_server.store import WRITTEN_VERSION, NotebookView
+
 IMAGE_TYPES = ("image/png", "image/jpeg")
 TEXT_TYPES = ("text/markdown", "text/plain", "application/json", "text/html", "text/latex")
 
@@ -110,3 +112,27 @@ def source_preview(source: str, limit: int = 160) -> str:
     first = source.split("\n", 1)[0]
     shortened = first if len(first) <= limit else first[: limit - 1] + "…"
     return shortened + (" …" if "\n" in source and shortened == first else "")
+
+
+def upgrade_by_edit(view: NotebookView) -> tuple[dict[str, str] | None, str]:
+    """What an edit answered with ``view`` says of the format it saved: the field, and a sentence."""
+    older = view.upgraded_from
+    if older is None:
+        return None, ""
+    return (
+        {"from": older, "to": WRITTEN_VERSION},
+        f" The file was in nbformat {older}; this edit saved it as nbformat {WRITTEN_VERSION}, "
+        "with the same content.",
+    )
+
+
+def upgrade_ahead(view: NotebookView) -> tuple[dict[str, str] | None, str]:
+    """What a read says of the file's older format, before any edit: the field, and a sentence."""
+    older = view.older_format
+    if older is None:
+        return None, ""
+    return (
+        {"from": older, "to": WRITTEN_VERSION},
+        f" The file is in nbformat {older}; the first edit will save it as nbformat "
+        f"{WRITTEN_VERSION}, keeping its content.",
+    )

@@ -33,7 +33,12 @@ from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, note
 from jupyter_mcp_server.tools.cells import insertion_index
 from jupyter_mcp_server.tools.listening import output_listener
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
-from jupyter_mcp_server.tools.rendering import DEFAULT_INLINE, InlineLimits, output_blocks
+from jupyter_mcp_server.tools.rendering import (
+    DEFAULT_INLINE,
+    InlineLimits,
+    output_blocks,
+    upgrade_by_edit,
+)
 from jupyter_mcp_server.tools.results import answer, failure, tool_handler
 from jupyter_mcp_server.workspace import output_uri
 
@@ -87,6 +92,7 @@ def execution_result(
     note: str | None = None,
     path: str | None = None,
     limits: InlineLimits = DEFAULT_INLINE,
+    format_upgraded: dict[str, str] | None = None,
 ) -> CallToolResult:
     """Output schema 1.0 in structuredContent; the outputs themselves in content.
 
@@ -94,7 +100,9 @@ def execution_result(
     too large to inline is linked to its ``notebook-output:`` resource.
     """
     collected = outcome.outputs
-    structured = models.ExecutionResult(**execution_fields(outcome), cell_id=cell_id, revision=revision).model_dump()
+    structured = models.ExecutionResult(
+        **execution_fields(outcome), cell_id=cell_id, revision=revision, format_upgraded=format_upgraded
+    ).model_dump()
     content: list[Any] = []
     if note:
         content.append(TextContent(type="text", text=note))
@@ -176,26 +184,37 @@ def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
 
 
 async def run_cell(server: ServerState, view: NotebookView, cell_id: str, source: str, timeout: float) -> CallToolResult:
-    """Run a cell of the notebook ``view`` was just read from, and store its outputs."""
+    """Run a cell of the notebook ``view`` was just read from (or written to), and store its outputs."""
     path = view.path
     attachment = await server.kernels.live_kernel_of(
         path, metadata_kernel=metadata_kernel(server, view.notebook), to_run_code=True
     )
     outcome = await run_on(server, attachment.kernel, source, timeout, path)
-    note = attachment.note or (
-        f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
-        "earlier variables, imports and definitions are not in it."
-        if attachment.replaced
-        else None
-    )
+    notes = [attachment.note] if attachment.note else []
+    if attachment.replaced:
+        notes.append(
+            f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
+            "earlier variables, imports and definitions are not in it."
+        )
     try:
         _, written = await server.store.mutate(path, cell_writer(cell_id, source, outcome))
     except ToolFailure as error:
-        result = execution_result(outcome, cell_id=cell_id, note=note)
+        # The insert before the run may have been the edit that upgraded the file.
+        upgraded, said = upgrade_by_edit(view)
+        result = execution_result(
+            outcome, cell_id=cell_id, note=" ".join([*notes, said.strip()]).strip() or None, format_upgraded=upgraded
+        )
         error.details.setdefault("current_revision", await _revision_or_none(server, path))
         return failure(error, structured=result.structured_content, content=result.content[:])
+    upgraded, said = upgrade_by_edit(view if view.upgraded_from else written)
     return execution_result(
-        outcome, cell_id=cell_id, revision=written.revision, note=note, path=path, limits=InlineLimits.of(server.config)
+        outcome,
+        cell_id=cell_id,
+        revision=written.revision,
+        note=" ".join([*notes, said.strip()]).strip() or None,
+        path=path,
+        format_upgraded=upgraded,
+        limits=InlineLimits.of(server.config),
     )
 
 

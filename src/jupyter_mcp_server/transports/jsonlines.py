@@ -48,6 +48,7 @@ from jupyter_mcp_server.tools.running import effective_timeout, execution_fields
 
 if TYPE_CHECKING:
     from jupyter_mcp_server.app import Application
+from jupyter_mcp_server.store import WRITTEN_VERSION
 
 METHODS = ("open", "status", "execute", "save", "interrupt", "restart", "shutdown")
 #: The most bytes one request line may have.
@@ -163,13 +164,17 @@ class JsonLinesServer:
         opened = OpenNotebook(path, copy.deepcopy(view.notebook), view.revision, view.format)
         self.open[path] = opened
         attachment = await kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(self.state, view.notebook))
-        return {
+        answer: dict[str, Any] = {
             "path": path,
             "revision": view.revision,
             "format": view.format,
             "kernel_id": attachment.kernel.kernel_id,
             "cells": [_cell_summary(index, cell) for index, cell in enumerate(opened.notebook.cells)],
         }
+        if view.older_format is not None:
+            # The first save writes it in the newer version: said before, not after.
+            answer["format_upgraded"] = {"from": view.older_format, "to": WRITTEN_VERSION}
+        return answer
 
     async def do_status(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         chosen = [self._opened(params)] if params.get("path") else list(self.open.values())
@@ -272,6 +277,12 @@ class JsonLinesServer:
 
         _, view = await self.state.store.mutate(opened.path, replace, expected_revision=revision)
         opened.notebook, opened.revision, opened.dirty = copy.deepcopy(view.notebook), view.revision, False
+        if view.upgraded_from is not None:
+            return {
+                "path": opened.path,
+                "revision": view.revision,
+                "format_upgraded": {"from": view.upgraded_from, "to": WRITTEN_VERSION},
+            }
         return {"path": opened.path, "revision": view.revision}
 
     async def do_interrupt(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
