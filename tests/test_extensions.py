@@ -231,11 +231,11 @@ async def test_failing_extensions_cost_only_themselves(extensions_site, workspac
     log = tmp_path / "server.log"
     markers = tmp_path / "markers"
     async with served(
-        workspace, *NO_KERNEL_AHEAD, site=extensions_site, log=log, cwd=workspace,
+        workspace, *NO_KERNEL_AHEAD, "--toolsets", "extras", site=extensions_site, log=log, cwd=workspace,
         JUPYTER_MCP_LOG_LEVEL="DEBUG", FIXTURE_MARKERS=str(markers),
     ) as client:
         tools = await tool_map(client)
-        # Everything that did not fail is served, over stdio opt-in toolsets included.
+        # Everything that did not fail is served, over stdio the opt-in toolset --toolsets named too.
         assert CORE_TOOLS | {"my_tool", "extra_tool", "gateway_tool"} == set(tools)
         assert (await capabilities(client))["myext.snapshots"]["source"] == "my-extension"
         result = await client.call_tool("extra_tool", {})

@@ -80,7 +80,7 @@ def environment(site: Path, extensions: str = "sandboxes", **extra: str) -> dict
 
 @contextlib.asynccontextmanager
 async def sandboxed(workspace: Path, site: Path, *args: str, extensions: str = "sandboxes", **env: str) -> AsyncIterator[Client]:
-    async with serve(workspace, *NO_PRESTART, *args, env=environment(site, extensions, **env)) as client:
+    async with serve(workspace, *NO_PRESTART, "--toolsets", "sandboxes", *args, env=environment(site, extensions, **env)) as client:
         yield client
 
 

@@ -39,7 +39,7 @@ from .client_logging import ClientLogHandler, attach_logging
 from .config import ConfigError, ServerConfig
 from .core_tools import CoreToolsExtension
 from .errors import ToolFailure
-from .extensions import ExtensionManager, ReplacingServer, Selection, load_extensions
+from .extensions import ExtensionManager, ReplacingServer, Selection, load_extensions, parse_selection
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
@@ -158,11 +158,13 @@ class Application:
         """The server (and its toolsets) a selection asks for, built once and kept."""
         return self.state.extensions.build(selection or Selection())
 
-    def build_everything(self) -> Any:
-        """The server with every tool on offer: what a stdio client, which cannot choose a
-        toolset, gets. Asking for no toolset by name wakes no extension that waits for one."""
-        offered = {spec.toolset for spec in self.state.extensions.tools()}
-        return self.build(Selection(named=frozenset(offered)))
+    def build_configured(self) -> Any:
+        """The server a stdio client gets: the toolsets ``--toolsets`` chose (the defaults
+        unless it says otherwise), since such a client has no URL to choose them with."""
+        built = self.build(parse_selection(self.config.toolsets))
+        if built.unknown:
+            logger.warning("--toolsets names unknown toolsets: %s", ", ".join(sorted(built.unknown)))
+        return built
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

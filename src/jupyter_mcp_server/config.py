@@ -76,6 +76,8 @@ class ServerConfig:
     #: ``--capability`` values in the order given, still unvalidated: names are
     #: checked once the extensions have declared theirs.
     capability_args: tuple[str, ...] = ()
+    #: The toolsets a stdio client gets, in the URL query's syntax ("" = the defaults).
+    toolsets: str = ""
     #: ``JUPYTER_MCP_CAPABILITIES``: the environment's layer, applied before the command line's.
     capability_env: str = ""
     audit_log: Path | None = None
@@ -123,6 +125,14 @@ SETTINGS: tuple[Setting, ...] = (
         list,
         flag="--capability",
         jupyter=True,
+    ),
+    Setting(
+        "toolsets",
+        "Stdio and JSON lines: the toolsets served, as an HTTP URL's query says it: NAME adds a "
+        "toolset to the defaults, only=A,B serves exactly those, without=NAME leaves one out.",
+        str,
+        flag="--toolsets",
+        env="JUPYTER_MCP_TOOLSETS",
     ),
     Setting(
         "capability_env",

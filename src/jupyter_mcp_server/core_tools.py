@@ -39,7 +39,7 @@ def core_tool_specs() -> tuple[ToolSpec, ...]:
             name=tool.name,
             handler=tool.handler,
             title=tool.title,
-            toolset=CORE_TOOLSET,
+            toolset=tool.toolset,
             annotations=ToolAnnotations(
                 title=tool.title,
                 read_only_hint=tool.read_only,

@@ -22,6 +22,8 @@ class NotebookTool:
     destructive: bool
     idempotent: bool
     open_world: bool
+    #: The toolset it belongs to (declared by ``core_tools.CoreToolsExtension``).
+    toolset: str = "notebooks"
 
     @property
     def name(self) -> str:

@@ -138,7 +138,7 @@ async def serve_stdio(mcp: Any) -> None:
 
 
 async def serve_async(application: Application) -> None:
-    mcp = application.build_everything().server
+    mcp = application.build_configured().server
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
