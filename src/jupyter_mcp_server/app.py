@@ -39,7 +39,13 @@ from .client_logging import ClientLogHandler, attach_logging
 from .config import ConfigError, ServerConfig
 from .core_tools import CoreToolsExtension
 from .errors import ToolFailure
-from .extensions import ExtensionManager, ReplacingServer, Selection, load_extensions, parse_selection
+from .extensions import (
+    ExtensionManager,
+    ReplacingServer,
+    Selection,
+    load_extensions,
+    parse_selection,
+)
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
