@@ -56,6 +56,7 @@ from .state import ServerState, ServingState
 from .store import warm_up
 from .subscriptions import NotebookEvents, attach_subscriptions
 from .tasks import Tasks, TaskStore, attach_tasks
+from .tool_listing import attach_compact_listing
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -158,6 +159,7 @@ class Application:
         attach_prompts(server, state)
         attach_subscriptions(server, self.events)
         attach_tasks(server, state.hooks)
+        attach_compact_listing(server)
         return server
 
     def build(self, selection: Selection | None = None) -> Any:

@@ -41,7 +41,6 @@ def core_tool_specs() -> tuple[ToolSpec, ...]:
             title=tool.title,
             toolset=tool.toolset,
             annotations=ToolAnnotations(
-                title=tool.title,
                 read_only_hint=tool.read_only,
                 destructive_hint=tool.destructive,
                 idempotent_hint=tool.idempotent,

@@ -24,6 +24,16 @@ TIMEOUT = "timeout"
 INTERRUPTED = "interrupted"
 EXECUTION_ERROR = "execution_error"
 UNSUPPORTED = "unsupported"
+#: The person declined or cancelled an approval, or answered outside the requested schema.
+DECLINED = "declined"
+#: An approval could not be asked and the policy refuses.
+APPROVAL_REQUIRED = "approval_required"
+#: The active profile does not allow the tool (``details.profile`` names it).
+NOT_PERMITTED = "not_permitted"
+#: The kernel is running something and cannot answer now (``details`` say what).
+BUSY = "busy"
+#: The kernel did not go idle after an interrupt; the message names ``restart_notebook``.
+KERNEL_UNRESPONSIVE = "kernel_unresponsive"
 
 ERROR_CODES = frozenset(
     {
@@ -39,6 +49,11 @@ ERROR_CODES = frozenset(
         INTERRUPTED,
         EXECUTION_ERROR,
         UNSUPPORTED,
+        DECLINED,
+        APPROVAL_REQUIRED,
+        NOT_PERMITTED,
+        BUSY,
+        KERNEL_UNRESPONSIVE,
     }
 )
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from jupyter_mcp_server.errors import KERNEL_GONE, TIMEOUT, ToolFailure
+from jupyter_mcp_server.errors import KERNEL_GONE, KERNEL_UNRESPONSIVE, ToolFailure
 from jupyter_mcp_server.hooks import Execution, ExecutionEnded, Hooks
 from jupyter_mcp_server.kernels.execution import (
     BUSY_AFTER_INTERRUPT,
@@ -110,7 +110,7 @@ async def run_in_turn(
             if not ended:
                 where = f"the kernel of '{notebook}'" if notebook else f"kernel {kernel.kernel_id}"
                 raise ToolFailure(
-                    TIMEOUT,
+                    KERNEL_UNRESPONSIVE,
                     still_running_message(where, stuck),
                     kernel_state=BUSY_AFTER_INTERRUPT,
                     kernel_id=kernel.kernel_id,

@@ -21,6 +21,8 @@ def plain_schema(schema: dict[str, Any]) -> None:
     subset of some model providers), which the inspector's strict mode flags.
     """
     schema.pop("title", None)
+    # A model's docstring is written for this code's readers, not for a client.
+    schema.pop("description", None)
     for field in schema.get("properties", {}).values():
         field.pop("title", None)
 
@@ -32,7 +34,7 @@ class Result(BaseModel):
 
 
 class Revisioned(Result):
-    revision: str = Field(description="The notebook's revision after the call.")
+    revision: str
 
 
 def _without_a_default(schema: dict[str, Any]) -> None:
@@ -48,8 +50,7 @@ class FormatUpgradeField(Result):
 
     format_upgraded: dict[str, str] | SkipJsonSchema[None] = Field(
         default=None,
-        description='An older nbformat, saved as the newer by an edit (a read: by the first edit): '
-        '{"from": "3.0", "to": "4.5"}.',
+        description="Set when this call saved (a read: the next edit will save) an older nbformat as 4.5.",
         json_schema_extra=_without_a_default,
     )
 

@@ -15,11 +15,11 @@ from jupyter_mcp_server.tools.results import answer, tool_handler
 
 NotebookName = Annotated[
     str | None,
-    Field(description="A name given to use_notebook, or a workspace-relative path. Omitted: this connection's current notebook."),
+    Field(description="A use_notebook name or workspace path; default: the current notebook."),
 ]
 ExpectedRevision = Annotated[
     str | None,
-    Field(description="Fail with revision_conflict instead of writing if the notebook's revision is no longer this one."),
+    Field(description="Refuse with revision_conflict unless the notebook is at this revision."),
 ]
 
 

@@ -44,7 +44,7 @@ from jupyter_mcp_server.workspace import output_uri
 
 Timeout = Annotated[
     float | None,
-    Field(description="Seconds to wait before interrupting the kernel (default --default-timeout, at most --max-timeout)."),
+    Field(description="Seconds before the kernel is interrupted; default: the server's."),
 ]
 
 #: The capability that makes a cancelled request interrupt its kernel.
