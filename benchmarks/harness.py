@@ -59,6 +59,8 @@ class Session:
     workspace: Path
     pid: int | None
     init_seconds: float
+    #: The ``tools/list`` answer's size (compact JSON): what a model reads in every conversation.
+    tools_bytes: int = 0
 
     async def op(self, operation: str, *, check: bool = True, **values: Any) -> Any:
         tool, arguments = self.profile.call(operation, values)
@@ -100,10 +102,11 @@ async def connect(
             elapsed = time.perf_counter() - started
             # What a host does next, untimed: the tool list (the client also
             # keeps the output schemas it validates results against).
-            await client.list_tools()
+            listed = await client.list_tools()
+            tools_bytes = len(listed.model_dump_json(by_alias=True, exclude_none=True))
             try:
                 pid = find_server_pid(str(workspace), profile.process_match)
-                yield Session(profile, client, workspace, pid, elapsed)
+                yield Session(profile, client, workspace, pid, elapsed, tools_bytes)
             finally:
                 stopping = time.perf_counter()
                 await stack.aclose()

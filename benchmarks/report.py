@@ -35,6 +35,7 @@ class Metric:
 METRICS: list[Metric] = [
     Metric("spawn", "1 spawn -> initialize", "s"),
     Metric("exit", "1 exit after stdin closes", "s"),
+    Metric("tools_list_bytes", "1 tools/list, the default tools", "B"),
     Metric("first_exec_settled", "2 first exec, new notebook (after settle)", "s"),
     Metric(
         "first_exec_cold",

@@ -109,6 +109,12 @@ def _print(r: Results) -> tuple[bool, str]:
     )
 
 
+@target("the default tools/list <= 24 KB (a model reads it in every conversation)")
+def _tools_list(r: Results) -> tuple[bool, str]:
+    size = r.median("tools_list_bytes")
+    return size <= 24_000, f"{size:,.0f} B against 24,000 B {_margin(size, 24_000)}"
+
+
 @target("8 concurrent sleep(1) < 1.5 s wall")
 def _concurrent(r: Results) -> tuple[bool, str]:
     value = r.median("concurrent_sleep")

@@ -25,6 +25,7 @@ async def spawn_and_first_execution(h: Harness) -> None:
             # A: spawn, then the first execution at once (kernels may still be starting).
             async with h.connect(profile, h.workspace("spawn")) as session:
                 r.add("spawn", profile.name, session.init_seconds)
+                r.add("tools_list_bytes", profile.name, session.tools_bytes)
                 await _first_execution(h, session, "first_exec_cold", "cold.ipynb")
             await _spawn_minimal(h)
             # B: spawn, memory, a settle (an agent reads the tool list and thinks), then a new notebook.
