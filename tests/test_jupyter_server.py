@@ -539,6 +539,32 @@ async def test_the_extension_binds_each_notebooks_kernel_in_jupyter_sessions(jup
         assert sessions(url)["bound.ipynb"] == theirs and theirs in remote_kernels(url)
 
 
+async def test_a_notebook_the_person_opened_first_runs_the_agents_code_on_the_pages_kernel(jupyter):
+    """The person opened the notebook in JupyterLab (a session, a kernel) before the agent: the
+    agent gets that kernel, so each sees the other's variables, and list_kernels shows it."""
+    url, root = jupyter
+    (root / "opened.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    page = httpx.post(
+        f"{url}/api/sessions", headers=headers(), json={"path": "opened.ipynb", "type": "notebook", "kernel": {"name": "python3"}}
+    ).json()
+    pages_kernel = page["kernel"]["id"]
+    async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+        used = await ok(client, "use_notebook", {"notebook_name": "opened.ipynb"})
+        assert used["kernel_id"] == pages_kernel
+        ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "from_the_agent = 42"})
+        assert ran["status"] == "ok"
+        listed = await ok(client, "list_kernels")
+        assert [kernel["kernel_id"] for kernel in listed["kernels"]] == [pages_kernel]
+        assert sessions(url)["opened.ipynb"] == pages_kernel
+        # The person's next cell, on the page's kernel, sees the agent's variable (no NameError).
+        seen = await ok(client, "execute_code", {"code": "print(from_the_agent)"})
+        assert seen["status"] == "ok"
+        # Released by the agent, the person's kernel and session stay.
+        await ok(client, "unuse_notebook", {"notebook_name": "opened.ipynb"})
+    assert pages_kernel in remote_kernels(url) and sessions(url)["opened.ipynb"] == pages_kernel
+    httpx.delete(f"{url}/api/sessions/{page['id']}", headers=headers())
+
+
 # --- Live collaboration: the agent's edits in the document JupyterLab has open ---------------
 
 

@@ -109,6 +109,22 @@ class NotebookSessions:
     async def _rebind(self, session_id: str, kernel_id: str) -> None:
         raise NotImplementedError
 
+    async def _kernel_of_existing(self, path: str) -> str | None:
+        """The kernel id of the session `path` has now, if it has one."""
+        raise NotImplementedError
+
+    async def kernel_of(self, path: str) -> str | None:
+        """The kernel of somebody else's session on `path` (a person's open notebook), so the
+        agent's code runs where the person's does; None when there is none (or it cannot be
+        asked: a session is a courtesy, never a failure)."""
+        if path in self._made:
+            return None
+        try:
+            return await self._kernel_of_existing(path)
+        except Exception as error:
+            logger.debug("Could not look up the Jupyter session of %s: %s", path, type(error).__name__)
+            return None
+
     async def bind(self, path: str, kernel_id: str, kernel_name: str) -> None:
         """The session of `path` runs `kernel_id`, unless somebody else's session holds the path."""
         try:

@@ -80,6 +80,14 @@ class ServerSessions(NotebookSessions):
     async def _delete(self, session_id: str) -> None:
         await ensure_async(self.session_manager.delete_session(session_id))
 
+    async def _kernel_of_existing(self, path: str) -> str | None:
+        manager = self.session_manager
+        if not await ensure_async(manager.session_exists(path=path)):
+            return None
+        model = await ensure_async(manager.get_session(path=path))
+        kernel = model.get("kernel") or {}
+        return str(kernel["id"]) if kernel.get("id") else None
+
     async def _rebind(self, session_id: str, kernel_id: str) -> None:
         await ensure_async(self.session_manager.update_session(session_id, kernel_id=kernel_id))
 

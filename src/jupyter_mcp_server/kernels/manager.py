@@ -248,6 +248,10 @@ class KernelManager:
         metadata_kernel: str | None = None,
     ) -> Kernel:
         current = self._bindings.get(notebook)
+        if kernel_id is None and current is None and kernel_name is None:
+            # A person has the notebook open on a kernel of this Jupyter Server: the
+            # agent's code runs there too, so each sees the other's variables.
+            kernel_id = await self._kernel_of_open_notebook(notebook)
         if kernel_id is not None:
             kernel = self._kernels.get(kernel_id) or await self._adopt(kernel_id) or self.get(kernel_id)
             if current is not None and current != kernel_id:
@@ -274,6 +278,15 @@ class KernelManager:
         kernel.last_used = time.monotonic()
         await self._bind_session(kernel, notebook)
         return kernel
+
+    async def _kernel_of_open_notebook(self, notebook: str) -> str | None:
+        sessions = getattr(self.backend, "sessions", None)
+        if sessions is None:
+            return None
+        kernel_id = await sessions.kernel_of(notebook)
+        if kernel_id is None or kernel_id in self._kernels:
+            return kernel_id
+        return kernel_id if await self._adopt(kernel_id) is not None else None
 
     async def _bind_session(self, kernel: Kernel, notebook: str) -> None:
         """Bind `notebook` to `kernel` in the Jupyter Server's sessions, where there are some."""

@@ -320,6 +320,15 @@ class RemoteSessions(NotebookSessions):
         if response.status_code not in (204, 200, 404):
             response.raise_for_status()
 
+    async def _kernel_of_existing(self, path: str) -> str | None:
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, headers=self._headers) as http:
+            response = await http.get(f"{self.server_url}/api/sessions")
+        response.raise_for_status()
+        for model in response.json():
+            if model.get("path") == path and (model.get("kernel") or {}).get("id"):
+                return str(model["kernel"]["id"])
+        return None
+
 
 class JupyterServerBackend:
     """Kernels on a Jupyter Server: ``--jupyter-url`` / ``connect_to_jupyter``."""
