@@ -683,6 +683,41 @@ async def test_with_jupyter_collaboration_the_agents_edits_are_live_in_the_open_
         assert "jupyter_mcp_server/" not in text and "Could not show an edit" not in text, text[-4000:]
 
 
+async def test_the_agents_running_cell_shows_running_in_the_page_and_its_outputs_stream_in(tmp_path):
+    """As for a person's own run: the cell is marked running, and each output appears in the
+    page as the kernel sends it, not all at the end; when it ends, the stored outputs."""
+    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+    ) as (url, _, log):
+        async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+            await ok(client, "use_notebook", {"notebook_name": "running.ipynb", "mode": "create"})
+            code = "import time\nprint('first', flush=True)\ntime.sleep(2)\nprint('second')"
+            cell = await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": code})
+            async with person_in_jupyterlab(url, "running.ipynb") as page:
+                await eventually(lambda: sources(page) == [code])
+                running = asyncio.create_task(client.call_tool("execute_cell", {"cell_id": cell["cell_id"]}))
+
+                def shown() -> str:
+                    outputs = page.ycells[0].get("outputs")
+                    return "".join(str(output.get("text", "")) for output in outputs) if outputs is not None else ""
+
+                await eventually(lambda: page.ycells[0].get("execution_state") == "running", seconds=10)
+                await eventually(lambda: "first" in shown(), seconds=10)
+                assert not running.done() and "second" not in shown()  # streamed, not at the end
+                result = await running
+                assert not result.is_error
+                await eventually(lambda: page.ycells[0].get("execution_state") == "idle")
+                await eventually(lambda: page.get()["cells"][0]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "first\nsecond\n"}])
+                assert page.get()["cells"][0]["execution_count"] == 1
+        text = log.read_text(errors="replace")
+        assert "jupyter_mcp_server/" not in text, text[-4000:]
+
+
 async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke(tmp_path):
     """The extension polls the file as it does by default (faster here), and saves the
     document a second after the last change: a person types into one cell the whole time the

@@ -34,10 +34,11 @@ there is none.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -157,6 +158,52 @@ class OpenRoom:
             self.document.set(model["content"])
 
 
+class LiveExecution:
+    """A cell running for the agent, shown in the open document as JupyterLab shows its own:
+    marked running, its outputs arriving one by one. The final outputs are stored by the
+    edit that ends the run, which replaces what was shown here."""
+
+    def __init__(self, room: OpenRoom, cell_id: str) -> None:
+        self.cell = next((ycell for ycell in room.document.ycells if ycell.get("id") == cell_id), None)
+        self.room = room
+
+    def start(self) -> None:
+        if self.cell is None:
+            return
+        with self.room.document.ydoc.transaction():
+            self.cell["execution_state"] = "running"
+            self.cell["execution_count"] = None
+            outputs = self.cell.get("outputs")
+            if outputs is not None:
+                outputs.clear()
+
+    def show(self, output: dict[str, Any]) -> None:
+        from pycrdt import Map, Text
+
+        if self.cell is None or "outputs" not in self.cell:
+            return
+        outputs = self.cell["outputs"]
+        last = outputs[len(outputs) - 1] if len(outputs) else None
+        if (
+            output.get("output_type") == "stream"
+            and last is not None
+            and last.get("output_type") == "stream"
+            and last.get("name") == output.get("name")
+            and isinstance(last.get("text"), Text)
+        ):
+            text = last["text"]
+            text.insert(len(text), "".join(output.get("text", "")))
+            return
+        shown = dict(output)
+        if shown.get("output_type") == "stream":
+            shown["text"] = Text("".join(shown.get("text", "")))
+        outputs.append(Map(shown))
+
+    def end(self) -> None:
+        if self.cell is not None:
+            self.cell["execution_state"] = "idle"
+
+
 class LiveStore:
     """The notebook store; a notebook open in JupyterLab is edited in its shared document."""
 
@@ -170,6 +217,32 @@ class LiveStore:
     @property
     def inner(self) -> Any:
         return self._store
+
+    @contextlib.asynccontextmanager
+    async def executing(self, path: str, cell_id: str) -> AsyncIterator[Callable[[dict[str, Any]], None] | None]:
+        room = await self.live.room(self._store.files.locate(path))
+        if room is None:
+            yield None
+            return
+        running = LiveExecution(room, cell_id)
+        try:
+            running.start()
+        except Exception:  # the page is a courtesy; the run and the file are what count
+            logger.debug("Could not mark %s running in its open document", cell_id, exc_info=True)
+            yield None
+            return
+
+        def show(output: dict[str, Any]) -> None:
+            try:
+                running.show(output)
+            except Exception:
+                logger.debug("Could not show an output of %s in its open document", cell_id, exc_info=True)
+
+        try:
+            yield show
+        finally:
+            with contextlib.suppress(Exception):
+                running.end()
 
     async def mutate(
         self, path: str, change: Callable[[Any], T], expected_revision: str | None = None

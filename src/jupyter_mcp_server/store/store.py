@@ -441,6 +441,12 @@ class NotebookStore:
         self.announce_write(key, revision)
         return result, replace(_view(key, document), upgraded_from=upgraded_from)
 
+    @contextlib.asynccontextmanager
+    async def executing(self, path: str, cell_id: str) -> AsyncIterator[Callable[[dict[str, Any]], None] | None]:
+        """While a cell of `path` runs: who shows its outputs as they arrive, where a
+        person watches the notebook live (None here: the file gets them when it ends)."""
+        yield None
+
     def announce_write(self, key: str, revision: str) -> None:
         """Tell the observers that ``key`` now holds ``revision``, written by this server."""
         for observer in list(self.observers):

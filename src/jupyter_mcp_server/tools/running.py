@@ -31,7 +31,7 @@ from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path
 from jupyter_mcp_server.tools.cells import insertion_index
-from jupyter_mcp_server.tools.listening import output_listener
+from jupyter_mcp_server.tools.listening import listening, output_listener
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
 from jupyter_mcp_server.tools.rendering import (
     DEFAULT_INLINE,
@@ -189,7 +189,9 @@ async def run_cell(server: ServerState, view: NotebookView, cell_id: str, source
     attachment = await server.kernels.live_kernel_of(
         path, metadata_kernel=metadata_kernel(server, view.notebook), to_run_code=True
     )
-    outcome = await run_on(server, attachment.kernel, source, timeout, path)
+    async with server.store.executing(path, cell_id) as show_live:
+        with listening(show_live):
+            outcome = await run_on(server, attachment.kernel, source, timeout, path)
     notes = [attachment.note] if attachment.note else []
     if attachment.replaced:
         notes.append(
