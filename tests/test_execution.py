@@ -91,7 +91,7 @@ async def kill_kernel(pid: int) -> None:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             threads = len(os.listdir(f"/proc/{pid}/task"))
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped while being looked at
             return
         if state in ("Z", "X") and threads <= 1:
             return

@@ -554,7 +554,8 @@ async def test_a_notebook_the_person_opened_first_runs_the_agents_code_on_the_pa
         ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "from_the_agent = 42"})
         assert ran["status"] == "ok"
         listed = await ok(client, "list_kernels")
-        assert [kernel["kernel_id"] for kernel in listed["kernels"]] == [pages_kernel]
+        # (The module's server is shared with other tests: only this notebook's kernel is asked about.)
+        assert [k["kernel_id"] for k in listed["kernels"] if "opened.ipynb" in k["notebooks"]] == [pages_kernel]
         assert sessions(url)["opened.ipynb"] == pages_kernel
         # The person's next cell, on the page's kernel, sees the agent's variable (no NameError).
         seen = await ok(client, "execute_code", {"code": "print(from_the_agent)"})
@@ -768,11 +769,14 @@ async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke
                 # ... and the extension's save brings all of it to the file.
 
                 def on_disk() -> list[str]:
-                    cells = json.loads((root / "typed.ipynb").read_text())["cells"]
+                    try:
+                        cells = json.loads((root / "typed.ipynb").read_text())["cells"]
+                    except ValueError:  # Jupyter's save rewrites the file in place: read it again
+                        return []
                     return ["".join(cell["source"]) for cell in cells]
 
-                await eventually(lambda: on_disk()[0] == expected, seconds=10)
-                assert on_disk() == sources(page)
+                await eventually(lambda: on_disk()[:1] == [expected], seconds=10)
+                await eventually(lambda: on_disk() == sources(page), seconds=10)
                 read = await ok(client, "read_notebook", {"response_format": "brief"})
                 assert read["revision"] == hashlib.sha256((root / "typed.ipynb").read_bytes()).hexdigest()[:16]
         text = log.read_text(errors="replace")
