@@ -33,6 +33,8 @@ class Sizes:
     settle: float = 3.0
     #: Inserts into the big notebook, for insert latency at read_cells cells.
     big_inserts: int = 20
+    #: Cells of the notebook with large outputs (5 MiB each: 50 MiB in full mode).
+    heavy_cells: int = 10
 
 
 FULL = Sizes()
@@ -45,4 +47,5 @@ QUICK = Sizes(
     print_repetitions=1,
     settle=2.0,
     big_inserts=5,
+    heavy_cells=2,
 )

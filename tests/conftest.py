@@ -127,10 +127,16 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def jupyter_server_process(
-    tmp_path: Path, token: str, *args: str, base_url: str = "/", env: dict[str, str] | None = None
+    tmp_path: Path,
+    token: str,
+    *args: str,
+    base_url: str = "/",
+    env: dict[str, str] | None = None,
+    started: list[Any] | None = None,
 ) -> Iterator[tuple[str, Path, Path]]:
     """A real `jupyter server` (from PyPI) on loopback with a token, up once
-    ``/api/status`` answers: yields (url with base_url, root_dir, log file)."""
+    ``/api/status`` answers: yields (url with base_url, root_dir, log file).
+    Its process is appended to `started`, for a test that stops it itself."""
     import importlib.util
     import subprocess
     import time
@@ -162,6 +168,8 @@ def jupyter_server_process(
             ],
             cwd=root, stdout=output, stderr=subprocess.STDOUT, env=environment,
         )
+    if started is not None:
+        started.append(process)
     url = f"http://127.0.0.1:{port}{base_url.rstrip('/')}"
     try:
         deadline = time.monotonic() + 60
@@ -176,7 +184,8 @@ def jupyter_server_process(
             time.sleep(0.1)
         yield url, root, log
     finally:
-        process.terminate()
+        if process.poll() is None:
+            process.terminate()
         try:
             process.wait(15)
         except subprocess.TimeoutExpired:

@@ -367,3 +367,28 @@ async def test_sigterm_stops_kernels_and_extensions(extensions_site, tmp_path):
         assert not [pid for pid in children if alive(pid)], running.log_text()
         stopped = sorted(line for line in read_lines(running.markers) if line.startswith("stop:"))
         assert stopped == sorted(f"stop:{name}" for name in (*STARTED_FIXTURES, "fx-lazy"))
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_sessions_subscriptions_end_with_it_and_sigterm_exits_promptly(extensions_site, tmp_path):
+    """A client that subscribed and left without unsubscribing keeps nothing watched, and
+    SIGTERM stops the server within seconds with a subscriber still connected."""
+    with http_server(tmp_path, extensions_site, JUPYTER_MCP_LOG_LEVEL="DEBUG") as running:
+        (running.workspace / "watched.ipynb").write_text(
+            json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+        )
+        async with connect(running.url(), "legacy") as client:
+            await client.subscribe_resource("notebook:///watched.ipynb")
+        deadline = time.monotonic() + 10
+        while "releasing its subscriptions" not in running.log_text():
+            assert time.monotonic() < deadline, running.log_text()[-3000:]
+            await asyncio.sleep(0.1)
+        async with connect(running.url(), "legacy") as client:
+            await client.subscribe_resource("notebook:///watched.ipynb")
+            stopping = time.monotonic()
+            running.process.send_signal(signal.SIGTERM)
+            while running.process.poll() is None and time.monotonic() - stopping < 15:
+                await asyncio.sleep(0.1)
+            took = time.monotonic() - stopping
+        assert running.process.poll() is not None, f"still running {took:.1f} s after SIGTERM"
+        assert took < 5, (took, running.log_text()[-3000:])

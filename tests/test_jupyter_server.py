@@ -782,3 +782,40 @@ async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke
         text = log.read_text(errors="replace")
         assert "Out-of-band" not in text, text[-4000:]
         assert "jupyter_mcp_server/" not in text, text[-4000:]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+@pytest.mark.parametrize("how", ["left", "unsubscribed", "still-connected"])
+async def test_jupyter_server_with_the_extension_exits_on_sigterm_after_subscribers(tmp_path, how):
+    """SIGTERM stops `jupyter server` within seconds, whatever the subscribers did.
+
+    A subscription starts the workspace watcher, whose wait runs in a
+    non-daemon worker thread; it hung the process until SIGKILL once a client
+    had subscribed and left without unsubscribing."""
+    import signal
+
+    started: list[Any] = []
+    with jupyter_server_process(
+        tmp_path, TOKEN, "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}", started=started
+    ) as (url, root, log):
+        (process,) = started
+        (root / "watched.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+        async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+            await client.subscribe_resource("notebook:///watched.ipynb")
+            if how == "unsubscribed":
+                await client.unsubscribe_resource("notebook:///watched.ipynb")
+            if how == "still-connected":
+                stopping = time.monotonic()
+                process.send_signal(signal.SIGTERM)
+                while process.poll() is None and time.monotonic() - stopping < 10:
+                    await asyncio.sleep(0.1)
+        if how != "still-connected":
+            await asyncio.sleep(0.5)
+            stopping = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(process.wait, 10)
+        took = time.monotonic() - stopping
+        assert process.poll() is not None, f"jupyter server still running {took:.1f} s after SIGTERM:\n{log.read_text()[-3000:]}"
+        assert took < 5, took
+        assert process.returncode == 0, log.read_text()[-3000:]

@@ -669,3 +669,50 @@ async def test_a_task_is_visible_only_to_its_client(workspace: Path) -> None:
                 assert [p.name for p in (await selected.list_prompts()).prompts] == ["jupyter_cite"]
                 if mode == "auto":
                     assert TASKS in (capabilities.extensions or {})
+
+def resource_refusals(workspace: Path) -> list[tuple[str, str, bool]]:
+    """URIs resources/read refuses: the stable code, and whether it is a missing resource."""
+    cited_notebook(workspace)
+    base = "sub%20dir/cite%20me.ipynb"
+    return [
+        ("notebook:///../outside.ipynb", "invalid_path", False),
+        ("notebook:///nested%2", "invalid_path", False),
+        ("notebook://localhost/x.ipynb", "invalid_path", False),
+        (f"notebook-cell:///{base}", "invalid_argument", False),
+        (f"notebook-output:///{base}?cell=show&output=x", "invalid_argument", False),
+        ("notebook:///missing.ipynb", "not_found", True),
+        ("notebook-cell:///missing.ipynb?cell=a", "not_found", True),
+        (f"notebook-cell:///{base}?cell=nope", "not_found", True),
+        (f"notebook-output:///{base}?cell=show&output=9", "not_found", True),
+        ("nothing://here", "not_found", True),
+    ]
+
+
+async def check_resource_refusals(client: Any, refusals: list[tuple[str, str, bool]], legacy: bool) -> None:
+    for uri, code, missing in refusals:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(uri)
+        error = refused.value.error
+        # -32002 is the 2025-11-25 code for a missing resource; 2026-07-28 retired it for -32602.
+        expected = -32002 if missing and legacy else -32602
+        assert error.code == expected, (uri, error)
+        assert isinstance(error.data, dict) and error.data["code"] == code, (uri, error)
+        assert error.message.startswith(f"{code}:"), (uri, error)
+
+
+@MODES
+async def test_resource_refusals_are_coded(workspace: Path, mode: str) -> None:
+    refusals = resource_refusals(workspace)
+    async with serve(workspace, mode=mode) as client:
+        await check_resource_refusals(client, refusals, legacy=mode == "legacy")
+
+
+async def test_resource_refusals_are_coded_over_http(workspace: Path) -> None:
+    from mcp import Client
+
+    refusals = resource_refusals(workspace)
+    with http_server(workspace) as url:
+        for mode in ("legacy", "auto"):
+            async with Client(url, mode=mode) as client:
+                await check_resource_refusals(client, refusals, legacy=client.protocol_version != "2026-07-28")
+

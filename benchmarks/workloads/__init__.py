@@ -17,6 +17,7 @@ STEPS: list[tuple[str, Workload]] = [
     ("warm executions", execution.warm_executions),
     ("inserts", inserts.inserts),
     ("reading a big notebook", reading.read_big),
+    ("reading 50 MiB of outputs", reading.read_heavy_outputs),
     ("big prints", output.big_prints),
     ("eight notebooks", concurrency.eight_notebooks),
 ]

@@ -7,6 +7,11 @@ a read right after another program saved the file (which must be seen, so
 no cache may hide it), the brief first page, and the bytes of each response;
 and whether each cell comes back once. With that notebook open, inserts
 appended to it are timed against writing the file once.
+
+Then a notebook whose outputs are large (50 MiB in full mode: each cell
+4 MiB of printed text and a 1 MiB image), read whole in the detailed form
+after a brief read has loaded it: the response bytes (each output is cut to
+the inline limits) and the server's RSS after the read against before it.
 """
 
 from __future__ import annotations
@@ -110,3 +115,56 @@ async def _reads(h: Harness, session: Session, floor_path: Path, rep: int) -> No
     changed.metadata["saved_by"] = f"someone else {rep}"
     write_notebook(changed, session.workspace / NOTEBOOK)
     await h.measure("read_changed", session, "read_all", notebook=NOTEBOOK)
+
+
+HEAVY = "heavy.ipynb"
+
+
+def heavy_notebook(cells: int) -> Any:
+    """`cells` code cells, each 4 MiB of printed text and a 1 MiB base64 PNG."""
+    import base64
+    import random
+
+    from nbformat import v4
+
+    notebook = v4.new_notebook()
+    payload = base64.b64encode(b"\x89PNG\r\n\x1a\n" + random.Random(7).randbytes(768 * 1024)).decode()
+    for i in range(cells):
+        text = "".join(f"line {i}-{n} " + "x" * 60 + "\n" for n in range(4 * 1024 * 1024 // 72))
+        outputs = [
+            v4.new_output("stream", name="stdout", text=text),
+            v4.new_output("display_data", data={"image/png": payload, "text/plain": "<Figure>"}),
+        ]
+        notebook.cells.append(v4.new_code_cell(source=f"plot({i})", outputs=outputs))
+    return notebook
+
+
+async def read_heavy_outputs(h: Harness) -> None:
+    import asyncio
+
+    r = h.results
+    notebook = heavy_notebook(h.sizes.heavy_cells)
+    written = None
+    for profile in h.serving("heavy outputs", "read_all", "read_page"):
+        workspace = h.workspace("heavy")
+        written = workspace / HEAVY
+        write_notebook(notebook, written)
+        async with h.connect(profile, workspace) as session:
+            if profile.supports("open_notebook"):
+                await session.op("open_notebook", notebook=HEAVY)
+            await session.op("read_page", notebook=HEAVY)  # loaded: what every later read starts from
+            await asyncio.sleep(0.5)
+            before = session.rss_mib()
+            seen = []
+            for _ in range(h.sizes.repetitions):
+                result = await h.measure("read_heavy", session, "read_all", notebook=HEAVY)
+                r.add("read_heavy_bytes", profile.name, response_bytes(result))
+                await asyncio.sleep(0.5)
+                if (rss := session.rss_mib()) is not None:
+                    seen.append(rss)
+            if before is not None and seen:
+                r.add("read_heavy_rss_growth", profile.name, max(seen) - before)
+                trail = " ".join(f"{v:.1f}" for v in seen)
+                r.note("read_heavy_rss_growth", f"{profile.name}: {before:.1f} MiB, after each read {trail}")
+    if written is not None:
+        r.note("read_heavy", f"{h.sizes.heavy_cells} cells, file {written.stat().st_size:,} B")

@@ -195,8 +195,10 @@ class Application:
             # Shielded: a cancelled server must still stop what it started.
             await asyncio.shield(state.kernels.shutdown_all())
             state.extensions.stop()
-            self.events.close()
-            self.client_log.uninstall()
+            try:
+                await asyncio.shield(self.events.close())
+            finally:
+                self.client_log.uninstall()
 
 
 def connect_jupyter_server(state: ServerState) -> None:

@@ -13,7 +13,10 @@ itself offers no way to reach it. The SDK's own seams cover the rest
 - wrapping a spec method's answer: the task support declared on
   ``tools/list``, every representation of an output on ``resources/read``,
   ``prompts/get`` errors as invalid params;
-- running the low-level server on streams of our own (the stdio transport).
+- running the low-level server on streams of our own (the stdio transport);
+- the connection a request came on, for its ``exit_stack`` (cleanup when the
+  connection closes: an HTTP session deleted or expired, stdio's end), which
+  the request context reaches only through its session.
 
 All of that goes through here, so when the SDK grows a seam, this is the one
 file to change.
@@ -42,3 +45,19 @@ def wrap(server: Any, method: str, wrapper: Callable[[Handler], Handler]) -> Non
     entry = lowlevel(server).get_request_handler(method)
     if entry is not None:
         lowlevel(server).add_request_handler(method, entry.params_type, wrapper(entry.handler))
+
+
+def when_connection_closes(ctx: Any, name: str, callback: Callable[[], Any]) -> bool:
+    """Call `callback` once when the connection `ctx` came on closes; False if it cannot be known.
+
+    Registered at most once per `name` and connection, however many requests ask.
+    """
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    exit_stack = getattr(connection, "exit_stack", None)
+    state = getattr(connection, "state", None)
+    if exit_stack is None or not isinstance(state, dict):
+        return False
+    if not state.get(name):
+        state[name] = True
+        exit_stack.callback(callback)
+    return True

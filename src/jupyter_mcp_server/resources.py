@@ -47,6 +47,8 @@ CELL_MIME = "application/vnd.jupyter.cell+json"
 #: different types, so the template declares the type that says so.
 OUTPUT_MIME = "multipart/mixed"
 SERVER_NAME = "jupyter-mcp-server"
+#: The schemes of the resources read from the workspace.
+OUR_SCHEMES = frozenset({"notebook", CELL_SCHEME, OUTPUT_SCHEME})
 
 
 def self_description(state: ServerState) -> dict[str, Any]:
@@ -141,6 +143,7 @@ def attach_resources(server: Any, state: ServerState) -> None:
         return first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
 
     _serve_output_contents(server)
+    wrap(server, "resources/read", _refusals_coded)
 
 
 def _no_sdk_path_policy() -> Any:
@@ -152,26 +155,74 @@ def _no_sdk_path_policy() -> Any:
 
 async def read_notebook_resource(ctx: Any) -> str:
     """Read a notebook by the URI exactly as the client sent it."""
-    from mcp.server.mcpserver.exceptions import ResourceError
-
     uri = str((ctx.request_context.params or {}).get("uri", ""))
     state = state_of(ctx)
     try:
         relative = path_of_uri(uri)
         view = await state.store.read(state.locate(relative))
     except ToolFailure as error:
-        raise ResourceError(f"{error.code}: {error.message}") from None
+        raise _resource_error(error.code, error.message, uri) from None
     return json.dumps(view.notebook, ensure_ascii=False, indent=1)
 
 
-# --- cells and outputs ----------------------------------------------------------
+# --- refusals ------------------------------------------------------------------
+
+#: The 2025-11-25 generation's code for a resource that does not exist. The
+#: 2026-07-28 generation retired it (never to be reused) for invalid params.
+RESOURCE_NOT_FOUND = -32002
 
 
-def _resource_error(code: str, message: str) -> Exception:
+def _resource_error(code: str, message: str, uri: str = "") -> Exception:
+    """A refused read: invalid params, the stable code in ``error.data``.
+
+    `refusals_coded` gives a missing resource the generation's own code; raised
+    as `MCPError` so the SDK passes it through rather than calling it a crash.
+    """
     from mcp.shared.exceptions import MCPError
     from mcp.types import INVALID_PARAMS
 
-    return MCPError(INVALID_PARAMS, f"{code}: {message}", data={"code": code})
+    data: dict[str, Any] = {"code": code}
+    if uri:
+        data["uri"] = uri
+    return MCPError(INVALID_PARAMS, f"{code}: {message}", data=data)
+
+
+def _refusals_coded(original: Handler) -> Handler:
+    """Every ``resources/read`` refusal with a stable code and the protocol's error code.
+
+    The SDK answers a URI no resource or template matches with invalid params
+    and no code of ours; one of our schemes that matched no template is
+    malformed (``invalid_path``), any other scheme names nothing here
+    (``not_found``).
+    """
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    async def read(ctx: Any, params: Any) -> Any:
+        try:
+            return await original(ctx, params)
+        except MCPError as error:
+            uri = str(getattr(params, "uri", ""))
+            data = error.error.data if isinstance(error.error.data, dict) else {}
+            code = data.get("code")
+            if code is None and error.error.code == INVALID_PARAMS:
+                code = INVALID_PATH if uri.split(":", 1)[0] in OUR_SCHEMES else NOT_FOUND
+                message = (
+                    f"{code}: {uri!r} is not a notebook:///, notebook-cell:/// or notebook-output:/// URI "
+                    "this server can read; percent-encode the workspace-relative path after the three slashes."
+                    if code == INVALID_PATH
+                    else f"{code}: no resource {uri!r}; resources/list and resources/templates/list say what exists."
+                )
+                error = MCPError(INVALID_PARAMS, message, data={**data, "code": code, "uri": uri})
+            if code == NOT_FOUND and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                raise MCPError(RESOURCE_NOT_FOUND, error.error.message, data=error.error.data) from None
+            raise error from None
+
+    return read
+
+
+# --- cells and outputs ----------------------------------------------------------
 
 
 def parse_part_uri(uri: str, scheme: str) -> tuple[str, dict[str, str]]:
@@ -179,17 +230,17 @@ def parse_part_uri(uri: str, scheme: str) -> tuple[str, dict[str, str]]:
 
     prefix = scheme + ":"
     if not uri.startswith(prefix):
-        raise _resource_error(INVALID_PATH, f"{uri!r} is not a {scheme}: URI.")
+        raise _resource_error(INVALID_PATH, f"{uri!r} is not a {scheme}: URI.", uri)
     rest, _, query = uri[len(prefix) :].partition("?")
     if "#" in query or "#" in rest:
-        raise _resource_error(INVALID_PATH, f"{uri!r} has a fragment; address the cell with ?cell=ID.")
+        raise _resource_error(INVALID_PATH, f"{uri!r} has a fragment; address the cell with ?cell=ID.", uri)
     try:
         path = path_of_uri("notebook:" + rest)
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ToolFailure as error:
-        raise _resource_error(error.code, error.message) from None
+        raise _resource_error(error.code, error.message, uri) from None
     except ValueError:
-        raise _resource_error(INVALID_PATH, f"{uri!r} has a malformed query; write ?cell=ID&output=N.") from None
+        raise _resource_error(INVALID_PATH, f"{uri!r} has a malformed query; write ?cell=ID&output=N.", uri) from None
     return path, dict(pairs)
 
 
@@ -199,16 +250,18 @@ async def _cell_of_uri(state: ServerState, uri: str, scheme: str) -> tuple[str, 
     path, query = parse_part_uri(uri, scheme)
     cell_id = query.get("cell")
     if not cell_id:
-        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).")
+        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).", uri)
     try:
         relative = state.locate(path)
         view = await state.store.read(relative)
     except ToolFailure as error:
-        raise _resource_error(error.code, error.message) from None
+        raise _resource_error(error.code, error.message, uri) from None
     for cell in view.notebook.cells:
         if cell.get("id") == cell_id:
             return relative, query, cell
-    raise _resource_error(NOT_FOUND, f"'{relative}' has no cell with id {cell_id!r}; read_notebook lists the ids.")
+    raise _resource_error(
+        NOT_FOUND, f"'{relative}' has no cell with id {cell_id!r}; read_notebook lists the ids.", uri
+    )
 
 
 async def output_contents(state: ServerState, uri: str) -> list[TextResourceContents | BlobResourceContents]:
@@ -216,12 +269,14 @@ async def output_contents(state: ServerState, uri: str) -> list[TextResourceCont
     relative, query, cell = await _cell_of_uri(state, uri, OUTPUT_SCHEME)
     raw = query.get("output", "")
     if not raw.isdigit():
-        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs &output=N, the output's 0-based index.")
+        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs &output=N, the output's 0-based index.", uri)
     outputs = list(cell.get("outputs") or [])
     index = int(raw)
     if index >= len(outputs):
         raise _resource_error(
-            NOT_FOUND, f"Cell {cell.get('id')} of '{relative}' has {len(outputs)} outputs; output {index} does not exist."
+            NOT_FOUND,
+            f"Cell {cell.get('id')} of '{relative}' has {len(outputs)} outputs; output {index} does not exist.",
+            uri,
         )
     return representations(uri, outputs[index])
 

@@ -14,8 +14,11 @@ the client spelled it. A change is announced when the server's store writes
 the file (any tool, the JSON-lines transport) and when the file changes on
 disk through anyone else: the workspace is watched with ``watchfiles``,
 debounced (``JUPYTER_MCP_WATCH_DEBOUNCE_MS``, default 200 ms), from the first
-subscription to the last. A change is announced once, whoever saw it first:
-announcements are keyed on the file's revision, so the watcher stays quiet
+subscription to the last. A connection's subscriptions end with it: an
+HTTP session deleted or expired without unsubscribing keeps nothing watched,
+and the server waits for the watcher to end when it stops (see `close`). A
+change is announced once, whoever saw it first: announcements are keyed on
+the file's revision, so the watcher stays quiet
 about the server's own writes and about a save that left the bytes as they
 were. Nothing is announced for a notebook nobody subscribed to, and a URI
 outside the workspace is refused (2025-11-25) or never fires (2026-07-28).
@@ -39,7 +42,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 from jupyter_mcp_server.connections import connection_key
 from jupyter_mcp_server.errors import INVALID_PATH, ToolFailure
-from jupyter_mcp_server.handlers import serve
+from jupyter_mcp_server.handlers import serve, when_connection_closes
 from jupyter_mcp_server.resources import CELL_SCHEME, OUTPUT_SCHEME, parse_part_uri
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.store.store import revision_of
@@ -76,6 +79,8 @@ class NotebookEvents:
         self._announced: dict[str, str | None] = {}
         self._watcher: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
+        #: Watchers told to stop that have not ended yet.
+        self._ending: set[asyncio.Task[None]] = set()
         self._store_observed = False
 
     # -- who watches what ----------------------------------------------------
@@ -125,6 +130,12 @@ class NotebookEvents:
         connection.uris.add(uri)
         if path is not None:
             await self._hold(uri, path)
+
+    def forget_connection(self, key: str) -> None:
+        """The connection is gone (its HTTP session deleted or expired): release what it held."""
+        if self.connections.pop(key, None) is not None:
+            logger.debug("Connection %s closed; releasing its subscriptions", key)
+            self._release_unused()
 
     def unsubscribe(self, key: str, uri: str) -> None:
         connection = self.connections.get(key)
@@ -208,17 +219,35 @@ class NotebookEvents:
             # A context of its own: it outlives the request that started it.
             self._watcher = contextvars.Context().run(loop.create_task, self._watch(self._stop))
 
-    def close(self) -> None:
-        """Forget every subscription and stop watching (the server is stopping)."""
+    async def close(self, timeout: float = 5.0) -> None:
+        """Forget every subscription and stop watching (the server is stopping).
+
+        Waits for every watcher told to stop to end: its blocking wait runs in
+        an AnyIO worker thread, which is told to stop only when the task that
+        started it is done. Inside Jupyter Server the event loop stops right
+        after the extensions do, so a watcher task still pending then would
+        never finish, and its non-daemon worker thread would keep the process
+        alive for ever.
+        """
         self.connections.clear()
         self.listened.clear()
         self._paths.clear()
         self._announced.clear()
         self._stop_watching()
+        ending = [task for task in self._ending if not task.done()]
+        if not ending:
+            return
+        _, late = await asyncio.wait(ending, timeout=timeout)
+        for task in late:
+            logger.warning("The workspace watcher did not stop within %s s; cancelling it", timeout)
+            task.cancel()
 
     def _stop_watching(self) -> None:
         if self._stop is not None:
             self._stop.set()
+        if self._watcher is not None and not self._watcher.done():
+            self._ending.add(self._watcher)
+            self._watcher.add_done_callback(self._ending.discard)
         self._watcher = None
         self._stop = None
 
@@ -245,8 +274,12 @@ def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
 
     async def subscribe(ctx: Any, params: Any) -> Any:
         """``resources/subscribe`` (2025-11-25)."""
+        key = connection_key(ctx)
         try:
-            await events.subscribe(connection_key(ctx), ctx.session, str(params.uri))
+            await events.subscribe(key, ctx.session, str(params.uri))
+            # The session may end without unsubscribing (DELETE, expiry, a client
+            # killed): its subscriptions, and the watcher they keep, end with it.
+            when_connection_closes(ctx, "jupyter_mcp_server.subscriptions", lambda: events.forget_connection(key))
         except ToolFailure as error:
             raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}", data={"code": error.code}) from None
         return EmptyResult()

@@ -129,6 +129,25 @@ class Released(Result):
     kernel_id: str | None
 
 
+class OutputCut(Result):
+    """What a result left out of one stored output, and where it is whole."""
+
+    output: int = Field(description="The output's 0-based index in its cell.")
+    mime_type: str = Field(description="The representation cut: text/plain for a stream or a traceback.")
+    uri: str = Field(description="The notebook-output: resource holding the output whole.")
+    omitted_chars: int | SkipJsonSchema[None] = Field(
+        default=None, description="Characters of text left out between its head and tail.", json_schema_extra=_without_a_default
+    )
+    omitted_bytes: int | SkipJsonSchema[None] = Field(
+        default=None, description="Bytes of a binary payload left out whole.", json_schema_extra=_without_a_default
+    )
+
+    @model_serializer(mode="wrap")
+    def _only_what_was_cut(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = serialize(self)
+        return {key: value for key, value in data.items() if value is not None}
+
+
 class CellSummary(Result):
     index: int
     cell_id: str
@@ -136,6 +155,19 @@ class CellSummary(Result):
     source: str
     execution_count: int | None = None
     outputs: list[dict[str, Any]] | None = None
+    outputs_cut: list[OutputCut] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Outputs too large for a result, cut in outputs (long text keeps its head and tail, a large "
+        "binary payload is replaced by a marker): each with its resource, to read it whole.",
+        json_schema_extra=_without_a_default,
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_an_absent_cut(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = serialize(self)
+        if data.get("outputs_cut") is None:
+            data.pop("outputs_cut", None)
+        return data
 
 
 class NotebookRead(Written):

@@ -10,8 +10,16 @@ from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path
-from jupyter_mcp_server.tools.rendering import cell_heading, source_preview, upgrade_ahead
+from jupyter_mcp_server.tools.rendering import (
+    InlineLimits,
+    OutputLink,
+    bounded_outputs,
+    cell_heading,
+    source_preview,
+    upgrade_ahead,
+)
 from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.workspace import output_uri
 
 NotebookName = Annotated[
     str | None,
@@ -194,9 +202,17 @@ async def read_notebook(
     lines = [f"'{path}': {len(cells)} cells, revision {view.revision}; {shown}"]
     if said:
         lines.insert(0, said.strip())
+    limits = InlineLimits.of(state_of(ctx).config)
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
+        outputs, cuts = None, None
+        if detailed and cell.get("cell_type") == "code":
+            # Cut as the text of a result is: a page of cells with 50 MiB of
+            # outputs would otherwise be 50 MiB of structuredContent, and the
+            # server's memory would keep the high-water mark of encoding it.
+            outputs, cut = bounded_outputs(list(cell.get("outputs", [])), _output_link(path, cell.get("id", "")), limits)
+            cuts = [models.OutputCut(**each) for each in cut] or None
         summaries.append(
             models.CellSummary(
                 index=index,
@@ -204,7 +220,8 @@ async def read_notebook(
                 cell_type=cell.get("cell_type"),
                 source=source if detailed else source_preview(source),
                 execution_count=cell.get("execution_count"),
-                outputs=list(cell.get("outputs", [])) if detailed and cell.get("cell_type") == "code" else None,
+                outputs=outputs,
+                outputs_cut=cuts,
             )
         )
         lines.append(cell_heading(index, cell))
@@ -215,6 +232,13 @@ async def read_notebook(
     if stop < len(cells):
         lines.append(f"… {len(cells) - stop} more cells: call again with start_index={stop}.")
     return answer(result.model_dump(), "\n".join(lines))
+
+
+def _output_link(path: str, cell_id: str) -> OutputLink:
+    def link(index: int) -> str:
+        return output_uri(path, cell_id, index)
+
+    return link
 
 
 @tool_handler("connect_to_jupyter")

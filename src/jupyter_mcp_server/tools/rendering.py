@@ -80,6 +80,70 @@ def output_blocks(
     return blocks
 
 
+#: Representations nbformat stores base64-encoded.
+BINARY_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"})
+
+
+def bounded_outputs(
+    outputs: list[dict[str, Any]], link: OutputLink, limits: InlineLimits = DEFAULT_INLINE
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Stored outputs as a result's structured part carries them, and what was cut.
+
+    The same limits as the content blocks: a text (a stream, a traceback, a
+    text representation, JSON as its text) longer than ``limits.text_chars``
+    keeps its head and tail around a marker saying how much is left out and
+    which resource holds it whole; a binary payload larger than
+    ``limits.image_bytes`` is replaced by a marker naming the resource.
+    Outputs within the limits are the stored ones, not copies.
+    """
+    bounded: list[dict[str, Any]] = []
+    cuts: list[dict[str, Any]] = []
+    for index, output in enumerate(outputs):
+        kind = output.get("output_type")
+        cut: dict[str, Any] | None = None
+        if kind == "stream":
+            text = _text(output.get("text", ""))
+            if len(text) > limits.text_chars:
+                cut = {**output, "text": _head_and_tail(text, link(index), limits, cuts, index, "text/plain")}
+        elif kind == "error":
+            traceback = "\n".join(map(str, output.get("traceback") or []))
+            if len(traceback) > limits.text_chars:
+                kept = _head_and_tail(traceback, link(index), limits, cuts, index, "text/plain")
+                cut = {**output, "traceback": kept.split("\n")}
+        elif kind in ("display_data", "execute_result"):
+            data = output.get("data") or {}
+            changed = {}
+            for mime, value in data.items():
+                if mime in BINARY_TYPES:
+                    size = sum(map(len, value)) if isinstance(value, list) else len(str(value))
+                    if size > limits.image_bytes:
+                        uri = link(index)
+                        omitted = size * 3 // 4
+                        cuts.append({"output": index, "mime_type": mime, "uri": uri, "omitted_bytes": omitted})
+                        changed[mime] = f"[jupyter-mcp-server: {mime} of about {omitted} bytes left out; read {uri} for it whole]"
+                else:
+                    text = _text(value)
+                    if len(text) > limits.text_chars:
+                        changed[mime] = _head_and_tail(text, link(index), limits, cuts, index, mime)
+            if changed:
+                cut = {**output, "data": {**data, **changed}}
+        bounded.append(output if cut is None else cut)
+    return bounded, cuts
+
+
+def _head_and_tail(
+    text: str, uri: str, limits: InlineLimits, cuts: list[dict[str, Any]], index: int, mime: str
+) -> str:
+    # Both ends: the head says what started, the tail how it ended (the last
+    # lines of a log, the error after a long traceback).
+    head = limits.text_chars // 2
+    tail = limits.text_chars - head
+    omitted = len(text) - head - tail
+    cuts.append({"output": index, "mime_type": mime, "uri": uri, "omitted_chars": omitted})
+    marker = f"\n[jupyter-mcp-server: {omitted} characters left out here; read {uri} for the whole output]\n"
+    return text[:head] + marker + text[len(text) - tail :]
+
+
 def _text_blocks(text: str, index: int, link: OutputLink | None, limits: InlineLimits) -> list[ContentBlock]:
     if link is None or len(text) <= limits.text_chars:
         return [TextContent(type="text", text=text)]
