@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import error_code, ok, refused, serve, text_of
+from conftest import error_code, jupyter_server_process, ok, refused, serve, text_of
 
 pytest.importorskip("pandas")
 pytest.importorskip("numpy")
@@ -302,3 +302,34 @@ async def test_no_kernel_and_default_toolsets(workspace):
         refusal = await refused(client, "list_variables", {"notebook_name": "idle.ipynb"}, "not_found")
         assert "use_notebook" in text_of(refusal)
         await refused(client, "kernel_history", {}, "no_notebook")
+
+
+async def test_a_kernel_on_a_jupyter_server(workspace, tmp_path):
+    """Reached only through its websocket: no side sockets, so asked between executions."""
+    token = "introspection-token-3b7d"
+    with jupyter_server_process(tmp_path, token) as (url, _root, _log):
+        async with serve(workspace, *NO_PRESTART, *INTROSPECTION, "--jupyter-url", url, env={"JUPYTER_TOKEN": token}) as client:
+            await ok(client, "use_notebook", {"notebook_name": "far.ipynb", "mode": "create"})
+            await ok(client, "execute_code", {"code": "far = {'a': 1}"})
+            listed = await ok(client, "list_variables")
+            assert listed["variables"] == [
+                {"name": "far", "type": "dict", "len": 1, "bytes": listed["variables"][0]["bytes"], "repr": "{'a': 1}", "repr_cut": False}
+            ]
+            assert "far" in (await ok(client, "complete", {"code": "fa"}))["matches"]
+            marker = workspace / "far-started"
+            running = asyncio.create_task(
+                client.call_tool("execute_code", {"code": f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(30)"})
+            )
+            try:
+                deadline = time.monotonic() + 10
+                while not marker.exists():
+                    assert time.monotonic() < deadline, "the cell did not start"
+                    await asyncio.sleep(0.05)
+                started = time.monotonic()
+                busy = await refused(client, "describe_variable", {"name": "far"}, "timeout")
+                assert busy.meta["io.jupyter-mcp/error"]["kernel_state"] == "busy"
+                assert time.monotonic() - started < 3
+            finally:
+                await client.call_tool("interrupt_notebook_session", {"notebook_name": "far.ipynb"})
+                await running
+            assert (await ok(client, "describe_variable", {"name": "far"}))["variable"]["len"] == 1

@@ -197,7 +197,7 @@ def _list(request, namespace, hidden):
     pattern = _glob(request["name_pattern"]) if request.get("name_pattern") else None
     modules = request.get("include_modules", False)
     chosen = []
-    for name in sorted(namespace):
+    for name in sorted(key for key in namespace if isinstance(key, str)):
         value = namespace[name]
         kind = type(value)
         if _is_hidden(name, value, hidden) or (issubclass(kind, ModuleType) and not modules):

@@ -134,7 +134,7 @@ def _side_client(main: Any) -> Any:
 
 def _send(introspector: Introspector, channel: str, msg_type: str, content: dict[str, Any]) -> str:
     client = introspector.client
-    if not hasattr(client, "session"):
+    if not hasattr(client, "shell_channel"):  # a kernel websocket: its own framing
         return str(client.send(channel, msg_type, content))
     message = client.session.msg(msg_type, content)
     if channel == "shell" and introspector.subshell_id is not None:
