@@ -226,32 +226,52 @@ async def test_debug_error_shows_the_raising_frame_and_its_locals(workspace):
         assert "sentinel-42" in text_of(await client.call_tool("debug_error", {}))
 
 
-def no_subshell_kernel(root: Path) -> dict[str, str]:
-    """A kernelspec whose kernel does not offer subshells, and the environment that finds it."""
-    module = root / "nosubshells_kernel.py"
-    module.write_text(
-        "from ipykernel.ipkernel import IPythonKernel\n"
-        "class NoSubshellKernel(IPythonKernel):\n"
-        "    @property\n"
-        "    def kernel_info(self):\n"
-        "        info = dict(super().kernel_info)\n"
-        "        info['supported_features'] = [f for f in info['supported_features'] if f != 'kernel subshells']\n"
-        "        return info\n"
+def kernelspec(root: Path, name: str, body: str) -> dict[str, str]:
+    """A kernelspec running an IPython kernel subclass with `body`, and the environment that finds it."""
+    module = f"{name}_kernel"
+    (root / f"{module}.py").write_text(
+        "from ipykernel.ipkernel import IPythonKernel\n" f"class Kernel(IPythonKernel):\n{textwrap.indent(body, '    ')}"
     )
-    spec = root / "share" / "jupyter" / "kernels" / "nosubshells"
+    spec = root / "share" / "jupyter" / "kernels" / name
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(
         json.dumps(
             {
                 "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                         "--IPKernelApp.kernel_class=nosubshells_kernel.NoSubshellKernel"],
-                "display_name": "Python without subshells",
+                         f"--IPKernelApp.kernel_class={module}.Kernel"],
+                "display_name": name,
                 "language": "python",
                 "env": {"PYTHONPATH": str(root)},
             }
         )
     )
     return {"JUPYTER_PATH": str(root / "share" / "jupyter")}
+
+
+def no_subshell_kernel(root: Path) -> dict[str, str]:
+    """A kernel that does not offer subshells, as ipykernel 6 and most other kernels."""
+    return kernelspec(
+        root,
+        "nosubshells",
+        "@property\n"
+        "def kernel_info(self):\n"
+        "    info = dict(super().kernel_info)\n"
+        "    info['supported_features'] = [f for f in info['supported_features'] if f != 'kernel subshells']\n"
+        "    return info\n",
+    )
+
+
+async def test_a_kernel_in_another_language(workspace, tmp_path):
+    """Variables and tracebacks are Python's; completion and history are any kernel's own."""
+    env = kernelspec(tmp_path, "otherlang", "language_info = {**IPythonKernel.language_info, 'name': 'otherlang'}\n")
+    async with serve(workspace, *NO_PRESTART, *INTROSPECTION, env=env) as client:
+        await ok(client, "use_notebook", {"notebook_name": "other.ipynb", "mode": "create", "kernel_name": "otherlang"})
+        await ok(client, "execute_code", {"code": "value = 1"})
+        for tool, arguments in (("list_variables", {}), ("describe_variable", {"name": "value"}), ("debug_error", {})):
+            refusal = await refused(client, tool, arguments, "unsupported")
+            assert "otherlang" in text_of(refusal) and "execute_code" in text_of(refusal)
+        assert "value" in (await ok(client, "complete", {"code": "valu"}))["matches"]
+        assert (await ok(client, "kernel_history"))["entries"][-1]["input"] == "value = 1"
 
 
 @pytest.mark.parametrize("subshells", [True, False])

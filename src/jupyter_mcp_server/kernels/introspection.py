@@ -183,8 +183,9 @@ async def run_helper(kernel: Any, request: dict[str, Any], *, where: str) -> dic
     if introspector.language and introspector.language != "python":
         raise ToolFailure(
             UNSUPPORTED,
-            f"{where} runs {introspector.language}, and variables can be read only from a Python "
-            "kernel. complete, inspect and kernel_history work in any language.",
+            f"{where} runs {introspector.language}, and variables and tracebacks can be read only from "
+            "a Python kernel. complete (all modes) and kernel_history work in any language; look at "
+            "variables with execute_code.",
             language=introspector.language,
         )
     expression = (
@@ -203,16 +204,19 @@ async def run_helper(kernel: Any, request: dict[str, Any], *, where: str) -> dic
     }
     reply = await ask(kernel, "execute_request", content, where=where)
     answered = (reply.get("user_expressions") or {}).get("answer") or {}
+    instead = "Look at it with execute_code instead (that runs a cell)."
     if answered.get("status") != "ok":
         raise ToolFailure(
             UNSUPPORTED,
             f"{where} could not run the introspection helper "
-            f"({answered.get('ename', reply.get('status'))}: {str(answered.get('evalue', ''))[:200]}).",
+            f"({answered.get('ename', reply.get('status'))}: {str(answered.get('evalue', ''))[:200]}). {instead}",
         )
     try:
         result = json.loads(ast.literal_eval(answered["data"]["text/plain"]))
     except (KeyError, ValueError, SyntaxError, TypeError):
-        raise ToolFailure(UNSUPPORTED, f"{where} answered the introspection helper in a form it cannot read.") from None
+        raise ToolFailure(
+            UNSUPPORTED, f"{where} answered the introspection helper in a form it cannot read. {instead}"
+        ) from None
     if "failure" in result:
-        raise ToolFailure(UNSUPPORTED, f"Reading the variables of {where} failed: {result['failure']}.")
+        raise ToolFailure(UNSUPPORTED, f"Reading the variables of {where} failed: {result['failure']}. {instead}")
     return dict(result)
