@@ -47,7 +47,13 @@ SESSION = textwrap.dedent(
     class Huge:
         def __repr__(self):
             return "x" * 100_000_000
-    sleepy, raising, huge = Sleepy(), Raising(), Huge()
+    class Spinning:
+        def __repr__(self):
+            global spins
+            while True:
+                spins += 1
+    spins = 0
+    sleepy, raising, huge, spinning = Sleepy(), Raising(), Huge(), Spinning()
     gen = (i for i in range(10))
     '''
 )
@@ -76,8 +82,11 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         took = time.monotonic() - started
         assert took < 5, f"a sleeping __repr__ held list_variables for {took:.1f} s"
         by_name = {entry["name"]: entry for entry in listed["variables"]}
-        assert set(by_name) == {"df", "arr", "add", "Sleepy", "Raising", "Huge", "sleepy", "raising", "huge", "gen"}
-        assert listed["total"] == 10
+        assert set(by_name) == {
+            "df", "arr", "add", "Sleepy", "Raising", "Huge", "Spinning", "sleepy", "raising", "huge", "spinning",
+            "spins", "gen",
+        }
+        assert listed["total"] == 13
         # Modules, IPython's own names and _private ones are not the user's variables.
         assert not {"pd", "np", "In", "Out", "get_ipython", "exit", "_"} & set(by_name)
         assert by_name["df"]["type"] == "pandas.DataFrame" and by_name["df"]["shape"] == [3, 2]
@@ -88,6 +97,11 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         assert by_name["raising"]["repr"] is None and "no repr for you" in by_name["raising"]["repr_note"]
         assert by_name["huge"]["repr_cut"] is True and len(by_name["huge"]["repr"]) <= 121
         assert by_name["gen"]["type"] == "generator"
+        # A __repr__ looping in Python is stopped, not left spinning in the kernel.
+        assert by_name["spinning"]["repr"] is None and "budget" in by_name["spinning"]["repr_note"]
+        spun = text_of(await client.call_tool("execute_code", {"code": "spins"}))
+        await asyncio.sleep(0.3)
+        assert text_of(await client.call_tool("execute_code", {"code": "spins"})) == spun
 
         with_modules = await ok(client, "list_variables", {"include_modules": True, "name_pattern": "n?"})
         assert [entry["name"] for entry in with_modules["variables"]] == ["np"]

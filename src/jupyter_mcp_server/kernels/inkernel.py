@@ -89,6 +89,20 @@ def _type_name(kind):
     return name if module == "builtins" else f"{module}.{name}"
 
 
+def _tracer(stop):
+    """A trace function that ends its thread's Python at the next line once `stop[0]` is set.
+
+    Made by a function of its own so that the ``tracer`` it returns for each frame is
+    itself, never the next worker's (a closure over a loop variable would be)."""
+
+    def tracer(frame, event, arg):
+        if stop[0]:
+            raise _Stop()
+        return tracer
+
+    return tracer
+
+
 def _guarded(tasks, per_task, total):
     """Run each of `tasks` (callables) in a worker thread, each within `per_task`
     seconds and all within `total`: [(status, value)] with status ok, error,
@@ -100,10 +114,7 @@ def _guarded(tasks, per_task, total):
         stop = [False]
         progress: list[Any] = [start, time.monotonic()]
 
-        def tracer(frame, event, arg, stop=stop):
-            if stop[0]:
-                raise _Stop()
-            return tracer
+        tracer = _tracer(stop)
 
         def work(start=start, stop=stop, progress=progress, tracer=tracer):
             try:
