@@ -145,7 +145,12 @@ def _described_text(described: dict[str, Any]) -> str:
         if described.get(key) is not None:
             lines.append(f"{key}: {described[key]}")
     if described.get("columns"):
-        lines.append("columns: " + ", ".join(f"{c['name']} {c['dtype']} ({c['non_null']} non-null)" for c in described["columns"]))
+        listed = ", ".join(
+            f"{c['name']} {c['dtype']}" + (f" ({c['non_null']} non-null)" if c.get("non_null") is not None else "")
+            for c in described["columns"]
+        )
+        more = described.get("columns_total", 0) - len(described["columns"])
+        lines.append(f"columns: {listed}" + (f" and {more} more" if more > 0 else ""))
     for key in ("head", "doc", "repr"):
         if described.get(key):
             lines.append(f"{key}:\n{described[key]}")
