@@ -211,7 +211,11 @@ async def test_completion_inspection_and_bad_cursors(workspace):
             await refused(client, "complete", {"code": "abc", "cursor_pos": cursor}, "invalid_argument")
 
         history = (await ok(client, "kernel_history"))["entries"]
-        assert history[-1]["input"] == "import pandas as pd"
+        # This kernel's inputs only, never an earlier kernel's from IPython's history database.
+        assert [entry["input"] for entry in history] == ["import pandas as pd"]
+        await ok(client, "execute_code", {"code": "a = 1"})
+        await ok(client, "execute_code", {"code": "b = 2"})
+        assert [e["input"] for e in (await ok(client, "kernel_history", {"limit": 2}))["entries"]] == ["a = 1", "b = 2"]
 
 
 async def test_debug_error_shows_the_raising_frame_and_its_locals(workspace):

@@ -264,9 +264,12 @@ async def kernel_history(
     limit: Annotated[int, Field(ge=1, le=MAX_HISTORY, description="The last this many inputs.")] = 20,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelHistory]:
-    """What was executed in the notebook's kernel, oldest first (the kernel's own history, every client's executions, cells later deleted included)."""
+    """What was executed in the notebook's kernel since it started, oldest first: the kernel's own history, so every client's executions and cells since deleted or edited are there (introspection calls are not)."""
     _, kernel, path = await kernel_of(ctx, notebook_name)
-    content = {"output": False, "raw": True, "hist_access_type": "tail", "n": limit}
+    # This kernel's session only: "tail" would read IPython's history database, every earlier
+    # kernel's inputs included. The session is read whole and its end kept: a negative start
+    # past its beginning makes IPython index past it.
+    content = {"output": False, "raw": True, "hist_access_type": "range", "session": 0, "start": 1, "stop": None}
     reply = await ask(kernel, "history_request", content, where=where(path))
     entries, truncated = [], False
     for item in (reply.get("history") or [])[-limit:]:
