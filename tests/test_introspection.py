@@ -144,6 +144,7 @@ async def test_no_introspection_call_leaves_a_trace(workspace):
     async with serve(workspace, *NO_PRESTART, *INTROSPECTION) as client:
         await ok(client, "use_notebook", {"notebook_name": "trace.ipynb", "mode": "create"})
         await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": SESSION})
+        await ok(client, "execute_code", {"code": "'the last result'"})  # so that _ and Out hold something
         failed = await client.call_tool("execute_code", {"code": "def fails():\n    local = 'kept'\n    1 / 0\nfails()"})
         assert error_code(failed) == "execution_error"
         revision = (await ok(client, "get_notebook_revision"))["revision"]
@@ -178,7 +179,8 @@ async def test_no_introspection_call_leaves_a_trace(workspace):
             # The snapshot cell itself is the one execution between the two.
             assert after["count"] == before["count"] + 1
             assert after["In"] == before["In"] + 1
-            assert after["Out"] == before["Out"] and after["underscore"] == before["underscore"]
+            assert after["Out"] == before["Out"] == 1
+            assert after["underscore"] == before["underscore"] == "'the last result'"
             assert after["names"] == before["names"]
             assert after["last"] == before["last"] and "ZeroDivisionError" in after["last"]
             imported = set(after["modules"]) - set(before["modules"])
