@@ -331,6 +331,37 @@ async def test_while_a_cell_runs(workspace, tmp_path, subshells):
         assert (await ok(client, "describe_variable", {"name": "ready"}))["variable"]["repr"] == "41"
 
 
+async def test_a_namespace_changing_under_the_question(workspace):
+    """With subshells the question runs beside a cell that binds and deletes names all the time."""
+    churn = textwrap.dedent(
+        f"""
+        open({str(workspace / "churning")!r}, "w").close()
+        import time
+        end, n = time.monotonic() + 30, 0
+        while time.monotonic() < end:
+            globals()[f"churn{{n % 300}}"] = n
+            globals().pop(f"churn{{(n + 150) % 300}}", None)
+            n += 1
+        """
+    )
+    async with serve(workspace, *NO_PRESTART, *INTROSPECTION) as client:
+        await ok(client, "use_notebook", {"notebook_name": "churn.ipynb", "mode": "create"})
+        await ok(client, "execute_code", {"code": "steady = 1"})
+        running = asyncio.create_task(client.call_tool("execute_code", {"code": churn}))
+        try:
+            deadline = time.monotonic() + 10
+            while not (workspace / "churning").exists():
+                assert time.monotonic() < deadline, "the cell did not start"
+                await asyncio.sleep(0.05)
+            for _ in range(10):
+                listed = await ok(client, "list_variables", {"limit": 500})
+                assert "steady" in {entry["name"] for entry in listed["variables"]}
+            await refused(client, "describe_variable", {"name": "never_bound"}, "not_found")
+        finally:
+            await client.call_tool("interrupt_notebook_session", {"notebook_name": "churn.ipynb"})
+            await running
+
+
 async def test_no_kernel_and_default_toolsets(workspace):
     async with serve(workspace, *NO_PRESTART) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}

@@ -203,13 +203,27 @@ def _cheap_facts(value):
     return facts
 
 
+_MISSING = object()
+
+
+def _items(namespace):
+    """The namespace's (name, value) pairs, sorted by name, taken from a copy.
+
+    With subshells a cell may be running in the main thread and binding names meanwhile:
+    iterating the dict itself could fail as it changes size; copying its keys cannot
+    (one C call under the GIL), and a name gone since is skipped."""
+    for name in sorted(key for key in list(namespace) if isinstance(key, str)):
+        value = namespace.get(name, _MISSING)
+        if value is not _MISSING:
+            yield name, value
+
+
 def _list(request, namespace, hidden):
     wanted = request.get("type_filter")
     pattern = _glob(request["name_pattern"]) if request.get("name_pattern") else None
     modules = request.get("include_modules", False)
     chosen = []
-    for name in sorted(key for key in namespace if isinstance(key, str)):
-        value = namespace[name]
+    for name, value in _items(namespace):
         kind = type(value)
         if _is_hidden(name, value, hidden) or (issubclass(kind, ModuleType) and not modules):
             continue
@@ -266,10 +280,10 @@ def _array_stats(array, numpy):
 
 def _describe(request, namespace, hidden):
     name = request["name"]
-    if name not in namespace:
-        names = [n for n, v in namespace.items() if not _is_hidden(n, v, hidden)]
+    value = namespace.get(name, _MISSING)
+    if value is _MISSING:
+        names = [n for n, v in _items(namespace) if not _is_hidden(n, v, hidden)]
         return {"missing": True, "names": names[:5000]}
-    value = namespace[name]
     kind = type(value)
     limit = request.get("repr_chars", 2000)
     described = {"name": name, "type": _type_name(kind)}
