@@ -124,6 +124,8 @@ async def run_in_turn(
                 kernel.still_running = still_running
 
         kernel.busy = True
+        # What a question refused as busy is told runs (kernels.introspection); an
+        # object standing in for a Kernel may not keep it.
         if hasattr(kernel, "running"):
             kernel.running = RunningCode(code, time.monotonic())
         kernel.interrupted.clear()
