@@ -107,8 +107,12 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         assert [entry["name"] for entry in with_modules["variables"]] == ["np"]
         assert [e["name"] for e in (await ok(client, "list_variables", {"type_filter": "DataFrame"}))["variables"]] == ["df"]
         assert [e["name"] for e in (await ok(client, "list_variables", {"name_pattern": "a*"}))["variables"]] == ["add", "arr"]
-        page = await ok(client, "list_variables", {"offset": 2, "limit": 3, "name_pattern": "[!S]*"})
-        assert page["offset"] == 2 and len(page["variables"]) <= 3
+        classes = await ok(client, "list_variables", {"name_pattern": "[A-Z]*"})
+        assert [e["name"] for e in classes["variables"]] == ["Huge", "Raising", "Sleepy", "Spinning"]
+        page = await ok(client, "list_variables", {"offset": 2, "limit": 3})
+        assert page["offset"] == 2 and page["total"] == 13
+        assert [e["name"] for e in page["variables"]] == ["Sleepy", "Spinning", "add"]
+        await refused(client, "list_variables", {"limit": 501}, "invalid_argument")
 
         frame = (await ok(client, "describe_variable", {"name": "df"}))["variable"]
         assert frame["kind"] == "dataframe" and frame["shape"] == [3, 2]

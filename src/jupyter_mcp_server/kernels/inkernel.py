@@ -176,9 +176,29 @@ def _matches_type(kind, wanted):
 
 
 def _glob(pattern):
+    """A glob (``*``, ``?``, ``[seq]``, ``[!seq]``) as a compiled regular expression."""
     import re  # loaded by every kernel: no new module
 
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z")
+    parts, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        close = pattern.find("]", i + 2) if c == "[" else -1
+        if c == "*":
+            parts.append(".*")
+        elif c == "?":
+            parts.append(".")
+        elif close != -1:
+            body = pattern[i + 1 : close].replace("\\", "\\\\")
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            elif body.startswith("^"):
+                body = "\\" + body
+            parts.append("[" + body + "]")
+            i = close
+        else:
+            parts.append(re.escape(c))
+        i += 1
+    return re.compile("".join(parts) + r"\Z")
 
 
 def _cheap_facts(value):
