@@ -524,6 +524,13 @@ async def test_the_extensions_kernels_answer_introspection_while_a_cell_runs(jup
         finally:
             await client.call_tool("interrupt_notebook_session", {"notebook_name": "peek.ipynb"})
             await running
+        # Restarted in place from JupyterLab: the subshell went with the old process, and
+        # the next question sets up a new one rather than failing.
+        kernel_id = (await ok(client, "list_kernels"))["kernels"][0]["kernel_id"]
+        assert httpx.post(f"{url}/api/kernels/{kernel_id}/restart", headers=headers()).status_code == 200
+        assert (await ok(client, "list_variables"))["variables"] == []
+        await ok(client, "execute_code", {"code": "again = 1"})
+        assert [v["name"] for v in (await ok(client, "list_variables"))["variables"]] == ["again"]
         await ok(client, "unuse_notebook", {"notebook_name": "peek.ipynb"})
 
 

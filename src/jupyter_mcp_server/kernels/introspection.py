@@ -168,13 +168,29 @@ async def _request(
 
 async def ask(kernel: Any, msg_type: str, content: dict[str, Any], *, where: str) -> dict[str, Any]:
     """Send one of the kernel's own requests (complete, inspect, is_complete, history)."""
-    introspector = await introspector_of(kernel)
-    if introspector.subshell_id is None and is_busy(kernel):
-        raise busy_failure(kernel, where)
-    if introspector.side:
-        return await _request(introspector, "shell", msg_type, content, ANSWER_TIMEOUT)
-    async with kernel.lock:
-        return await _request(introspector, "shell", msg_type, content, ANSWER_TIMEOUT)
+    for attempt in range(2):
+        introspector = await introspector_of(kernel)
+        if introspector.subshell_id is None and is_busy(kernel):
+            raise busy_failure(kernel, where)
+        if not introspector.side:
+            async with kernel.lock:
+                return await _request(introspector, "shell", msg_type, content, ANSWER_TIMEOUT)
+        try:
+            reply = await _request(introspector, "shell", msg_type, content, ANSWER_TIMEOUT)
+        except ToolFailure:
+            _forget(kernel, introspector)  # whatever went wrong, the next question sets up afresh
+            raise
+        if reply.get("ename") != "UnknownSubshellError" or attempt:
+            return reply
+        # Restarted in place (by JupyterLab, say): its subshells went with the old process.
+        _forget(kernel, introspector)
+    raise AssertionError("unreachable")
+
+
+def _forget(kernel: Any, introspector: Introspector) -> None:
+    if getattr(kernel, "introspector", None) is introspector:
+        kernel.introspector = None
+    introspector.close()
 
 
 async def run_helper(kernel: Any, request: dict[str, Any], *, where: str) -> dict[str, Any]:
