@@ -66,7 +66,8 @@ def _repr_of(value, limit):
     kind = type(value)
     if kind in _PLAIN or kind in _CONTAINERS:
         try:
-            text = _reprer(limit).repr(value)
+            # reprlib bounds str but formats bytes whole: cut them first.
+            text = repr(value[:limit]) if kind in (bytes, bytearray) else _reprer(limit).repr(value)
         except ValueError:  # an int past the digit limit
             text = f"<int of {value.bit_length()} bits>" if kind is int else "<unprintable>"
             cut = True
