@@ -403,6 +403,7 @@ async def test_a_kernel_on_a_jupyter_server(workspace, tmp_path):
                 started = time.monotonic()
                 busy = await refused(client, "describe_variable", {"name": "far"}, "timeout")
                 assert busy.meta["io.jupyter-mcp/error"]["kernel_state"] == "busy"
+                assert "websocket" in text_of(busy)
                 assert time.monotonic() - started < 3
             finally:
                 await client.call_tool("interrupt_notebook_session", {"notebook_name": "far.ipynb"})

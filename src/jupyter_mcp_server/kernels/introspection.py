@@ -65,8 +65,8 @@ def helper_source() -> str:
     return (Path(__file__).parent / "inkernel.py").read_text(encoding="utf-8")
 
 
-def busy_failure(kernel: Any, where: str) -> ToolFailure:
-    """A kernel running a cell, on a kernel without subshells: refused at once."""
+def busy_failure(kernel: Any, where: str, *, websocket: bool = False) -> ToolFailure:
+    """A kernel running a cell, where a question would wait behind it: refused at once."""
     running = getattr(kernel, "running", None)
     details: dict[str, Any] = {"kernel_state": "busy", "kernel_id": kernel.kernel_id}
     what = "a cell"
@@ -76,10 +76,15 @@ def busy_failure(kernel: Any, where: str) -> ToolFailure:
         what = f"code for {details['running_for_seconds']:.0f} s ({running.code[:60]!r})"
     elif getattr(kernel, "still_running", None) is not None:
         what = "an execution that did not stop when interrupted"
+    why = (
+        "this server reaches it only through a Jupyter Server's websocket, where a question waits "
+        "behind the running cell"
+        if websocket
+        else "this kernel has no subshells to answer questions meanwhile (ipykernel 7 has them)"
+    )
     return ToolFailure(
         TIMEOUT,
-        f"{where} is busy running {what}, and this kernel has no subshells to answer "
-        "questions meanwhile (ipykernel 7 has them). Nothing was asked. Wait for it to "
+        f"{where} is busy running {what}, and {why}. Nothing was asked. Wait for it to "
         "finish, or interrupt it with interrupt_notebook_session.",
         **details,
     )
@@ -93,14 +98,14 @@ async def introspector_of(kernel: Any) -> Introspector:
     """The kernel's introspector, set up on first use (kept on the kernel, closed with it)."""
     existing = getattr(kernel, "introspector", None)
     if existing is not None:
+        if not existing.language and not existing.side and not is_busy(kernel):
+            await _learn_language(kernel, existing)
         return existing
     side = _side_client(kernel.client)
     if side is None:
         made = Introspector(kernel.client, None, "", side=False)
-        if not is_busy(kernel):
-            async with kernel.lock:
-                info = await _request(made, "shell", "kernel_info_request", {}, SETUP_TIMEOUT)
-            made.language = str((info.get("language_info") or {}).get("name", ""))
+        if not is_busy(kernel):  # else asked the next time it is idle
+            await _learn_language(kernel, made)
     else:
         made = Introspector(side, None, "", side=True)
         try:
@@ -117,6 +122,13 @@ async def introspector_of(kernel: Any) -> Introspector:
         return made
     made.close()  # another call set one up meanwhile
     return kernel.introspector
+
+
+async def _learn_language(kernel: Any, introspector: Introspector) -> None:
+    """Ask a kernel reached through its own client which language it runs, between executions."""
+    async with kernel.lock:
+        info = await _request(introspector, "shell", "kernel_info_request", {}, SETUP_TIMEOUT)
+    introspector.language = str((info.get("language_info") or {}).get("name", ""))
 
 
 def _side_client(main: Any) -> Any:
@@ -171,7 +183,7 @@ async def ask(kernel: Any, msg_type: str, content: dict[str, Any], *, where: str
     for attempt in range(2):
         introspector = await introspector_of(kernel)
         if introspector.subshell_id is None and is_busy(kernel):
-            raise busy_failure(kernel, where)
+            raise busy_failure(kernel, where, websocket=not introspector.side)
         if not introspector.side:
             async with kernel.lock:
                 return await _request(introspector, "shell", msg_type, content, ANSWER_TIMEOUT)
