@@ -54,6 +54,10 @@ SESSION = textwrap.dedent(
                 spins += 1
     spins = 0
     sleepy, raising, huge, spinning = Sleepy(), Raising(), Huge(), Spinning()
+    class SlowFrame(pd.DataFrame):
+        def memory_usage(self, *args, **kwargs):
+            time.sleep(60)
+    slow = SlowFrame({"a": [1]})
     gen = (i for i in range(10))
     '''
 )
@@ -84,9 +88,9 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         by_name = {entry["name"]: entry for entry in listed["variables"]}
         assert set(by_name) == {
             "df", "arr", "add", "Sleepy", "Raising", "Huge", "Spinning", "sleepy", "raising", "huge", "spinning",
-            "spins", "gen",
+            "spins", "gen", "SlowFrame", "slow",
         }
-        assert listed["total"] == 13
+        assert listed["total"] == 15
         # Modules, IPython's own names and _private ones are not the user's variables.
         assert not {"pd", "np", "In", "Out", "get_ipython", "exit", "_"} & set(by_name)
         assert by_name["df"]["type"] == "pandas.DataFrame" and by_name["df"]["shape"] == [3, 2]
@@ -97,6 +101,8 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         assert by_name["raising"]["repr"] is None and "no repr for you" in by_name["raising"]["repr_note"]
         assert by_name["huge"]["repr_cut"] is True and len(by_name["huge"]["repr"]) <= 121
         assert by_name["gen"]["type"] == "generator"
+        # A library's subclass may override what sizes are read with: read under the budget too.
+        assert by_name["slow"]["type"] == "__main__.SlowFrame" and by_name["slow"]["repr"] is None
         # A __repr__ looping in Python is stopped, not left spinning in the kernel.
         assert by_name["spinning"]["repr"] is None and "budget" in by_name["spinning"]["repr_note"]
         spun = text_of(await client.call_tool("execute_code", {"code": "spins"}))
@@ -105,13 +111,13 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
 
         with_modules = await ok(client, "list_variables", {"include_modules": True, "name_pattern": "n?"})
         assert [entry["name"] for entry in with_modules["variables"]] == ["np"]
-        assert [e["name"] for e in (await ok(client, "list_variables", {"type_filter": "DataFrame"}))["variables"]] == ["df"]
+        assert [e["name"] for e in (await ok(client, "list_variables", {"type_filter": "DataFrame"}))["variables"]] == ["df", "slow"]
         assert [e["name"] for e in (await ok(client, "list_variables", {"name_pattern": "a*"}))["variables"]] == ["add", "arr"]
         classes = await ok(client, "list_variables", {"name_pattern": "[A-Z]*"})
-        assert [e["name"] for e in classes["variables"]] == ["Huge", "Raising", "Sleepy", "Spinning"]
+        assert [e["name"] for e in classes["variables"]] == ["Huge", "Raising", "Sleepy", "SlowFrame", "Spinning"]
         page = await ok(client, "list_variables", {"offset": 2, "limit": 3})
-        assert page["offset"] == 2 and page["total"] == 13
-        assert [e["name"] for e in page["variables"]] == ["Sleepy", "Spinning", "add"]
+        assert page["offset"] == 2 and page["total"] == 15
+        assert [e["name"] for e in page["variables"]] == ["Sleepy", "SlowFrame", "Spinning"]
         await refused(client, "list_variables", {"limit": 501}, "invalid_argument")
 
         frame = (await ok(client, "describe_variable", {"name": "df"}))["variable"]

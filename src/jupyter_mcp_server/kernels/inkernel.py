@@ -202,23 +202,35 @@ def _glob(pattern):
     return re.compile("".join(parts) + r"\Z")
 
 
-def _cheap_facts(value):
-    """len, shape, dtype, bytes: only where they cost nothing and run no user code."""
+def _cheap_facts(value, subclasses=False):
+    """len, shape, dtype, bytes: only where they cost nothing.
+
+    Of builtin containers, and of numpy arrays and pandas frames and series, whose
+    methods are the libraries' own: read at once. A subclass of those may have
+    overridden them (user code), so with `subclasses` only those are read, and only
+    in a guarded task."""
     kind = type(value)
     facts: dict[str, Any] = {}
+    numpy = sys.modules.get("numpy")
+    pandas = sys.modules.get("pandas")
+    array = numpy is not None and issubclass(kind, numpy.ndarray)
+    frame = pandas is not None and issubclass(kind, pandas.DataFrame)
+    series = pandas is not None and issubclass(kind, pandas.Series)
+    libraries = (getattr(numpy, "ndarray", None), getattr(pandas, "DataFrame", None), getattr(pandas, "Series", None))
+    subclassed = (array or frame or series) and kind not in libraries
+    if subclasses != subclassed:
+        return facts
     if kind in _SIZED:
         facts["len"] = len(value)
         facts["bytes"] = sys.getsizeof(value)
     elif kind in _PLAIN:
         facts["bytes"] = sys.getsizeof(value)
-    numpy = sys.modules.get("numpy")
-    pandas = sys.modules.get("pandas")
-    if numpy is not None and issubclass(kind, numpy.ndarray):
+    elif array:
         facts.update(shape=list(value.shape), dtype=str(value.dtype), bytes=int(value.nbytes))
-    elif pandas is not None and issubclass(kind, pandas.DataFrame):
+    elif frame:
         facts["shape"] = list(value.shape)
         facts["bytes"] = int(value.memory_usage(index=True, deep=False).sum())
-    elif pandas is not None and issubclass(kind, pandas.Series):
+    elif series:
         facts.update(shape=list(value.shape), dtype=str(value.dtype))
         facts["bytes"] = int(value.memory_usage(index=True, deep=False))
     return facts
@@ -256,14 +268,18 @@ def _list(request, namespace, hidden):
     offset, limit = request.get("offset", 0), request.get("limit", 50)
     page = chosen[offset : offset + limit]
     width = request.get("repr_chars", 120)
-    reprs = _guarded([lambda v=v: _repr_of(v, width) for _, v in page], request["per_object"], request["total"])
+    tasks = [lambda v=v: (_repr_of(v, width), _cheap_facts(v, subclasses=True)) for _, v in page]
+    reprs = _guarded(tasks, request["per_object"], request["total"])
     entries = []
     for (name, value), (status, shown) in zip(page, reprs):
         entry = {"name": name, "type": _type_name(type(value))}
         try:
             entry.update(_cheap_facts(value))
-        except Exception:  # a broken subclass: its facts are left out
+        except Exception:  # a broken object: its facts are left out
             pass
+        if status == "ok":
+            entry.update(shown[1])
+            shown = shown[0]
         entry.update(_shown(status, shown))
         entries.append(entry)
     return {"total": len(chosen), "offset": offset, "variables": entries}
@@ -310,31 +326,34 @@ def _describe(request, namespace, hidden):
     described = {"name": name, "type": _type_name(kind)}
     try:
         described.update(_cheap_facts(value))
-    except Exception:
+    except Exception:  # a broken object: its facts are left out
         pass
     numpy = sys.modules.get("numpy")
     pandas = sys.modules.get("pandas")
-    tasks = {"repr": lambda: _repr_of(value, limit)}
+    tasks = {"repr": lambda: _repr_of(value, limit), "facts": lambda: _cheap_facts(value, subclasses=True)}
     if pandas is not None and issubclass(kind, pandas.DataFrame):
         described["kind"] = "dataframe"
 
-        shown = value.iloc[:, :100]
-
         def columns():
-            return [{"name": str(c), "dtype": str(d), "non_null": None} for c, d in shown.dtypes.items()]
+            listed = value.iloc[:, :100].dtypes.items()
+            return {
+                "columns_total": int(value.shape[1]),
+                "columns": [{"name": str(c), "dtype": str(d), "non_null": None} for c, d in listed],
+            }
 
         def non_null():
             # Counting reads every value: a task of its own, so a slow count loses no dtype.
-            return [int(n) for n in shown.count()]
+            return [int(n) for n in value.iloc[:, :100].count()]
 
-        described["columns_total"] = int(value.shape[1])
-        tasks = {"columns": columns, "non_null": non_null, "head": lambda: _frame_text(value, limit)}
+        tasks.pop("repr")
+        tasks.update(columns=columns, non_null=non_null, head=lambda: _frame_text(value, limit))
     elif pandas is not None and issubclass(kind, pandas.Series):
         described["kind"] = "series"
-        tasks = {
-            "non_null": lambda: int(value.count()),
-            "head": lambda: _plain_cut(value.head(5).to_string(), limit),
-        }
+        tasks.pop("repr")
+        tasks.update(
+            non_null=lambda: int(value.count()),
+            head=lambda: _plain_cut(value.head(5).to_string(), limit),
+        )
     elif numpy is not None and issubclass(kind, numpy.ndarray):
         described["kind"] = "array"
         tasks["stats"] = lambda: _array_stats(value, numpy)
@@ -354,6 +373,8 @@ def _describe(request, namespace, hidden):
     for key, (status, result) in zip(tasks, outcomes):
         if key == "repr":
             described.update(_shown(status, result))
+        elif key in ("facts", "columns") and status == "ok":
+            described.update(result)
         elif status == "ok":
             described[key] = result
         else:
