@@ -32,6 +32,7 @@ OPERATIONS = (
     "read_all",
     "read_page",
     "release_notebook",
+    "list_variables",
 )
 
 
@@ -160,6 +161,8 @@ OURS = Profile.from_dict(
                 "read_notebook", notebook_name="{notebook}", response_format="brief"
             ),
             "release_notebook": _call("unuse_notebook", notebook_name="{notebook}"),
+            # Served with the introspection toolset only (workloads/introspection.py asks for it).
+            "list_variables": _call("list_variables", notebook_name="{notebook}", limit=500),
         },
     }
 )

@@ -15,6 +15,8 @@ MAX_OUTPUT_BYTES = 1_048_576
 #: What a truncated execution result may carry beyond the kept output bytes.
 RESPONSE_OVERHEAD_BYTES = 16_384
 CONCURRENT_NOTEBOOKS = 8
+#: Variables in the kernel whose list is timed (workload 9).
+VARIABLES = 1000
 
 
 @dataclass(frozen=True)

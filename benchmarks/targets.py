@@ -121,6 +121,12 @@ def _concurrent(r: Results) -> tuple[bool, str]:
     return value < 1.5, f"{value:.3f} s against 1.5 s {_margin(value, 1.5)}"
 
 
+@target("list_variables of 1,000 names < 50 ms")
+def _variables(r: Results) -> tuple[bool, str]:
+    value = r.median("list_variables")
+    return value < 0.05, f"{value * 1e3:.1f} ms against 50 ms {_margin(value, 0.05)}"
+
+
 def verdicts(results: Results) -> list[dict[str, Any]]:
     out = []
     for t in TARGETS:

@@ -164,6 +164,7 @@ async def test_healthz_and_toolsets_say_what_is_served(server):
         assert {"name", "title", "description", "default", "tools"} <= set(entry)
     assert {name: entry["default"] for name, entry in toolsets.items()} == {
         "notebooks": True,
+        "introspection": False,
         "my-extension": True,
         "gateway": True,
         "extras": False,
@@ -175,6 +176,7 @@ async def test_healthz_and_toolsets_say_what_is_served(server):
     assert set(toolsets["notebooks"]["tools"]) == CORE_TOOLS - {TAKEN_OFF}
     assert toolsets["my-extension"]["tools"] == ["my_tool"]
     assert toolsets["extras"]["tools"] == [] and toolsets["lazy"]["tools"] == []
+    assert toolsets["introspection"]["tools"] == [] and "list_variables" in toolsets["introspection"]["offered"]
     reported = {tool for entry in toolsets.values() for tool in entry["tools"]}
     assert reported == await served_at(server.url()) == DEFAULT_TOOLS
 

@@ -504,6 +504,36 @@ async def test_the_extension_serves_mcp_with_jupyters_token(jupyter):
     assert started in remote_kernels(url)
 
 
+async def test_the_extensions_kernels_answer_introspection_while_a_cell_runs(jupyter):
+    """Jupyter Server's own kernels are reached over ZMQ: the introspection toolset gets side
+    sockets and a subshell there too, so it answers while the agent's cell runs."""
+    url, root = jupyter
+    async with connect(f"{url}/mcp?introspection", TOKEN, "legacy") as client:
+        await ok(client, "use_notebook", {"notebook_name": "peek.ipynb", "mode": "create"})
+        await ok(client, "execute_code", {"code": "peeked = [1, 2, 3]"})
+        assert [v["name"] for v in (await ok(client, "list_variables"))["variables"]] == ["peeked"]
+        marker = root / "peek-started"
+        running = asyncio.create_task(
+            client.call_tool("execute_code", {"code": f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(30)"})
+        )
+        try:
+            await wait_for_file(marker)
+            started = time.monotonic()
+            described = (await ok(client, "describe_variable", {"name": "peeked"}))["variable"]
+            assert described["len"] == 3 and time.monotonic() - started < 3
+        finally:
+            await client.call_tool("interrupt_notebook_session", {"notebook_name": "peek.ipynb"})
+            await running
+        # Restarted in place from JupyterLab: the subshell went with the old process, and
+        # the next question sets up a new one rather than failing.
+        kernel_id = (await ok(client, "list_kernels"))["kernels"][0]["kernel_id"]
+        assert httpx.post(f"{url}/api/kernels/{kernel_id}/restart", headers=headers()).status_code == 200
+        assert (await ok(client, "list_variables"))["variables"] == []
+        await ok(client, "execute_code", {"code": "again = 1"})
+        assert [v["name"] for v in (await ok(client, "list_variables"))["variables"]] == ["again"]
+        await ok(client, "unuse_notebook", {"notebook_name": "peek.ipynb"})
+
+
 async def test_the_extension_binds_each_notebooks_kernel_in_jupyter_sessions(jupyter):
     """JupyterLab shows the agent's kernel beside its notebook, and opening the notebook gets that kernel."""
     url, _ = jupyter

@@ -1,7 +1,7 @@
 """The server's own tools, offered as an extension like any other.
 
 `CoreToolsExtension` offers the notebooks tools as `ToolSpec` contributions
-in the ``notebooks`` toolset, declared from `tools.NOTEBOOK_TOOLS` in the first
+in the ``notebooks`` toolset (and the opt-in ``introspection`` one), declared from `tools.NOTEBOOK_TOOLS` in the first
 place rather than read back off a server's private registry. The
 composition root always loads it first (`extensions.load_extensions`): a
 distribution cannot be missing its own tools.
@@ -26,6 +26,7 @@ from jupyter_mcp_server.extensions import (
     ToolSpec,
 )
 from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
+from jupyter_mcp_server.tools.inspecting import INTROSPECTION_TOOLSET
 from jupyter_mcp_server.version import __version__
 
 CORE_TOOLSET = "notebooks"
@@ -72,6 +73,17 @@ class CoreToolsExtension(JupyterMCPExtension):
                 name=CORE_TOOLSET,
                 title="Notebooks",
                 description="Read, edit and run Jupyter notebooks in the workspace on kernels the server manages.",
+            ),
+            Toolset(
+                name=INTROSPECTION_TOOLSET,
+                title="Kernel introspection",
+                description="Look into a notebook's kernel without running a cell: variables, completion, "
+                "documentation, the last error's frames and locals, the kernel's history.",
+                instructions="The introspection tools change nothing in the kernel: prefer list_variables and "
+                "describe_variable to running a cell that prints a variable, and debug_error to re-running a "
+                "failed cell with prints.",
+                # Opt-in: /mcp?introspection over HTTP, --toolsets introspection over stdio.
+                default=False,
             ),
         )
 

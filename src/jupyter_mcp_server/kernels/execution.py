@@ -73,6 +73,15 @@ class StillRunning:
     since: float
 
 
+@dataclass(frozen=True)
+class RunningCode:
+    """The execution a kernel is running now, for a caller refused as busy to be told."""
+
+    code: str
+    #: When it started (``time.monotonic()``).
+    since: float
+
+
 STILL_RUNNING_AFTER_TIMEOUT = (
     "The execution timed out, and the kernel did not stop when it was interrupted: it is still "
     "running this code (the code ignores or blocks SIGINT). Until it ends, calls on this kernel are "

@@ -33,7 +33,12 @@ from jupyter_mcp_server.errors import (
     ToolFailure,
 )
 from jupyter_mcp_server.kernels.backends import KernelBackend, LocalBackend
-from jupyter_mcp_server.kernels.execution import KernelDied, StillRunning, ended_meanwhile
+from jupyter_mcp_server.kernels.execution import (
+    KernelDied,
+    RunningCode,
+    StillRunning,
+    ended_meanwhile,
+)
 from jupyter_mcp_server.kernels.pool import WarmPool
 
 logger = logging.getLogger(__name__)
@@ -88,6 +93,10 @@ class Kernel:
     #: An execution that timed out and went on running after the interrupt: until
     #: it ends, nothing is sent to this kernel (:func:`~.turns.run_in_turn`).
     still_running: StillRunning | None = None
+    #: What it runs now, set by :func:`~.turns.run_in_turn` (said to a call refused as busy).
+    running: RunningCode | None = None
+    #: The sockets questions about it go over (:mod:`.introspection`), once asked; closed with it.
+    introspector: Any = None
 
     async def is_alive(self) -> bool:
         try:
@@ -529,6 +538,8 @@ class KernelManager:
         self._refill_pool()
 
     async def _shutdown_quietly(self, kernel: Kernel) -> None:
+        if kernel.introspector is not None:
+            kernel.introspector.close()
         if not kernel.owned:
             if kernel.sessions is not None:  # a session holds its kernel: left to whoever owns it
                 await kernel.sessions.release(kernel.kernel_id, stopped=False)

@@ -24,6 +24,7 @@ from jupyter_mcp_server.kernels.execution import (
     INTERRUPTED,
     ExecutionOutcome,
     KernelDied,
+    RunningCode,
     StillRunning,
     ended_meanwhile,
     run_code,
@@ -123,6 +124,10 @@ async def run_in_turn(
                 kernel.still_running = still_running
 
         kernel.busy = True
+        # What a question refused as busy is told runs (kernels.introspection); an
+        # object standing in for a Kernel may not keep it.
+        if hasattr(kernel, "running"):
+            kernel.running = RunningCode(code, time.monotonic())
         kernel.interrupted.clear()
         hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook))
         try:
@@ -158,6 +163,8 @@ async def run_in_turn(
             )
         finally:
             kernel.busy = False
+            if hasattr(kernel, "running"):
+                kernel.running = None
             kernel.last_used = time.monotonic()
     hooks.fire(
         hooks.after_execution,

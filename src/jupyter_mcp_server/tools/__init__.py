@@ -9,7 +9,7 @@ server's own tools arrive by the same mechanism as any extension's.
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_mcp_server.tools import cells, notebooks, running, workspace_tools
+from jupyter_mcp_server.tools import cells, inspecting, notebooks, running, workspace_tools
 
 
 @dataclass(frozen=True)
@@ -52,4 +52,10 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(running.interrupt_kernel, "Interrupt Kernel", False, True, True, False),
     NotebookTool(running.interrupt_notebook_session, "Interrupt Notebook Session", False, True, True, False),
     NotebookTool(notebooks.connect_to_jupyter, "Connect to Jupyter Server", False, True, True, True),
+    # Opt-in (core_tools.CoreToolsExtension.toolsets): they change nothing, but every tool costs context.
+    NotebookTool(inspecting.list_variables, "List Variables", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
+    NotebookTool(inspecting.describe_variable, "Describe Variable", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
+    NotebookTool(inspecting.complete, "Complete or Inspect Code", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
+    NotebookTool(inspecting.debug_error, "Debug Last Error", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
+    NotebookTool(inspecting.kernel_history, "Kernel History", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
 )

@@ -231,3 +231,49 @@ class ExecutionResult(FormatUpgradeField):
     status: Literal["ok", "error", "timeout", "interrupted"]
     cell_id: str | None = None
     revision: str | None = None
+
+
+class VariableList(Result):
+    kernel_id: str
+    variables: list[dict[str, Any]] = Field(
+        description="name, type, repr (bounded; null with repr_note when it raised or ran out of time), "
+        "and where they cost nothing: len, shape, dtype, bytes."
+    )
+    total: int = Field(description="How many variables matched, before paging.")
+    offset: int
+
+
+class VariableDescribed(Result):
+    kernel_id: str
+    variable: dict[str, Any] = Field(
+        description="name, type, kind (dataframe, series, array, class, function, callable, iterator, "
+        "object) and what suits it: columns, head, stats, signature, doc, attributes, repr."
+    )
+
+
+class CodeAssisted(Result):
+    kernel_id: str
+    mode: Literal["complete", "inspect", "is_complete"]
+    matches: list[str] | None = None
+    cursor_start: int | None = None
+    cursor_end: int | None = None
+    found: bool | None = None
+    text: str | None = None
+    status: str | None = Field(default=None, description="is_complete: complete, incomplete, invalid or unknown.")
+    indent: str | None = None
+
+
+class ErrorReport(Result):
+    kernel_id: str
+    error: dict[str, Any] | None = Field(description="ename and evalue of the last error; null when none was raised.")
+    frames: list[dict[str, Any]] = Field(
+        description="Innermost last: file, cell_index and cell_id when it is a cell of the notebook, line, "
+        "function, source around the line, locals (bounded reprs; null for the notebook's namespace)."
+    )
+    frames_total: int
+
+
+class KernelHistory(Result):
+    kernel_id: str
+    entries: list[dict[str, Any]] = Field(description="session, line and input of each execution, oldest first.")
+    truncated: bool
