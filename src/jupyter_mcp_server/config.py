@@ -93,6 +93,7 @@ class ServerConfig:
     task_ttl_seconds: float = 3600.0
     inline_image_bytes: int = 262_144
     inline_text_chars: int = 65_536
+    inline_budget_chars: int = 16_384
     http_head_timeout: float = 10.0
     http_body_timeout: float = 30.0
 
@@ -243,6 +244,15 @@ SETTINGS: tuple[Setting, ...] = (
         "Output text longer than this is cut in a result, with a link to the whole.",
         int,
         env="JUPYTER_MCP_INLINE_TEXT_CHARS",
+        positive=True,
+    ),
+    Setting(
+        "inline_budget_chars",
+        "Characters of output text one result carries when a call gives no max_output_chars; "
+        "past it each output keeps its head and tail, the rest readable by reference.",
+        int,
+        flag="--inline-budget-chars",
+        env="JUPYTER_MCP_INLINE_BUDGET_CHARS",
         positive=True,
     ),
     Setting(

@@ -9,7 +9,7 @@ server's own tools arrive by the same mechanism as any extension's.
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_mcp_server.tools import cells, notebooks, running, workspace_tools
+from jupyter_mcp_server.tools import cells, notebooks, output_pages, running, workspace_tools
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(cells.delete_cell, "Delete Cells", False, True, False, False),
     NotebookTool(cells.clear_cell_output, "Clear Cell Output", False, True, True, False),
     NotebookTool(cells.read_cell, "Read Cell", True, False, True, False),
+    NotebookTool(output_pages.read_output, "Read Output", True, False, True, False),
     NotebookTool(running.execute_cell, "Execute Cell", False, True, False, True),
     NotebookTool(running.insert_execute_code_cell, "Insert and Execute Code Cell", False, True, False, True),
     NotebookTool(running.execute_code, "Execute Code", False, True, False, True),

@@ -28,6 +28,13 @@ from jupyter_mcp_server.tools.rendering import (
 from jupyter_mcp_server.tools.results import answer, tool_handler
 from jupyter_mcp_server.workspace import output_uri
 
+MaxOutputChars = Annotated[
+    int | None,
+    Field(
+        description="Characters of output text to return (default --inline-budget-chars, 1024 to 262144); "
+        "longer outputs keep head and tail, the rest paged with read_output."
+    ),
+]
 CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
 CellId = Annotated[str | None, Field(description="The cell's stable id (from read_notebook). Give this or cell_index, not both.")]
 
@@ -246,9 +253,11 @@ async def read_cell(
     cell_id: CellId = None,
     include_outputs: Annotated[bool, Field(description="Include the cell's outputs (images come back as image content).")] = True,
     notebook_name: NotebookName = None,
+    max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellRead]:
     """Read one cell: its id, index, type, full source, execution count and outputs."""
+    limits = InlineLimits.of(state_of(ctx).config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
     view = await state_of(ctx).store.read(path)
     index = cell_position(view.notebook, cell_index, cell_id)
@@ -272,5 +281,5 @@ async def read_cell(
     return answer(
         result.model_dump(),
         f"{cell_heading(index, cell)}\n{result.source}",
-        output_blocks(outputs or [], link, InlineLimits.of(state_of(ctx).config)),
+        output_blocks(outputs or [], link, limits),
     )

@@ -198,3 +198,13 @@ class ExecutionResult(FormatUpgradeField):
     status: Literal["ok", "error", "timeout", "interrupted"]
     cell_id: str | None = None
     revision: str | None = None
+
+
+class OutputPage(Result):
+    uri: str
+    by: Literal["lines", "bytes"]
+    offset: int
+    returned: int = Field(description="Lines or bytes in this page.")
+    next_offset: int | None = Field(description="Where the next page starts; null at the end.")
+    total_lines: int
+    total_bytes: int
