@@ -9,7 +9,15 @@ server's own tools arrive by the same mechanism as any extension's.
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_mcp_server.tools import cells, notebooks, output_pages, running, workspace_tools
+from jupyter_mcp_server.tools import (
+    cells,
+    notebooks,
+    outline,
+    output_pages,
+    running,
+    search,
+    workspace_tools,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,8 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(notebooks.list_notebooks, "List Notebooks", True, False, True, False),
     NotebookTool(notebooks.restart_notebook, "Restart Notebook Kernel", False, True, False, False),
     NotebookTool(notebooks.unuse_notebook, "Release Notebook", False, True, True, False),
+    NotebookTool(outline.outline, "Outline Notebook", True, False, True, False),
+    NotebookTool(search.search_notebooks, "Search Notebooks", True, False, True, False),
     NotebookTool(notebooks.read_notebook, "Read Notebook", True, False, True, False),
     NotebookTool(notebooks.get_notebook_revision, "Get Notebook Revision", True, False, True, False),
     NotebookTool(cells.insert_cell, "Insert Cell", False, False, False, False),

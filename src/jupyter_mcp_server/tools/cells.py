@@ -31,8 +31,8 @@ from jupyter_mcp_server.workspace import output_uri
 MaxOutputChars = Annotated[
     int | None,
     Field(
-        description="Characters of output text to return (default --inline-budget-chars, 1024 to 262144); "
-        "longer outputs keep head and tail, the rest paged with read_output."
+        description="Output characters to return (1024-262144; default: the server's). "
+        "Longer outputs keep head and tail; read_output pages the rest."
     ),
 ]
 CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]

@@ -204,7 +204,47 @@ class OutputPage(Result):
     uri: str
     by: Literal["lines", "bytes"]
     offset: int
-    returned: int = Field(description="Lines or bytes in this page.")
-    next_offset: int | None = Field(description="Where the next page starts; null at the end.")
+    returned: int
+    next_offset: int | None
     total_lines: int
     total_bytes: int
+
+
+class Heading(Result):
+    level: int
+    title: str
+    cell_index: int
+
+
+class OutlineCell(Result):
+    index: int
+    cell_id: str
+    cell_type: str
+    first_line: str
+    outputs: list[str]
+
+
+class Outline(Revisioned):
+    cell_count: int
+    headings: list[Heading]
+    headings_folded: int
+    cells: list[OutlineCell]
+    next_start_index: int | None
+
+
+class SearchMatch(Result):
+    notebook: str
+    cell_id: str
+    cell_index: int
+    where: str
+    line: int
+    text: str
+
+
+class SearchResult(Result):
+    matches: list[SearchMatch]
+    total: int
+    next_offset: int | None
+    notebooks_searched: int
+    skipped: int
+    complete: bool

@@ -72,7 +72,7 @@ async def output_of_uri(state: ServerState, uri: str) -> Any:
 
 @tool_handler("read_output")
 async def read_output(
-    uri: Annotated[str, Field(description="The output's URI, as a cut result names it (notebook-output: or scratch-output:).")],
+    uri: Annotated[str, Field(description="The output URI a cut result names.")],
     offset: Annotated[int, Field(description="First line (or byte) to read, 0-based.", ge=0)] = 0,
     limit: Annotated[int | None, Field(description="Lines (or bytes) to read; default 500 lines.", ge=1)] = None,
     by: Annotated[Literal["lines", "bytes"], Field(description="Page by lines or by UTF-8 bytes.")] = "lines",
