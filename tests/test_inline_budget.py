@@ -109,3 +109,24 @@ def test_scratch_outputs_are_bounded_and_expire():
     assert store.get(c) is None and store.get(d) == [{"n": 4}]
     now[0] = 11
     assert store.get(d) is None and len(store) == 0
+
+
+def test_tracebacks_keep_user_frames_and_fold_library_ones():
+    entries = [
+        "-----\nValueError    Traceback (most recent call last)",
+        "Cell In[3], line 2\n      1 import pandas as pd\n----> 2 pd.read_csv('x')",
+        "File /venv/lib/python3.11/site-packages/pandas/io/parsers/readers.py:1026, in read_csv(...)\n   1026 return _read()",
+        "File /venv/lib/python3.11/site-packages/pandas/io/common.py:873, in get_handle(...)\n    873 handle = open()",
+        "File /usr/lib/python3.11/codecs.py:9, in decode()\n    9 raise",
+        "File /venv/lib/python3.11/site-packages/numpy/core.py:1, in f()\n    1 raise ValueError",
+        "ValueError: bad",
+    ]
+    text = output_text({"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": entries})
+    assert text is not None
+    assert text.split("\n") == [
+        *entries[0].split("\n"),
+        *entries[1].split("\n"),
+        "[… 3 library frame(s) folded: codecs, pandas]",
+        *entries[5].split("\n"),
+        "ValueError: bad",
+    ]

@@ -47,7 +47,7 @@ def output_text(output: Any) -> str | None:
         return plain(joined(output.get("text", "")))
     if kind == "error":
         traceback = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
-        return plain("\n".join(map(str, traceback)))
+        return "\n".join(compact_traceback([plain(str(entry)) for entry in traceback]))
     data = output.get("data") or {}
     has_image = any(mime in data for mime in IMAGE_TYPES)
     html = joined(data["text/html"]) if "text/html" in data else None
@@ -69,6 +69,37 @@ def output_text(output: Any) -> str | None:
     if "text/latex" in data:
         return joined(data["text/latex"])
     return None
+
+
+_LIBRARY_FRAME = re.compile(r"^\s*File \"?([^\s\",:]+)")
+_INSTALLED = re.compile(r"(?:site|dist)-packages/([A-Za-z0-9_.-]+)")
+_STANDARD = re.compile(r"/lib/python3[.\d]*/([A-Za-z0-9_.-]+)")
+
+
+def compact_traceback(entries: list[str]) -> list[str]:
+    """IPython's traceback entries with library frames folded: the code the user wrote in
+    full, each run of frames inside installed packages or the standard library as one line
+    naming them and counting them. The innermost frame and the exception line are kept."""
+    kept: list[str] = []
+    run: list[str] = []
+
+    def fold() -> None:
+        if run:
+            names = sorted({name for name in run if name})
+            kept.append(f"[… {len(run)} library frame(s) folded: {', '.join(names) or 'library'}]")
+            run.clear()
+
+    for position, entry in enumerate(entries):
+        match = _LIBRARY_FRAME.match(entry)
+        package = (_INSTALLED.search(match.group(1)) or _STANDARD.search(match.group(1))) if match else None
+        innermost = position >= len(entries) - 2
+        if package is not None and not innermost:
+            run.append(package.group(1).removesuffix(".py"))
+            continue
+        fold()
+        kept.append(entry)
+    fold()
+    return kept
 
 
 class _Tables(HTMLParser):
