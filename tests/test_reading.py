@@ -56,6 +56,12 @@ async def test_a_long_output_is_cut_to_the_budget_and_read_back_by_reference(wor
         page = await ok(client, "read_output", {"uri": uri, "offset": 10, "limit": 6, "by": "bytes"})
         assert page["returned"] == 6 and page["total_bytes"] == len(lines) and page["next_offset"] == 16
         assert (await client.read_resource(uri)).contents[0].text == lines
+        # A byte page never splits a character: both ends move back to a character's start.
+        accents = await client.call_tool("execute_code", {"code": "print('é' * 30_000)"})
+        accent_uri = next(b.uri for b in accents.content if isinstance(b, ResourceLink))
+        page = await client.call_tool("read_output", {"uri": accent_uri, "offset": 1, "limit": 5, "by": "bytes"})
+        assert page.content[0].text.startswith("éé\n[jupyter-mcp-server: bytes 0-3 of 60001")
+        assert page.structured_content["offset"] == 0 and page.structured_content["next_offset"] == 4
 
         # A stored cell: a smaller budget asked for, the rest in notebook-output:.
         result = await client.call_tool(

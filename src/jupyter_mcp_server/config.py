@@ -27,6 +27,13 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
 
+#: The range of the inline budget (``--inline-budget-chars``, a call's ``max_output_chars``):
+#: below it a result could not even say what it left out; above it one result would
+#: crowd out the conversation it is part of.
+MIN_INLINE_BUDGET = 1024
+MAX_INLINE_BUDGET = 262_144
+
+
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names it and says why."""
 
@@ -403,6 +410,10 @@ def checked(**values: Any) -> ServerConfig:
     if config.default_timeout > config.max_timeout:
         raise ConfigError(
             f"--default-timeout {config.default_timeout:g} is above --max-timeout {config.max_timeout:g}."
+        )
+    if not MIN_INLINE_BUDGET <= config.inline_budget_chars <= MAX_INLINE_BUDGET:
+        raise ConfigError(
+            f"--inline-budget-chars {config.inline_budget_chars} is outside {MIN_INLINE_BUDGET}-{MAX_INLINE_BUDGET}."
         )
     if not 0 < config.port < 65536:
         raise ConfigError(f"--port {config.port} is not a port number (1-65535).")

@@ -10,12 +10,11 @@ reads them: the beginning says what ran, the end how it finished.
 
 from __future__ import annotations
 
+from jupyter_mcp_server.config import MAX_INLINE_BUDGET, MIN_INLINE_BUDGET
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
 
-#: Below this a result could not even say what it left out.
-MIN_OUTPUT_CHARS = 1024
-#: Above this one result would crowd out the conversation it is part of.
-MAX_OUTPUT_CHARS = 262_144
+MIN_OUTPUT_CHARS = MIN_INLINE_BUDGET
+MAX_OUTPUT_CHARS = MAX_INLINE_BUDGET
 
 
 def budget_of(default: int, max_output_chars: int | None) -> int:
