@@ -99,16 +99,29 @@ def test_outputs_share_the_budget_and_large_images_shrink():
 
 
 def test_scratch_outputs_are_bounded_and_expire():
+    import random
+
     now = [0.0]
-    store = ScratchOutputs(max_executions=2, max_bytes=100, ttl_seconds=10, clock=lambda: now[0])
-    a = store.put([{"n": 1}], 10)
-    b = store.put([{"n": 2}], 10)
-    c = store.put([{"n": 3}], 10)
-    assert store.get(a) is None and store.get(b) == [{"n": 2}] and len(store) == 2
-    d = store.put([{"n": 4}], 95)
-    assert store.get(c) is None and store.get(d) == [{"n": 4}]
+    noise = random.Random(0)
+
+    def outputs(n: int, size: int) -> list[dict]:
+        # Incompressible text, so the compressed size is about `size`.
+        return [{"n": n, "text": "".join(noise.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(size))}]
+
+    store = ScratchOutputs(max_executions=2, max_bytes=1000, ttl_seconds=10, clock=lambda: now[0])
+    a, b, c = (store.put(outputs(n, 10)) for n in range(3))
+    assert store.get(a) is None and store.get(b)[0]["n"] == 1 and len(store) == 2
+    d = store.put(outputs(4, 1500))
+    assert store.get(c) is None and store.get(d)[0]["n"] == 4, "the newest is kept even above max_bytes"
+    e = store.put(outputs(5, 10))
+    assert store.get(d) is None and store.get(e)[0]["n"] == 5
     now[0] = 11
-    assert store.get(d) is None and len(store) == 0
+    assert store.get(e) is None and len(store) == 0
+    # Printed text is held compressed.
+    store = ScratchOutputs()
+    text = "".join(f"{i}\n" for i in range(200_000))
+    store.put([{"output_type": "stream", "name": "stdout", "text": text}])
+    assert store._bytes < len(text) // 2
 
 
 def test_tracebacks_keep_user_frames_and_fold_library_ones():

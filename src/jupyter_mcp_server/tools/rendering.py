@@ -71,7 +71,8 @@ def output_blocks(
             continue
         index, text = piece
         share = min(next(shares), limits.text_chars)
-        uri = link(index) if link is not None else None
+        # Asked only for a text that is cut: a link may keep the outputs somewhere.
+        uri = link(index) if link is not None and len(text) > share else None
         shown = head_and_tail(text, share, uri)
         blocks.append(TextContent(type="text", text=shown))
         if uri is not None and shown is not text:

@@ -26,7 +26,6 @@ from jupyter_mcp_server.errors import (
 )
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.kernels.manager import Kernel, gone_message
-from jupyter_mcp_server.kernels.outputs import payload_size
 from jupyter_mcp_server.scratch import scratch_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
@@ -156,12 +155,19 @@ def execution_fields(outcome: ExecutionOutcome) -> dict[str, Any]:
 
 
 def scratch_link(server: ServerState, outcome: ExecutionOutcome) -> OutputLink | None:
-    """Keep outputs no notebook stores among the scratch outputs; the link to each."""
+    """The link to each output no notebook stores, kept among the scratch outputs the first
+    time a result needs it (a result that cuts nothing keeps nothing)."""
     outputs = outcome.outputs.outputs
     if not outputs:
         return None
-    key = server.scratch.put(outputs, sum(payload_size(output) for output in outputs))
-    return lambda index: scratch_uri(key, index)
+    keys: list[str] = []
+
+    def link(index: int) -> str:
+        if not keys:
+            keys.append(server.scratch.put(outputs))
+        return scratch_uri(keys[0], index)
+
+    return link
 
 
 def store_outputs(cell: Any, outcome: ExecutionOutcome) -> None:
