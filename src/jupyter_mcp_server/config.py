@@ -261,6 +261,7 @@ SETTINGS: tuple[Setting, ...] = (
         flag="--inline-budget-chars",
         env="JUPYTER_MCP_INLINE_BUDGET_CHARS",
         positive=True,
+        jupyter=True,
     ),
     Setting(
         "http_head_timeout",
