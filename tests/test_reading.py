@@ -103,6 +103,14 @@ async def test_a_single_huge_print_keeps_its_head_and_tail(workspace):
         assert truncation == {"truncated": True, "omitted_blocks": 0, "omitted_bytes": whole - kept}
         (shown,) = output_texts(result)
         assert shown.startswith("axxx") and shown.endswith("xxxz\n") and len(shown) <= 16_384
+        # A line longer than a page is read from its start, and said to be read by bytes.
+        uri = next(b.uri for b in result.content if isinstance(b, ResourceLink))
+        page = await client.call_tool("read_output", {"uri": uri})
+        assert page.structured_content["returned"] == 1 and page.structured_content["next_offset"] == 1
+        assert "longer than a page; read it whole with by='bytes', offset=0]" in page.content[0].text
+        assert len(page.content[0].text) < 16_384 + 300
+        later = await ok(client, "read_output", {"uri": uri, "by": "bytes", "offset": 500_000, "limit": 100})
+        assert later["returned"] == 100 and later["total_bytes"] == len(text.encode())
 
 
 async def test_outputs_read_as_a_person_sees_them(workspace):

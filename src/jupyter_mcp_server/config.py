@@ -241,14 +241,16 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "inline_image_bytes",
-        "Images larger than this many bytes are linked as a resource instead of inlined.",
+        "Images larger than this many (base64) bytes are shrunk to fit, or linked as a resource "
+        "instead of inlined; the original is linked either way.",
         int,
         env="JUPYTER_MCP_INLINE_IMAGE_BYTES",
         positive=True,
     ),
     Setting(
         "inline_text_chars",
-        "Output text longer than this is cut in a result, with a link to the whole.",
+        "No one output text carries more than this many characters in a result, even under a "
+        "larger max_output_chars.",
         int,
         env="JUPYTER_MCP_INLINE_TEXT_CHARS",
         positive=True,

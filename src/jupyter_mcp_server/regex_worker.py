@@ -25,7 +25,8 @@ def main() -> None:
     out = sys.stdout
     for raw in sys.stdin:
         unit, text = json.loads(raw)
-        for number, line in enumerate(text.splitlines()):
+        # Lines end at '\n' only, as everywhere else in the server.
+        for number, line in enumerate(text.split("\n")):
             if pattern.search(line):
                 out.write(f"{unit} {number}\n")
                 remaining -= 1

@@ -85,7 +85,12 @@ async def read_output(
         raise ToolFailure(INVALID_ARGUMENT, f"{uri} has no text (an image); read it as a resource instead.")
     budget = budget_of(state.config.inline_budget_chars, None)
     data = text.encode("utf-8", "surrogatepass")
-    lines = text.splitlines(keepends=True)
+    # Lines end at '\n' only, as the markers of a cut result count them (str.splitlines
+    # would also split at form feeds and other separators and shift every number).
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    if not lines[-1]:
+        lines.pop()
     if by == "bytes":
         want = min(limit or budget, MAX_OUTPUT_CHARS, budget)
         start = _char_start(data, min(offset, len(data)))
@@ -98,12 +103,23 @@ async def read_output(
         wanted = lines[offset : offset + (limit or DEFAULT_LINES)]
         kept: list[str] = []
         size = 0
+        long_line = ""
         for line in wanted:
             if kept and size + len(line) > budget:
                 break
-            kept.append(line[:budget])
+            if len(line) > budget:
+                # One line longer than a page: its start here, the rest by bytes.
+                at = len("".join(lines[: offset + len(kept)]).encode("utf-8", "surrogatepass"))
+                long_line = (
+                    f"\n[jupyter-mcp-server: line {offset + len(kept)} is {len(line)} characters, longer than a "
+                    f"page; read it whole with by='bytes', offset={at}]"
+                )
+                line = line[:budget]
+            kept.append(line)
             size += len(line)
-        page = "".join(kept)
+            if long_line:
+                break
+        page = "".join(kept) + long_line
         returned, following, total = len(kept), offset + len(kept), len(lines)
         start = offset
     next_offset = following if following < total else None

@@ -97,7 +97,7 @@ def _literal(units: list[_Unit], query: str, deadline: float) -> tuple[list[tupl
     for number, unit in enumerate(units):
         if query not in unit.text:
             continue
-        for line_number, line in enumerate(unit.text.splitlines()):
+        for line_number, line in enumerate(unit.text.split("\n")):
             if query in line:
                 found.append((number, line_number))
                 if len(found) >= MAX_MATCHES:
@@ -190,7 +190,7 @@ async def search_notebooks(
     matches = []
     for unit_number, line_number in page:
         unit = units[unit_number]
-        line = unit.text.splitlines()[line_number]
+        line = unit.text.split("\n")[line_number]
         at = compiled.search(line) if compiled else None
         start = at.start() if at else max(0, line.find(query))
         matches.append(
