@@ -51,6 +51,16 @@ def test_head_and_tail_says_what_it_left_out():
     assert head_and_tail("short", 4000, None) == "short"
 
 
+def test_many_outputs_never_exceed_a_small_budget():
+    outputs = [{"output_type": "stream", "name": "stdout", "text": f"{i}\n" * 500} for i in range(60)]
+    uri = "notebook-output:///some/long/path/to/a/notebook.ipynb?cell=abcdef&output={}"
+    for budget in (1024, 4000, 16_384):
+        blocks = output_blocks(outputs, uri.format, InlineLimits(budget_chars=budget))
+        assert sum(len(b.text) for b in blocks if isinstance(b, TextContent)) <= budget
+        assert len([b for b in blocks if isinstance(b, ResourceLink)]) == 60
+    assert head_and_tail("x" * 5000, 120, "scratch-output:///k?output=0").startswith("[jupyter-mcp-server: 5000 characters left out")
+
+
 def test_html_tables_read_as_markdown_with_their_shape():
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame({"a": [1, 2, 3], "b|c": ["x", "y", "z"]})

@@ -49,27 +49,36 @@ def head_and_tail(text: str, chars: int, uri: str | None) -> str:
     """`text` in at most `chars` characters: its head and tail around a marker saying what is between.
 
     The marker counts the lines and UTF-8 bytes left out and names the first
-    line left out, so ``read_output(uri, offset=that line)`` continues the head.
+    line left out, so ``read_output(uri, offset=that line)`` continues the
+    head. A share too small for that marker gets a shorter one (the result's
+    ``resource_link`` still names the whole), never more than `chars`.
     """
     if len(text) <= chars:
         return text
-    marker_room = 240 + (len(uri) if uri else 0)
-    room = max(chars - marker_room, 0)
-    head = _head(text, room - room // 2)
-    tail = _tail(text[len(head) :], room // 2)
-    middle = text[len(head) : len(text) - len(tail)]
-    first = head.count("\n")
+    room = chars - 240 - (len(uri) if uri else 0)
+    for _ in range(4):
+        room = max(room, 0)
+        head = _head(text, room - room // 2)
+        tail = _tail(text[len(head) :], room // 2)
+        middle = text[len(head) : len(text) - len(tail)]
+        cut = head + _marker(middle, head.count("\n"), uri) + tail
+        over = len(cut) - chars
+        if over <= 0:
+            return cut
+        if room == 0:
+            break
+        room -= over
+    short = f"[jupyter-mcp-server: {len(text)} characters left out" + (f"; read_output(uri='{uri}')]" if uri else "]")
+    return short if len(short) <= chars else short[: max(chars, 0)]
+
+
+def _marker(middle: str, first: int, uri: str | None) -> str:
     lines = middle.count("\n") + (0 if middle.endswith("\n") or not middle else 1)
-    where = (
-        f"read_output(uri='{uri}', offset={first}) pages them by line"
-        if uri
-        else "they are not stored anywhere"
-    )
-    marker = (
+    where = f"read_output(uri='{uri}', offset={first}) pages them by line" if uri else "they are not stored anywhere"
+    return (
         f"\n[jupyter-mcp-server: {len(middle.encode('utf-8', 'surrogatepass'))} bytes over {lines} line(s) "
         f"left out here, from line {first} (0-based); {where}]\n"
     )
-    return head + marker + tail
 
 
 def _head(text: str, chars: int) -> str:
