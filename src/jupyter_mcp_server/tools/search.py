@@ -7,7 +7,8 @@ the store's ``Files`` (the workspace, or a Jupyter Server's contents), .ipynb
 and py:percent alike; a file that does not parse is skipped and counted.
 
 A search is bounded: at most ``MAX_FILES`` notebooks of ``MAX_FILE_BYTES``
-each, ``MAX_MATCHES`` matches, ``SEARCH_SECONDS`` of time. A literal search
+each and ``MAX_TOTAL_BYTES`` in all, ``MAX_MATCHES`` matches,
+``SEARCH_SECONDS`` of time. A literal search
 runs here (``str`` search cannot backtrack); a regular expression runs in a
 process of its own (``regex_worker``) that is killed when the time is spent,
 since ``re`` can backtrack for years and cannot be interrupted.
@@ -40,6 +41,8 @@ from jupyter_mcp_server.workspace import MAX_LIST_DEPTH
 
 MAX_FILES = 2000
 MAX_FILE_BYTES = 64 * 1024 * 1024
+#: The bytes of all the files one search reads: what it holds in memory at most.
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
 MAX_MATCHES = 1000
 SEARCH_SECONDS = 5.0
 LINE_CHARS = 160
@@ -68,12 +71,17 @@ async def _units(state: ServerState, glob: str | None, deadline: float) -> tuple
     skipped = max(0, len(paths) - MAX_FILES)
     units: list[_Unit] = []
     read = 0
+    total = 0
+    sizes = {entry["path"]: entry.get("size") or 0 for entry in entries}
     for path in paths[:MAX_FILES]:
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or total + sizes.get(path, 0) > MAX_TOTAL_BYTES:
             return units, read, skipped, False
         try:
+            if sizes.get(path, 0) > MAX_FILE_BYTES:
+                raise ValueError("too large")
             key = state.store.locate(path)
             data = await state.store.files.read_bytes(key)
+            total += len(data)
             if len(data) > MAX_FILE_BYTES:
                 raise ValueError("too large")
             notebook = parse_notebook(data, format_of(path), path).notebook
