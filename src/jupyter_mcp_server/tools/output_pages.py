@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
@@ -57,7 +57,7 @@ async def output_of_uri(state: ServerState, uri: str) -> Any:
         path = path_of_uri("notebook:" + rest)
         cell_id = query.get("cell")
         if not cell_id:
-            raise ToolFailure(INVALID_PATH, f"{uri!r} names no cell; add ?cell=ID.")
+            raise ToolFailure(INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).")
         relative = state.locate(path)
         view = await state.store.read(relative)
         cell = next((cell for cell in view.notebook.cells if cell.get("id") == cell_id), None)
