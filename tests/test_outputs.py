@@ -251,6 +251,22 @@ def test_errors_are_stripped_of_ansi_and_keep_the_four_innermost_lines():
     assert removed > 0
 
 
+def test_the_users_cell_frame_is_kept_when_the_innermost_are_all_in_libraries():
+    traceback = [
+        "-----",
+        "ValueError    Traceback (most recent call last)",
+        "Cell In[3], line 2\n      1 import pandas as pd\n----> 2 pd.read_csv('x')",
+        "File /venv/site-packages/pandas/readers.py:1, in read_csv()",
+        "File /venv/site-packages/pandas/readers.py:2, in _read()",
+        "File /venv/site-packages/pandas/common.py:3, in get_handle()",
+        "ValueError: bad",
+    ]
+    info, removed = normalise_error("ValueError", "bad", traceback, 1 << 20)
+    assert info.traceback == [traceback[2], *traceback[-3:]]
+    original = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": traceback}
+    assert removed == size_of(original) - size_of({"output_type": "error", **info.as_dict()})
+
+
 def test_a_traceback_without_the_exception_line_gets_one():
     info, _ = normalise_error("KeyError", "'x'", ["frame 1", "frame 2", "frame 3", "frame 4"], 4096)
     assert info.traceback == ["frame 2", "frame 3", "frame 4", "KeyError: 'x'"]

@@ -128,6 +128,13 @@ async def test_outputs_read_as_a_person_sees_them(workspace):
         stored = json.loads((workspace / "look.ipynb").read_text())["cells"][0]["outputs"][0]["data"]
         assert "text/html" in stored and "text/plain" in stored
 
+        # An error deep inside a library: the user's line, then the innermost frames, folded where they can be.
+        failed = await client.call_tool("execute_code", {"code": "import pandas as pd\npd.read_csv('/nowhere/at/all.csv')"})
+        assert error_code(failed) == "execution_error"
+        shown = "\n".join(output_texts(failed))
+        assert "Cell In[" in shown and "----> 2 pd.read_csv('/nowhere/at/all.csv')" in shown
+        assert shown.rstrip().endswith("FileNotFoundError: [Errno 2] No such file or directory: '/nowhere/at/all.csv'")
+
         bar = await client.call_tool(
             "execute_code",
             {"code": "from tqdm import tqdm\nimport time\nfor _ in tqdm(range(40), mininterval=0, ascii=True):\n    time.sleep(0.005)"},

@@ -20,6 +20,8 @@ leaves out, so the output schema 1.0 ``truncation`` object is exact:
   Omitted payloads are measured and dropped, never held.
 - An error payload is the exception to the gap: it is always kept, normalised
   and size-bounded, because the error is the one thing a caller must see.
+  Its traceback keeps the four innermost entries, the first of them the
+  user's own cell frame when the other three are all further in (a library's).
   Normalisation shortens it; the bytes it removed count as omitted bytes.
 - No synthetic stderr stream announces a truncation: clients read
   ``truncation``, and cannot mistake a server limit for the notebook's stderr.
@@ -116,7 +118,7 @@ def normalise_error(
     lines = [strip_ansi(line) for line in raw_lines]
     if not _ends_with_exception_line(lines, name) and (name or value):
         lines.append(f"{name}: {value}" if value else name)
-    lines = lines[-TRACEBACK_MAX_LINES:]
+    lines = _innermost(lines)
     name = _shorten(name, ENAME_MAX_CHARS)
     cap = min(max(max_bytes // 16, FIELD_MIN_CHARS), FIELD_MAX_CHARS)
     while True:
@@ -328,6 +330,23 @@ def cut_stream(payload: dict[str, Any], room: int) -> dict[str, Any] | None:
         if keep == 0:
             return None
         keep = max(0, keep - int(over / per_char) - 8)
+
+
+def _innermost(lines: list[str]) -> list[str]:
+    """The ``TRACEBACK_MAX_LINES`` innermost entries; when they are all inside libraries, the
+    innermost frame of the user's own cell takes the first place, so a model still sees
+    which line of its code led there."""
+    kept = lines[-TRACEBACK_MAX_LINES:]
+    if len(lines) <= TRACEBACK_MAX_LINES or any(_is_cell_frame(line) for line in kept):
+        return kept
+    cell = next((line for line in reversed(lines[:-TRACEBACK_MAX_LINES]) if _is_cell_frame(line)), None)
+    return kept if cell is None else [cell, *lines[-(TRACEBACK_MAX_LINES - 1) :]]
+
+
+def _is_cell_frame(entry: str) -> bool:
+    # IPython 8 and later: "Cell In[3], line 2"; IPython 7: "Input In [3]" or "<ipython-input-3-…>".
+    stripped = entry.lstrip()
+    return stripped.startswith(("Cell In[", "Input In [")) or "<ipython-input-" in stripped.split("\n", 1)[0]
 
 
 def _error_output(ename: str, evalue: str, traceback: list[str]) -> dict[str, Any]:
