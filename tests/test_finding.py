@@ -39,7 +39,7 @@ async def test_outline_of_a_2000_cell_notebook_is_small_and_paged(workspace):
         assert len(json.dumps(structured)) < 4500, len(json.dumps(structured))
         assert structured["cell_count"] == 2000 and structured["next_start_index"] == 20
         # 20 chapters: the sections folded first; no fenced comment taken for a heading.
-        assert [h["title"] for h in structured["headings"]] == [f"Chapter {i}" for i in range(20)]
+        assert [h["text"] for h in structured["headings"]] == [f"Chapter {i}" for i in range(20)]
         assert structured["headings_folded"] == 180
         assert "# Chapter 3 [300]" in text and "not a heading" not in text
         assert "1 c c1 value_1 = 1 * 2 → stdout" in text

@@ -435,7 +435,7 @@ async def test_outline_and_search_read_the_jupyter_servers_contents(workspace, t
         ]
         assert found["skipped"] == 1, "the broken notebook is skipped and counted"
         outline = await ok(client, "outline", {"notebook_name": "found/deeper/far.ipynb"})
-        assert [h["title"] for h in outline["headings"]] == ["Far away"]
+        assert [h["text"] for h in outline["headings"]] == ["Far away"]
 
 
 async def test_subscriptions_hear_changes_made_on_the_jupyter_server(workspace, tmp_path, jupyter):

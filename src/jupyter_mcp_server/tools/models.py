@@ -212,7 +212,7 @@ class OutputPage(Result):
 
 class Heading(Result):
     level: int
-    title: str
+    text: str
     cell_index: int
 
 

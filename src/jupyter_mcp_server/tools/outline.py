@@ -42,7 +42,7 @@ def headings_of(cells: list[Any]) -> list[models.Heading]:
             if _FENCE.match(line):
                 fenced = not fenced
             elif not fenced and (match := _HEADING.match(line)):
-                found.append(models.Heading(level=len(match.group(1)), title=match.group(2)[:80], cell_index=index))
+                found.append(models.Heading(level=len(match.group(1)), text=match.group(2)[:80], cell_index=index))
     return found
 
 
@@ -111,7 +111,7 @@ async def outline(
     lines = [f"'{path}': {len(cells)} cells ({said}), revision {view.revision}"]
     if shown:
         lines.append("Headings (cell index):")
-        lines.extend(f"{'  ' * (h.level - 1)}{'#' * h.level} {h.title} [{h.cell_index}]" for h in shown)
+        lines.extend(f"{'  ' * (h.level - 1)}{'#' * h.level} {h.text} [{h.cell_index}]" for h in shown)
     if len(shown) < len(every):
         lines.append(f"({len(every) - len(shown)} deeper or later headings folded)")
     kind_letter = {"code": "c", "markdown": "m", "raw": "r"}
