@@ -31,6 +31,8 @@ OPERATIONS = (
     "execute_code",
     "read_all",
     "read_page",
+    "outline",
+    "search",
     "release_notebook",
     "list_variables",
 )
@@ -160,6 +162,8 @@ OURS = Profile.from_dict(
             "read_page": _call(
                 "read_notebook", notebook_name="{notebook}", response_format="brief"
             ),
+            "outline": _call("outline", notebook_name="{notebook}"),
+            "search": _call("search_notebooks", query="{query}"),
             "release_notebook": _call("unuse_notebook", notebook_name="{notebook}"),
             # Served with the introspection toolset only (workloads/introspection.py asks for it).
             "list_variables": _call("list_variables", notebook_name="{notebook}", limit=500),

@@ -197,9 +197,9 @@ def jupyter_server_process(
 CORE_TOOLS = frozenset(
     {
         "list_files", "list_kernels", "use_notebook", "list_notebooks", "restart_notebook",
-        "unuse_notebook", "read_notebook", "get_notebook_revision", "insert_cell",
+        "unuse_notebook", "outline", "search_notebooks", "read_notebook", "get_notebook_revision", "insert_cell",
         "overwrite_cell_source", "edit_cell_source", "move_cell", "delete_cell",
-        "clear_cell_output", "read_cell", "execute_cell", "insert_execute_code_cell",
+        "clear_cell_output", "read_cell", "read_output", "execute_cell", "insert_execute_code_cell",
         "execute_code", "interrupt_kernel", "interrupt_notebook_session", "connect_to_jupyter",
     }
 )

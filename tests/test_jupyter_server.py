@@ -43,6 +43,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
+import nbformat
 import pytest
 from conftest import (
     error_code,
@@ -412,6 +413,29 @@ async def test_notebooks_on_the_jupyter_server_keep_their_revisions(workspace, t
         await ok(client, "unuse_notebook", {"notebook_name": "shared/remote.ipynb"})
         assert "shared/remote.ipynb" not in sessions(url) and created["kernel_id"] not in remote_kernels(url)
     assert TOKEN not in log.read_text()
+
+
+async def test_outline_and_search_read_the_jupyter_servers_contents(workspace, tmp_path, jupyter):
+    url, root = jupyter
+    (root / "found" / "deeper").mkdir(parents=True, exist_ok=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Far away"), nbformat.v4.new_code_cell("needle = 'remote haystack'")]
+    nbformat.write(notebook, root / "found" / "deeper" / "far.ipynb")
+    (root / "found" / "script.py").write_text("# %%\nneedle = 'in a percent script'\n")
+    (root / "found" / "broken.ipynb").write_text("{")
+    (workspace / "local.ipynb").write_text((root / "found" / "deeper" / "far.ipynb").read_text())
+    async with serve_logged(
+        workspace, tmp_path / "server.log", "--jupyter-url", url, "--jupyter-contents", *NO_PRESTART,
+        env={"JUPYTER_TOKEN": TOKEN},
+    ) as client:
+        found = await ok(client, "search_notebooks", {"query": "needle = '", "glob": "found/*"})
+        assert sorted((m["notebook"], m["text"]) for m in found["matches"]) == [
+            ("found/deeper/far.ipynb", "needle = 'remote haystack'"),
+            ("found/script.py", "needle = 'in a percent script'"),
+        ]
+        assert found["skipped"] == 1, "the broken notebook is skipped and counted"
+        outline = await ok(client, "outline", {"notebook_name": "found/deeper/far.ipynb"})
+        assert [h["text"] for h in outline["headings"]] == ["Far away"]
 
 
 async def test_subscriptions_hear_changes_made_on_the_jupyter_server(workspace, tmp_path, jupyter):

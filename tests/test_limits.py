@@ -202,6 +202,8 @@ async def test_bad_command_lines_stop_before_serving(workspace, tmp_path):
         (("--max-kernels", "0"), None, ["--max-kernels", "'0'"]),
         (("--max-output-bytes", "abc"), None, ["--max-output-bytes", "'abc'"]),
         (("--max-output-blocks", "-3"), None, ["--max-output-blocks", "'-3'"]),
+        (("--inline-budget-chars", "100"), None, ["--inline-budget-chars", "1024-262144"]),
+        ((), {"JUPYTER_MCP_INLINE_BUDGET_CHARS": "999999"}, ["--inline-budget-chars", "1024-262144"]),
         (("--idle-timeout", "soon"), None, ["--idle-timeout", "'soon'"]),
         (("--default-timeout", "10", "--max-timeout", "5"), None, ["--default-timeout", "--max-timeout"]),
         (("--workspace-root", str(missing)), None, ["--workspace-root", str(missing)]),

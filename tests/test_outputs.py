@@ -251,6 +251,22 @@ def test_errors_are_stripped_of_ansi_and_keep_the_four_innermost_lines():
     assert removed > 0
 
 
+def test_the_users_cell_frame_is_kept_when_the_innermost_are_all_in_libraries():
+    traceback = [
+        "-----",
+        "ValueError    Traceback (most recent call last)",
+        "Cell In[3], line 2\n      1 import pandas as pd\n----> 2 pd.read_csv('x')",
+        "File /venv/site-packages/pandas/readers.py:1, in read_csv()",
+        "File /venv/site-packages/pandas/readers.py:2, in _read()",
+        "File /venv/site-packages/pandas/common.py:3, in get_handle()",
+        "ValueError: bad",
+    ]
+    info, removed = normalise_error("ValueError", "bad", traceback, 1 << 20)
+    assert info.traceback == [traceback[2], *traceback[-3:]]
+    original = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": traceback}
+    assert removed == size_of(original) - size_of({"output_type": "error", **info.as_dict()})
+
+
 def test_a_traceback_without_the_exception_line_gets_one():
     info, _ = normalise_error("KeyError", "'x'", ["frame 1", "frame 2", "frame 3", "frame 4"], 4096)
     assert info.traceback == ["frame 2", "frame 3", "frame 4", "KeyError: 'x'"]
@@ -346,3 +362,52 @@ def test_result_is_a_snapshot():
 def test_negative_limits_are_refused():
     with pytest.raises(ValueError):
         OutputCollector(-1, 1)
+
+
+def test_a_stream_payload_over_the_byte_limit_keeps_its_head_and_tail():
+    # A single 5 MB print used to vanish whole; now it shows how it began and ended.
+    text = "".join(f"line {i}\n" for i in range(600_000))
+    max_bytes = 100_000
+    result = collect(("stream", {"name": "stdout", "text": text}), max_bytes=max_bytes)
+    (kept,) = result.outputs
+    assert size_of(kept) <= max_bytes
+    assert kept["text"].startswith("line 0\nline 1\n")
+    assert kept["text"].endswith("line 599999\n")
+    assert "bytes of this output left out here by --max-output-bytes" in kept["text"]
+    # Exact: what was left out is the original payload's size minus the kept one's.
+    assert result.truncation == Truncation(True, 0, size_of(stream(text)) - size_of(kept))
+
+
+def test_after_a_cut_payload_the_gap_omits_everything():
+    first = "a" * 50_000
+    result = collect(
+        ("stream", {"name": "stdout", "text": first}),
+        ("stream", {"name": "stdout", "text": "after\n"}),
+        max_bytes=20_000,
+    )
+    (kept,) = result.outputs
+    assert kept["text"].startswith("aaa") and kept["text"].endswith("aaa")
+    assert result.truncation.omitted_blocks == 1
+    assert result.truncation.omitted_bytes == size_of(stream(first)) - size_of(kept) + size_of(stream("after\n"))
+
+
+def test_too_little_room_omits_the_payload_whole_and_non_streams_are_never_cut():
+    small = stream("s" * 100)
+    room_left = 500  # under MIN_CUT_BYTES
+    result = collect(
+        ("stream", small), ("stream", {"name": "stdout", "text": "b" * 5000}), max_bytes=size_of(small) + room_left
+    )
+    assert result.outputs == [small]
+    assert result.truncation == Truncation(True, 1, size_of(stream("b" * 5000)))
+    big = {"text/plain": "p" * 50_000}
+    result = collect(("display_data", display(big)), max_bytes=20_000)
+    assert result.outputs == [] and result.truncation.omitted_blocks == 1
+
+
+def test_a_cut_of_non_ascii_text_stays_within_the_limit():
+    text = "é\n" * 50_000
+    result = collect(("stream", {"name": "stdout", "text": text}), max_bytes=4000)
+    (kept,) = result.outputs
+    assert 3000 < size_of(kept) <= 4000
+    assert kept["text"].startswith("é\né\n") and kept["text"].endswith("é\n")
+    assert result.truncation.omitted_bytes == size_of(stream(text)) - size_of(kept)

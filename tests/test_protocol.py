@@ -197,10 +197,16 @@ async def test_cell_and_output_resources(workspace: Path, mode: str) -> None:
         assert len(cut) < 1200 and text_link.uri in cut
         assert (await client.read_resource(text_link.uri)).contents[0].text == "z" * 3000 + "\n"  # type: ignore[union-attr]
 
-        # Scratch code stores nothing, so there is nothing to link to: it is inlined.
+        # Scratch code stores nothing in the notebook; what its result leaves out is kept a
+        # while among the scratch outputs and linked there the same way.
         scratch = await client.call_tool("execute_code", {"code": code})
-        assert [block.type for block in scratch.content].count("image") == 2
-        assert not [block for block in scratch.content if block.type == "resource_link"]
+        assert [block.type for block in scratch.content].count("image") == 1
+        links = [block for block in scratch.content if block.type == "resource_link"]
+        assert [link.mime_type for link in links] == ["image/png", "text/plain"]
+        assert all(link.uri.startswith("scratch-output:///") for link in links)
+        whole = (await client.read_resource(links[0].uri)).contents
+        assert [c.blob for c in whole if c.mime_type == "image/png"] == [large]  # type: ignore[union-attr]
+        assert (await client.read_resource(links[1].uri)).contents[0].text == "z" * 3000 + "\n"  # type: ignore[union-attr]
 
 
 

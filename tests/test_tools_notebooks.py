@@ -17,6 +17,9 @@ import nbformat
 from conftest import error_code, ok, refused, serve, text_of
 
 ALL_TOOLS = {
+    "outline",
+    "search_notebooks",
+    "read_output",
     "list_files",
     "list_kernels",
     "use_notebook",
@@ -39,7 +42,10 @@ ALL_TOOLS = {
     "interrupt_notebook_session",
     "connect_to_jupyter",
 }
-READ_ONLY = {"list_files", "list_kernels", "list_notebooks", "read_notebook", "get_notebook_revision", "read_cell"}
+READ_ONLY = {
+    "list_files", "list_kernels", "list_notebooks", "read_notebook", "get_notebook_revision", "read_cell",
+    "outline", "search_notebooks", "read_output",
+}
 OPEN_WORLD = {"execute_cell", "insert_execute_code_cell", "execute_code", "connect_to_jupyter"}
 DESTRUCTIVE = {"delete_cell", "overwrite_cell_source", "restart_notebook", "clear_cell_output"}
 

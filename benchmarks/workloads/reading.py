@@ -4,7 +4,9 @@ A 2,000-cell notebook (each cell a two-line source and a small stream
 output) read whole in the detailed form against ``nbformat.read`` of the
 same file: the first read (the server parses the file), repeated reads,
 a read right after another program saved the file (which must be seen, so
-no cache may hide it), the brief first page, and the bytes of each response;
+no cache may hide it), the brief first page, the outline, a literal search
+over the workspace (against reading the file, the least either must do),
+and the bytes of each response;
 and whether each cell comes back once. With that notebook open, inserts
 appended to it are timed against writing the file once.
 
@@ -110,6 +112,12 @@ async def _reads(h: Harness, session: Session, floor_path: Path, rep: int) -> No
     if session.profile.supports("read_page"):
         page = await h.measure("read_brief", session, "read_page", notebook=NOTEBOOK)
         r.add("read_brief_bytes", name, response_bytes(page))
+    if session.profile.supports("outline"):
+        outline = await h.measure("outline", session, "outline", notebook=NOTEBOOK)
+        r.add("outline_bytes", name, response_bytes(outline))
+    if session.profile.supports("search"):
+        # One match in the last cell: every cell's source and output is searched.
+        await h.measure("search", session, "search", query=f"x_{h.sizes.read_cells - 1} =")
     # Somebody else saves the file: the next read must see it.
     changed = floor.read_notebook(session.workspace / NOTEBOOK)
     changed.metadata["saved_by"] = f"someone else {rep}"

@@ -27,6 +27,13 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
 
+#: The range of the inline budget (``--inline-budget-chars``, a call's ``max_output_chars``):
+#: below it a result could not even say what it left out; above it one result would
+#: crowd out the conversation it is part of.
+MIN_INLINE_BUDGET = 1024
+MAX_INLINE_BUDGET = 262_144
+
+
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names it and says why."""
 
@@ -93,6 +100,7 @@ class ServerConfig:
     task_ttl_seconds: float = 3600.0
     inline_image_bytes: int = 262_144
     inline_text_chars: int = 65_536
+    inline_budget_chars: int = 16_384
     http_head_timeout: float = 10.0
     http_body_timeout: float = 30.0
 
@@ -233,17 +241,29 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "inline_image_bytes",
-        "Images larger than this many bytes are linked as a resource instead of inlined.",
+        "Images larger than this many (base64) bytes are shrunk to fit, or linked as a resource "
+        "instead of inlined; the original is linked either way.",
         int,
         env="JUPYTER_MCP_INLINE_IMAGE_BYTES",
         positive=True,
     ),
     Setting(
         "inline_text_chars",
-        "Output text longer than this is cut in a result, with a link to the whole.",
+        "No one output text carries more than this many characters in a result, even under a "
+        "larger max_output_chars.",
         int,
         env="JUPYTER_MCP_INLINE_TEXT_CHARS",
         positive=True,
+    ),
+    Setting(
+        "inline_budget_chars",
+        "Characters of output text one result carries when a call gives no max_output_chars; "
+        "past it each output keeps its head and tail, the rest readable by reference.",
+        int,
+        flag="--inline-budget-chars",
+        env="JUPYTER_MCP_INLINE_BUDGET_CHARS",
+        positive=True,
+        jupyter=True,
     ),
     Setting(
         "http_head_timeout",
@@ -393,6 +413,10 @@ def checked(**values: Any) -> ServerConfig:
     if config.default_timeout > config.max_timeout:
         raise ConfigError(
             f"--default-timeout {config.default_timeout:g} is above --max-timeout {config.max_timeout:g}."
+        )
+    if not MIN_INLINE_BUDGET <= config.inline_budget_chars <= MAX_INLINE_BUDGET:
+        raise ConfigError(
+            f"--inline-budget-chars {config.inline_budget_chars} is outside {MIN_INLINE_BUDGET}-{MAX_INLINE_BUDGET}."
         )
     if not 0 < config.port < 65536:
         raise ConfigError(f"--port {config.port} is not a port number (1-65535).")

@@ -144,6 +144,7 @@ class JupyterMCPServerApp(ExtensionApp):
     max_output_bytes = Int(default_of("max_output_bytes"), config=True, help=help_of("max_output_bytes"))
     max_output_blocks = Int(default_of("max_output_blocks"), config=True, help=help_of("max_output_blocks"))
     max_kernels = Int(default_of("max_kernels"), config=True, help=help_of("max_kernels"))
+    inline_budget_chars = Int(default_of("inline_budget_chars"), config=True, help=help_of("inline_budget_chars"))
     idle_timeout = Float(default_of("idle_timeout"), config=True, help=help_of("idle_timeout"))
     capabilities = List(Unicode(), config=True, help=help_of("capability_args"))
     audit_log = Unicode("", config=True, help=help_of("audit_log"))
@@ -192,6 +193,7 @@ def configure(app: JupyterMCPServerApp) -> Application:
                 "max_output_bytes": app.max_output_bytes,
                 "max_output_blocks": app.max_output_blocks,
                 "max_kernels": app.max_kernels,
+                "inline_budget_chars": app.inline_budget_chars,
                 "idle_timeout": app.idle_timeout,
                 # No kernel is prestarted in somebody's Jupyter Server unless asked for.
                 "capability_args": ["kernel.prestart=off", *app.capabilities],

@@ -31,6 +31,7 @@ from mcp.types import BlobResourceContents, TextResourceContents
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.handlers import Handler, wrap
+from jupyter_mcp_server.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.version import __version__
 from jupyter_mcp_server.workspace import OUTPUT_SCHEME, path_of_uri
@@ -42,6 +43,7 @@ NOTEBOOK_MIME = "application/x-ipynb+json"
 CELL_SCHEME = "notebook-cell"
 CELL_TEMPLATE = CELL_SCHEME + ":///{+path}{?cell}"
 OUTPUT_TEMPLATE = OUTPUT_SCHEME + ":///{+path}{?cell,output}"
+SCRATCH_TEMPLATE = SCRATCH_SCHEME + ":///{key}{?output}"
 CELL_MIME = "application/vnd.jupyter.cell+json"
 #: An output resource answers with one content per representation, of
 #: different types, so the template declares the type that says so.
@@ -140,6 +142,21 @@ def attach_resources(server: Any, state: ServerState) -> None:
     async def output(path: str, ctx: Context, cell: str | None = None, output: str | None = None) -> str | bytes:
         uri = str((ctx.request_context.params or {}).get("uri", ""))
         first = (await output_contents(state_of(ctx), uri))[0]
+        return first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
+
+    @server.resource(
+        SCRATCH_TEMPLATE,
+        name="scratch-output",
+        title="Scratch code output",
+        description=(
+            "Output N of a recent execute_code call, whole, as notebook-output: gives a cell's. "
+            "Kept for a limited time; results that cut an output link here."
+        ),
+        mime_type=OUTPUT_MIME,
+    )
+    async def scratch(key: str, ctx: Context, output: str | None = None) -> str | bytes:
+        uri = str((ctx.request_context.params or {}).get("uri", ""))
+        first = scratch_contents(state_of(ctx), uri)[0]
         return first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
 
     _serve_output_contents(server)
@@ -281,6 +298,23 @@ async def output_contents(state: ServerState, uri: str) -> list[TextResourceCont
     return representations(uri, outputs[index])
 
 
+def scratch_contents(state: ServerState, uri: str) -> list[TextResourceContents | BlobResourceContents]:
+    """Every representation of one output of recent scratch code."""
+    rest, _, query = uri[len(SCRATCH_SCHEME) + 1 :].partition("?")
+    key = rest.removeprefix("///")
+    raw = dict(parse_qsl(query, keep_blank_values=True)).get("output", "")
+    if not raw.isdigit():
+        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs ?output=N, the output's 0-based index.")
+    outputs = state.scratch.get(key)
+    if outputs is None:
+        raise _resource_error(
+            NOT_FOUND, f"The scratch outputs {key!r} are gone (only recent ones are kept); run the code again."
+        )
+    if int(raw) >= len(outputs):
+        raise _resource_error(NOT_FOUND, f"That execution has {len(outputs)} outputs; output {raw} does not exist.")
+    return representations(uri, outputs[int(raw)])
+
+
 def representations(uri: str, output: Any) -> list[TextResourceContents | BlobResourceContents]:
     """An nbformat output as resource contents, one per MIME type it carries."""
     kind = output.get("output_type")
@@ -322,6 +356,8 @@ def _serve_output_contents(server: Any) -> None:
             uri = str(params.uri)
             if uri.startswith(OUTPUT_SCHEME + ":"):
                 return ReadResourceResult(contents=await output_contents(state_of(ctx), uri))
+            if uri.startswith(SCRATCH_SCHEME + ":"):
+                return ReadResourceResult(contents=scratch_contents(state_of(ctx), uri))
             return await original(ctx, params)
 
         return read

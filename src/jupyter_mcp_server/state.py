@@ -28,6 +28,7 @@ from .hooks import Hooks
 from .kernels.manager import KernelManager
 from .kernels.manager import gone_message as kernel_gone_message
 from .kernels.turns import run_in_turn
+from .scratch import ScratchOutputs
 from .store import NotebookStore
 from .store.contents import RemoteContents
 from .workspace import Workspace
@@ -75,6 +76,8 @@ class ServerState:
             capability=capabilities.enabled,
         )
         self.interceptors: list[ExecutionInterceptor] = []
+        #: Recent outputs of execute_code, for what its results left out.
+        self.scratch = ScratchOutputs()
         #: The Jupyter Server kernels start on, when not local (its backend).
         self.jupyter: Any = None
         #: By connection key, oldest first; bounded, since HTTP sessions end

@@ -10,11 +10,18 @@ leaves out, so the output schema 1.0 ``truncation`` object is exact:
   size is its compact UTF-8 JSON size (:func:`payload_size`).
 - Payloads are kept while fewer than ``max_blocks`` are kept and their bytes
   fit in ``max_bytes``. The first payload that does not fit starts a gap:
-  it and every payload after it are omitted, even smaller ones that would fit,
-  so the kept outputs are always a true prefix of what the code printed.
+  every payload after it is omitted, even smaller ones that would fit, so the
+  kept outputs are always a true prefix of what the code printed. That first
+  payload is omitted too, unless it is a stream and at least
+  ``MIN_CUT_BYTES`` are still free: then its text keeps its head and tail
+  around a marker, to fill the bytes left (a single 5 MB print shows how it
+  began and how it ended, not nothing), and the bytes cut from it count as
+  omitted bytes (its original size minus the kept one's, as for an error).
   Omitted payloads are measured and dropped, never held.
 - An error payload is the exception to the gap: it is always kept, normalised
   and size-bounded, because the error is the one thing a caller must see.
+  Its traceback keeps the four innermost entries, the first of them the
+  user's own cell frame when the other three are all further in (a library's).
   Normalisation shortens it; the bytes it removed count as omitted bytes.
 - No synthetic stderr stream announces a truncation: clients read
   ``truncation``, and cannot mistake a server limit for the notebook's stderr.
@@ -34,6 +41,9 @@ TRACEBACK_MAX_LINES = 4
 FIELD_MIN_CHARS = 32
 FIELD_MAX_CHARS = 1024
 ELLIPSIS = "…"
+#: A stream payload that does not fit is cut to head and tail only when this
+#: many bytes are free: fewer would show only the marker.
+MIN_CUT_BYTES = 1024
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks)
 # and the two-character escapes: everything a terminal would not print.
@@ -108,7 +118,7 @@ def normalise_error(
     lines = [strip_ansi(line) for line in raw_lines]
     if not _ends_with_exception_line(lines, name) and (name or value):
         lines.append(f"{name}: {value}" if value else name)
-    lines = lines[-TRACEBACK_MAX_LINES:]
+    lines = _innermost(lines)
     name = _shorten(name, ENAME_MAX_CHARS)
     cap = min(max(max_bytes // 16, FIELD_MIN_CHARS), FIELD_MAX_CHARS)
     while True:
@@ -199,9 +209,18 @@ class OutputCollector:
         size = payload_size(payload)
         fits = self._kept_blocks < self.max_blocks and self._kept_bytes + size <= self.max_bytes
         if self._in_gap or not fits:
+            cut = None
+            if not self._in_gap and self._kept_blocks < self.max_blocks:
+                cut = cut_stream(payload, self.max_bytes - self._kept_bytes)
             self._in_gap = True
-            self._omitted_blocks += 1
-            self._omitted_bytes += size
+            if cut is None:
+                self._omitted_blocks += 1
+                self._omitted_bytes += size
+                return
+            kept_size = payload_size(cut)
+            self._shortened = True
+            self._omitted_bytes += size - kept_size
+            self._keep(cut, kept_size, display_id)
             return
         self._keep(payload, size, display_id)
 
@@ -289,6 +308,45 @@ class OutputCollector:
         self._kept_blocks = 0
         self._in_gap = False
         self._clear_before_next_output = False
+
+
+def cut_stream(payload: dict[str, Any], room: int) -> dict[str, Any] | None:
+    """A stream payload cut to head and tail so its size is at most `room`; None when it cannot be."""
+    if payload.get("output_type") != "stream" or room < MIN_CUT_BYTES:
+        return None
+    text = str(payload.get("text", ""))
+    empty = payload_size({**payload, "text": ""})
+    # Characters cost bytes unevenly (escapes, non-ASCII): start from the average.
+    per_char = (payload_size(payload) - empty) / max(len(text), 1)
+    keep = max(0, int((room - empty - 120) / per_char))
+    while True:
+        head, tail = text[: keep - keep // 2], text[len(text) - keep // 2 :] if keep // 2 else ""
+        left_out = len(text[len(head) : len(text) - len(tail)].encode("utf-8", "surrogatepass"))
+        marker = f"\n[jupyter-mcp-server: {left_out} bytes of this output left out here by --max-output-bytes]\n"
+        cut = {**payload, "text": head + marker + tail}
+        over = payload_size(cut) - room
+        if over <= 0:
+            return cut
+        if keep == 0:
+            return None
+        keep = max(0, keep - int(over / per_char) - 8)
+
+
+def _innermost(lines: list[str]) -> list[str]:
+    """The ``TRACEBACK_MAX_LINES`` innermost entries; when they are all inside libraries, the
+    innermost frame of the user's own cell takes the first place, so a model still sees
+    which line of its code led there."""
+    kept = lines[-TRACEBACK_MAX_LINES:]
+    if len(lines) <= TRACEBACK_MAX_LINES or any(_is_cell_frame(line) for line in kept):
+        return kept
+    cell = next((line for line in reversed(lines[:-TRACEBACK_MAX_LINES]) if _is_cell_frame(line)), None)
+    return kept if cell is None else [cell, *lines[-(TRACEBACK_MAX_LINES - 1) :]]
+
+
+def _is_cell_frame(entry: str) -> bool:
+    # IPython 8 and later: "Cell In[3], line 2"; IPython 7: "Input In [3]" or "<ipython-input-3-…>".
+    stripped = entry.lstrip()
+    return stripped.startswith(("Cell In[", "Input In [")) or "<ipython-input-" in stripped.split("\n", 1)[0]
 
 
 def _error_output(ename: str, evalue: str, traceback: list[str]) -> dict[str, Any]:

@@ -9,7 +9,16 @@ server's own tools arrive by the same mechanism as any extension's.
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_mcp_server.tools import cells, inspecting, notebooks, running, workspace_tools
+from jupyter_mcp_server.tools import (
+    cells,
+    inspecting,
+    notebooks,
+    outline,
+    output_pages,
+    running,
+    search,
+    workspace_tools,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,8 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(notebooks.list_notebooks, "List Notebooks", True, False, True, False),
     NotebookTool(notebooks.restart_notebook, "Restart Notebook Kernel", False, True, False, False),
     NotebookTool(notebooks.unuse_notebook, "Release Notebook", False, True, True, False),
+    NotebookTool(outline.outline, "Outline Notebook", True, False, True, False),
+    NotebookTool(search.search_notebooks, "Search Notebooks", True, False, True, False),
     NotebookTool(notebooks.read_notebook, "Read Notebook", True, False, True, False),
     NotebookTool(notebooks.get_notebook_revision, "Get Notebook Revision", True, False, True, False),
     NotebookTool(cells.insert_cell, "Insert Cell", False, False, False, False),
@@ -46,6 +57,7 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(cells.delete_cell, "Delete Cells", False, True, False, False),
     NotebookTool(cells.clear_cell_output, "Clear Cell Output", False, True, True, False),
     NotebookTool(cells.read_cell, "Read Cell", True, False, True, False),
+    NotebookTool(output_pages.read_output, "Read Output", True, False, True, False),
     NotebookTool(running.execute_cell, "Execute Cell", False, True, False, True),
     NotebookTool(running.insert_execute_code_cell, "Insert and Execute Code Cell", False, True, False, True),
     NotebookTool(running.execute_code, "Execute Code", False, True, False, True),

@@ -21,6 +21,7 @@ from jupyter_mcp_server.tools.addressing import cell_position, notebook_path
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server.tools.rendering import (
     InlineLimits,
+    bounded_outputs,
     cell_heading,
     output_blocks,
     upgrade_by_edit,
@@ -28,6 +29,13 @@ from jupyter_mcp_server.tools.rendering import (
 from jupyter_mcp_server.tools.results import answer, tool_handler
 from jupyter_mcp_server.workspace import output_uri
 
+MaxOutputChars = Annotated[
+    int | None,
+    Field(
+        description="Output characters to return (1024-262144; default: the server's). "
+        "Longer outputs keep head and tail; read_output pages the rest."
+    ),
+]
 CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
 CellId = Annotated[str | None, Field(description="The cell's stable id (from read_notebook). Give this or cell_index, not both.")]
 
@@ -246,31 +254,35 @@ async def read_cell(
     cell_id: CellId = None,
     include_outputs: Annotated[bool, Field(description="Include the cell's outputs (images come back as image content).")] = True,
     notebook_name: NotebookName = None,
+    max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellRead]:
     """Read one cell: its id, index, type, full source, execution count and outputs."""
+    limits = InlineLimits.of(state_of(ctx).config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
     view = await state_of(ctx).store.read(path)
     index = cell_position(view.notebook, cell_index, cell_id)
     cell = view.notebook.cells[index]
     outputs = list(cell.get("outputs", [])) if include_outputs and cell.get("cell_type") == "code" else None
+
+    def link(output_index: int) -> str:
+        return output_uri(path, cell["id"], output_index)
+
+    # A huge stored output is cut in content and in structuredContent alike, each
+    # cut naming the resource that holds the output whole.
+    shown, cut = bounded_outputs(outputs, link, limits) if outputs else (outputs, [])
     result = models.CellRead(
         cell_id=cell["id"],
         cell_index=index,
         cell_type=cell["cell_type"],
         source=cell.get("source", ""),
         execution_count=cell.get("execution_count"),
-        outputs=outputs,
+        outputs=shown,
+        outputs_cut=[models.OutputCut(**each) for each in cut] or None,
         revision=view.revision,
     )
-
-    def link(output_index: int) -> str:
-        return output_uri(path, cell["id"], output_index)
-
-    # A huge stored output is cut in content, with a link to the whole
-    # (structuredContent still carries it, as stored).
     return answer(
         result.model_dump(),
         f"{cell_heading(index, cell)}\n{result.source}",
-        output_blocks(outputs or [], link, InlineLimits.of(state_of(ctx).config)),
+        output_blocks(outputs or [], link, limits),
     )

@@ -206,6 +206,18 @@ class CellRead(Revisioned):
     source: str
     execution_count: int | None
     outputs: list[dict[str, Any]] | None
+    outputs_cut: list[OutputCut] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Outputs too large for a result, cut in outputs: each with its resource, to read it whole.",
+        json_schema_extra=_without_a_default,
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_an_absent_cut(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = serialize(self)
+        if data.get("outputs_cut") is None:
+            data.pop("outputs_cut", None)
+        return data
 
 
 class TruncationModel(Result):
@@ -277,3 +289,53 @@ class KernelHistory(Result):
     kernel_id: str
     entries: list[dict[str, Any]] = Field(description="session, line and input of each execution, oldest first.")
     truncated: bool
+
+
+class OutputPage(Result):
+    uri: str
+    by: Literal["lines", "bytes"]
+    offset: int
+    returned: int
+    next_offset: int | None
+    total_lines: int
+    total_bytes: int
+
+
+class Heading(Result):
+    level: int
+    text: str
+    cell_index: int
+
+
+class OutlineCell(Result):
+    index: int
+    cell_id: str
+    cell_type: str
+    first_line: str
+    outputs: list[str]
+
+
+class Outline(Revisioned):
+    cell_count: int
+    headings: list[Heading]
+    headings_folded: int
+    cells: list[OutlineCell]
+    next_start_index: int | None
+
+
+class SearchMatch(Result):
+    notebook: str
+    cell_id: str
+    cell_index: int
+    where: str
+    line: int
+    text: str
+
+
+class SearchResult(Result):
+    matches: list[SearchMatch]
+    total: int
+    next_offset: int | None
+    notebooks_searched: int
+    skipped: int
+    complete: bool

@@ -187,7 +187,7 @@ async def read_notebook(
 ) -> Annotated[CallToolResult, models.NotebookRead]:
     """Read a page of the notebook's cells: indices, stable cell ids, types, sources and (detailed) outputs.
 
-    Start with the brief form to find cells, then read_cell or a detailed page for what you need.
+    In a large notebook, call outline first and search_notebooks to find text, then read_cell what you need.
     """
     path = notebook_path(ctx, notebook_name)
     view = await state_of(ctx).store.read(path)

@@ -1,7 +1,10 @@
-"""Notebook cells and outputs as a model reads them in ``content``.
+"""Notebook cells and outputs as a model reads them in ``content``, within the inline budget.
 
-Text as text, PNG and JPEG as image content, errors as their traceback text.
-Structured data lives in ``structuredContent``; this is the readable side.
+Each output becomes the text a model reads (``model_text``), PNG and JPEG
+image content (a large one shrunk, ``images``), and, for what a result leaves
+out, a link to where it is whole. The texts of one result share its budget
+(``budget``): short ones whole, long ones cut to head and tail. Structured
+data lives in ``structuredContent``; this is the readable side.
 """
 
 from collections.abc import Callable
@@ -11,72 +14,69 @@ from typing import Any
 from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
 
 from jupyter_mcp_server.store import WRITTEN_VERSION, NotebookView
-
-IMAGE_TYPES = ("image/png", "image/jpeg")
-TEXT_TYPES = ("text/markdown", "text/plain", "application/json", "text/html", "text/latex")
-
+from jupyter_mcp_server.tools.budget import allot, budget_of, head_and_tail
+from jupyter_mcp_server.tools.images import downscaled
+from jupyter_mcp_server.tools.model_text import IMAGE_TYPES, joined, output_text
 
 
 @dataclass(frozen=True)
 class InlineLimits:
-    """How much of a stored output a result carries inline, the rest linked to its resource."""
+    """How much of an execution's or a cell's outputs a result carries inline, the rest linked."""
 
-    #: An image larger than this (base64 characters) is linked rather than inlined.
+    #: An image larger than this (base64 characters) is shrunk, or linked rather than inlined.
     image_bytes: int = 262_144
-    #: A text output longer than this (characters) is cut, with a link to the whole.
+    #: No one text output carries more than this (characters) inline.
     text_chars: int = 65_536
+    #: All the output text of one result together (characters).
+    budget_chars: int = 16_384
 
     @classmethod
-    def of(cls, config: Any) -> "InlineLimits":
-        return cls(config.inline_image_bytes, config.inline_text_chars)
+    def of(cls, config: Any, max_output_chars: int | None = None) -> "InlineLimits":
+        """The server's limits, with a call's `max_output_chars` (checked) as the budget."""
+        budget = budget_of(config.inline_budget_chars, max_output_chars)
+        return cls(config.inline_image_bytes, max(config.inline_text_chars, budget if max_output_chars else 0), budget)
 
 
 #: The limits when a caller gives none.
 DEFAULT_INLINE = InlineLimits()
 
-#: The URI of output N of the cell being rendered, when its outputs are stored.
+#: The URI of output N of the outputs being rendered, where they are kept whole.
 OutputLink = Callable[[int], str]
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, list):
-        return "".join(value)
-    if isinstance(value, str):
-        return value
-    import json
-
-    return json.dumps(value, ensure_ascii=False)
 
 
 def output_blocks(
     outputs: list[dict[str, Any]], link: OutputLink | None = None, limits: InlineLimits = DEFAULT_INLINE
 ) -> list[ContentBlock]:
-    """Each output as the content blocks a model can read.
+    """Each output as the content blocks a model can read, their texts within ``limits.budget_chars``.
 
-    With `link` (the outputs are stored in a notebook), an image above
-    ``limits.image_bytes`` becomes a ``resource_link`` to its output resource
-    and a text above ``limits.text_chars`` is cut with a link to the whole.
+    With `link` (the outputs are kept whole somewhere: a notebook's cell, the
+    scratch outputs), an image above ``limits.image_bytes`` is shrunk or
+    replaced by a ``resource_link``, and a text over its share of the budget
+    is cut to head and tail, the marker naming the ``read_output`` call that
+    pages the rest, followed by a link to the whole.
     """
-    blocks: list[ContentBlock] = []
+    pieces: list[ContentBlock | tuple[int, str]] = []
     for index, output in enumerate(outputs):
-        kind = output.get("output_type")
-        if kind == "stream":
-            blocks.extend(_text_blocks(_text(output.get("text", "")), index, link, limits))
-        elif kind == "error":
-            traceback = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
-            blocks.append(TextContent(type="text", text="\n".join(traceback)))
-        elif kind in ("display_data", "execute_result"):
-            data = output.get("data", {})
-            image = next((mime for mime in IMAGE_TYPES if mime in data), None)
-            if image is not None:
-                encoded = _text(data[image]).replace("\n", "")
-                if link is not None and len(encoded) > limits.image_bytes:
-                    blocks.append(_link(link(index), index, image, len(encoded) * 3 // 4, "image too large to inline"))
-                else:
-                    blocks.append(ImageContent(type="image", data=encoded, mime_type=image))
-            text = next((mime for mime in TEXT_TYPES if mime in data), None)
-            if (text is not None and (image is None or text != "text/plain")) or (text is not None and image is None):
-                blocks.extend(_text_blocks(_text(data[text]), index, link, limits))
+        if output.get("output_type") in ("display_data", "execute_result"):
+            pieces.extend(_image_blocks(output.get("data") or {}, index, link, limits))
+        text = output_text(output)
+        if text is not None:
+            pieces.append((index, text))
+    texts = [piece for piece in pieces if isinstance(piece, tuple)]
+    shares = iter(allot([len(text) for _, text in texts], limits.budget_chars))
+    blocks: list[ContentBlock] = []
+    for piece in pieces:
+        if not isinstance(piece, tuple):
+            blocks.append(piece)
+            continue
+        index, text = piece
+        share = min(next(shares), limits.text_chars)
+        # Asked only for a text that is cut: a link may keep the outputs somewhere.
+        uri = link(index) if link is not None and len(text) > share else None
+        shown = head_and_tail(text, share, uri)
+        blocks.append(TextContent(type="text", text=shown))
+        if uri is not None and shown is not text:
+            blocks.append(_link(uri, index, "text/plain", len(text.encode("utf-8", "surrogatepass")), "whole text"))
     return blocks
 
 
@@ -102,7 +102,7 @@ def bounded_outputs(
         kind = output.get("output_type")
         cut: dict[str, Any] | None = None
         if kind == "stream":
-            text = _text(output.get("text", ""))
+            text = joined(output.get("text", ""))
             if len(text) > limits.text_chars:
                 cut = {**output, "text": _head_and_tail(text, link(index), limits, cuts, index, "text/plain")}
         elif kind == "error":
@@ -122,7 +122,7 @@ def bounded_outputs(
                         cuts.append({"output": index, "mime_type": mime, "uri": uri, "omitted_bytes": omitted})
                         changed[mime] = f"[jupyter-mcp-server: {mime} of about {omitted} bytes left out; read {uri} for it whole]"
                 else:
-                    text = _text(value)
+                    text = joined(value)
                     if len(text) > limits.text_chars:
                         changed[mime] = _head_and_tail(text, link(index), limits, cuts, index, mime)
             if changed:
@@ -144,13 +144,23 @@ def _head_and_tail(
     return text[:head] + marker + text[len(text) - tail :]
 
 
-def _text_blocks(text: str, index: int, link: OutputLink | None, limits: InlineLimits) -> list[ContentBlock]:
-    if link is None or len(text) <= limits.text_chars:
-        return [TextContent(type="text", text=text)]
+def _image_blocks(data: dict[str, Any], index: int, link: OutputLink | None, limits: InlineLimits) -> list[ContentBlock]:
+    image = next((mime for mime in IMAGE_TYPES if mime in data), None)
+    if image is None:
+        return []
+    encoded = joined(data[image]).replace("\n", "")
+    if link is None or len(encoded) <= limits.image_bytes:
+        return [ImageContent(type="image", data=encoded, mime_type=image)]
     uri = link(index)
-    cut = text[: limits.text_chars]
-    note = f"\n[jupyter-mcp-server: {len(text) - len(cut)} more characters cut here; the whole output is {uri}]"
-    return [TextContent(type="text", text=cut + note), _link(uri, index, "text/plain", len(text.encode()), "whole text")]
+    original = _link(uri, index, image, len(encoded) * 3 // 4, "image too large to inline")
+    small = downscaled(encoded, image, limits.image_bytes)
+    if small is None:
+        return [original]
+    said = (
+        f"[jupyter-mcp-server: image shrunk from {small.original_width}x{small.original_height} to "
+        f"{small.width}x{small.height} to fit; the original is {uri}]"
+    )
+    return [ImageContent(type="image", data=small.data, mime_type=small.mime), TextContent(type="text", text=said), original]
 
 
 def _link(uri: str, index: int, mime: str, size: int, why: str) -> ResourceLink:

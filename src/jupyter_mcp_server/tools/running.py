@@ -26,16 +26,18 @@ from jupyter_mcp_server.errors import (
 )
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.kernels.manager import Kernel, gone_message
+from jupyter_mcp_server.scratch import scratch_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path
-from jupyter_mcp_server.tools.cells import insertion_index
+from jupyter_mcp_server.tools.cells import MaxOutputChars, insertion_index
 from jupyter_mcp_server.tools.listening import listening, output_listener
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
 from jupyter_mcp_server.tools.rendering import (
     DEFAULT_INLINE,
     InlineLimits,
+    OutputLink,
     output_blocks,
     upgrade_by_edit,
 )
@@ -93,11 +95,13 @@ def execution_result(
     path: str | None = None,
     limits: InlineLimits = DEFAULT_INLINE,
     format_upgraded: dict[str, str] | None = None,
+    link: OutputLink | None = None,
 ) -> CallToolResult:
-    """Output schema 1.0 in structuredContent; the outputs themselves in content.
+    """Output schema 1.0 in structuredContent; the outputs themselves in content, within the budget.
 
-    With `path` (the outputs were stored in that notebook's cell), an output
-    too large to inline is linked to its ``notebook-output:`` resource.
+    With `path` (the outputs were stored in that notebook's cell), what is
+    left out is linked to its ``notebook-output:`` resource; with `link`
+    (kept elsewhere, e.g. ``scratch_link``), there.
     """
     collected = outcome.outputs
     structured = models.ExecutionResult(
@@ -106,7 +110,6 @@ def execution_result(
     content: list[Any] = []
     if note:
         content.append(TextContent(type="text", text=note))
-    link = None
     if path is not None and cell_id is not None:
 
         def link(index: int) -> str:
@@ -151,6 +154,22 @@ def execution_fields(outcome: ExecutionOutcome) -> dict[str, Any]:
     }
 
 
+def scratch_link(server: ServerState, outcome: ExecutionOutcome) -> OutputLink | None:
+    """The link to each output no notebook stores, kept among the scratch outputs the first
+    time a result needs it (a result that cuts nothing keeps nothing)."""
+    outputs = outcome.outputs.outputs
+    if not outputs:
+        return None
+    keys: list[str] = []
+
+    def link(index: int) -> str:
+        if not keys:
+            keys.append(server.scratch.put(outputs))
+        return scratch_uri(keys[0], index)
+
+    return link
+
+
 def store_outputs(cell: Any, outcome: ExecutionOutcome) -> None:
     """Put an execution's outputs and count into the cell that ran."""
     from nbformat import from_dict
@@ -183,7 +202,14 @@ def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
     return change
 
 
-async def run_cell(server: ServerState, view: NotebookView, cell_id: str, source: str, timeout: float) -> CallToolResult:
+async def run_cell(
+    server: ServerState,
+    view: NotebookView,
+    cell_id: str,
+    source: str,
+    timeout: float,
+    limits: InlineLimits = DEFAULT_INLINE,
+) -> CallToolResult:
     """Run a cell of the notebook ``view`` was just read from (or written to), and store its outputs."""
     path = view.path
     attachment = await server.kernels.live_kernel_of(
@@ -204,7 +230,12 @@ async def run_cell(server: ServerState, view: NotebookView, cell_id: str, source
         # The insert before the run may have been the edit that upgraded the file.
         upgraded, said = upgrade_by_edit(view)
         result = execution_result(
-            outcome, cell_id=cell_id, note=" ".join([*notes, said.strip()]).strip() or None, format_upgraded=upgraded
+            outcome,
+            cell_id=cell_id,
+            note=" ".join([*notes, said.strip()]).strip() or None,
+            format_upgraded=upgraded,
+            limits=limits,
+            link=scratch_link(server, outcome),
         )
         error.details.setdefault("current_revision", await _revision_or_none(server, path))
         return failure(error, structured=result.structured_content, content=result.content[:])
@@ -216,7 +247,7 @@ async def run_cell(server: ServerState, view: NotebookView, cell_id: str, source
         note=" ".join([*notes, said.strip()]).strip() or None,
         path=path,
         format_upgraded=upgraded,
-        limits=InlineLimits.of(server.config),
+        limits=limits,
     )
 
 
@@ -233,6 +264,7 @@ async def execute_cell(
     timeout: Timeout = None,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
+    max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Run a code cell on the notebook's kernel and store its outputs in the notebook (even when it fails).
@@ -241,6 +273,7 @@ async def execute_cell(
     """
     server = state_of(ctx)
     seconds = effective_timeout(server, timeout)
+    limits = InlineLimits.of(server.config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
     view = await server.store.read(path)
     if expected_revision is not None and expected_revision != view.revision:
@@ -253,7 +286,7 @@ async def execute_cell(
     cell = view.notebook.cells[cell_position(view.notebook, cell_index, cell_id)]
     if cell.get("cell_type") != "code":
         raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.")
-    return await run_cell(server, view, cell["id"], cell.get("source", ""), seconds)
+    return await run_cell(server, view, cell["id"], cell.get("source", ""), seconds, limits)
 
 
 @tool_handler("insert_execute_code_cell")
@@ -263,11 +296,13 @@ async def insert_execute_code_cell(
     timeout: Timeout = None,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
+    max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Insert a new code cell and run it; its outputs are stored in the notebook. The usual way to add and run code."""
     server = state_of(ctx)
     seconds = effective_timeout(server, timeout)
+    limits = InlineLimits.of(server.config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
 
     def change(notebook: Any) -> str:
@@ -277,7 +312,7 @@ async def insert_execute_code_cell(
         return cell["id"]
 
     cell_id, view = await server.store.mutate(path, change, expected_revision)
-    return await run_cell(server, view, cell_id, cell_source, seconds)
+    return await run_cell(server, view, cell_id, cell_source, seconds, limits)
 
 
 @tool_handler("execute_code")
@@ -286,11 +321,13 @@ async def execute_code(
     timeout: Timeout = None,
     kernel_id: Annotated[str | None, Field(description="Run on this kernel (see list_kernels) instead of the notebook's.")] = None,
     notebook_name: NotebookName = None,
+    max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Run scratch code on a notebook's kernel (or a given kernel_id) without storing it: for inspecting variables, installing packages, quick checks. Variables it defines stay in the kernel."""
     server = state_of(ctx)
     seconds = effective_timeout(server, timeout)
+    limits = InlineLimits.of(server.config, max_output_chars)
     for intercept in server.interceptors:
         intercepted = await intercept(code, seconds)
         if intercepted is not None:
@@ -300,7 +337,8 @@ async def execute_code(
         if not await kernel.is_alive():
             await server.kernels.mark_lost(kernel)
             raise ToolFailure(KERNEL_GONE, gone_message(f"kernel {kernel_id}"), kernel_id=kernel_id)
-        return execution_result(await run_on(server, kernel, code, seconds, None))
+        outcome = await run_on(server, kernel, code, seconds, None)
+        return execution_result(outcome, limits=limits, link=scratch_link(server, outcome))
     path = notebook_path(ctx, notebook_name)
 
     async def named_kernel() -> str | None:
@@ -312,7 +350,7 @@ async def execute_code(
     note = attachment.note or (
         "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
     )
-    return execution_result(outcome, note=note)
+    return execution_result(outcome, note=note, limits=limits, link=scratch_link(server, outcome))
 
 
 @tool_handler("interrupt_kernel")

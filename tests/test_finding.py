@@ -1,0 +1,99 @@
+"""Finding one's way in notebooks cheaply, end to end: outline, then search, then read cells."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+from conftest import ok, refused, serve, text_of
+
+
+def generated(path: Path, cells: int, *, seed: str = "") -> None:
+    """A notebook of `cells` cells: a chapter heading every 100, a section every 10, outputs on code."""
+    notebook = nbformat.v4.new_notebook()
+    for index in range(cells):
+        if index % 100 == 0:
+            cell = nbformat.v4.new_markdown_cell(f"# Chapter {index // 100}\n\nSome prose.")
+        elif index % 10 == 0:
+            cell = nbformat.v4.new_markdown_cell(f"## Section {index}\n```\n# not a heading\n```")
+        else:
+            cell = nbformat.v4.new_code_cell(f"value_{index} = {index} * 2{seed}\nprint(value_{index})")
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{index * 2}\n" * 40)]
+            if index % 97 == 0:
+                cell.outputs.append(nbformat.v4.new_output("error", ename="KeyError", evalue="'k'", traceback=["KeyError: 'k'"]))
+        cell.id = f"c{index}"
+        notebook.cells.append(cell)
+    nbformat.write(notebook, path)
+
+
+async def test_outline_of_a_2000_cell_notebook_is_small_and_paged(workspace):
+    generated(workspace / "big.ipynb", 2000)
+    async with serve(workspace) as client:
+        result = await client.call_tool("outline", {"notebook_name": "big.ipynb"})
+        assert not result.is_error, text_of(result)
+        text = text_of(result)
+        structured = result.structured_content
+        # A few hundred tokens (about four characters each), text and structure together.
+        assert len(text) < 2500, len(text)
+        assert len(json.dumps(structured)) < 4500, len(json.dumps(structured))
+        assert structured["cell_count"] == 2000 and structured["next_start_index"] == 20
+        # 20 chapters: the sections folded first; no fenced comment taken for a heading.
+        assert [h["text"] for h in structured["headings"]] == [f"Chapter {i}" for i in range(20)]
+        assert structured["headings_folded"] == 180
+        assert "# Chapter 3 [300]" in text and "not a heading" not in text
+        assert "1 c c1 value_1 = 1 * 2 → stdout" in text
+        page = await ok(client, "outline", {"notebook_name": "big.ipynb", "start_index": 1990, "limit": 20})
+        assert [c["index"] for c in page["cells"]] == list(range(1990, 2000)) and page["next_start_index"] is None
+        cell = next(c for c in (await ok(client, "outline", {"notebook_name": "big.ipynb", "start_index": 194, "limit": 1}))["cells"])
+        assert cell["outputs"][1] == "error KeyError" and cell["outputs"][0].startswith("stdout ")
+        await refused(client, "outline", {"notebook_name": "big.ipynb", "start_index": 2001}, "invalid_argument")
+
+
+async def test_search_finds_sources_markdown_and_outputs_across_the_workspace(workspace):
+    generated(workspace / "a.ipynb", 300)
+    (workspace / "sub").mkdir()
+    generated(workspace / "sub" / "b.ipynb", 50, seed=" + needle_7")
+    (workspace / "script.py").write_text("# %%\nimport os\n\n# %% [markdown]\n# A needle_7 in prose\n")
+    (workspace / "broken.ipynb").write_text("{ not json")
+    (workspace / "notes.txt").write_text("needle_7")
+    async with serve(workspace) as client:
+        found = await ok(client, "search_notebooks", {"query": "needle_7"})
+        assert found["total"] == 46 and found["skipped"] == 1 and found["notebooks_searched"] == 3
+        assert found["complete"] is True and found["next_offset"] == 20 and len(found["matches"]) == 20
+        first = found["matches"][0]
+        assert first == {
+            "notebook": "script.py", "cell_id": first["cell_id"], "cell_index": 1, "where": "source",
+            "line": 1, "text": "A needle_7 in prose",
+        }
+        assert {m["notebook"] for m in found["matches"][1:]} == {"sub/b.ipynb"}
+        rest = await ok(client, "search_notebooks", {"query": "needle_7", "offset": 40})
+        assert len(rest["matches"]) == 6 and rest["next_offset"] is None
+
+        # Outputs too, and a glob narrows the files.
+        outputs = await ok(client, "search_notebooks", {"query": "^398$", "regex": True, "glob": "a.ipynb"})
+        assert outputs["total"] == 40 and {(m["cell_id"], m["where"]) for m in outputs["matches"]} == {("c199", "output 0")}
+        errors = await ok(client, "search_notebooks", {"query": "KeyError", "glob": "*.ipynb", "limit": 100})
+        assert {m["cell_id"] for m in errors["matches"]} == {"c97", "c194", "c291"}
+        markdown = await ok(client, "search_notebooks", {"query": r"^## Section 2\d0$", "regex": True, "glob": "a.ipynb"})
+        assert [m["cell_id"] for m in markdown["matches"]] == ["c210", "c220", "c230", "c240", "c250", "c260", "c270", "c280", "c290"]
+
+        bad = await refused(client, "search_notebooks", {"query": "value_(1", "regex": True}, "invalid_argument")
+        assert "missing )" in text_of(bad) and "position 6" in text_of(bad) and "regex=false" in text_of(bad)
+
+
+async def test_a_catastrophic_pattern_cannot_hang_the_server(workspace):
+    import time
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("x = '" + "a" * 60 + "!'")]
+    nbformat.write(notebook, workspace / "evil.ipynb")
+    async with serve(workspace) as client:
+        started = time.monotonic()
+        stopped = await refused(client, "search_notebooks", {"query": "(a+)+$", "regex": True}, "timeout")
+        assert time.monotonic() - started < 15
+        assert "simplify it" in text_of(stopped)
+        # The server answers at once afterwards.
+        started = time.monotonic()
+        assert (await ok(client, "search_notebooks", {"query": "aaa!"}))["total"] == 1
+        assert time.monotonic() - started < 3
