@@ -71,7 +71,8 @@ SNAPSHOT = (
 
 
 async def snapshot(client) -> dict:
-    result = await client.call_tool("execute_code", {"code": SNAPSHOT})
+    # The snapshot (every module name) is longer than a result's default inline budget.
+    result = await client.call_tool("execute_code", {"code": SNAPSHOT, "max_output_chars": 262_144})
     assert not result.is_error, result.structured_content["error"]
     return json.loads(text_of(result))
 

@@ -550,7 +550,7 @@ async def test_the_extensions_kernels_answer_introspection_while_a_cell_runs(jup
             await running
         # Restarted in place from JupyterLab: the subshell went with the old process, and
         # the next question sets up a new one rather than failing.
-        kernel_id = (await ok(client, "list_kernels"))["kernels"][0]["kernel_id"]
+        (kernel_id,) = [k["kernel_id"] for k in (await ok(client, "list_kernels"))["kernels"] if "peek.ipynb" in k["notebooks"]]
         assert httpx.post(f"{url}/api/kernels/{kernel_id}/restart", headers=headers()).status_code == 200
         assert (await ok(client, "list_variables"))["variables"] == []
         await ok(client, "execute_code", {"code": "again = 1"})

@@ -37,6 +37,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 
 PR_SET_PDEATHSIG = 1
@@ -47,12 +48,12 @@ PARENT_POLL = 0.5
 #: stuck in the kernel, in uninterruptible sleep, dies when it leaves it).
 TAKE_DOWN_LIMIT = 5.0
 
-_stop_requested = False
+#: Set by SIGTERM's handler: the server asked for the tree to end.
+_stop_requested = threading.Event()
 
 
 def _request_stop(signum: int, frame: object) -> None:
-    global _stop_requested
-    _stop_requested = True
+    _stop_requested.set()
 
 
 def _nothing(signum: int, frame: object) -> None:
@@ -176,7 +177,7 @@ def main(arguments: list[str]) -> int:
     watched.register(wake_read, select.POLLIN)
     if server_handle is not None:
         watched.register(server_handle, select.POLLIN)
-    while not _stop_requested and kernel not in status:
+    while not _stop_requested.is_set() and kernel not in status:
         events = watched.poll(None if server_handle is not None else PARENT_POLL * 1000)
         with contextlib.suppress(BlockingIOError):
             while os.read(wake_read, 512):
