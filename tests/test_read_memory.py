@@ -111,6 +111,9 @@ async def test_a_detailed_read_of_50_mib_of_outputs_is_bounded_and_gives_memory_
             assert uri + "1" in figure["data"]["image/png"] and len(figure["data"]["image/png"]) < 500
             assert figure["data"]["text/plain"] == "<Figure>"
             assert {cut["output"] for cut in cell["outputs_cut"]} == {0, 1}
+        # read_cell's structured outputs are cut the same way.
+        one = await ok(client, "read_cell", {"notebook_name": "big.ipynb", "cell_id": "c3"})
+        assert len(json.dumps(one)) < 200_000 and {cut["output"] for cut in one["outputs_cut"]} == {0, 1}
         # The whole is one resource read away.
         whole = await client.read_resource("notebook-output:///big.ipynb?cell=c3&output=0")
         assert len(whole.contents[0].text) > 4 * MIB - 100  # type: ignore[union-attr]

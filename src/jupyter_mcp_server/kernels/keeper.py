@@ -39,6 +39,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -68,9 +69,10 @@ def _prctl(option: int, value: int) -> bool:
         return False
 
 
-def _descendants(root: int) -> list[int]:
-    """Every live process below `root`, parents before their children."""
-    parent_of: dict[int, int] = {}
+def process_stats() -> Iterator[tuple[int, list[bytes]]]:
+    """Each live process and the fields of its ``/proc/PID/stat`` after the command name
+    (``fields[1]`` is its parent, ``fields[19]`` its start time); the server's side of the
+    tree reads them the same way (``process_tree.py``)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -79,7 +81,12 @@ def _descendants(root: int) -> list[int]:
                 fields = stat.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        parent_of[int(entry)] = int(fields[1])
+        yield int(entry), fields
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below `root`, parents before their children."""
+    parent_of = {pid: int(fields[1]) for pid, fields in process_stats()}
     found: list[int] = []
     frontier = {root}
     while frontier:

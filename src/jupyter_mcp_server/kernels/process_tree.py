@@ -26,6 +26,8 @@ from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 
+from jupyter_mcp_server.kernels.keeper import process_stats
+
 KEEPER = str(Path(__file__).with_name("keeper.py"))
 #: How long the keeper gets to end the tree before `jupyter_client` SIGKILLs the
 #: process group (a little longer than the keeper itself tries).
@@ -50,16 +52,9 @@ def _oldest_child_of(parent: int) -> int | None:
     """The first process `parent` started that is still its child: under a keeper, the
     kernel (what is re-parented to the keeper later descends from the kernel, so is younger)."""
     oldest: tuple[int, int] | None = None
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
+    for pid, fields in process_stats():
         if int(fields[1]) == parent and (oldest is None or int(fields[19]) < oldest[0]):
-            oldest = (int(fields[19]), int(entry))
+            oldest = (int(fields[19]), pid)
     return oldest[1] if oldest else None
 
 

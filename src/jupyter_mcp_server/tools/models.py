@@ -148,13 +148,9 @@ class OutputCut(Result):
         return {key: value for key, value in data.items() if value is not None}
 
 
-class CellSummary(Result):
-    index: int
-    cell_id: str
-    cell_type: str
-    source: str
-    execution_count: int | None = None
-    outputs: list[dict[str, Any]] | None = None
+class OutputsCutField(Result):
+    """Says which of a cell's stored outputs a result cut; left out when none was."""
+
     outputs_cut: list[OutputCut] | SkipJsonSchema[None] = Field(
         default=None,
         description="Outputs too large for a result, cut in outputs (long text keeps its head and tail, a large "
@@ -168,6 +164,15 @@ class CellSummary(Result):
         if data.get("outputs_cut") is None:
             data.pop("outputs_cut", None)
         return data
+
+
+class CellSummary(OutputsCutField):
+    index: int
+    cell_id: str
+    cell_type: str
+    source: str
+    execution_count: int | None = None
+    outputs: list[dict[str, Any]] | None = None
 
 
 class NotebookRead(Written):
@@ -199,25 +204,13 @@ class CellsDeleted(Written):
     deleted: list[DeletedCell]
 
 
-class CellRead(Revisioned):
+class CellRead(Revisioned, OutputsCutField):
     cell_id: str
     cell_index: int
     cell_type: str
     source: str
     execution_count: int | None
     outputs: list[dict[str, Any]] | None
-    outputs_cut: list[OutputCut] | SkipJsonSchema[None] = Field(
-        default=None,
-        description="Outputs too large for a result, cut in outputs: each with its resource, to read it whole.",
-        json_schema_extra=_without_a_default,
-    )
-
-    @model_serializer(mode="wrap")
-    def _without_an_absent_cut(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = serialize(self)
-        if data.get("outputs_cut") is None:
-            data.pop("outputs_cut", None)
-        return data
 
 
 class TruncationModel(Result):
