@@ -25,8 +25,8 @@ from .capabilities import CapabilityRegistry
 from .config import ServerConfig
 from .connections import session_of
 from .hooks import Hooks
+from .kernels.kernel import gone_message as kernel_gone_message
 from .kernels.manager import KernelManager
-from .kernels.manager import gone_message as kernel_gone_message
 from .kernels.turns import run_in_turn
 from .scratch import ScratchOutputs
 from .store import NotebookStore

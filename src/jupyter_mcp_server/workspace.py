@@ -1,11 +1,9 @@
 """The workspace boundary: every file the server touches goes through here.
 
-Agents name notebooks with paths and ``notebook:///`` URIs they make up, so a
-single place has to decide what a name may mean. A path is relative to the
-root, never absolute, never contains ``..`` (in any spelling, backslashes
-included), is at most 128 levels deep (deeper is a loop or an attack, and
-would make every walk over the workspace unbounded), and must not resolve
-outside the root through a symlink. Checking
+Agents name notebooks with paths they make up. A path is first checked on
+its own (:mod:`jupyter_mcp_server.path_names`: relative, no ``..``, bounded
+depth, likely mistakes named), and then must not resolve outside the root
+through a symlink. Checking
 a path and then opening it leaves a window in which a directory can be
 swapped for a symlink, so reads and writes walk from a descriptor of the root
 one component at a time with ``O_NOFOLLOW`` along the already resolved path:
@@ -13,11 +11,9 @@ a symlink appearing there makes the open fail instead of leaving the root.
 Writes go to a temporary file in the same directory and are renamed into
 place, so a reader never sees half a notebook and a crash never loses one.
 
-Some names are legal yet almost certainly not what the caller meant, and
-used literally they would quietly make a folder called '~' or '$HOME': a
-leading '~', an environment variable, a ``file:`` URI, percent-encoding,
-characters that only look like '.' or '/'. They are refused with what was
-probably meant, unless that name really is on disk (then it is the one meant).
+A name that is legal but almost certainly a mistake ('~', '$HOME', a
+``file:`` URI) is refused with what was probably meant, unless that name
+really is on disk (then it is the one meant).
 
 POSIX only: the walk needs ``dir_fd`` and ``O_NOFOLLOW``.
 """
@@ -33,12 +29,9 @@ import os
 import re
 import secrets
 import stat as stat_module
-import string
-import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypedDict
-from urllib.parse import quote, unquote, unquote_to_bytes
 
 from jupyter_mcp_server.errors import (
     ALREADY_EXISTS,
@@ -47,53 +40,21 @@ from jupyter_mcp_server.errors import (
     NOT_FOUND,
     ToolFailure,
 )
+from jupyter_mcp_server.path_names import MAX_PATH_DEPTH, likely_mistakes, problem_with
 from jupyter_mcp_server.timestamps import iso_utc
 
 logger = logging.getLogger(__name__)
 
-MAX_NAME_BYTES = 255
-MAX_PATH_BYTES = 4096
-#: Components a path may have. Real notebooks live a few levels down; a path
-#: hundreds of levels deep is a loop or an attack, and every walk over the
-#: workspace (the crash sweep included) stops at this depth.
-MAX_PATH_DEPTH = 128
 MAX_LIST_DEPTH = 3
 #: Entries the start-up sweep for a crash's temporary files looks at, at most
 #: (a workspace may be a whole home directory).
 MAX_SWEPT_ENTRIES = 1_000_000
-URI_PREFIX = "notebook:///"
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 # Only names we create are removed at start-up, never a user's file that merely ends alike.
 _TEMPORARY_NAME = re.compile(r"\..*\.[0-9a-f]{16}\.jmcp-tmp", re.DOTALL)
 _SKIPPED_WHEN_CLEANING = frozenset({".git", "node_modules"})
-_WINDOWS_DRIVE = re.compile(r"[A-Za-z]:")
-_BROKEN_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-# RFC 3986 pchar without '%': unreserved, sub-delims, ':' and '@'.
-_URI_PATH_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@")
 _PASS_INSIDE = "Pass a path inside the workspace such as 'notebook.ipynb'."
-# Names that are almost certainly not what the caller meant (a shell or a URL
-# would have turned them into something else), refused unless they exist.
-_VARIABLE = re.compile(r"\$\{[A-Za-z_]\w*\}|^\$[A-Za-z_]\w*|^%[A-Za-z_]\w*%")
-_HOME_OF_USER = re.compile(r"~[A-Za-z_][\w.-]*")
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-_URI_SCHEMES = ("file:", "notebook:")
-# Characters that look like '.', '/' or '\\' and are not (NFKC folds all but
-# the two mathematical slashes into them). The horizontal ellipsis is left
-# out: people type it in titles.
-_LOOK_ALIKES = {
-    "\u2024": ".",
-    "\u2025": "..",
-    "\ufe19": "...",
-    "\ufe30": "..",
-    "\ufe52": ".",
-    "\uff0e": ".",
-    "\u2215": "/",
-    "\u29f8": "/",
-    "\uff0f": "/",
-    "\ufe68": "\\",
-    "\uff3c": "\\",
-}
 _CHECK_IT = "Check the file, or pass another path inside the workspace."
 # The OS errors a caller can act on, said as what is wrong with the path.
 _OS_REASONS = {
@@ -153,82 +114,6 @@ class FileEntry(TypedDict):
     last_modified: str
 
 
-def _problem_with(relative: str) -> str | None:
-    """Why ``relative`` cannot name anything in a workspace, or None when it can."""
-    if relative.startswith(("/", "\\")) or _WINDOWS_DRIVE.match(relative):
-        return "is absolute"
-    # Backslash is a separator on Windows clients, so 'a\..\b' escapes there.
-    if ".." in re.split(r"[/\\]", relative):
-        return "contains '..'"
-    if any(unicodedata.category(character) == "Cc" for character in relative):
-        return "contains a control character (such as NUL or a newline)"
-    try:
-        encoded = relative.encode("utf-8")
-    except UnicodeEncodeError:
-        return "is not valid Unicode (it contains a lone surrogate)"
-    if len(encoded) > MAX_PATH_BYTES:
-        return f"is longer than {MAX_PATH_BYTES} bytes"
-    if any(len(name) > MAX_NAME_BYTES for name in encoded.split(b"/")):
-        return f"has a name longer than {MAX_NAME_BYTES} bytes"
-    depth = _depth_of(relative)
-    if depth > MAX_PATH_DEPTH:
-        return f"is {depth} levels deep; paths may be at most {MAX_PATH_DEPTH} levels deep"
-    return None
-
-
-def _depth_of(relative: str) -> int:
-    return sum(1 for part in relative.split("/") if part not in ("", "."))
-
-
-def _likely_mistakes(parts: list[str]) -> Iterator[tuple[int, str, str]]:
-    """The components of a path that are almost certainly not what was meant:
-    each one's index, what is wrong with it, and what to do instead."""
-    plain = "Give a path relative to the workspace, such as 'notebook.ipynb'."
-
-    def not_expanded(index: int, what: str) -> str:
-        rest = "/".join(parts[index + 1 :]) or "notebook.ipynb"
-        return f"{what!r} is not expanded: give a path relative to the workspace, such as {rest!r}."
-
-    if parts and (parts[0] == "~" or (len(parts) > 1 and _HOME_OF_USER.fullmatch(parts[0]))):
-        yield 0, f"starts with '{parts[0]}'", not_expanded(0, parts[0])
-    if parts and parts[0].lower().startswith(_URI_SCHEMES):
-        scheme = parts[0].split(":", 1)[0].lower()
-        if scheme == "notebook":
-            instead = "Pass the workspace path the URI names, or read the URI with resources/read."
-        else:
-            instead = plain
-        yield 0, f"is a '{scheme}:' URI, not a path", instead
-    for index, part in enumerate(parts):
-        escape = _PERCENT_ESCAPE.search(part)
-        if escape:
-            byte = int(escape.group()[1:], 16)
-            meaning = f"percent-encoded {chr(byte)!r}" if byte < 0x80 else "a percent-encoded byte"
-            decoded = unquote("/".join(parts))
-            instead = f", such as {decoded!r}" if _problem_with(decoded) is None else ""
-            yield index, f"looks URL-encoded: '{escape.group()}' is {meaning}", (
-                f"Paths are plain text, not URL-encoded: write the characters themselves{instead}."
-            )
-        # After the escapes: '%C3%A9' is a URL's 'é', not a Windows variable.
-        variable = _VARIABLE.search(part)
-        if variable:
-            yield index, f"holds '{variable.group()}', an environment variable", not_expanded(
-                index, variable.group()
-            )
-        look_alike = next((c for c in part if c in _LOOK_ALIKES), None)
-        if look_alike is not None:
-            yield index, (
-                f"contains {look_alike!r} (U+{ord(look_alike):04X} {unicodedata.name(look_alike)}), "
-                f"which looks like {_LOOK_ALIKES[look_alike]!r} but is another character"
-            ), f"Write a plain {_LOOK_ALIKES[look_alike][0]!r} where one was meant. " + plain
-        invisible = [c for c in part if unicodedata.category(c) == "Cf"]
-        if invisible and "".join(c for c in part if c not in invisible) in (".", ".."):
-            shown = invisible[0]
-            yield index, (
-                f"looks like '{part.translate(dict.fromkeys(map(ord, invisible)))}' but holds "
-                f"U+{ord(shown):04X} {unicodedata.name(shown, 'an invisible character')}"
-            ), plain
-
-
 class Workspace:
     """A directory whose contents agents may read and write, and nothing outside it."""
 
@@ -266,11 +151,11 @@ class Workspace:
         """The real absolute path ``relative`` names inside the root ("" is the root)."""
         if not isinstance(relative, str):
             raise self._reject(relative, f"is a {type(relative).__name__}, not a string")
-        problem = _problem_with(relative)
+        problem = problem_with(relative)
         if problem:
             raise self._reject(relative, problem)
         parts = [part for part in relative.split("/") if part not in ("", ".")]
-        for index, mistake, instead in _likely_mistakes(parts):
+        for index, mistake, instead in likely_mistakes(parts):
             # A name that really is on disk is the one meant, odd as it looks.
             if not os.path.lexists(self.root.joinpath(*parts[: index + 1])):
                 raise self._reject(relative, mistake, instead)
@@ -619,7 +504,7 @@ class Workspace:
                 return
             raise
         for child in children:
-            if child.name.startswith(".") or _problem_with(child.name):
+            if child.name.startswith(".") or problem_with(child.name):
                 continue
             try:
                 status = child.stat(follow_symlinks=False)
@@ -656,75 +541,3 @@ class Workspace:
             return os.fstat(fd), fd
         finally:
             os.close(parent)
-
-
-def notebook_uri(relative: str) -> str:
-    """The ``notebook:///`` URI of a workspace path: each segment UTF-8 percent-encoded."""
-    segments = relative.split("/") if isinstance(relative, str) else []
-    problem = _problem_with(relative) if isinstance(relative, str) else "is not a string"
-    if not problem and any(segment in ("", ".") for segment in segments):
-        problem = "has an empty or '.' segment; normalise it first"
-    if problem:
-        raise ToolFailure(INVALID_PATH, f"Cannot make a notebook URI: {relative!r} {problem}.")
-    return URI_PREFIX + "/".join(quote(segment, safe="") for segment in segments)
-
-
-def path_of_uri(uri: str) -> str:
-    """The workspace-relative path a ``notebook:///`` URI names, checked strictly.
-
-    The result still has to go through :meth:`Workspace.resolve`, which knows
-    about symlinks. A fragment is not part of the notebook's name: callers that
-    accept one (a cell reference, say) split it off before calling this.
-    """
-
-    def rejected(problem: str) -> ToolFailure:
-        return ToolFailure(
-            INVALID_PATH,
-            f"{uri!r} is not a valid notebook URI: {problem}. Notebook URIs look like "
-            "'notebook:///nested%20folder/analysis.ipynb' (empty authority, percent-encoded path).",
-            uri=uri if isinstance(uri, str) else None,
-        )
-
-    if not isinstance(uri, str):
-        raise rejected("it is not a string")
-    scheme, colon, rest = uri.partition(":")
-    if not colon or scheme.lower() != "notebook":
-        raise rejected("the scheme must be 'notebook'")
-    if not rest.startswith("///"):
-        raise rejected("the authority must be empty, so the URI starts with 'notebook:///'")
-    if "?" in rest or "#" in rest:
-        raise rejected("a query or fragment is not part of a notebook's name")
-    segments: list[str] = []
-    for raw in rest[3:].split("/"):
-        if not raw:
-            raise rejected("it has an empty path segment")
-        if _BROKEN_PERCENT.search(raw):
-            raise rejected("a '%' is not followed by two hexadecimal digits")
-        stray = next((c for c in raw if c != "%" and c not in _URI_PATH_CHARACTERS), None)
-        if stray is not None:
-            raise rejected(f"{stray!r} must be percent-encoded as {quote(stray, safe='')!r}")
-        try:
-            segment = unquote_to_bytes(raw).decode("utf-8")
-        except UnicodeDecodeError:
-            raise rejected("the percent-encoded bytes are not UTF-8") from None
-        if "/" in segment or "\x00" in segment:
-            raise rejected("a segment encodes '/' or NUL")
-        if segment in (".", ".."):
-            raise rejected("it has a '.' or '..' segment")
-        segments.append(segment)
-    path = "/".join(segments)
-    problem = _problem_with(path)
-    if problem:
-        raise rejected(f"the path {path!r} {problem}")
-    return path
-
-
-#: The scheme of one output of one cell, read whole as a resource.
-OUTPUT_SCHEME = "notebook-output"
-
-
-def output_uri(path: str, cell_id: str, index: int) -> str:
-    """``notebook-output:///{path}?cell=ID&output=N`` for a workspace path."""
-    from urllib.parse import quote
-
-    return OUTPUT_SCHEME + notebook_uri(path)[len("notebook") :] + f"?cell={quote(cell_id, safe='')}&output={index}"

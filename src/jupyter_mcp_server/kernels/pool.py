@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from jupyter_mcp_server.kernels.manager import Kernel
+    from jupyter_mcp_server.kernels.kernel import Kernel
 
 logger = logging.getLogger(__name__)
 

@@ -36,8 +36,9 @@ from urllib.parse import quote
 from jupyter_core.utils import ensure_async
 
 from ..errors import ALREADY_EXISTS, INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
+from ..path_names import problem_with
 from ..timestamps import iso_utc
-from ..workspace import MAX_LIST_DEPTH, ChangedMeanwhile, _problem_with
+from ..workspace import MAX_LIST_DEPTH, ChangedMeanwhile
 from .store import Fingerprint, Snapshot, revision_of
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class ContentsFiles:
         """The canonical relative path: the workspace's rules, without a local disk to resolve on."""
         if not isinstance(path, str):
             raise ToolFailure(INVALID_PATH, f"Paths are strings relative to the root of {self.where}; got {path!r}.")
-        problem = _problem_with(path)
+        problem = problem_with(path)
         if problem:
             raise ToolFailure(
                 INVALID_PATH,

@@ -14,6 +14,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
@@ -27,7 +28,6 @@ from jupyter_mcp_server.tools.rendering import (
     upgrade_by_edit,
 )
 from jupyter_mcp_server.tools.results import answer, tool_handler
-from jupyter_mcp_server.workspace import output_uri
 
 MaxOutputChars = Annotated[
     int | None,

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, KERNEL_GONE, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.kernels.introspection import ask, run_helper
-from jupyter_mcp_server.kernels.manager import Kernel, gone_message
+from jupyter_mcp_server.kernels.kernel import Kernel, gone_message
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import notebook_path

@@ -7,6 +7,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path
@@ -19,7 +20,6 @@ from jupyter_mcp_server.tools.rendering import (
     upgrade_ahead,
 )
 from jupyter_mcp_server.tools.results import answer, tool_handler
-from jupyter_mcp_server.workspace import output_uri
 
 NotebookName = Annotated[
     str | None,

@@ -25,7 +25,8 @@ from jupyter_mcp_server.errors import (
     ToolFailure,
 )
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
-from jupyter_mcp_server.kernels.manager import Kernel, gone_message
+from jupyter_mcp_server.kernels.kernel import Kernel, gone_message
+from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.scratch import scratch_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
@@ -42,7 +43,6 @@ from jupyter_mcp_server.tools.rendering import (
     upgrade_by_edit,
 )
 from jupyter_mcp_server.tools.results import answer, failure, tool_handler
-from jupyter_mcp_server.workspace import output_uri
 
 Timeout = Annotated[
     float | None,
