@@ -126,6 +126,8 @@ def execution_result(
             )
         )
     if outcome.status == "ok":
+        if outcome.reason:  # it ran, but something about the result is not as usual
+            content.append(TextContent(type="text", text=f"[jupyter-mcp-server: {outcome.reason}]"))
         if not content:
             content.append(TextContent(type="text", text="(no output)"))
         return answer(structured, content=content)
