@@ -209,6 +209,33 @@ def installed(env: Environment) -> dict[str, tuple[str, str]]:
     return found
 
 
+_ASK_INSTALLED = (
+    "import importlib.metadata as m, json; print(json.dumps(sorted({(d.metadata['Name'] or '', d.version) "
+    "for d in m.distributions()})))"
+)
+
+
+async def installed_by_asking(interpreter: str, timeout: float = 30.0) -> dict[str, tuple[str, str]]:
+    """What an interpreter outside any recognisable environment has installed, asked of it."""
+    import json
+
+    process = await asyncio.create_subprocess_exec(
+        interpreter, "-c", _ASK_INSTALLED, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), timeout)
+    except asyncio.TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        raise ToolFailure(TIMEOUT, f"{interpreter} did not list its packages within {timeout:g} s.") from None
+    try:
+        pairs = json.loads(out.decode("utf-8", "replace"))
+    except ValueError:
+        raise ToolFailure(UNSUPPORTED, f"{interpreter} could not list its packages.") from None
+    return {normalized(name): (name, version) for name, version in pairs if name}
+
+
 def top_level_modules(env: Environment, name: str) -> list[str]:
     """The modules a distribution puts at the top of site-packages (``top_level.txt``, else its RECORD)."""
     if not env.prefix:

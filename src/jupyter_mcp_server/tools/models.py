@@ -356,3 +356,38 @@ class SearchResult(Result):
     notebooks_searched: int
     skipped: int
     complete: bool
+
+
+class PackageEntry(Result):
+    name: str
+    version: str
+
+
+class PackageList(Result):
+    environment: str
+    interpreter: str | None
+    packages: list[PackageEntry]
+    total: int = Field(description="How many packages the environment has, before the pattern.")
+
+
+class InstalledPackage(Result):
+    name: str
+    version: str
+    previous_version: str | None = Field(description="The version it replaced; None for a new package.")
+
+
+class PackagesInstalled(Result):
+    environment: str
+    interpreter: str | None
+    installer: str = Field(description="uv, pip or conda.")
+    command: list[str] = Field(description="What ran, as its arguments (never through a shell).")
+    installed: list[InstalledPackage] = Field(description="Every distribution the install added or changed.")
+    removed: list[str]
+    already_present: list[str] = Field(description="Asked-for packages that were there already and did not change.")
+    kernel_id: str | None = Field(description="The notebook's kernel in this environment, if one runs.")
+    needs_restart: bool | None = Field(
+        description="Whether that kernel had imported a module the install changed (restart_notebook for it to take "
+        "effect); None when there is no such kernel or it could not be asked."
+    )
+    stale_modules: list[str]
+    seconds: float
