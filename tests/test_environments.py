@@ -261,3 +261,66 @@ async def test_a_conda_environment_in_the_workspace_is_found(workspace: Path) ->
         assert env["kind"] == "conda" and env["python_version"] == "3.11.7"
         assert listed["default_kernel"]["kernel_name"] == "env"
     assert os.path.isdir(prefix)
+
+
+async def test_changing_an_open_notebooks_kernel(workspace: Path) -> None:
+    make_env(workspace / ".venv", "ipykernel", EXTRA)
+    async with serve(workspace, *NO_PRESTART) as client:
+        first = await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create", "kernel_name": "python3"})
+        assert json.loads((workspace / "n.ipynb").read_text())["metadata"]["kernelspec"]["name"] == "python3"
+        await ok(client, "execute_code", {"code": "x = 1"})
+        changed = await client.call_tool("use_notebook", {"notebook_name": "n.ipynb", "kernel_name": ".venv"})
+        assert not changed.is_error, text_of(changed)
+        now = changed.structured_content
+        assert now["kernel_name"] == ".venv" and now["kernel_id"] != first["kernel_id"]
+        said = text_of(changed)
+        assert "changed from python3 to .venv" in said and "gone" in said and "was shut down" in said
+        # The metadata changed in the revision the answer carries, and nothing else did.
+        assert now["revision"] != first["revision"]
+        assert (await ok(client, "get_notebook_revision"))["revision"] == now["revision"]
+        stored = json.loads((workspace / "n.ipynb").read_text())
+        assert stored["metadata"]["kernelspec"]["name"] == ".venv"
+        kernels = (await ok(client, "list_kernels"))["kernels"]
+        assert [k["kernel_id"] for k in kernels] == [now["kernel_id"]]
+        gone = await client.call_tool("execute_code", {"code": "x"})
+        assert gone.is_error and "NameError" in text_of(gone)
+        assert not (await client.call_tool("execute_code", {"code": f"import {EXTRA}"})).is_error
+        # Asked again for the kernel it runs on: nothing changes.
+        same = await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "kernel_name": ".venv"})
+        assert same["kernel_id"] == now["kernel_id"] and same["revision"] == now["revision"]
+
+
+def _transport_and_log(workspace: Path, log: Path, *args: str) -> str:
+    from rpc import RawServer
+    from rpc import text_of as raw_text
+
+    server = RawServer(workspace, *NO_PRESTART, *args, stderr=log)
+    try:
+        server.ok("use_notebook", {"notebook_name": f"t{len(args)}.ipynb", "mode": "create"})
+        ran = server.call(
+            "execute_code",
+            {"code": "import json; from ipykernel.connect import get_connection_info\n"
+                     "info = json.loads(get_connection_info()); print(info['transport'], info['ip'])"},
+        )
+        transport = raw_text(ran).strip()
+    finally:
+        assert server.close() == 0
+    return transport
+
+
+def test_local_kernels_speak_over_unix_sockets_and_the_log_has_no_tcp_warning(workspace: Path, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    transport, where = _transport_and_log(workspace, log).split()
+    assert transport == "ipc", (transport, where)
+    private = Path(where).parent
+    assert private.name.startswith("jmcp-") and not private.exists(), "the private runtime directory outlived the server"
+    text = log.read_text(errors="replace")
+    assert "without encryption" not in text, text[-2000:]
+    # The capability switches back to TCP, and ipykernel says what it says about it.
+    tcp_log = tmp_path / "tcp.log"
+    transport, where = _transport_and_log(workspace, tcp_log, "--capability", "kernel.ipc=off").split()
+    assert transport == "tcp" and where == "127.0.0.1"
+    import ipykernel
+
+    if int(ipykernel.__version__.split(".")[0]) >= 7:
+        assert "without encryption" in tcp_log.read_text(errors="replace")
