@@ -94,7 +94,9 @@ async def use_notebook(
         path = state.names[notebook_name]  # a name this connection gave: switch back to it
     else:
         path = checked_path(server, notebook_path or notebook_name)
-    shared = server.kernels.get(kernel_id) if kernel_id is not None else None
+    # Looked up here only for a new notebook; on an existing one, attach also adopts a kernel the
+    # Jupyter Server runs that this server did not start (a person's).
+    shared = server.kernels.get(kernel_id) if kernel_id is not None and mode == "create" else None
     if mode == "create":
         # A refused kernel must not leave behind a notebook the caller cannot
         # "create" again once the kernel question is settled.
@@ -114,9 +116,9 @@ async def use_notebook(
     before_id = server.kernels.kernel_id_of(path)
     before = server.kernels.kernels_by_id().get(before_id) if before_id else None
     before_name = before.kernel_name if before is not None else None
-    if shared is not None:
-        choice = KernelChoice(shared.kernel_name, f"the running kernel {shared.kernel_id} was asked for")
+    if kernel_id is not None:
         kernel = await server.kernels.attach(path, kernel_id=kernel_id)
+        choice = KernelChoice(kernel.kernel_name, f"the running kernel {kernel.kernel_id} was asked for")
     elif kernel_name is not None:
         choice = KernelChoice(kernel_name, "kernel_name asked for it")
         kernel = await server.kernels.attach(path, kernel_name=kernel_name)
@@ -128,7 +130,7 @@ async def use_notebook(
             choice = server.kernels.choose(view.notebook.get("metadata"))
         kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=choice.kernel_name)).kernel
     changed = ""
-    if kernel_name is not None and shared is None and mode != "create" and server.kernels.kernelspec(kernel.kernel_name):
+    if kernel_name is not None and kernel_id is None and mode != "create" and server.kernels.kernelspec(kernel.kernel_name):
         # Asked for: the notebook says so too, in the same write as nothing else.
         wrote, view = await server.store.mutate(path, kernel_change(server, kernel.kernel_name))
         if before_name is not None and before_name != kernel.kernel_name:
