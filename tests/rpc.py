@@ -31,6 +31,10 @@ def environment(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("JUPYTER_MCP_CAPABILITIES", None)
     env.pop("JUPYTER_MCP_EXTENSIONS", None)
+    # The environment a developer's shell has active is not the tests' business: a test that
+    # wants a launcher's environment says so.
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("CONDA_PREFIX", None)
     env.update(extra)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
     return env

@@ -49,6 +49,8 @@ from .extensions import (
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
+from .kernels.environments import NotAnInterpreter, probe_interpreter
+from .kernels.runtime import remove_orphaned_runtime_dirs
 from .progress import ProgressReporting
 from .prompts import attach_prompts
 from .resources import attach_resources
@@ -98,6 +100,7 @@ def build_state(config: ServerConfig) -> ServerState:
     for capability in declared_by_extensions:
         capabilities.declare(capability)
     state = ServerState(config, capabilities, hooks, extensions)
+    check_environment_settings(state)
     # The extensions' two Jupyter hooks: `execute_code` somewhere else, and a
     # kernel of a sandbox variant instead of a local one.
     state.interceptors.append(extensions.intercept_execute_code)
@@ -194,11 +197,34 @@ class Application:
         finally:
             # Shielded: a cancelled server must still stop what it started.
             await asyncio.shield(state.kernels.shutdown_all())
+            state.runtime.remove()
             state.extensions.stop()
             try:
                 await asyncio.shield(self.events.close())
             finally:
                 self.client_log.uninstall()
+
+
+def check_environment_settings(state: ServerState) -> None:
+    """``--python`` must run as a Python interpreter and ``--kernel`` name a kernelspec or an
+    environment; ``ConfigError`` (before anything serves) naming what is wrong."""
+    config = state.config
+    if config.python:
+        try:
+            facts = probe_interpreter(config.python)
+        except NotAnInterpreter as error:
+            raise ConfigError(f"--python {config.python}: {error}.") from None
+        if not facts.has_ipykernel:
+            logger.warning(
+                "--python %s has no ipykernel: notebooks cannot run on it until it is installed", config.python
+            )
+    if config.kernel and not config.jupyter_url:
+        known = state.kernels.kernelspecs()
+        if config.kernel not in known:
+            raise ConfigError(
+                f"--kernel {config.kernel!r} is neither an installed kernelspec nor an environment found here. "
+                f"Known: {', '.join(known) or 'none'}."
+            )
 
 
 def connect_jupyter_server(state: ServerState) -> None:
@@ -231,6 +257,7 @@ def _sweep(state: ServerState) -> None:
     for what, sweep in (
         ("temporary files", state.workspace.remove_stale_temp_files),
         ("kernel connection files", remove_orphaned_connection_files),
+        ("runtime directories", remove_orphaned_runtime_dirs),
     ):
         try:
             removed = sweep()

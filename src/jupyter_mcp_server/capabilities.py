@@ -81,6 +81,34 @@ SERVER_CAPABILITIES: tuple[Capability, ...] = (
         enabled=True,
     ),
     Capability(
+        name="kernel.ipc",
+        description=(
+            "Local kernels speak to the server over Unix sockets in the server's private runtime "
+            "directory (mode 0700), so no other local user can connect to them and ipykernel does "
+            "not warn that its traffic is unencrypted. Off: over TCP on loopback, as Jupyter does "
+            "by default. Kernels already running keep their transport."
+        ),
+        enabled=True,
+    ),
+    Capability(
+        name="packages.any-source",
+        description=(
+            "install_packages accepts installer options (--index-url, -e), URLs and paths "
+            "besides package names and versions. Off: only requirement specifiers such as "
+            "'pandas>=2' or 'requests[socks]==2.32.3' are accepted."
+        ),
+        enabled=False,
+    ),
+    Capability(
+        name="packages.server-environment",
+        description=(
+            "install_packages may install into the server's own Python environment (the one the "
+            "python3 kernelspec runs), where a package can break the server itself. Off: refused, "
+            "saying to use a workspace environment."
+        ),
+        enabled=False,
+    ),
+    Capability(
         name="execution.cancel-interrupts",
         description=(
             "When a client cancels an MCP request that is running code, also interrupt "

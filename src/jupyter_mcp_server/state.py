@@ -25,8 +25,11 @@ from .capabilities import CapabilityRegistry
 from .config import ServerConfig
 from .connections import session_of
 from .hooks import Hooks
+from .kernels.backends import LocalBackend
+from .kernels.environments import Environments, Sources
 from .kernels.kernel import gone_message as kernel_gone_message
 from .kernels.manager import KernelManager
+from .kernels.runtime import ServerRuntime
 from .kernels.turns import run_in_turn
 from .scratch import ScratchOutputs
 from .store import NotebookStore
@@ -72,12 +75,31 @@ class ServerState:
         self.extensions = extensions
         self.workspace = Workspace(config.workspace_root)
         self.store: NotebookStore = NotebookStore(self.workspace)
+        #: This server's private runtime directory (local kernels' connection files and
+        #: sockets, kernelspecs made on the fly), removed when it stops.
+        self.runtime = ServerRuntime()
+        self.environments = Environments(
+            Sources(
+                workspace_root=self.workspace.root,
+                python=config.python,
+                kernel=config.kernel,
+                virtual_env=config.launcher_virtual_env,
+                conda_prefix=config.launcher_conda_prefix,
+            )
+        )
+        self.local_backend = LocalBackend(
+            self.environments,
+            self.runtime,
+            ipc=lambda: capabilities.enabled("kernel.ipc"),
+            installer=config.installer,
+        )
         self.kernels = KernelManager(
             workspace_root=self.workspace.root,
             max_kernels=config.max_kernels,
             idle_timeout=config.idle_timeout,
             unresponsive_grace=config.unresponsive_grace,
             capability=capabilities.enabled,
+            backend=self.local_backend,
         )
         self.interceptors: list[ExecutionInterceptor] = []
         #: Recent outputs of execute_code, for what its results left out.

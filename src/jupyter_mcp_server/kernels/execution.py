@@ -267,7 +267,7 @@ async def run_code(
             interrupted_on_purpose = interrupted is not None and interrupted.is_set()
             is_keyboard = collected.error is not None and collected.error.ename == "KeyboardInterrupt"
             status = INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
-        elif reply_content.get("status") == "aborted":
+        elif reply_content.get("status") in ("aborted", "abort"):  # "abort": bash_kernel's, an older spec's
             status = INTERRUPTED if interrupted is not None and interrupted.is_set() else ERROR
         else:
             status = OK

@@ -32,6 +32,8 @@ class _Prestart:
     """A kernel being started for the pool, and the way to skip the rest of its delay."""
 
     task: asyncio.Task[Kernel] = field(init=False)
+    #: The kernelspec it starts.
+    kernel_name: str = ""
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
     launched: bool = False
 
@@ -41,24 +43,30 @@ class WarmPool:
 
     def __init__(
         self,
-        launch: Callable[[], Coroutine[Any, Any, Kernel]],
+        launch: Callable[[str], Coroutine[Any, Any, Kernel]],
         shut_down: Callable[[Kernel], Coroutine[Any, Any, None]],
     ) -> None:
         self._launch = launch
         self._shut_down = shut_down
         self._waiting: list[_Prestart] = []
 
-    def fill(self, delay: float) -> None:
-        """Start a kernel after ``delay`` seconds, unless one is already on its way."""
-        if self._waiting:
+    def fill(self, delay: float, kernel_name: str, *, warm: bool = True) -> None:
+        """Start a kernel of `kernel_name` after ``delay`` seconds, unless one is already on
+        its way; one of another name (the default changed) is let go. `warm`: run the
+        Python warm-up on it."""
+        if self._waiting and self._waiting[0].kernel_name == kernel_name:
             return
+        self.discard()
         with contextlib.suppress(RuntimeError):  # no running loop: nothing to start it on
-            prestart = _Prestart()
-            prestart.task = asyncio.get_running_loop().create_task(self._prestart(prestart, delay))
+            prestart = _Prestart(kernel_name=kernel_name)
+            prestart.task = asyncio.get_running_loop().create_task(self._prestart(prestart, delay, warm))
             self._waiting.append(prestart)
 
-    async def take(self) -> Kernel | None:
-        """The pooled kernel, waited for without its delay; None when there is none alive."""
+    async def take(self, kernel_name: str) -> Kernel | None:
+        """The pooled kernel of `kernel_name`, waited for without its delay; None when there is
+        none alive."""
+        if self._waiting and self._waiting[0].kernel_name != kernel_name:
+            return None
         while self._waiting:
             prestart = self._waiting.pop(0)
             prestart.hurry.set()  # somebody is waiting: no more delay
@@ -102,7 +110,7 @@ class WarmPool:
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(self._shut_down(task.result()))
 
-    async def _prestart(self, prestart: _Prestart, delay: float) -> Kernel:
+    async def _prestart(self, prestart: _Prestart, delay: float, warm: bool = True) -> Kernel:
         """A kernel for the pool, launched after `delay` and run once.
 
         The delay keeps the launch (imports, a process spawn, a kernel booting
@@ -120,7 +128,9 @@ class WarmPool:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(prestart.hurry.wait(), delay)
         prestart.launched = True
-        kernel = await self._launch()
+        kernel = await self._launch(prestart.kernel_name)
+        if not warm:
+            return kernel
         try:
             msg_id = kernel.client.execute(WARM_UP, silent=False, store_history=False, allow_stdin=False)
             deadline = time.monotonic() + 10

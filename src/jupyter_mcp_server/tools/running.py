@@ -342,7 +342,7 @@ async def execute_code(
 
     async def named_kernel() -> str | None:
         # Read only when a kernel has to start: scratch code needs no file.
-        return metadata_kernel(server, (await server.store.read(path)).notebook)
+        return await metadata_kernel(server, (await server.store.read(path)).notebook)()
 
     attachment = await server.kernels.live_kernel_of(path, metadata_kernel=named_kernel, to_run_code=True)
     outcome = await run_on(server, attachment.kernel, code, seconds, path)
