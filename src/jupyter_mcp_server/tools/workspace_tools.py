@@ -35,7 +35,7 @@ async def list_files(
 
 @tool_handler("list_kernels")
 async def list_kernels(ctx: Context | None = None) -> Annotated[CallToolResult, models.KernelList]:
-    """List the kernels this server runs (id, kernelspec, busy or idle, the notebooks bound to each), the installed kernelspecs, and the environments a notebook can run in: the workspace's virtualenvs and conda environments, the one the server was launched from, --python; each with its interpreter and whether ipykernel is there. Pass a name as use_notebook's kernel_name."""
+    """List the running kernels (id, kernelspec, state, notebooks), the installed kernelspecs, and the Python environments a notebook can run in (the workspace's, the launcher's), each with whether ipykernel is there: names for use_notebook's kernel_name."""
     server = state_of(ctx)
     kernels = server.kernels
     listed_environments = getattr(kernels.backend, "listed", None)
