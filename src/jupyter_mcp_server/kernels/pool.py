@@ -32,6 +32,8 @@ class _Prestart:
     """A kernel being started for the pool, and the way to skip the rest of its delay."""
 
     task: asyncio.Task[Kernel] = field(init=False)
+    #: Set to the kernel as soon as it is up, before its warm-up.
+    started: asyncio.Future[Kernel] = field(init=False)
     #: The kernelspec it starts.
     kernel_name: str = ""
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
@@ -45,9 +47,11 @@ class WarmPool:
         self,
         launch: Callable[[str], Coroutine[Any, Any, Kernel]],
         shut_down: Callable[[Kernel], Coroutine[Any, Any, None]],
+        warm_up: str = WARM_UP,
     ) -> None:
         self._launch = launch
         self._shut_down = shut_down
+        self._warm_up = warm_up
         self._waiting: list[_Prestart] = []
 
     def fill(self, delay: float, kernel_name: str, *, warm: bool = True) -> None:
@@ -58,23 +62,35 @@ class WarmPool:
             return
         self.discard()
         with contextlib.suppress(RuntimeError):  # no running loop: nothing to start it on
+            loop = asyncio.get_running_loop()
             prestart = _Prestart(kernel_name=kernel_name)
-            prestart.task = asyncio.get_running_loop().create_task(self._prestart(prestart, delay, warm))
+            prestart.started = loop.create_future()
+            prestart.task = loop.create_task(self._prestart(prestart, delay, warm))
             self._waiting.append(prestart)
 
     async def take(self, kernel_name: str) -> Kernel | None:
-        """The pooled kernel of `kernel_name`, waited for without its delay; None when there is
-        none alive."""
+        """The pooled kernel of `kernel_name` as soon as it is up (without the rest of its
+        delay, nor its warm-up); None when there is none alive.
+
+        A warm-up still running is left to the kernel: the caller's first request
+        queues behind it there, paying what its own first execution would have paid,
+        and is never kept waiting here for a reply that is not its own.
+        """
         if self._waiting and self._waiting[0].kernel_name != kernel_name:
             return None
         while self._waiting:
             prestart = self._waiting.pop(0)
             prestart.hurry.set()  # somebody is waiting: no more delay
-            try:
-                kernel = await prestart.task
-            except Exception:
-                logger.warning("A prestarted kernel failed to start", exc_info=True)
+            await asyncio.wait({prestart.started, prestart.task}, return_when=asyncio.FIRST_COMPLETED)
+            if not prestart.started.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    if (error := prestart.task.exception()) is not None:
+                        logger.warning("A prestarted kernel failed to start", exc_info=error)
                 continue
+            kernel = prestart.started.result()
+            if not prestart.task.done():
+                prestart.task.cancel()  # stop reading replies: the caller reads its own from now on
+                await asyncio.wait({prestart.task})
             if await kernel.is_alive():
                 return kernel
             await self._shut_down(kernel)
@@ -129,10 +145,11 @@ class WarmPool:
                 await asyncio.wait_for(prestart.hurry.wait(), delay)
         prestart.launched = True
         kernel = await self._launch(prestart.kernel_name)
+        prestart.started.set_result(kernel)
         if not warm:
             return kernel
         try:
-            msg_id = kernel.client.execute(WARM_UP, silent=False, store_history=False, allow_stdin=False)
+            msg_id = kernel.client.execute(self._warm_up, silent=False, store_history=False, allow_stdin=False)
             deadline = time.monotonic() + 10
             while (wait := deadline - time.monotonic()) > 0:
                 reply = await kernel.client.get_shell_msg(timeout=wait)
