@@ -49,6 +49,7 @@ from .extensions import (
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
+from .profile_guard import attach_profiles
 from .progress import ProgressReporting
 from .prompts import attach_prompts
 from .resources import attach_resources
@@ -160,6 +161,7 @@ class Application:
         attach_subscriptions(server, self.events)
         attach_tasks(server, state.hooks)
         attach_compact_listing(server)
+        attach_profiles(server, state)
         return server
 
     def build(self, selection: Selection | None = None) -> Any:

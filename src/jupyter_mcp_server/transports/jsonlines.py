@@ -38,9 +38,12 @@ from typing import TYPE_CHECKING, Any
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
+    NOT_PERMITTED,
     UNSUPPORTED,
     ToolFailure,
 )
+from jupyter_mcp_server.profile_guard import server_profile
+from jupyter_mcp_server.profiles import EDIT, FULL, READ_ONLY, WHAT_IT_ALLOWS, rank
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.tools.addressing import cell_position, checked_path
 from jupyter_mcp_server.tools.notebooks import metadata_kernel
@@ -51,6 +54,12 @@ if TYPE_CHECKING:
 from jupyter_mcp_server.store import WRITTEN_VERSION
 
 METHODS = ("open", "status", "execute", "save", "interrupt", "restart", "shutdown")
+#: The narrowest profile (jupyter_mcp_server.profiles) each method is allowed under.
+NEEDS_PROFILE = {
+    "open": READ_ONLY, "status": READ_ONLY, "shutdown": READ_ONLY,
+    "save": EDIT, "interrupt": EDIT, "restart": EDIT,
+    "execute": FULL,
+}
 #: The most bytes one request line may have.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -112,6 +121,13 @@ class JsonLinesServer:
                 )
             if not isinstance(params, dict):
                 raise ToolFailure(INVALID_ARGUMENT, "params must be a JSON object.")
+            profile = server_profile(self.state)
+            if rank(NEEDS_PROFILE[str(method)]) > rank(profile):
+                raise ToolFailure(
+                    NOT_PERMITTED,
+                    f"{method} is not permitted under the '{profile}' profile, which allows {WHAT_IT_ALLOWS[profile]}.",
+                    profile=profile,
+                )
             result = await handler(request_id, params)
         except asyncio.CancelledError:
             message = "The server is shutting down; this request was stopped."
