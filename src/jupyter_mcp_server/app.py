@@ -49,6 +49,7 @@ from .extensions import (
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
+from .masking import ResultMasking, masker, redaction_on
 from .profile_guard import attach_profiles
 from .progress import ProgressReporting
 from .prompts import attach_prompts
@@ -106,7 +107,11 @@ def build_state(config: ServerConfig) -> ServerState:
         config, logging.getLogger("jupyter_mcp_server.sandbox")
     )
     if config.audit_log is not None:
-        AuditLog(config.audit_log).install(hooks)
+
+        def masked(record: dict[str, Any]) -> dict[str, Any]:
+            return state.redactor.value(record) if redaction_on(state) else record
+
+        AuditLog(config.audit_log, mask=masked).install(hooks)
     attach_extensions(state)
     return state
 
@@ -146,7 +151,7 @@ class Application:
             extensions=[
                 CapabilitiesAdvertisement(state.capabilities),
                 Tasks(self.tasks, state),
-                ProgressReporting(self.config.heartbeat_seconds),
+                ProgressReporting(self.config.heartbeat_seconds, mask=masker(state)),
                 argument_errors,
             ],
             warn_on_duplicate_tools=False,
@@ -155,6 +160,7 @@ class Application:
         )
         argument_errors.server = server
         server.middleware.append(ServingState())
+        server.middleware.append(ResultMasking(state))
         attach_logging(server, self.client_log)
         attach_resources(server, state)
         attach_prompts(server, state)

@@ -146,6 +146,21 @@ SERVER_CAPABILITIES: tuple[Capability, ...] = (
         values=("read-only", "edit", "full"),
         value="full",
     ),
+    Capability(
+        name="redaction",
+        description=(
+            "Mask secrets before they reach a client or the audit log: the values of the "
+            "server's and each kernel's environment variables whose names say secret "
+            "(*_TOKEN, *_KEY, *_SECRET, *PASSWORD*, JUPYTER_MCP_SECRET_NAMES) and well-known "
+            "token formats. results (default): in tool results, resources, prompts, progress "
+            "and the audit log, the notebook's stored outputs left as they are; stored: the "
+            "stored outputs masked too; off."
+        ),
+        enabled=True,
+        values=("off", "results", "stored"),
+        value="results",
+        bare_value="results",
+    ),
 )
 
 

@@ -103,6 +103,11 @@ class ServerConfig:
     inline_budget_chars: int = 16_384
     http_head_timeout: float = 10.0
     http_body_timeout: float = 30.0
+    #: Patterns of secret variable names, beside redaction.DEFAULT_SECRET_NAMES.
+    secret_names: tuple[str, ...] = ()
+    #: (value, name) of the server's secret-named environment variables: masked wherever
+    #: the server sends text (redaction.py). Never shown.
+    secret_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
     def limits(self) -> dict[str, float | int]:
@@ -266,6 +271,14 @@ SETTINGS: tuple[Setting, ...] = (
         jupyter=True,
     ),
     Setting(
+        "secret_names",
+        "More names of environment variables whose values are secret, comma-separated shell "
+        "patterns (beside *_TOKEN, *_KEY, *_SECRET, *PASSWORD* ...): their values, in the "
+        "server's environment or a kernel's, are masked in results and the audit log.",
+        str,
+        env="JUPYTER_MCP_SECRET_NAMES",
+    ),
+    Setting(
         "http_head_timeout",
         "HTTP: seconds a connection may take to send a request's line and headers.",
         float,
@@ -389,6 +402,11 @@ def read_config(
                 raise ConfigError(f"{setting.env}: {error}") from None
         if given is not None:
             values[setting.name] = given
+    from .redaction import DEFAULT_SECRET_NAMES, secret_values
+
+    names = tuple(n.strip() for n in str(values.get("secret_names") or "").split(",") if n.strip())
+    values["secret_names"] = names
+    values["secret_env"] = tuple(secret_values(environ, (*DEFAULT_SECRET_NAMES, *names)).items())
     return checked(**values)
 
 

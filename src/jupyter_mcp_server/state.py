@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextvars
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .capabilities import CapabilityRegistry
@@ -28,6 +28,7 @@ from .hooks import Hooks
 from .kernels.kernel import gone_message as kernel_gone_message
 from .kernels.manager import KernelManager
 from .kernels.turns import run_in_turn
+from .redaction import DEFAULT_SECRET_NAMES, REDACTION_CAPABILITY, STORED, Redactor
 from .scratch import ScratchOutputs
 from .store import NotebookStore
 from .store.contents import RemoteContents
@@ -75,6 +76,8 @@ class ServerState:
             unresponsive_grace=config.unresponsive_grace,
             capability=capabilities.enabled,
         )
+        #: Masks secrets in what the server sends (the redaction capability says where).
+        self.redactor = Redactor((*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env))
         self.interceptors: list[ExecutionInterceptor] = []
         #: Recent outputs of execute_code, for what its results left out.
         self.scratch = ScratchOutputs()
@@ -121,8 +124,13 @@ class ServerState:
     ) -> ExecutionOutcome:
         """Run code on a kernel in order with every other call on it, under this server's
         output limits and hooks; a kernel that dies under it is reported (by default, as
-        one of this server's kernels: marked lost, so the next call says so)."""
-        return await run_in_turn(
+        one of this server's kernels: marked lost, so the next call says so).
+
+        With redaction on, the reply also says which secret-named variables the kernel has
+        (a user expression, no extra round trip), and their values are masked from then on;
+        with ``redaction=stored`` the outputs are masked before anything keeps them."""
+        redaction = self.capabilities.value(REDACTION_CAPABILITY) if self.capabilities.enabled(REDACTION_CAPABILITY) else None
+        outcome = await run_in_turn(
             kernel,
             code,
             timeout=timeout,
@@ -134,7 +142,25 @@ class ServerState:
             interrupt_on_cancel=interrupt_on_cancel,
             on_death=on_death or (lambda: self.kernels.mark_lost(kernel)),
             gone_message=gone_message or (lambda: kernel_gone_message(notebook or f"kernel {kernel.kernel_id}")),
+            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression} if redaction else None,
+            on_reply=lambda outcome: self._learned_secrets(outcome, stored=redaction == STORED),
         )
+        return outcome
+
+    def _learned_secrets(self, outcome: ExecutionOutcome, *, stored: bool) -> ExecutionOutcome:
+        """The outcome without the server's own user expression, whose answer (the kernel's
+        secret-named variables) the redactor learns; its outputs masked when `stored`."""
+        expressions = outcome.user_expressions
+        if expressions and SECRET_ENV_EXPRESSION in expressions:
+            expressions = dict(expressions)
+            answer = expressions.pop(SECRET_ENV_EXPRESSION)
+            self.redactor.add_values(_secret_env_of(answer))
+            outcome = replace(outcome, user_expressions=expressions or None)
+        if stored:
+            masked = self.redactor.value(outcome.outputs.outputs)
+            if masked is not outcome.outputs.outputs:
+                outcome = replace(outcome, outputs=replace(outcome.outputs, outputs=masked))
+        return outcome
 
     def connection(self, key: str | None) -> ConnectionState:
         """The state of the connection identified by `key`; None remembers nothing."""
@@ -148,6 +174,23 @@ class ServerState:
         else:
             self._connections.move_to_end(key)
         return state
+
+
+#: The user expression every execution's reply carries when redaction is on.
+SECRET_ENV_EXPRESSION = "__jupyter_mcp_secret_env__"
+
+
+def _secret_env_of(answer: Any) -> dict[str, str]:
+    """{value: name} from the kernel's answer to the secret-variables expression."""
+    import ast
+
+    try:
+        if answer.get("status") != "ok":
+            return {}
+        found = ast.literal_eval(answer["data"]["text/plain"])
+        return {value: name for name, value in found.items() if isinstance(name, str) and isinstance(value, str)}
+    except Exception:
+        return {}
 
 
 _serving: contextvars.ContextVar[ServerState | None] = contextvars.ContextVar("jupyter_mcp_serving", default=None)
