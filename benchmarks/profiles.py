@@ -58,6 +58,8 @@ def server_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("JUPYTER_MCP_CAPABILITIES", None)
     env.pop("JUPYTER_MCP_EXTENSIONS", None)
+    # Nobody is there to approve a release or a restart: nothing asks (docs/approvals.md).
+    env["JUPYTER_MCP_APPROVE"] = ""
     env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra or {})
     return env

@@ -34,6 +34,7 @@ from mcp.server.mcpserver import MCPServer
 
 from .api import attach_extensions
 from .argument_errors import ArgumentErrors
+from .asking import AnswersInputRequired
 from .capabilities import CapabilityRegistry, UnknownCapability, parse_assignment, parse_list
 from .client_logging import ClientLogHandler, attach_logging
 from .config import ConfigError, ServerConfig
@@ -161,6 +162,7 @@ class Application:
         argument_errors.server = server
         server.middleware.append(ServingState())
         server.middleware.append(ResultMasking(state))
+        server.middleware.append(AnswersInputRequired())
         attach_logging(server, self.client_log)
         attach_resources(server, state)
         attach_prompts(server, state)

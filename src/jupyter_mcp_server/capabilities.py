@@ -161,6 +161,20 @@ SERVER_CAPABILITIES: tuple[Capability, ...] = (
         value="results",
         bare_value="results",
     ),
+    Capability(
+        name="approvals",
+        description=(
+            "Ask the person before chosen actions (restarting or releasing a kernel, deleting "
+            "cells, restoring an old revision, installing packages, code that runs shell "
+            "commands; JUPYTER_MCP_APPROVE), through elicitation; declined or unanswered: "
+            "refused with declined. ask: a client that cannot be asked is refused with "
+            "approval_required; ask-or-allow: it proceeds; off: nothing is asked."
+        ),
+        enabled=True,
+        values=("off", "ask", "ask-or-allow"),
+        value="ask",
+        bare_value="ask",
+    ),
 )
 
 

@@ -108,6 +108,9 @@ class ServerConfig:
     #: (value, name) of the server's secret-named environment variables: masked wherever
     #: the server sends text (redaction.py). Never shown.
     secret_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    #: The actions that ask the person first (approvals.py); None: its defaults.
+    approve: tuple[str, ...] | None = None
+    approval_timeout: float = 300.0
 
     @property
     def limits(self) -> dict[str, float | int]:
@@ -279,6 +282,22 @@ SETTINGS: tuple[Setting, ...] = (
         env="JUPYTER_MCP_SECRET_NAMES",
     ),
     Setting(
+        "approve",
+        "The actions that ask the person's approval first, comma-separated (default all: "
+        "kernel.restart, kernel.release, cells.delete, notebook.restore, packages.install, code.shell; "
+        "empty: none).",
+        str,
+        env="JUPYTER_MCP_APPROVE",
+        empty_is_a_value=True,
+    ),
+    Setting(
+        "approval_timeout",
+        "Seconds an approval may go unanswered before it counts as declined.",
+        float,
+        env="JUPYTER_MCP_APPROVAL_TIMEOUT",
+        positive=True,
+    ),
+    Setting(
         "http_head_timeout",
         "HTTP: seconds a connection may take to send a request's line and headers.",
         float,
@@ -419,6 +438,8 @@ def checked(**values: Any) -> ServerConfig:
     values["workspace_root"] = root.resolve()
     if "capability_args" in values:
         values["capability_args"] = tuple(values["capability_args"])
+    if isinstance(values.get("approve"), str):
+        values["approve"] = tuple(name.strip() for name in values["approve"].split(",") if name.strip())
     if isinstance(values.get("extensions"), str):
         values["extensions"] = tuple(name.strip() for name in values["extensions"].split(",") if name.strip())
     if values.get("audit_log"):

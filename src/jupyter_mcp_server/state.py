@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .asking import UsedStates
 from .capabilities import CapabilityRegistry
 from .config import ServerConfig
 from .connections import session_of
@@ -78,6 +79,8 @@ class ServerState:
         )
         #: Masks secrets in what the server sends (the redaction capability says where).
         self.redactor = Redactor((*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env))
+        #: The input_required rounds already answered: none is answered twice.
+        self.used_states = UsedStates()
         self.interceptors: list[ExecutionInterceptor] = []
         #: Recent outputs of execute_code, for what its results left out.
         self.scratch = ScratchOutputs()
