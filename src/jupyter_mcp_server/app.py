@@ -37,6 +37,7 @@ from .argument_errors import ArgumentErrors
 from .asking import AnswersInputRequired
 from .capabilities import CapabilityRegistry, UnknownCapability, parse_assignment, parse_list
 from .client_logging import ClientLogHandler, attach_logging
+from .client_roots import FollowClientRoots
 from .config import ConfigError, ServerConfig
 from .core_tools import CoreToolsExtension
 from .errors import ToolFailure
@@ -54,7 +55,7 @@ from .masking import ResultMasking, masker, redaction_on
 from .profile_guard import attach_profiles
 from .progress import ProgressReporting
 from .prompts import attach_prompts
-from .resources import attach_resources
+from .resources import attach_resources, described_capabilities
 from .state import ServerState, ServingState
 from .store import warm_up
 from .subscriptions import NotebookEvents, attach_subscriptions
@@ -78,11 +79,11 @@ class CapabilitiesAdvertisement(Extension):
 
     identifier = "io.jupyter-mcp/capabilities"
 
-    def __init__(self, capabilities: CapabilityRegistry) -> None:
-        self.capabilities = capabilities
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
 
     def settings(self) -> dict[str, Any]:
-        return self.capabilities.describe()
+        return described_capabilities(self.state)
 
 
 def build_state(config: ServerConfig) -> ServerState:
@@ -126,6 +127,7 @@ class Application:
         self.events = NotebookEvents(state, debounce_ms=config.watch_debounce_ms)
         self.tasks = TaskStore(grace_seconds=config.task_grace_seconds, ttl_seconds=config.task_ttl_seconds)
         self.client_log = ClientLogHandler()
+        self.client_roots = FollowClientRoots(state)
         self.client_log.install(state.hooks)
         state.extensions.host.server_factory = self.new_server
 
@@ -150,7 +152,7 @@ class Application:
             # First outermost: a task's call runs without progress; argument errors are
             # coded before anyone else sees the result.
             extensions=[
-                CapabilitiesAdvertisement(state.capabilities),
+                CapabilitiesAdvertisement(state),
                 Tasks(self.tasks, state),
                 ProgressReporting(self.config.heartbeat_seconds, mask=masker(state)),
                 argument_errors,
@@ -163,6 +165,7 @@ class Application:
         server.middleware.append(ServingState())
         server.middleware.append(ResultMasking(state))
         server.middleware.append(AnswersInputRequired())
+        server.middleware.append(self.client_roots)
         attach_logging(server, self.client_log)
         attach_resources(server, state)
         attach_prompts(server, state)

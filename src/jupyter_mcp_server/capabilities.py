@@ -175,6 +175,15 @@ SERVER_CAPABILITIES: tuple[Capability, ...] = (
         value="ask",
         bare_value="ask",
     ),
+    Capability(
+        name="workspace.client-roots",
+        description=(
+            "Without --workspace-root, a stdio client that offers roots chooses the workspace: "
+            "its first file:// root, followed on roots/list_changed while no notebook has a "
+            "kernel. Over HTTP the workspace is the server's, shared by every client."
+        ),
+        enabled=True,
+    ),
 )
 
 

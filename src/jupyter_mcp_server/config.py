@@ -108,6 +108,9 @@ class ServerConfig:
     #: (value, name) of the server's secret-named environment variables: masked wherever
     #: the server sends text (redaction.py). Never shown.
     secret_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    #: Whether the workspace root was given (--workspace-root, Jupyter's root): if not, a
+    #: stdio client's roots may choose it (client_roots.py).
+    workspace_root_given: bool = False
     #: The actions that ask the person first (approvals.py); None: its defaults.
     approve: tuple[str, ...] | None = None
     approval_timeout: float = 300.0
@@ -432,7 +435,9 @@ def read_config(
 def checked(**values: Any) -> ServerConfig:
     """A :class:`ServerConfig` from setting values, refused with ``ConfigError`` when they
     do not fit together."""
-    root = Path(values.pop("workspace_root", None) or os.getcwd())
+    given = values.pop("workspace_root", None)
+    values["workspace_root_given"] = bool(given)
+    root = Path(given or os.getcwd())
     if not root.is_dir():
         raise ConfigError(f"--workspace-root {str(root)!r} does not exist or is not a directory.")
     values["workspace_root"] = root.resolve()

@@ -19,6 +19,7 @@ import contextvars
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .asking import UsedStates
@@ -69,6 +70,10 @@ class ServerState:
         self.hooks = hooks
         self.extensions = extensions
         self.workspace = Workspace(config.workspace_root)
+        #: Notebooks kept in a Jupyter Server's contents, not under the workspace root.
+        self.contents_elsewhere = False
+        #: Who chose the workspace: ``cli`` (--workspace-root), ``cwd``, or ``client-roots``.
+        self.workspace_source = "cli" if config.workspace_root_given else "cwd"
         self.store: NotebookStore = NotebookStore(self.workspace)
         self.kernels = KernelManager(
             workspace_root=self.workspace.root,
@@ -107,6 +112,27 @@ class ServerState:
         store = NotebookStore(self.workspace, files)
         store.observers = self.store.observers
         self.store = store
+        self.contents_elsewhere = True
+
+    def use_workspace(self, root: Path, source: str) -> str | None:
+        """Make `root` the workspace (a client's root); the reason when it cannot be now: kept
+        notebooks in a Jupyter Server's contents, or kernels bound to the current one's notebooks."""
+        if self.contents_elsewhere:
+            return "notebooks are kept on a Jupyter Server"
+        bound = self.kernels.bound_notebooks()
+        if bound:
+            return f"{len(bound)} notebook(s) of the current workspace have kernels ({', '.join(bound[:5])})"
+        workspace = Workspace(root)
+        store = NotebookStore(workspace)
+        store.observers = self.store.observers
+        self.workspace, self.store = workspace, store
+        self.kernels.workspace_root = workspace.root
+        self.workspace_source = source
+        return None
+
+    def describe_workspace(self) -> dict[str, str]:
+        """The workspace as ``capabilities://`` says it: its root and who chose it."""
+        return {"root": str(self.workspace.root), "source": self.workspace_source}
 
     def locate(self, path: str) -> str:
         """The canonical relative path of a notebook or directory where notebooks are kept;
