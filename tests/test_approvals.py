@@ -130,7 +130,8 @@ async def test_the_configured_actions_and_an_unanswered_question(workspace: Path
 async def test_a_stateless_round_is_answered_once(workspace: Path) -> None:
     """2026-07-28 by hand: the state of an answered round cannot be replayed, nor tampered with."""
     path = notebook(workspace)
-    async with serve(workspace, *ARGS, mode="2026-07-28", env=ASKING, elicitation_callback=Person()) as client:
+    audit = workspace.parent / "audit.jsonl"
+    async with serve(workspace, *ARGS, "--audit-log", str(audit), mode="2026-07-28", env=ASKING, elicitation_callback=Person()) as client:
         first = await client.session.call_tool("delete_cell", DELETE, allow_input_required=True)
         assert isinstance(first, InputRequiredResult)
         (key, request), = first.input_requests.items()
@@ -158,3 +159,5 @@ async def test_a_stateless_round_is_answered_once(workspace: Path) -> None:
                                                input_responses=accept, allow_input_required=True)
         assert isinstance(again, InputRequiredResult)
     assert cell_ids(path) == ["c0", "c2"]
+    outcomes = [json.loads(line)["outcome"] for line in audit.read_text().splitlines() if '"delete_cell"' in line]
+    assert outcomes[0] == "input_required" and "ok" in outcomes

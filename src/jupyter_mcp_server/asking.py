@@ -67,6 +67,8 @@ INPUT_REQUIRED_VERSION = "2026-07-28"
 #: JSON-RPC: the client did not declare a capability the request needs.
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 _STATE_VERSION = 1
+#: How the hooks (the audit log) record a call that ended asking the client.
+INPUT_REQUIRED_OUTCOME = "input_required"
 #: How long a round's state is remembered as used (the SDK's seal expires sooner).
 _USED_FOR_SECONDS = 3600.0
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .asking import INPUT_REQUIRED_OUTCOME, InputRequired
 from .errors import ERROR_META_KEY
 from .timestamps import iso_utc
 
@@ -110,6 +111,9 @@ def observed(tool: str, handler: Callable[..., Any], hooks: Hooks) -> Callable[.
                 result = await handler(*args, **kwargs)
                 outcome = _outcome(result)
                 return result
+            except InputRequired:
+                outcome = INPUT_REQUIRED_OUTCOME
+                raise
             finally:
                 after(arguments, started, outcome)
 
