@@ -18,9 +18,12 @@ from typing import Any
 
 import pytest
 from conftest import ERROR_KEY, error_code, ok, serve, text_of
+from fixtures import extensions_site
 from mcp.types import ElicitResult, InputRequiredResult
 
 from jupyter_mcp_server.approvals import DEFAULT_ACTIONS
+
+__all__ = ["extensions_site"]
 
 MODES = ["legacy", "2026-07-28"]
 ARGS = ("--capability", "kernel.prestart=off")
@@ -161,3 +164,24 @@ async def test_a_stateless_round_is_answered_once(workspace: Path) -> None:
     assert cell_ids(path) == ["c0", "c2"]
     outcomes = [json.loads(line)["outcome"] for line in audit.read_text().splitlines() if '"delete_cell"' in line]
     assert outcomes[0] == "input_required" and "ok" in outcomes
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_approvals_over_http(extensions_site, tmp_path: Path, mode: str) -> None:
+    """Over streamable HTTP: a session's elicitation on 2025-11-25, stateless rounds on 2026-07-28."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from test_http import http_server
+
+    with http_server(tmp_path, extensions_site, "--capability", "kernel.prestart=off", **ASKING) as server:
+        path = notebook(server.workspace)
+        for person, expected in ((Person("decline"), "declined"), (Person(), None)):
+            async with (
+                httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=120)) as http,
+                Client(streamable_http_client(server.url(), http_client=http), mode=mode, elicitation_callback=person) as client,
+            ):
+                result = await client.call_tool("delete_cell", DELETE)
+                assert error_code(result) == expected, text_of(result)
+                assert "c1" in person.asked[0]
+        assert cell_ids(path) == ["c0", "c2"]
