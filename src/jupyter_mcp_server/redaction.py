@@ -4,9 +4,10 @@ Two kinds of secret are recognised in any text the server sends:
 
 - the *values* of environment variables whose names say they are secret
   (``*_TOKEN``, ``*_KEY``, ``*_SECRET``, ``*PASSWORD*`` and the patterns an
-  operator adds), from the server's environment and from each kernel's, which
-  every execution reads back on its reply (:data:`KERNEL_ENV_EXPRESSION`,
-  a user expression: no extra round trip);
+  operator adds), from the server's environment and from each kernel's, read
+  back on an execution's reply (:func:`kernel_env_expression`, a user
+  expression: no extra round trip) on the kernel's first execution and after
+  code that may change its environment;
 - well-known token formats (OpenAI, Anthropic, GitHub, GitLab, AWS, Slack,
   Google, Stripe, Hugging Face keys, JSON Web Tokens, private key blocks),
   whatever variable they came from or none.

@@ -16,6 +16,7 @@ never share a "current notebook".
 from __future__ import annotations
 
 import contextvars
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -84,6 +85,8 @@ class ServerState:
         )
         #: Masks secrets in what the server sends (the redaction capability says where).
         self.redactor = Redactor((*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env))
+        #: The kernels whose environment the redactor has read (by id).
+        self._env_read: set[str | None] = set()
         #: The input_required rounds already answered: none is answered twice.
         self.used_states = UsedStates()
         self.interceptors: list[ExecutionInterceptor] = []
@@ -155,10 +158,17 @@ class ServerState:
         output limits and hooks; a kernel that dies under it is reported (by default, as
         one of this server's kernels: marked lost, so the next call says so).
 
-        With redaction on, the reply also says which secret-named variables the kernel has
-        (a user expression, no extra round trip), and their values are masked from then on;
+        With redaction on, the reply of a kernel's first execution, and of code that may change
+        its environment, also says which secret-named variables the kernel has (a user
+        expression, no extra round trip), and their values are masked from then on;
         with ``redaction=stored`` the outputs are masked before anything keeps them."""
         redaction = self.capabilities.value(REDACTION_CAPABILITY) if self.capabilities.enabled(REDACTION_CAPABILITY) else None
+        # A user expression costs the kernel a few milliseconds: the environment is read on a
+        # kernel's first execution, then after code that may change it.
+        kernel_id = getattr(kernel, "kernel_id", None)
+        read_env = bool(redaction) and (kernel_id not in self._env_read or bool(CHANGES_ENVIRONMENT.search(code)))
+        if read_env:
+            self._env_read.add(kernel_id)
         outcome = await run_in_turn(
             kernel,
             code,
@@ -171,7 +181,7 @@ class ServerState:
             interrupt_on_cancel=interrupt_on_cancel,
             on_death=on_death or (lambda: self.kernels.mark_lost(kernel)),
             gone_message=gone_message or (lambda: kernel_gone_message(notebook or f"kernel {kernel.kernel_id}")),
-            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression} if redaction else None,
+            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression} if read_env else None,
             on_reply=lambda outcome: self._learned_secrets(outcome, stored=redaction == STORED),
         )
         return outcome
@@ -205,8 +215,10 @@ class ServerState:
         return state
 
 
-#: The user expression every execution's reply carries when redaction is on.
+#: The user expression an execution's reply carries when redaction reads the kernel's environment.
 SECRET_ENV_EXPRESSION = "__jupyter_mcp_secret_env__"
+#: Code that may change a kernel's environment variables (after it, they are read again).
+CHANGES_ENVIRONMENT = re.compile(r"environ|putenv|setenv|%env|%set_env|dotenv|load_env", re.IGNORECASE)
 
 
 def _secret_env_of(answer: Any) -> dict[str, str]:
