@@ -185,3 +185,33 @@ async def test_approvals_over_http(extensions_site, tmp_path: Path, mode: str) -
                 assert error_code(result) == expected, text_of(result)
                 assert "c1" in person.asked[0]
         assert cell_ids(path) == ["c0", "c2"]
+
+
+async def test_json_lines_cannot_ask(workspace: Path) -> None:
+    """A JSON-lines client can never be asked: the policy decides, and secrets are masked there too."""
+    import sys
+
+    from conftest import server_command, server_environment
+    from test_jsonlines import JsonLines
+
+    notebook(workspace)
+    planted = "sk-proj-" + "J7" * 20
+    command = server_command(workspace, "--transport", "json-lines", "--capability", "kernel.prestart=off")
+    process = await asyncio.create_subprocess_exec(
+        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=sys.stderr,
+        env=server_environment(**ASKING, OPENAI_API_KEY=planted), cwd=workspace,
+    )
+    lines = JsonLines(process)
+    try:
+        await lines.call("open", path="a.ipynb")
+        refused = await lines.refused("execute", "approval_required", path="a.ipynb", code="!echo hi")
+        assert refused["action"] == "code.shell" and "!echo hi" in refused["message"]
+        ran = await lines.call("execute", path="a.ipynb", code="import os; print(os.environ['OPENAI_API_KEY'])")
+        assert planted not in json.dumps(ran) and "[redacted: OPENAI_API_KEY]" in json.dumps(ran)
+        assert not any(planted in line.decode() for line in lines.lines)
+        await lines.refused("restart", "approval_required", path="a.ipynb")
+        await lines.call("shutdown")
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()

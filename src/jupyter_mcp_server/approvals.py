@@ -69,18 +69,9 @@ async def approve(ctx: Any, action: str, description: str) -> None:
     state = state_of(ctx)
     if not asks_for(state, action):
         return
-    policy = state.capabilities.value(APPROVALS_CAPABILITY) or ASK
     if not client_can(ctx, "elicitation"):
-        if policy == ASK_OR_ALLOW:
-            logger.info("Not asked (the client cannot be asked), allowed by policy: %s", description)
-            return
-        raise ToolFailure(
-            APPROVAL_REQUIRED,
-            f"This needs the person's approval, and this client cannot ask them (it declared no "
-            f"elicitation): {description} Ask the person to do it themselves, or to run the server "
-            f"with --capability approvals=ask-or-allow (or approvals=off).",
-            action=action,
-        )
+        without_asking(state, action, description, "it declared no elicitation")
+        return
     question = Elicitation(f"{description}\n\nApprove?", SCHEMA)
     timeout = state.config.approval_timeout
     try:
@@ -101,6 +92,23 @@ async def approve(ctx: Any, action: str, description: str) -> None:
     if how == "accept":
         said = "did not approve"
     raise ToolFailure(DECLINED, f"The person {said} this; nothing was done: {description}", action=action, answer=how)
+
+
+def without_asking(state: Any, action: str, description: str, why: str) -> None:
+    """For a client that cannot be asked: return when the policy allows `action` anyway,
+    raise ``approval_required`` when it does not."""
+    if not asks_for(state, action):
+        return
+    if (state.capabilities.value(APPROVALS_CAPABILITY) or ASK) == ASK_OR_ALLOW:
+        logger.info("Not asked (the client cannot be asked), allowed by policy: %s", description)
+        return
+    raise ToolFailure(
+        APPROVAL_REQUIRED,
+        f"This needs the person's approval, and this client cannot ask them ({why}): {description} "
+        "Ask the person to do it themselves, or to run the server with --capability "
+        "approvals=ask-or-allow (or approvals=off).",
+        action=action,
+    )
 
 
 #: Code that runs shell commands: IPython's `!`, the shell cell magics, package magics, and

@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jupyter_mcp_server.approvals import RESTART_KERNEL, SHELL_CODE, shell_lines, without_asking
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
@@ -42,6 +43,7 @@ from jupyter_mcp_server.errors import (
     UNSUPPORTED,
     ToolFailure,
 )
+from jupyter_mcp_server.masking import redaction_on
 from jupyter_mcp_server.profile_guard import server_profile
 from jupyter_mcp_server.profiles import EDIT, FULL, READ_ONLY, WHAT_IT_ALLOWS, rank
 from jupyter_mcp_server.state import ServerState
@@ -89,6 +91,8 @@ class JsonLinesServer:
     # -- the wire ---------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
+        if redaction_on(self.state):
+            message = self.state.redactor.value(message)
         line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
         self._write(line.encode("utf-8") + b"\n")
 
@@ -238,6 +242,12 @@ class JsonLinesServer:
             if cell.get("cell_type") != "code":
                 raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell.get('id')} is a {cell.get('cell_type')} cell; only code cells run.")
             code = cell.get("source", "")
+        lines = shell_lines(code)
+        if lines:
+            without_asking(
+                self.state, SHELL_CODE, f"Run code in '{opened.path}' that runs shell commands: {'; '.join(lines[:8])}.",
+                "JSON lines has no way to ask",
+            )
         attachment = await self.state.kernels.live_kernel_of(
             opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook), to_run_code=True
         )
@@ -311,6 +321,10 @@ class JsonLinesServer:
 
     async def do_restart(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         opened = self._opened(params)
+        if self.state.kernels.kernel_id_of(opened.path) is not None:
+            without_asking(
+                self.state, RESTART_KERNEL, f"Restart the kernel of '{opened.path}'.", "JSON lines has no way to ask"
+            )
         kernel = await self.state.kernels.restart(
             opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook)
         )
