@@ -30,6 +30,7 @@ from typing import Any
 
 from .asking import Elicitation, MissingClientCapability, ask, client_can
 from .errors import APPROVAL_REQUIRED, DECLINED, ToolFailure
+from .redaction import REDACTION_CAPABILITY
 from .state import state_of
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,9 @@ async def approve(ctx: Any, action: str, description: str) -> None:
     if not client_can(ctx, "elicitation"):
         without_asking(state, action, description, "it declared no elicitation")
         return
+    if state.capabilities.enabled(REDACTION_CAPABILITY):
+        # The question reaches the client like a result does (a shell line may carry a key).
+        description = state.redactor.text(description)
     question = Elicitation(f"{description}\n\nApprove?", SCHEMA)
     timeout = state.config.approval_timeout
     try:
