@@ -35,6 +35,9 @@ def environment(**extra: str) -> dict[str, str]:
     # wants a launcher's environment says so.
     env.pop("VIRTUAL_ENV", None)
     env.pop("CONDA_PREFIX", None)
+    # Nobody is there to approve anything: the tests of approvals (test_approvals.py) name
+    # the actions that ask, every other test's server asks about none.
+    env["JUPYTER_MCP_APPROVE"] = ""
     env.update(extra)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
     return env

@@ -118,6 +118,17 @@ class ServerConfig:
     #: ``auto`` (uv where it is found, else pip; conda for a conda environment), ``uv``,
     #: ``pip`` or ``conda``.
     installer: str = "auto"
+    #: Patterns of secret variable names, beside redaction.DEFAULT_SECRET_NAMES.
+    secret_names: tuple[str, ...] = ()
+    #: (value, name) of the server's secret-named environment variables: masked wherever
+    #: the server sends text (redaction.py). Never shown.
+    secret_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    #: Whether the workspace root was given (--workspace-root, Jupyter's root): if not, a
+    #: stdio client's roots may choose it (client_roots.py).
+    workspace_root_given: bool = False
+    #: The actions that ask the person first (approvals.py); None: its defaults.
+    approve: tuple[str, ...] | None = None
+    approval_timeout: float = 300.0
 
     @property
     def limits(self) -> dict[str, float | int]:
@@ -279,6 +290,30 @@ SETTINGS: tuple[Setting, ...] = (
         env="JUPYTER_MCP_INLINE_BUDGET_CHARS",
         positive=True,
         jupyter=True,
+    ),
+    Setting(
+        "secret_names",
+        "More names of environment variables whose values are secret, comma-separated shell "
+        "patterns (beside *_TOKEN, *_KEY, *_SECRET, *PASSWORD* ...): their values, in the "
+        "server's environment or a kernel's, are masked in results and the audit log.",
+        str,
+        env="JUPYTER_MCP_SECRET_NAMES",
+    ),
+    Setting(
+        "approve",
+        "The actions that ask the person's approval first, comma-separated (default all: "
+        "kernel.restart, kernel.release, cells.delete, notebook.restore, packages.install, code.shell; "
+        "empty: none).",
+        str,
+        env="JUPYTER_MCP_APPROVE",
+        empty_is_a_value=True,
+    ),
+    Setting(
+        "approval_timeout",
+        "Seconds an approval may go unanswered before it counts as declined.",
+        float,
+        env="JUPYTER_MCP_APPROVAL_TIMEOUT",
+        positive=True,
     ),
     Setting(
         "http_head_timeout",
@@ -450,18 +485,27 @@ def read_config(
                 raise ConfigError(f"{setting.env}: {error}") from None
         if given is not None:
             values[setting.name] = given
+    from .redaction import DEFAULT_SECRET_NAMES, secret_values
+
+    names = tuple(n.strip() for n in str(values.get("secret_names") or "").split(",") if n.strip())
+    values["secret_names"] = names
+    values["secret_env"] = tuple(secret_values(environ, (*DEFAULT_SECRET_NAMES, *names)).items())
     return checked(**values)
 
 
 def checked(**values: Any) -> ServerConfig:
     """A :class:`ServerConfig` from setting values, refused with ``ConfigError`` when they
     do not fit together."""
-    root = Path(values.pop("workspace_root", None) or os.getcwd())
+    given = values.pop("workspace_root", None)
+    values["workspace_root_given"] = bool(given)
+    root = Path(given or os.getcwd())
     if not root.is_dir():
         raise ConfigError(f"--workspace-root {str(root)!r} does not exist or is not a directory.")
     values["workspace_root"] = root.resolve()
     if "capability_args" in values:
         values["capability_args"] = tuple(values["capability_args"])
+    if isinstance(values.get("approve"), str):
+        values["approve"] = tuple(name.strip() for name in values["approve"].split(",") if name.strip())
     if isinstance(values.get("extensions"), str):
         values["extensions"] = tuple(name.strip() for name in values["extensions"].split(",") if name.strip())
     if values.get("audit_log"):

@@ -361,6 +361,10 @@ class KernelManager:
         self._lost.discard(notebook)
         return await self._attach(notebook, kernel_name=name)
 
+    def bound_notebooks(self) -> list[str]:
+        """The notebooks that have a kernel now."""
+        return sorted(self._bindings)
+
     async def detach(self, notebook: str) -> str | None:
         """Release `notebook`'s kernel; the kernel stops when its last notebook goes."""
         self._lost.discard(notebook)

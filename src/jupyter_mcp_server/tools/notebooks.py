@@ -7,6 +7,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.approvals import RELEASE_KERNEL, RESTART_KERNEL, approve
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.kernels.environments import KernelChoice
 from jupyter_mcp_server.notebook_uris import output_uri
@@ -197,6 +198,13 @@ async def unuse_notebook(
     """Release a notebook: forget its name here and stop its kernel unless another notebook shares it. The file is unchanged."""
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
+    attached = server.kernels.kernel_id_of(path)
+    if attached is not None:
+        await approve(
+            ctx, RELEASE_KERNEL,
+            f"Release '{path}' from its kernel {attached}: the kernel is shut down unless another notebook "
+            "shares it, and the variables it holds are lost.",
+        )
     kernel_id = await server.kernels.detach(path)
     state = connection_of(ctx)
     for name in [n for n, p in state.names.items() if p == path]:
@@ -216,6 +224,11 @@ async def restart_notebook(
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
     view = await server.store.read(path)
+    attached = server.kernels.kernel_id_of(path)
+    if attached is not None:
+        await approve(
+            ctx, RESTART_KERNEL, f"Restart the kernel of '{path}' (kernel {attached}): every variable it holds is lost."
+        )
     kernel = await server.kernels.restart(path, metadata_kernel=metadata_kernel(server, view.notebook))
     result = models.KernelRestarted(kernel_id=kernel.kernel_id, revision=view.revision)
     return answer(result.model_dump(), f"'{path}' now runs on a fresh kernel {kernel.kernel_id}; its previous session is gone.")
