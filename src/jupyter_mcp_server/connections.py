@@ -46,6 +46,15 @@ def client_of(ctx: Any) -> str:
         return STDIO_CONNECTION
     if session is not None:
         return f"session:{session}"
+    return client_identity(ctx)
+
+
+def client_identity(ctx: Any) -> str:
+    """Who a request comes from whatever connection it came on (a detached run outlives its
+    connection, and its client polls it from the next one): the stdio peer, or over HTTP the
+    same credentials and client info."""
+    if session_of(ctx) == STDIO_CONNECTION:
+        return STDIO_CONNECTION
     request_context = getattr(ctx, "request_context", ctx)
     params = request_context.session.client_params
     info = params.client_info if params is not None else None

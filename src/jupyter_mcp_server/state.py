@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .capabilities import CapabilityRegistry
 from .config import ServerConfig
 from .connections import session_of
+from .detached import RunRegistry
 from .hooks import Hooks
 from .kernels.kernel import gone_message as kernel_gone_message
 from .kernels.manager import KernelManager
@@ -76,6 +77,8 @@ class ServerState:
             capability=capabilities.enabled,
         )
         self.interceptors: list[ExecutionInterceptor] = []
+        #: Calls going on without their request: detached runs and tasks.
+        self.runs = RunRegistry(self.kernels, hooks, ttl_seconds=config.task_ttl_seconds)
         #: Recent outputs of execute_code, for what its results left out.
         self.scratch = ScratchOutputs()
         #: The Jupyter Server kernels start on, when not local (its backend).

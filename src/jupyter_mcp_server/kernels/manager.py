@@ -45,6 +45,7 @@ from jupyter_mcp_server.kernels.kernel import (
     restarted_unresponsive_note,
 )
 from jupyter_mcp_server.kernels.pool import WarmPool
+from jupyter_mcp_server.kernels.records import RunRecords
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,8 @@ class KernelManager:
         self._pool = WarmPool(lambda: self._launch(DEFAULT_KERNEL_NAME), self._shutdown_quietly)
         self._background: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
+        #: What ran of each notebook, on which kernel, in which order (staleness, display ids).
+        self.records = RunRecords()
 
     # --- What exists -----------------------------------------------------------
 
