@@ -23,6 +23,12 @@ def _headers(ctx: Any) -> Any:
     return getattr(getattr(request_context, "request", None), "headers", None)
 
 
+def header_of(ctx: Any, name: str) -> str | None:
+    """One HTTP header of a request (lowercase `name`), or None (absent, or not HTTP)."""
+    headers = _headers(ctx)
+    return headers.get(name) if headers is not None else None
+
+
 def session_of(ctx: Any) -> str | None:
     """The connection a request came on: the HTTP session, the stdio peer, or None for a
     stateless HTTP request."""

@@ -49,7 +49,7 @@ from mcp.types import RequestParams
 from pydantic import ConfigDict, Field
 
 from jupyter_mcp_server.client_logging import stop_hearing_this_request
-from jupyter_mcp_server.connections import client_of
+from jupyter_mcp_server.connections import client_of, header_of
 from jupyter_mcp_server.detached import CANCELLED, COMPLETED, FAILED, TASKS_EXTENSION, Run
 from jupyter_mcp_server.handlers import Handler, wrap
 from jupyter_mcp_server.state import ServerState
@@ -113,6 +113,18 @@ def _gate(ctx: Any) -> None:
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         raise MCPError(METHOD_NOT_FOUND, "Method not found", data=ctx.method)
     require_client_extension(ctx, EXTENSION)
+
+
+def _check_routing_header(ctx: Any, task_id: str) -> None:
+    """An ``Mcp-Name`` header on a task method names its task (SEP-2243, SEP-2663): one that
+    names another is refused with ``-32020`` (HeaderMismatch), as the SDK refuses it for tools."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+    from mcp_types.jsonrpc import HEADER_MISMATCH
+
+    named = header_of(ctx, MCP_NAME_HEADER)
+    if named is not None and decode_header_value(named) != task_id:
+        raise MCPError(HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter")
 
 
 def _not_found(task_id: str) -> Exception:
@@ -199,6 +211,7 @@ class Tasks(Extension):
         )
 
     def _find(self, ctx: Any, task_id: str) -> Run:
+        _check_routing_header(ctx, task_id)
         run = self.state.runs.find(task_id, client_of(ctx))
         if run is None:
             raise _not_found(task_id)

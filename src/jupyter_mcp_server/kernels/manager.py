@@ -21,7 +21,7 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -361,6 +361,16 @@ class KernelManager:
             self._kernels[kernel.kernel_id] = kernel
         self._refill_pool()
         return kernel
+
+    @contextlib.asynccontextmanager
+    async def throwaway(self, kernel_name: str = DEFAULT_KERNEL_NAME) -> AsyncIterator[Kernel]:
+        """A kernel bound to no notebook, for one call (``verify_notebook``): counted against
+        --max-kernels while it lives, stopped on the way out whatever happens."""
+        kernel = await self.start(kernel_name)
+        try:
+            yield kernel
+        finally:
+            await self._stop(kernel)
 
     def ensure_room(self, notebook: str) -> None:
         """Refuse now, before anything is created, if `notebook` would need a new

@@ -20,6 +20,7 @@ from jupyter_mcp_server.tools import (
     running,
     runs,
     search,
+    verify,
     workspace_tools,
 )
 
@@ -80,4 +81,6 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(runs.clear_outputs, "Clear Outputs", False, True, True, False, runs.RUNS_TOOLSET),
     NotebookTool(detaching.get_run, "Get Run", True, False, True, False, runs.RUNS_TOOLSET),
     NotebookTool(detaching.cancel_run, "Cancel Run", False, True, True, False, runs.RUNS_TOOLSET),
+    # Runs the notebook's code (whatever it does to files) in a kernel of its own: not read-only.
+    NotebookTool(verify.verify_notebook, "Verify Notebook", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
 )

@@ -412,3 +412,41 @@ class RunState(Result):
     result: dict[str, Any] | None = Field(description="Once it ended: the call's structured result, as the tool answers it.")
     result_is_error: bool | None = Field(description="Once it ended: whether that result is an error (its code in error).")
     error: dict[str, Any] | None = Field(description="code and message: a failed run's error, or an ended call's error code.")
+
+
+class CellFailure(Result):
+    index: int
+    cell_id: str
+    ename: str
+    evalue: str
+
+
+class OutputDifference(Result):
+    index: int
+    cell_id: str
+    stored: str = Field(description="Where the stored outputs part from the new ones: a line of the stored side.")
+    now: str = Field(description="The same place in this run's outputs.")
+
+
+class HiddenState(Result):
+    index: int
+    cell_id: str
+    names: list[str] = Field(description="Names it reads before any cell above it defines them.")
+    defined_below: list[str] = Field(description="Ids of cells below it that define some of them.")
+
+
+class Verification(Revisioned):
+    """verify_notebook: the notebook run from the top in a throwaway kernel."""
+
+    status: Literal["ok", "differs", "fails", "incomplete"] = Field(
+        description="ok; differs (outputs only); fails (a cell failed, or hidden state); incomplete (stopped: timeout, kernel died)."
+    )
+    kernel_name: str
+    cells_run: int
+    seconds: float
+    failures: list[CellFailure]
+    differences: list[OutputDifference]
+    missing_modules: list[str]
+    hidden_state: list[HiddenState]
+    stopped_at: CellRef | None
+    stop_reason: str | None
