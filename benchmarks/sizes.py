@@ -37,6 +37,8 @@ class Sizes:
     big_inserts: int = 20
     #: Cells of the notebook with large outputs (5 MiB each: 50 MiB in full mode).
     heavy_cells: int = 10
+    #: Trivial cells of the notebook run whole (workload 10).
+    run_cells: int = 200
 
 
 FULL = Sizes()
@@ -50,4 +52,5 @@ QUICK = Sizes(
     settle=2.0,
     big_inserts=5,
     heavy_cells=2,
+    run_cells=50,
 )
