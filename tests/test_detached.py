@@ -135,3 +135,16 @@ async def test_a_bad_detached_call_is_refused_at_once(workspace):
         await refused(client, "execute_cell", {"cell_index": 0, "detach": True}, "invalid_argument")
         await refused(client, "execute_code", {"code": "1", "timeout": -1, "detach": True}, "invalid_argument")
         await asyncio.sleep(0)
+
+
+async def test_finished_runs_expire(workspace):
+    env = {"JUPYTER_MCP_TASK_TTL_SECONDS": "1"}
+    async with serve(workspace, *RUNS, env=env) as client:
+        await ok(client, "use_notebook", {"notebook_name": "e.ipynb", "mode": "create"})
+        run = await ok(client, "execute_code", {"code": "print('kept a while')", "detach": True})
+        done = await poll(client, run["run_id"])
+        assert done["status"] == "completed" and done["outputs"] == []
+        assert "kept a while" in text_of(await client.call_tool("get_run", {"run_id": run["run_id"]}))
+        await asyncio.sleep(1.5)
+        gone = await refused(client, "get_run", {"run_id": run["run_id"]}, "not_found")
+        assert "1 s" in text_of(gone)

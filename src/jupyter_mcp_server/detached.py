@@ -46,9 +46,9 @@ from .kernels.outputs import PROGRESS, describe, payload_size
 MAX_QUEUED = 16
 #: Finished runs kept at once (each for at most its ttl).
 MAX_FINISHED = 256
-#: Output bytes one run keeps for polling (older outputs are dropped first and counted;
-#: a notebook's cells keep theirs in the notebook).
-MAX_KEPT_BYTES = 4 * 1024 * 1024
+#: Output bytes a running run keeps for polling (older outputs are dropped first and counted;
+#: a notebook's cells keep theirs in the notebook). A finished run keeps only its result.
+MAX_KEPT_BYTES = 2 * 1024 * 1024
 
 #: The tasks extension: a tool's ``_meta`` under this key says whether it supports tasks.
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -132,6 +132,9 @@ class Run:
     def end(self, status: str, message: str) -> None:
         self.status, self.status_message = status, message
         self.ended = self.updated = time.time()
+        # Its result (or the notebook) has them now: a kept run holds no more than its result.
+        self.dropped += len(self.outputs)
+        self.outputs, self._kept_bytes = [], 0
 
 
 _current: contextvars.ContextVar[Run | None] = contextvars.ContextVar("jupyter_mcp_run", default=None)
