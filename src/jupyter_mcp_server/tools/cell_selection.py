@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server.tools.addressing import cell_position, index_of_id
 
 ALL = "all"
 STALE = "stale"
@@ -51,11 +52,11 @@ def select(notebook: Any, cells: str | list[str], up_to_cell: int | str | None =
     all_cells = notebook.cells
     last = len(all_cells) - 1
     if up_to_cell is not None:
-        last = _position(all_cells, up_to_cell, "up_to_cell")
+        last = _position(notebook, up_to_cell, "up_to_cell")
     if isinstance(cells, list):
         wanted = set()
         for cell_id in cells:
-            index = _position(all_cells, cell_id, "cells")
+            index = _position(notebook, cell_id, "cell in cells")
             if all_cells[index].get("cell_type") != "code":
                 raise ToolFailure(
                     INVALID_ARGUMENT,
@@ -90,27 +91,9 @@ def _code_cells(cells: Any, start: int, stop: int) -> list[int]:
     return [index for index in range(start, stop + 1) if cells[index].get("cell_type") == "code"]
 
 
-def _position(cells: Any, cell: int | str, argument: str) -> int:
-    """The index of a cell named by id, or by a 0-based index (an int or its digits)."""
-    if isinstance(cell, int) or (isinstance(cell, str) and cell.isdigit() and not _has_id(cells, cell)):
-        index = int(cell)
-        if not 0 <= index < len(cells):
-            raise ToolFailure(
-                INVALID_ARGUMENT,
-                f"{argument}: cell index {index} is out of range: the notebook has {len(cells)} cells "
-                f"(valid indices 0 to {len(cells) - 1}).",
-                cell_count=len(cells),
-            )
-        return index
-    for index, each in enumerate(cells):
-        if each.get("id") == cell:
-            return index
-    raise ToolFailure(
-        NOT_FOUND,
-        f"{argument}: no cell has id '{cell}'. Call read_notebook or outline to see the cells and their ids.",
-        cell_id=cell,
-    )
-
-
-def _has_id(cells: Any, cell_id: str) -> bool:
-    return any(each.get("id") == cell_id for each in cells)
+def _position(notebook: Any, cell: int | str, argument: str) -> int:
+    """The index of a cell named by id, or by a 0-based index (an int, or its digits when no
+    cell has them as its id)."""
+    if isinstance(cell, int) or (cell.isdigit() and index_of_id(notebook, cell) is None):
+        return cell_position(notebook, int(cell), None, what=argument)
+    return cell_position(notebook, None, cell, what=argument)
