@@ -34,7 +34,7 @@ from jupyter_mcp_server.tools.results import answer, outcome_of, tool_handler
 
 Detach = Annotated[
     bool,
-    Field(description="Answer at once with a run_id and keep running; follow it with get_run (toolset runs) or read the notebook."),
+    Field(description="Answer at once with a run_id; the run goes on (get_run follows it)."),
 ]
 #: The longest a get_run waits for something new.
 MAX_WAIT = 60.0

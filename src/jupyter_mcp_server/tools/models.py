@@ -68,7 +68,7 @@ class FormatUpgradeField(Result):
 def _run_id_field() -> Any:
     return Field(
         default=None,
-        description="detach=true: the run going on (status running); follow it with get_run.",
+        description="detach=true: the run going on (get_run follows it).",
         json_schema_extra=_without_a_default,
     )
 
