@@ -217,7 +217,7 @@ class RunRegistry:
         _current.set(run)
         if prepare is not None:
             prepare(run)
-        turn = self._queues.setdefault(run.queue, asyncio.Lock()) if run.queue is not None else None
+        turn = self._queue_lock(run.queue) if run.queue is not None else None
         try:
             async with turn if turn is not None else contextlib.nullcontext():
                 if run.cancel_requested:
@@ -236,7 +236,6 @@ class RunRegistry:
             raise
         finally:
             run.kernel_id = None
-            self._release_queue(run.queue)
         run.result = result
         structured = getattr(result, "structured_content", None) or {}
         if run.cancel_requested and structured.get("status") in ("interrupted", "cancelled"):
@@ -247,13 +246,6 @@ class RunRegistry:
             run.end(COMPLETED, "Finished.")
         return result
 
-    def _release_queue(self, queue: str | None) -> None:
-        if queue is None:
-            return
-        lock = self._queues.get(queue)
-        if lock is not None and not lock.locked() and not self.in_queue(queue):
-            del self._queues[queue]
-
     @contextlib.asynccontextmanager
     async def turn(self, queue: str) -> Any:
         """Hold `queue` for a call that runs in its request (a run_cells not detached), in
@@ -262,12 +254,13 @@ class RunRegistry:
         if run is not None and run.queue == queue:
             yield
             return
-        lock = self._queues.setdefault(queue, asyncio.Lock())
-        try:
-            async with lock:
-                yield
-        finally:
-            self._release_queue(queue)
+        async with self._queue_lock(queue):
+            yield
+
+    def _queue_lock(self, queue: str) -> asyncio.Lock:
+        # Kept once made (one per notebook that ever had a run): a lock dropped while a
+        # waiter is being woken would let a second lock of the same queue run beside it.
+        return self._queues.setdefault(queue, asyncio.Lock())
 
     # --- Following ------------------------------------------------------------------
 
