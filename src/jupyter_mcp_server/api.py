@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .capabilities import Capability, CapabilityRegistry
 from .config import ServerConfig
-from .detached import task_support
+from .detached import request_input, task_support
 from .errors import (
     ALREADY_EXISTS,
     ERROR_CODES,
@@ -120,6 +120,7 @@ __all__ = [
     "normalize_url",
     "on_toolset",
     "open_remote_kernel",
+    "request_input",
     "task_support",
     "tool",
     "tool_handler",

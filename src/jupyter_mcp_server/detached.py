@@ -38,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .errors import BUSY, ToolFailure
+from .errors import BUSY, UNSUPPORTED, ToolFailure
 from .hooks import Hooks
 from .kernels.outputs import PROGRESS, describe, payload_size
 
@@ -55,6 +55,8 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 QUEUED = "queued"
 WORKING = "working"
+#: Waiting for its client to answer what it asked (:func:`request_input`).
+INPUT_REQUIRED = "input_required"
 COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
@@ -92,6 +94,11 @@ class Run:
     outputs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: How many outputs were dropped from the front of `outputs`.
     dropped: int = 0
+    #: Whether its client can answer what it asks (a task: tasks/update), so it may ask.
+    answerable: bool = False
+    #: What it asked its client and is waiting for, by server-minted key.
+    input_requests: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    _answers: dict[str, asyncio.Future[Any]] = dataclasses.field(default_factory=dict)
     _kept_bytes: int = 0
 
     @property
@@ -129,6 +136,36 @@ class Run:
         if summary:
             self.status_message = f"Latest output: {summary}"
 
+    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Ask the client `requests` (by the caller's names) and wait until it answered them all."""
+        loop = asyncio.get_running_loop()
+        minted = {name: uuid.uuid4().hex[:16] for name in requests}
+        waiting = {key: loop.create_future() for key in minted.values()}
+        for name, key in minted.items():
+            self.input_requests[key] = requests[name]
+            self._answers[key] = waiting[key]
+        self.status, self.status_message = INPUT_REQUIRED, "Waiting for the client's answer (tasks/update)."
+        self.updated = time.time()
+        try:
+            await asyncio.gather(*waiting.values())
+        finally:
+            for key in minted.values():
+                self.input_requests.pop(key, None)
+                self._answers.pop(key, None)
+            if not self.input_requests and not self.finished:
+                self.status, self.status_message = WORKING, "Running."
+                self.updated = time.time()
+        return {name: waiting[key].result() for name, key in minted.items()}
+
+    def answer(self, responses: dict[str, Any]) -> None:
+        """The client's answers, by key; a key nothing waits for is ignored."""
+        for key, response in responses.items():
+            waiting = self._answers.pop(key, None)
+            if waiting is not None and not waiting.done():
+                self.input_requests.pop(key, None)
+                waiting.set_result(response)
+        self.updated = time.time()
+
     def end(self, status: str, message: str) -> None:
         self.status, self.status_message = status, message
         self.ended = self.updated = time.time()
@@ -143,6 +180,26 @@ _current: contextvars.ContextVar[Run | None] = contextvars.ContextVar("jupyter_m
 def current_run() -> Run | None:
     """The run this code is part of, if it runs detached."""
     return _current.get()
+
+
+async def request_input(requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Ask the client for input from inside a task, and wait for its answers.
+
+    `requests` are, by names of the caller's choosing, the requests the client
+    is to fulfil (``{"method": "elicitation/create", "params": {...}}``, or
+    ``sampling/createMessage``, ``roots/list``). The task parks in
+    ``input_required`` with them as ``inputRequests`` (under keys the server
+    mints) until ``tasks/update`` has answered every one; answers come back
+    under the caller's names. Anywhere else (a call answered in its request, a
+    run started with ``detach=true``) nobody can answer: ``unsupported``.
+    """
+    run = _current.get()
+    if run is None or not run.answerable:
+        raise ToolFailure(
+            UNSUPPORTED,
+            "This call cannot ask its client for input: only a task (the 2026-07-28 tasks extension) can.",
+        )
+    return await run.ask(requests)
 
 
 def cancelled_reason() -> str | None:
@@ -176,6 +233,7 @@ class RunRegistry:
         notebook: str | None = None,
         prepare: Callable[[Run], None] | None = None,
         fresh_context: bool = False,
+        answerable: bool = False,
     ) -> Run:
         """Start `call` as a run of `owner`'s (``busy`` when `queue` is full).
 
@@ -205,6 +263,7 @@ class RunRegistry:
             queue=queue,
             notebook=notebook,
             status_message="Waiting for its turn on the kernel." if queue is not None else "Running.",
+            answerable=answerable,
         )
         self._runs[run.run_id] = run
         context = contextvars.Context() if fresh_context else contextvars.copy_context()

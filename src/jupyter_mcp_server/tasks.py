@@ -24,7 +24,11 @@ mechanism as ``detach=true`` and ``get_run``, answered in the extension's shape:
   ``cancelled``; its ``result`` holds what the execution returned, outputs
   so far included, and a cell's partial outputs are stored in it as for any
   interrupted cell;
-- ``tasks/update`` is acknowledged; these tasks never ask for input.
+- a task whose tool asks its client for input (``api.request_input``: no
+  tool of this server does, an extension's may) is ``input_required`` with
+  the requests as ``inputRequests``; ``tasks/update`` answers them (all must
+  be answered before it goes on; a key nothing waits for is ignored) and is
+  acknowledged at once.
 
 A task is visible only to the client that created it: the stdio peer, the
 HTTP session, or (stateless HTTP) the same credentials and client info. Any
@@ -50,7 +54,14 @@ from pydantic import ConfigDict, Field
 
 from jupyter_mcp_server.client_logging import stop_hearing_this_request
 from jupyter_mcp_server.connections import client_of, header_of
-from jupyter_mcp_server.detached import CANCELLED, COMPLETED, FAILED, TASKS_EXTENSION, Run
+from jupyter_mcp_server.detached import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    TASKS_EXTENSION,
+    Run,
+)
 from jupyter_mcp_server.handlers import Handler, wrap
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.timestamps import iso_utc
@@ -76,7 +87,7 @@ def wire(run: Run, result_type: str | None = None) -> dict[str, Any]:
     shape: dict[str, Any] = {
         "taskId": run.run_id,
         # Waiting for its kernel is working, as far as the extension is concerned.
-        "status": run.status if run.finished else "working",
+        "status": run.status if run.finished or run.status == INPUT_REQUIRED else "working",
         "createdAt": iso_utc(run.created, precise=True),
         "lastUpdatedAt": iso_utc(run.updated, precise=True),
         "ttlMs": int((end - run.created + run.ttl) * 1000),
@@ -87,6 +98,8 @@ def wire(run: Run, result_type: str | None = None) -> dict[str, Any]:
     if result_type is not None:
         shape["resultType"] = result_type
         return shape
+    if run.status == INPUT_REQUIRED and run.input_requests:
+        shape["inputRequests"] = dict(run.input_requests)
     if run.result is not None and run.status in (COMPLETED, CANCELLED):
         shape["result"] = run.result.model_dump(by_alias=True, mode="json", exclude_none=True)
     if run.error is not None and run.status == FAILED:
@@ -185,7 +198,9 @@ class Tasks(Extension):
         meta.pop("progress_token", None)
         meta.pop("progressToken", None)
         task_ctx = dataclasses.replace(ctx, meta=meta)
-        run = runs.start(owner=client_of(ctx), tool=params.name, call=lambda: call_next(task_ctx), prepare=_prepare)
+        run = runs.start(
+            owner=client_of(ctx), tool=params.name, call=lambda: call_next(task_ctx), prepare=_prepare, answerable=True
+        )
         if support == "required":
             return wire(run, result_type="task")
         try:
@@ -223,8 +238,9 @@ class Tasks(Extension):
 
     async def update_task(self, ctx: Any, params: UpdateTaskParams) -> dict[str, Any]:
         _gate(ctx)
-        self._find(ctx, params.task_id)
-        return {}  # these tasks never ask for input: any response is for no outstanding request
+        # Answers for what the task asked (api.request_input); any other key is ignored.
+        self._find(ctx, params.task_id).answer(params.input_responses or {})
+        return {}
 
     async def cancel_task(self, ctx: Any, params: TaskParams) -> dict[str, Any]:
         _gate(ctx)
