@@ -148,3 +148,31 @@ async def test_finished_runs_expire(workspace):
         await asyncio.sleep(1.5)
         gone = await refused(client, "get_run", {"run_id": run["run_id"]}, "not_found")
         assert "1 s" in text_of(gone)
+
+
+async def test_run_cells_as_a_task(workspace):
+    """On 2026-07-28 the same runs are tasks: run_cells declares task support, and its task
+    says the last cell that ended while it runs."""
+    from test_protocol import TASK_ENV, CreatedTask, Tasks, get_task, until_done
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("print('first')"),
+        nbformat.v4.new_code_cell("import time\ntime.sleep(3)\nprint('second')"),
+    ]
+    nbformat.write(notebook, str(workspace / "task.ipynb"))
+    async with serve(workspace, *RUNS, mode="auto", env=TASK_ENV, extensions=[Tasks()]) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert (tools["run_cells"].meta or {}).get("io.modelcontextprotocol/tasks") == {"taskSupport": "optional"}
+        assert "io.modelcontextprotocol/tasks" not in (tools["get_run"].meta or {})
+        await ok(client, "use_notebook", {"notebook_name": "task.ipynb"})
+        created = await client.session.call_tool("run_cells", {}, allow_claimed=True)
+        assert isinstance(created, CreatedTask)
+        deadline = time.monotonic() + 30
+        while "cell 1 of 2" not in (task := await get_task(client, created.task_id)).get("statusMessage", ""):
+            assert task["status"] == "working" and time.monotonic() < deadline, task
+            await asyncio.sleep(0.2)
+        done = await until_done(client, created.task_id)
+        assert done["status"] == "completed"
+        result = done["result"]["structuredContent"]
+        assert result["status"] == "ok" and [c["output"] for c in result["cells"]] == ["first", "second"]
