@@ -156,6 +156,7 @@ async def get_run(
     where = {
         "queued": f"queued, {state.queue_position} run(s) ahead on its kernel",
         "working": "running",
+        "input_required": "waiting for its client's answer (a task: tasks/update)",
         "completed": "finished" + (" with an error" if state.result_is_error else ""),
         "failed": "failed",
         "cancelled": "cancelled",

@@ -400,7 +400,7 @@ class RunState(Result):
 
     run_id: str
     tool: str
-    status: Literal["queued", "working", "completed", "failed", "cancelled"]
+    status: Literal["queued", "working", "input_required", "completed", "failed", "cancelled"]
     queue_position: int | None = Field(description="Runs ahead of it on its notebook's kernel (0: running); null once it ended.")
     notebook: str | None
     created_at: str
