@@ -256,7 +256,11 @@ async def clear_cell_output(
         cell["execution_count"] = None
         return cell["id"]
 
-    found_id, view = await state_of(ctx).store.mutate(path, change, expected_revision)
+    server = state_of(ctx)
+    found_id, view = await server.store.mutate(path, change, expected_revision)
+    runs = server.kernels.records.peek(path)
+    if runs is not None:
+        runs.forget_cell(found_id)  # its display ids are shown nowhere now
     upgraded, said = upgrade_by_edit(view)
     result = models.CellCleared(cell_id=found_id, revision=view.revision, format_upgraded=upgraded)
     return answer(result.model_dump(), f"Cleared the outputs of cell {found_id}; revision {view.revision}.{said}")
