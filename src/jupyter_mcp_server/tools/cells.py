@@ -36,8 +36,8 @@ MaxOutputChars = Annotated[
         description="Output characters returned (1024-262144); read_output pages the rest."
     ),
 ]
-CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
-CellId = Annotated[str | None, Field(description="The cell's stable id. Give this or cell_index, not both.")]
+CellIndex = Annotated[int | None, Field(description="0-based index; or give cell_id.")]
+CellId = Annotated[str | None, Field(description="Stable id; or give cell_index.")]
 
 
 def unified_diff(before: str, after: str) -> str:

@@ -14,6 +14,8 @@ id, or one that expired, is ``not_found``.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -36,6 +38,30 @@ Detach = Annotated[
     bool,
     Field(description="Answer at once with a run_id; the run goes on (get_run follows it)."),
 ]
+
+
+def without_detach(tool: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Awaitable[CallToolResult]]:
+    """`tool` as the default toolset offers it: the same call, without its ``detach`` argument.
+
+    Following a detached run takes get_run and cancel_run, which are in the ``runs``
+    toolset; a client without them would be handed a run_id it cannot use. With that
+    toolset on, the tool with ``detach`` is offered under the same name in its place
+    (declared after, it replaces this one). Tasks, the protocol's own way of not
+    waiting, stay on the default tools for clients that ask for them.
+    """
+
+    @functools.wraps(tool)
+    async def offered(*args: Any, **kwargs: Any) -> CallToolResult:
+        return await tool(*args, **kwargs)
+
+    signature = inspect.signature(tool, eval_str=True)
+    offered.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[parameter for parameter in signature.parameters.values() if parameter.name != "detach"]
+    )
+    offered.__annotations__ = {name: hint for name, hint in tool.__annotations__.items() if name != "detach"}
+    return offered
+
+
 #: The longest a get_run waits for something new.
 MAX_WAIT = 60.0
 

@@ -61,7 +61,7 @@ from jupyter_mcp_server.tools.results import answer, failure, tool_handler
 
 Timeout = Annotated[
     float | None,
-    Field(description="Seconds before the kernel is interrupted; default: the server's."),
+    Field(description="Seconds before interrupting (default: the server's)."),
 ]
 
 #: The capability that makes a cancelled request interrupt its kernel.
@@ -284,8 +284,8 @@ async def _revision_or_none(server: ServerState, path: str) -> str | None:
 
 @tool_handler("execute_cell")
 async def execute_cell(
-    cell_index: Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id.")] = None,
-    cell_id: Annotated[str | None, Field(description="The cell's stable id. Give this or cell_index.")] = None,
+    cell_index: Annotated[int | None, Field(description="0-based index; or give cell_id.")] = None,
+    cell_id: Annotated[str | None, Field(description="Stable id; or give cell_index.")] = None,
     timeout: Timeout = None,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
