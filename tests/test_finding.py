@@ -100,24 +100,38 @@ async def test_a_catastrophic_pattern_cannot_hang_the_server(workspace):
 
 
 async def test_a_repeated_search_sees_every_change_made_by_another_program(workspace):
-    """Texts are kept between searches, never past a change: a rewrite of the same size, a
-    rewrite within the same clock tick, a deletion, a new file are all seen by the next search."""
+    """Texts are kept between searches, never past a change: a rewrite of the same size within
+    the same clock tick as the last write, a rewrite of a file kept for long, a deletion, a new
+    file are all seen by the next search."""
     import os
+    import time
 
     generated(workspace / "a.ipynb", 30)
     generated(workspace / "b.ipynb", 30)
     async with serve(workspace) as client:
+        a = workspace / "a.ipynb"
+        now = time.time_ns()
+        for path in (a, workspace / "b.ipynb"):
+            os.utime(path, ns=(now, now))  # written just now: a timestamp that proves nothing yet
         assert (await ok(client, "search_notebooks", {"query": "value_17 ="}))["total"] == 2
-        # Another program replaces a's source text with one of the same length, keeping the mtime.
-        path = workspace / "a.ipynb"
-        before = path.stat()
-        path.write_text(path.read_text().replace("value_17 = 17", "renamed_ = 17"))
-        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-        assert path.stat().st_size == before.st_size
+        # Another program replaces a's source text with one of the same length in the same tick.
+        before = a.stat()
+        a.write_text(a.read_text().replace("value_17 = 17", "renamed_ = 17"))
+        os.utime(a, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert a.stat().st_size == before.st_size and a.stat().st_mtime_ns == before.st_mtime_ns
         found = await ok(client, "search_notebooks", {"query": "value_17 ="})
         assert [m["notebook"] for m in found["matches"]] == ["b.ipynb"]
         assert (await ok(client, "search_notebooks", {"query": "renamed_ ="}))["total"] == 1
-        os.remove(workspace / "b.ipynb")
+        # Files last written long ago are kept; a rewrite of one (same size, a new time) is seen.
+        old = now - 60_000_000_000
+        for path in (a, workspace / "b.ipynb"):
+            os.utime(path, ns=(old, old))
+        assert (await ok(client, "search_notebooks", {"query": "value_18 ="}))["total"] == 2
+        b = workspace / "b.ipynb"
+        b.write_text(b.read_text().replace("value_18 = 18", "changed = 18"))
+        found = await ok(client, "search_notebooks", {"query": "value_18 ="})
+        assert [m["notebook"] for m in found["matches"]] == ["a.ipynb"]
+        os.remove(b)
         generated(workspace / "c.ipynb", 20)
         found = await ok(client, "search_notebooks", {"query": "value_17 ="})
         assert [m["notebook"] for m in found["matches"]] == ["c.ipynb"] and found["notebooks_searched"] == 2

@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nbformat import from_dict
-
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.kernels.records import NotebookRuns
 from jupyter_mcp_server.tools.addressing import index_of_id
@@ -51,6 +49,8 @@ def display_writes(runs: NotebookRuns, kernel_id: str, cell_id: str, outcome: Ex
                 continue
             output = outputs[place.index]
             if output.get("output_type") in DISPLAY_TYPES:
+                from nbformat import from_dict  # lazy: nbformat costs start-up its import
+
                 output["data"] = from_dict(update["data"])
                 output["metadata"] = from_dict(update["metadata"])
 
