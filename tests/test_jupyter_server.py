@@ -623,12 +623,18 @@ async def test_a_notebook_the_person_opened_first_runs_the_agents_code_on_the_pa
 # --- Live collaboration: the agent's edits in the document JupyterLab has open ---------------
 
 
-class RoomChannel:
-    """A collaboration room's websocket (tornado's client) as a pycrdt provider channel."""
+#: The first byte of a Y websocket message that carries awareness.
+AWARENESS_MESSAGE = 1
 
-    def __init__(self, connection: Any, path: str) -> None:
+
+class RoomChannel:
+    """A collaboration room's websocket (tornado's client) as a pycrdt provider channel; the
+    awareness updates it carries (which the provider ignores) go into `awareness`."""
+
+    def __init__(self, connection: Any, path: str, awareness: Any) -> None:
         self.connection = connection
         self._path = path
+        self.awareness = awareness
 
     @property
     def path(self) -> str:
@@ -641,6 +647,10 @@ class RoomChannel:
         message = await self.connection.read_message()
         if message is None:
             raise StopAsyncIteration
+        if message[0] == AWARENESS_MESSAGE:
+            from pycrdt import read_message
+
+            self.awareness.apply_awareness_update(read_message(bytes(message[1:])), "room")
         return bytes(message)
 
     async def send(self, message: bytes) -> None:
@@ -653,9 +663,10 @@ class RoomChannel:
 @contextlib.asynccontextmanager
 async def person_in_jupyterlab(url: str, path: str) -> AsyncIterator[Any]:
     """What JupyterLab does to open a notebook collaboratively: a session for the file, then its
-    room's websocket, synchronized into a local YNotebook (yielded)."""
+    room's websocket, synchronized into a local YNotebook (yielded; its ``awareness`` holds the
+    room's other clients' states as they arrive)."""
     from jupyter_ydoc import YNotebook
-    from pycrdt import Doc, Provider
+    from pycrdt import Awareness, Doc, Provider
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
@@ -665,9 +676,10 @@ async def person_in_jupyterlab(url: str, path: str) -> AsyncIterator[Any]:
     room = f"{session['format']}:{session['type']}:{session['fileId']}"
     ws_url = f"ws{url[4:]}/api/collaboration/room/{room}?sessionId={session['sessionId']}"
     connection = await websocket_connect(HTTPRequest(ws_url, headers=headers()))
-    notebook = YNotebook(Doc())
+    ydoc = Doc()
+    notebook = YNotebook(ydoc, Awareness(ydoc))
     try:
-        async with Provider(notebook.ydoc, RoomChannel(connection, room)):
+        async with Provider(notebook.ydoc, RoomChannel(connection, room, notebook.awareness)):
             yield notebook
     finally:
         connection.close()
@@ -769,6 +781,67 @@ async def test_the_agents_running_cell_shows_running_in_the_page_and_its_outputs
                 await eventually(lambda: page.ycells[0].get("execution_state") == "idle")
                 await eventually(lambda: page.get()["cells"][0]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "first\nsecond\n"}])
                 assert page.get()["cells"][0]["execution_count"] == 1
+        text = log.read_text(errors="replace")
+        assert "jupyter_mcp_server/" not in text, text[-4000:]
+
+
+def agents_shown(page: Any) -> list[dict[str, Any]]:
+    """The awareness states in the page's room that name this server's agent."""
+    return [
+        state for state in page.awareness.states.values()
+        if str((state.get("user") or {}).get("username", "")).startswith("jupyter-mcp-server")
+    ]
+
+
+async def test_the_agent_is_a_named_collaborator_in_the_room_while_it_works(tmp_path):
+    """In the room's awareness, as JupyterLab reads it: the MCP client's name, a colour, and a
+    caret at the end of the cell it wrote or is running (a Y relative position the person's
+    document resolves); gone a few seconds after its last edit, and after a run ends."""
+    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    from mcp.types import Implementation
+    from pycrdt import StickyIndex
+
+    from jupyter_mcp_server.presence import LINGER
+
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+    ) as (url, _, log):
+        async with (
+            httpx2.AsyncClient(headers=headers(), timeout=httpx2.Timeout(30, read=120)) as http,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy", client_info=Implementation(name="test-agent", version="1")) as client,
+        ):
+            await ok(client, "use_notebook", {"notebook_name": "aware.ipynb", "mode": "create"})
+            await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Before anyone looked"})
+            async with person_in_jupyterlab(url, "aware.ipynb") as page:
+                await eventually(lambda: sources(page) == ["# Before anyone looked"])
+                assert agents_shown(page) == []  # nobody was editing when the person came
+
+                inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "print('hello')"})
+                await eventually(lambda: len(agents_shown(page)) == 1 and len(sources(page)) == 2)
+                (state,) = agents_shown(page)
+                assert state["user"]["display_name"] == "test-agent (agent)"
+                assert state["user"]["color"] and state["user"]["initials"]
+                # The caret: at the end of the inserted cell's source, in the person's own document.
+                (caret,) = state["cursors"]
+                source = page.ycells[1]["source"]
+                assert StickyIndex.from_json(caret["head"], source).get_index() == len("print('hello')")
+                # Gone a few seconds after the last edit.
+                shown_at = time.monotonic()
+                await eventually(lambda: agents_shown(page) == [], seconds=LINGER + 3)
+                assert time.monotonic() - shown_at > LINGER - 1
+
+                # Running a cell: shown for the whole run, however long, then gone.
+                await ok(client, "overwrite_cell_source", {"cell_id": inserted["cell_id"], "cell_source": f"import time\ntime.sleep({LINGER + 2})"})
+                running = asyncio.create_task(client.call_tool("execute_cell", {"cell_id": inserted["cell_id"]}))
+                await eventually(lambda: page.ycells[1].get("execution_state") == "running", seconds=10)
+                await asyncio.sleep(LINGER + 0.5)
+                assert not running.done() and len(agents_shown(page)) == 1
+                assert not (await running).is_error
+                await eventually(lambda: agents_shown(page) == [], seconds=LINGER + 3)
         text = log.read_text(errors="replace")
         assert "jupyter_mcp_server/" not in text, text[-4000:]
 

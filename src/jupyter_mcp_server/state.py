@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .capabilities import CapabilityRegistry
 from .config import ServerConfig
-from .connections import session_of
+from .connections import client_name_of, serving_client_named, session_of
 from .hooks import Hooks
 from .kernels.kernel import gone_message as kernel_gone_message
 from .kernels.manager import KernelManager
@@ -164,7 +164,8 @@ class ServingState:
         token = _serving.set(ctx.lifespan_context)
         connection = _serving_connection.set(session_of(ctx))
         try:
-            return await call_next(ctx)
+            with serving_client_named(client_name_of(ctx)):
+                return await call_next(ctx)
         finally:
             _serving_connection.reset(connection)
             _serving.reset(token)
