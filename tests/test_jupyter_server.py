@@ -125,86 +125,104 @@ async def wait_for_file(path: Path, seconds: float = 20.0) -> None:
 async def test_remote_kernels_run_like_local_ones(workspace, tmp_path, jupyter):
     url, root = jupyter
     log = tmp_path / "server.log"
-    before = remote_kernels(url)
     async with serve_logged(
         workspace, log, "--jupyter-url", url, "--max-output-blocks", "3", *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}
     ) as client:
-        said: list[str] = []
-        used = await ok(client, "use_notebook", {"notebook_name": "far.ipynb", "mode": "create"})
-        kernel_id = used["kernel_id"]
-        assert remote_kernels(url) - before == {kernel_id}, "the kernel is not on the Jupyter Server"
-        assert (workspace / "far.ipynb").is_file(), "without --jupyter-contents notebooks stay local"
         # A local notebook's path means nothing on that server: no session names it there.
-        assert kernel_id not in sessions(url).values()
-        listed = await ok(client, "list_kernels")
-        assert listed["kernelspecs"] == ["python3"] and [k["kernel_id"] for k in listed["kernels"]] == [kernel_id]
-
-        # ok: outputs, the value, the execution count; the kernel works in the server's root.
-        result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 21\nkept * 2"})
-        said.append(dump(result))
-        assert not result.is_error, text_of(result)
-        assert result.structured_content["status"] == "ok" and result.structured_content["execution_count"] == 1
-        assert text_of(result) == f"{root}\n\n42", text_of(result)
-        stored = json.loads((workspace / "far.ipynb").read_text())["cells"][0]
-        assert stored["execution_count"] == 1 and stored["outputs"][0]["text"] == [f"{root}\n"]
-
-        # error: a traceback, code execution_error.
-        failed = await client.call_tool("execute_code", {"code": "1/0"})
-        said.append(dump(failed))
-        assert error_code(failed) == "execution_error" and failed.structured_content["error"]["ename"] == "ZeroDivisionError"
-
-        # truncation, counted exactly.
-        many = await client.call_tool("execute_code", {"code": "for i in range(6): display(i)"})
-        said.append(dump(many))
-        assert not many.is_error and many.structured_content["truncation"]["omitted_blocks"] == 3, dump(many)
-
-        # timeout: the kernel is interrupted over REST, the partial output comes back, the session survives.
-        started = time.monotonic()
-        timed = await client.call_tool("execute_code", {"code": "import time\nprint('before', flush=True)\ntime.sleep(30)", "timeout": 2})
-        said.append(dump(timed))
-        assert error_code(timed) == "timeout" and "before" in text_of(timed), text_of(timed)
-        assert time.monotonic() - started < 10
-        assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
-
-        # interrupt_kernel under a running call.
-        running = asyncio.create_task(
-            client.call_tool("execute_code", {"code": "import time\nopen('go-interrupt', 'w').close()\ntime.sleep(30)", "timeout": 60})
+        said, kernel_ids = await the_execution_essentials(
+            client, url, root, workspace, TOKEN, started=lambda kernel_id: kernel_id not in sessions(url).values()
         )
-        await wait_for_file(root / "go-interrupt")
-        interrupted = await ok(client, "interrupt_kernel", {"kernel_id": kernel_id})
-        assert interrupted == {"kernel_id": kernel_id}
-        result = await asyncio.wait_for(running, 15)
-        said.append(dump(result))
-        assert error_code(result) == "interrupted", text_of(result)
-        assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
-
-        # kernel_gone: somebody deletes the kernel on the server.
-        assert httpx.delete(f"{url}/api/kernels/{kernel_id}", headers=headers()).status_code == 204
-        gone = await refused(client, "execute_code", {"code": "kept"}, "kernel_gone")
-        said.append(dump(gone))
-        assert "restart_notebook" in text_of(gone)
-        # ...and under a running execution.
-        restarted = await ok(client, "restart_notebook", {})
-        assert restarted["kernel_id"] in remote_kernels(url)
-        running = asyncio.create_task(
-            client.call_tool("execute_code", {"code": "import time\nopen('go-delete', 'w').close()\ntime.sleep(30)", "timeout": 60})
-        )
-        await wait_for_file(root / "go-delete")
-        httpx.delete(f"{url}/api/kernels/{restarted['kernel_id']}", headers=headers())
-        result = await asyncio.wait_for(running, 20)
-        said.append(dump(result))
-        assert error_code(result) == "kernel_gone", text_of(result)
-        fresh = await ok(client, "restart_notebook", {})
-        assert text_of(await client.call_tool("execute_code", {"code": "'fresh'"})) == "'fresh'"
-
-        capabilities = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
-        assert capabilities["kernelspecs"] == ["python3"]
     # The server stops the kernels it started there.
-    assert fresh["kernel_id"] not in remote_kernels(url)
+    assert not set(kernel_ids) & remote_kernels(url)
     text = log.read_text()
     assert "jupyter_mcp_server" in text, "the log at DEBUG should say something"
     assert TOKEN not in text, "the token is in the server's log"
     assert all(TOKEN not in answer for answer in said)
+
+
+async def the_execution_essentials(
+    client: Client, url: str, root: Path, workspace: Path, token: str, started: Any = None
+) -> tuple[list[str], list[str]]:
+    """The execution suite's essentials on kernels at `url` (a Jupyter Server, or a kernel
+    gateway), through a server started with ``--jupyter-url url --max-output-blocks 3``:
+    what the client was told, and the ids of the kernels it used. ``started(kernel_id)``,
+    when given, is checked once the first kernel is there."""
+    auth = {"Authorization": f"token {token}"}
+
+    def kernels_there() -> set[str]:
+        return {kernel["id"] for kernel in httpx.get(f"{url}/api/kernels", headers=auth).json()}
+
+    before = kernels_there()
+    said: list[str] = []
+    used = await ok(client, "use_notebook", {"notebook_name": "far.ipynb", "mode": "create"})
+    kernel_id = used["kernel_id"]
+    assert kernels_there() - before == {kernel_id}, "the kernel is not on the Jupyter Server"
+    assert (workspace / "far.ipynb").is_file(), "without --jupyter-contents notebooks stay local"
+    assert started is None or started(kernel_id)
+    listed = await ok(client, "list_kernels")
+    assert listed["kernelspecs"] == ["python3"] and [k["kernel_id"] for k in listed["kernels"]] == [kernel_id]
+
+    # ok: outputs, the value, the execution count; the kernel works in the server's root.
+    result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 21\nkept * 2"})
+    said.append(dump(result))
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["status"] == "ok" and result.structured_content["execution_count"] == 1
+    assert text_of(result) == f"{root}\n\n42", text_of(result)
+    stored = json.loads((workspace / "far.ipynb").read_text())["cells"][0]
+    assert stored["execution_count"] == 1 and stored["outputs"][0]["text"] == [f"{root}\n"]
+
+    # error: a traceback, code execution_error.
+    failed = await client.call_tool("execute_code", {"code": "1/0"})
+    said.append(dump(failed))
+    assert error_code(failed) == "execution_error" and failed.structured_content["error"]["ename"] == "ZeroDivisionError"
+
+    # truncation, counted exactly.
+    many = await client.call_tool("execute_code", {"code": "for i in range(6): display(i)"})
+    said.append(dump(many))
+    assert not many.is_error and many.structured_content["truncation"]["omitted_blocks"] == 3, dump(many)
+
+    # timeout: the kernel is interrupted over REST, the partial output comes back, the session survives.
+    started = time.monotonic()
+    timed = await client.call_tool("execute_code", {"code": "import time\nprint('before', flush=True)\ntime.sleep(30)", "timeout": 2})
+    said.append(dump(timed))
+    assert error_code(timed) == "timeout" and "before" in text_of(timed), text_of(timed)
+    assert time.monotonic() - started < 10
+    assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
+
+    # interrupt_kernel under a running call.
+    running = asyncio.create_task(
+        client.call_tool("execute_code", {"code": "import time\nopen('go-interrupt', 'w').close()\ntime.sleep(30)", "timeout": 60})
+    )
+    await wait_for_file(root / "go-interrupt")
+    interrupted = await ok(client, "interrupt_kernel", {"kernel_id": kernel_id})
+    assert interrupted == {"kernel_id": kernel_id}
+    result = await asyncio.wait_for(running, 15)
+    said.append(dump(result))
+    assert error_code(result) == "interrupted", text_of(result)
+    assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
+
+    # kernel_gone: somebody deletes the kernel on the server.
+    assert httpx.delete(f"{url}/api/kernels/{kernel_id}", headers=auth).status_code == 204
+    gone = await refused(client, "execute_code", {"code": "kept"}, "kernel_gone")
+    said.append(dump(gone))
+    assert "restart_notebook" in text_of(gone)
+    # ...and under a running execution.
+    restarted = await ok(client, "restart_notebook", {})
+    assert restarted["kernel_id"] in kernels_there()
+    running = asyncio.create_task(
+        client.call_tool("execute_code", {"code": "import time\nopen('go-delete', 'w').close()\ntime.sleep(30)", "timeout": 60})
+    )
+    await wait_for_file(root / "go-delete")
+    httpx.delete(f"{url}/api/kernels/{restarted['kernel_id']}", headers=auth)
+    result = await asyncio.wait_for(running, 20)
+    said.append(dump(result))
+    assert error_code(result) == "kernel_gone", text_of(result)
+    fresh = await ok(client, "restart_notebook", {})
+    assert text_of(await client.call_tool("execute_code", {"code": "'fresh'"})) == "'fresh'"
+
+    capabilities = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
+    assert capabilities["kernelspecs"] == ["python3"]
+    return said, [kernel_id, restarted["kernel_id"], fresh["kernel_id"]]
 
 
 # --- A dropped websocket ------------------------------------------------------------

@@ -80,12 +80,22 @@ async def use_notebook(
         view = await server.store.create(path, kernelspec_metadata(server, kernel_name or "python3"))
     else:
         view = await server.store.read(path)
-    if kernel_id is not None or kernel_name is not None:
-        kernel = await server.kernels.attach(
-            path, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel(server, view.notebook)
-        )
-    else:
-        kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
+    try:
+        if kernel_id is not None or kernel_name is not None:
+            kernel = await server.kernels.attach(
+                path, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel(server, view.notebook)
+            )
+        else:
+            kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
+    except ToolFailure as failure:
+        if mode == "create":
+            # Refused where the kernel runs (a gateway's own limit, say), after the file was made.
+            failure.message += (
+                f" The notebook {path!r} was created all the same: open it with "
+                'use_notebook(mode="connect") once a kernel can start.'
+            )
+            failure.args = (failure.message,)
+        raise
     state.names[notebook_name] = path
     state.current = path
     upgraded, said = upgrade_ahead(view)
