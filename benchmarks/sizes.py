@@ -37,6 +37,9 @@ class Sizes:
     big_inserts: int = 20
     #: Cells of the notebook with large outputs (5 MiB each: 50 MiB in full mode).
     heavy_cells: int = 10
+    #: Notebooks searched, and the size of each (100 MB in full mode).
+    corpus_notebooks: int = 1000
+    corpus_notebook_bytes: int = 100_000
 
 
 FULL = Sizes()
@@ -50,4 +53,5 @@ QUICK = Sizes(
     settle=2.0,
     big_inserts=5,
     heavy_cells=2,
+    corpus_notebooks=100,
 )

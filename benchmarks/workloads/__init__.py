@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from harness import Workload
 
-from . import concurrency, execution, inserts, introspection, output, reading, startup
+from . import concurrency, execution, finding, inserts, introspection, output, reading, startup
 
 STEPS: list[tuple[str, Workload]] = [
     ("spawn, first execution, memory at initialize", startup.spawn_and_first_execution),
     ("warm executions", execution.warm_executions),
+    ("kernel transports: IPC and TCP", execution.transports),
     ("inserts", inserts.inserts),
     ("reading a big notebook", reading.read_big),
     ("reading 50 MiB of outputs", reading.read_heavy_outputs),
+    ("searching many notebooks", finding.search_corpus),
     ("big prints", output.big_prints),
     ("eight notebooks", concurrency.eight_notebooks),
     ("list variables", introspection.list_variables),

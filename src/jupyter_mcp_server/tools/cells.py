@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.approvals import DELETE_CELLS, approve, asks_for
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
@@ -32,12 +33,11 @@ from jupyter_mcp_server.tools.results import answer, tool_handler
 MaxOutputChars = Annotated[
     int | None,
     Field(
-        description="Output characters to return (1024-262144; default: the server's). "
-        "Longer outputs keep head and tail; read_output pages the rest."
+        description="Output characters returned (1024-262144); read_output pages the rest."
     ),
 ]
 CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
-CellId = Annotated[str | None, Field(description="The cell's stable id (from read_notebook). Give this or cell_index, not both.")]
+CellId = Annotated[str | None, Field(description="The cell's stable id. Give this or cell_index, not both.")]
 
 
 def unified_diff(before: str, after: str) -> str:
@@ -114,7 +114,7 @@ async def overwrite_cell_source(
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellEdited]:
-    """Replace a cell's whole source (outputs are kept). Returns a unified diff of the change. For a small change prefer edit_cell_source."""
+    """Replace a cell's whole source (outputs are kept); returns the diff. For a small change prefer edit_cell_source."""
     path = notebook_path(ctx, notebook_name)
     found_id, diff, view = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, lambda _: cell_source)
     upgraded, said = upgrade_by_edit(view)
@@ -133,7 +133,7 @@ async def edit_cell_source(
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellEdited]:
-    """Replace an exact piece of a cell's source, like a text editor's find-and-replace. Fails if old_string is missing, or occurs more than once without replace_all."""
+    """Replace an exact piece of a cell's source (find-and-replace). Fails if old_string is missing, or occurs more than once without replace_all."""
     if old_string == "":
         raise ToolFailure(INVALID_ARGUMENT, "old_string is empty: give the exact text to replace.")
     path = notebook_path(ctx, notebook_name)
@@ -196,13 +196,27 @@ async def delete_cell(
         raise ToolFailure(INVALID_ARGUMENT, "Name the cells to delete with exactly one of cell_indices or cell_ids_to_delete (non-empty).")
     path = notebook_path(ctx, notebook_name)
 
-    def change(notebook: Any) -> list[models.DeletedCell]:
+    def positions_in(notebook: Any) -> list[int]:
         if cell_indices is not None:
             positions = [cell_position(notebook, index, None) for index in cell_indices]
         else:
             positions = [cell_position(notebook, None, cell_id) for cell_id in cell_ids_to_delete or []]
         if len(set(positions)) != len(positions):
             raise ToolFailure(INVALID_ARGUMENT, "The same cell is named twice; name each cell once.")
+        return positions
+
+    if asks_for(state_of(ctx), DELETE_CELLS):
+        view = await state_of(ctx).store.read(path)
+        if expected_revision is None:
+            # What is deleted is exactly what the person approved, or nothing.
+            expected_revision = view.revision
+        cells = [view.notebook.cells[p] for p in positions_in(view.notebook)]
+        named = ", ".join(f"{c['id']} ({first_line(c.get('source', ''))!r})" for c in cells[:20])
+        more = f" and {len(cells) - 20} more" if len(cells) > 20 else ""
+        await approve(ctx, DELETE_CELLS, f"Delete {len(cells)} cell(s) of '{path}': {named}{more}.")
+
+    def change(notebook: Any) -> list[models.DeletedCell]:
+        positions = positions_in(notebook)
         deleted = [
             models.DeletedCell(
                 cell_id=notebook.cells[p]["id"],
@@ -286,3 +300,8 @@ async def read_cell(
         f"{cell_heading(index, cell)}\n{result.source}",
         output_blocks(outputs or [], link, limits),
     )
+
+
+def first_line(source: str, width: int = 60) -> str:
+    line = source.strip().splitlines()[0] if source.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -1,12 +1,15 @@
 """The tools that choose, list, read and release notebooks and their kernels."""
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.approvals import RELEASE_KERNEL, RESTART_KERNEL, approve
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.kernels.environments import KernelChoice
 from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
@@ -21,14 +24,11 @@ from jupyter_mcp_server.tools.rendering import (
 )
 from jupyter_mcp_server.tools.results import answer, tool_handler
 
-NotebookName = Annotated[
-    str | None,
-    Field(description="A use_notebook name or workspace path; default: the current notebook."),
-]
-ExpectedRevision = Annotated[
-    str | None,
-    Field(description="Refuse with revision_conflict unless the notebook is at this revision."),
-]
+# Undescribed in the listing, where each description is paid in every conversation:
+# use_notebook's says that tools default to the current notebook, and
+# get_notebook_revision's what an expected revision guards against.
+NotebookName = Annotated[str | None, Field()]
+ExpectedRevision = Annotated[str | None, Field()]
 
 
 def kernelspec_metadata(server: ServerState, kernel_name: str) -> dict[str, str]:
@@ -43,50 +43,90 @@ def kernelspec_metadata(server: ServerState, kernel_name: str) -> dict[str, str]
     return {"name": kernel_name, "display_name": spec["display_name"], "language": spec["language"]}
 
 
-def metadata_kernel(server: ServerState, notebook: Any) -> str | None:
-    """The kernelspec the notebook itself names, if it is installed here."""
-    name = (notebook.get("metadata", {}).get("kernelspec") or {}).get("name")
-    if name and name in server.kernels.kernelspecs():
-        return name
-    return None
+def metadata_kernel(server: ServerState, notebook: Any) -> Callable[[], Awaitable[str]]:
+    """The kernel the notebook gets if one has to start (the kernelspec its metadata names,
+    the workspace's environment, the configured default, …), decided only then: a call on a
+    notebook whose kernel runs already looks at nothing."""
+
+    async def chosen() -> str:
+        return server.kernels.choose(notebook.get("metadata")).kernel_name
+
+    return chosen
+
+
+def kernel_change(server: ServerState, kernel_name: str) -> Callable[[Any], bool]:
+    """A change that makes the notebook's metadata name `kernel_name` (its kernelspec);
+    answers whether anything changed."""
+    spec = kernelspec_metadata(server, kernel_name)
+
+    def change(notebook: Any) -> bool:
+        current = dict(notebook.metadata.get("kernelspec") or {})
+        if current == spec:
+            return False
+        notebook.metadata["kernelspec"] = spec
+        info = notebook.metadata.get("language_info")
+        if isinstance(info, dict) and info.get("name") not in (None, spec["language"]):
+            # The old language's details (version, file extension) describe another kernel now.
+            notebook.metadata["language_info"] = {"name": spec["language"]}
+        return True
+
+    return change
 
 
 @tool_handler("use_notebook")
 async def use_notebook(
     notebook_name: Annotated[str, Field(description="The name to call this notebook by on this connection, or its path.")],
     notebook_path: Annotated[str | None, Field(description="Workspace-relative path (.ipynb or .py percent script). Omitted: notebook_name is the path.")] = None,
-    mode: Annotated[Literal["connect", "create"], Field(description="connect: open an existing notebook; create: make a new empty one.")] = "connect",
+    mode: Literal["connect", "create"] = "connect",  # the description says which does what
     kernel_id: Annotated[str | None, Field(description="Share this already running kernel (see list_kernels) instead of starting one.")] = None,
-    kernel_name: Annotated[str | None, Field(description="Kernelspec for a new kernel. Default: the notebook's own, then python3.")] = None,
+    kernel_name: Annotated[str | None, Field(description="Kernelspec or environment (see list_kernels). Default: the notebook's own, else the workspace's environment.")] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookUsed]:
-    """Open (mode="connect") or create (mode="create") a notebook, attach a kernel to it, and make it this connection's current notebook.
+    """Open (mode="connect") or create (mode="create") a notebook with a kernel, and make it this connection's current notebook (later tools default to it).
 
-    Later tools act on the current notebook when notebook_name is omitted. Each notebook gets its own kernel unless you pass kernel_id of a running kernel to share it.
-    """
+    Each notebook gets its own kernel unless kernel_id names a running one to share; kernel_name on an open notebook changes its kernel."""
     server = state_of(ctx)
     state = connection_of(ctx)
     if notebook_path is None and mode == "connect" and notebook_name in state.names:
         path = state.names[notebook_name]  # a name this connection gave: switch back to it
     else:
         path = checked_path(server, notebook_path or notebook_name)
+    # Looked up here only for a new notebook; on an existing one, attach also adopts a kernel the
+    # Jupyter Server runs that this server did not start (a person's).
+    shared = server.kernels.get(kernel_id) if kernel_id is not None and mode == "create" else None
     if mode == "create":
         # A refused kernel must not leave behind a notebook the caller cannot
         # "create" again once the kernel question is settled.
         if kernel_id is None:
             server.kernels.ensure_room(path)
-        else:
-            server.kernels.get(kernel_id)
-        view = await server.store.create(path, kernelspec_metadata(server, kernel_name or "python3"))
+        choice = (
+            KernelChoice(shared.kernel_name, f"the running kernel {shared.kernel_id} was asked for")
+            if shared is not None
+            else KernelChoice(kernel_name, "kernel_name asked for it")
+            if kernel_name is not None
+            else server.kernels.choose(None)
+        )
+        spec = kernelspec_metadata(server, choice.kernel_name)
+        view = await server.store.create(path, spec)
     else:
         view = await server.store.read(path)
+    before_id = server.kernels.kernel_id_of(path)
+    before = server.kernels.kernels_by_id().get(before_id) if before_id else None
+    before_name = before.kernel_name if before is not None else None
     try:
-        if kernel_id is not None or kernel_name is not None:
-            kernel = await server.kernels.attach(
-                path, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel(server, view.notebook)
-            )
-        else:
+        if kernel_id is not None:
+            kernel = await server.kernels.attach(path, kernel_id=kernel_id)
+            choice = KernelChoice(kernel.kernel_name, f"the running kernel {kernel.kernel_id} was asked for")
+        elif kernel_name is not None:
+            choice = KernelChoice(kernel_name, "kernel_name asked for it")
+            kernel = await server.kernels.attach(path, kernel_name=kernel_name)
+        elif before is not None and not server.kernels.is_lost(path):
+            choice = KernelChoice(before.kernel_name, "the kernel it already runs on")
             kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
+        else:
+            if mode != "create":
+                choice = server.kernels.choose(view.notebook.get("metadata"))
+            kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=choice.kernel_name)).kernel
     except ToolFailure as failure:
         if mode == "create":
             # Refused where the kernel runs (a gateway's own limit, say), after the file was made.
@@ -96,6 +136,18 @@ async def use_notebook(
             )
             failure.args = (failure.message,)
         raise
+    changed = ""
+    if kernel_name is not None and kernel_id is None and mode != "create" and server.kernels.kernelspec(kernel.kernel_name):
+        # Asked for: the notebook says so too, in the same write as nothing else.
+        wrote, view = await server.store.mutate(path, kernel_change(server, kernel.kernel_name))
+        if before_name is not None and before_name != kernel.kernel_name:
+            gone = "was shut down" if before_id not in server.kernels.kernels_by_id() else "still runs for the notebooks that share it"
+            changed = (
+                f" Its kernel changed from {before_name} to {kernel.kernel_name}: this is a new kernel, and every "
+                f"variable, import and definition of the old session is gone (the old kernel {gone})."
+            )
+        if wrote:
+            changed += f" Its metadata now names the kernelspec '{kernel.kernel_name}'."
     state.names[notebook_name] = path
     state.current = path
     upgraded, said = upgrade_ahead(view)
@@ -104,20 +156,24 @@ async def use_notebook(
         notebook_path=path,
         cell_count=len(view.notebook.cells),
         kernel_id=kernel.kernel_id,
+        kernel_name=kernel.kernel_name,
+        kernel_reason=choice.reason if choice.kernel_name == kernel.kernel_name else "",
         revision=view.revision,
         format_upgraded=upgraded,
     )
     verb = "Created" if mode == "create" else "Opened"
+    why = f": {result.kernel_reason}" if result.kernel_reason else ""
     return answer(
         result.model_dump(),
         f"{verb} '{path}' ({result.cell_count} cells, revision {view.revision}) as '{notebook_name}' "
-        f"on kernel {kernel.kernel_id} ({kernel.kernel_name}). It is now this connection's current notebook.{said}",
+        f"on kernel {kernel.kernel_id}. It is now this connection's current notebook.{said}{changed}\n"
+        f"Kernel: {kernel.kernel_name}{why}.",
     )
 
 
 @tool_handler("list_notebooks")
 async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult, models.NotebookList]:
-    """List the notebooks this connection named with use_notebook and the notebooks that have a kernel, marking the current one."""
+    """List the notebooks this connection named with use_notebook and those with a kernel, marking the current one."""
     server = state_of(ctx)
     state = connection_of(ctx)
     entries: dict[str, models.NotebookEntry] = {}
@@ -149,9 +205,16 @@ async def unuse_notebook(
     notebook_name: Annotated[str, Field(description="The notebook to release: a name given to use_notebook or a path.")],
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.Released]:
-    """Release a notebook: forget its name on this connection and stop its kernel unless another notebook shares it. The file is not changed."""
+    """Release a notebook: forget its name here and stop its kernel unless another notebook shares it. The file is unchanged."""
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
+    attached = server.kernels.kernel_id_of(path)
+    if attached is not None:
+        await approve(
+            ctx, RELEASE_KERNEL,
+            f"Release '{path}' from its kernel {attached}: the kernel is shut down unless another notebook "
+            "shares it, and the variables it holds are lost.",
+        )
     kernel_id = await server.kernels.detach(path)
     state = connection_of(ctx)
     for name in [n for n, p in state.names.items() if p == path]:
@@ -167,10 +230,15 @@ async def restart_notebook(
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelRestarted]:
-    """Start a fresh kernel for the notebook, discarding its variables, imports and definitions. Use it when the kernel is gone (kernel_gone) or its state is broken."""
+    """Start a fresh kernel for the notebook (its variables, imports and definitions are lost): when the kernel is gone or its state is broken."""
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
     view = await server.store.read(path)
+    attached = server.kernels.kernel_id_of(path)
+    if attached is not None:
+        await approve(
+            ctx, RESTART_KERNEL, f"Restart the kernel of '{path}' (kernel {attached}): every variable it holds is lost."
+        )
     kernel = await server.kernels.restart(path, metadata_kernel=metadata_kernel(server, view.notebook))
     result = models.KernelRestarted(kernel_id=kernel.kernel_id, revision=view.revision)
     return answer(result.model_dump(), f"'{path}' now runs on a fresh kernel {kernel.kernel_id}; its previous session is gone.")
@@ -195,10 +263,7 @@ async def read_notebook(
     limit: Annotated[int, Field(description="How many cells to return (0 means all from start_index).", ge=0)] = 20,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookRead]:
-    """Read a page of the notebook's cells: indices, stable cell ids, types, sources and (detailed) outputs.
-
-    In a large notebook, call outline first and search_notebooks to find text, then read_cell what you need.
-    """
+    """Read a page of the notebook's cells: ids, types, sources and (detailed) outputs. In a large notebook, outline and search_notebooks first, then read_cell."""
     path = notebook_path(ctx, notebook_name)
     view = await state_of(ctx).store.read(path)
     cells = view.notebook.cells
@@ -257,10 +322,9 @@ async def connect_to_jupyter(
     jupyter_token: Annotated[str | None, Field(description="Its token (what `jupyter server list` shows after ?token=). Omit for a server without one.")] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.JupyterConnected]:
-    """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab) instead of where they start now.
+    """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab).
 
-    The server is checked first (reachable, a Jupyter Server, the token accepted); nothing changes when it fails. Kernels already running stay where they are; notebooks opened or restarted from now on get kernels there. Answers the server's version and kernelspecs.
-    """
+    Checked first (reachable, the token accepted); nothing changes on failure. Running kernels stay; notebooks opened or restarted afterwards get kernels there."""
     from jupyter_mcp_server.kernels.remote import (
         JupyterServerBackend,  # lazy: httpx only for remote kernels
     )
