@@ -35,6 +35,7 @@ OPERATIONS = (
     "search",
     "release_notebook",
     "list_variables",
+    "run_all",
 )
 
 
@@ -138,6 +139,7 @@ OURS = Profile.from_dict(
         "cwd": "{workspace}",
         "tools": {
             "create_notebook": _call("use_notebook", notebook_name="{notebook}", mode="create"),
+            "open_notebook": _call("use_notebook", notebook_name="{notebook}", mode="connect"),
             "insert_cell": _call(
                 "insert_cell",
                 notebook_name="{notebook}",
@@ -168,6 +170,8 @@ OURS = Profile.from_dict(
             "release_notebook": _call("unuse_notebook", notebook_name="{notebook}"),
             # Served with the introspection toolset only (workloads/introspection.py asks for it).
             "list_variables": _call("list_variables", notebook_name="{notebook}", limit=500),
+            # Served with the runs toolset only (workloads/runs.py asks for it).
+            "run_all": _call("run_cells", notebook_name="{notebook}", cells="all"),
         },
     }
 )

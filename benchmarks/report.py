@@ -84,6 +84,8 @@ METRICS: list[Metric] = [
     Metric("rss_8", "7 server RSS with 8 notebooks on 8 kernels", "MB", floor_key="rss_init"),
     Metric("concurrent_sleep", "8 eight notebooks sleep(1) at once", "s"),
     Metric("list_variables", "9 list_variables, 1,000 names, page of 500", "s", floor_key="round_trip"),
+    Metric("run_all", "10 run_cells(all) of the trivial notebook", "s"),
+    Metric("run_all_cells", "10 same cells, one execute_cell each", "s", floor_key="run_all"),
 ]
 
 

@@ -40,6 +40,8 @@ class Sizes:
     #: Notebooks searched, and the size of each (100 MB in full mode).
     corpus_notebooks: int = 1000
     corpus_notebook_bytes: int = 100_000
+    #: Trivial cells of the notebook run whole (workload 10).
+    run_cells: int = 200
 
 
 FULL = Sizes()
@@ -54,4 +56,5 @@ QUICK = Sizes(
     big_inserts=5,
     heavy_cells=2,
     corpus_notebooks=100,
+    run_cells=50,
 )

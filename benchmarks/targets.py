@@ -135,6 +135,11 @@ def _variables(r: Results) -> tuple[bool, str]:
     return value < 0.05, f"{value * 1e3:.1f} ms against 50 ms {_margin(value, 0.05)}"
 
 
+@target("run_cells of the trivial notebook <= 1.2x raw jupyter_client running its cells")
+def _run_all(r: Results) -> tuple[bool, str]:
+    return _ratio(r, "run_all", "run_all", 1.2)
+
+
 def verdicts(results: Results) -> list[dict[str, Any]]:
     out = []
     for t in TARGETS:

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from harness import Workload
 
-from . import concurrency, execution, finding, inserts, introspection, output, reading, startup
+from . import (
+    concurrency,
+    execution,
+    finding,
+    inserts,
+    introspection,
+    output,
+    reading,
+    runs,
+    startup,
+)
 
 STEPS: list[tuple[str, Workload]] = [
     ("spawn, first execution, memory at initialize", startup.spawn_and_first_execution),
@@ -23,4 +33,5 @@ STEPS: list[tuple[str, Workload]] = [
     ("big prints", output.big_prints),
     ("eight notebooks", concurrency.eight_notebooks),
     ("list variables", introspection.list_variables),
+    ("a whole notebook", runs.run_all),
 ]

@@ -36,8 +36,8 @@ MaxOutputChars = Annotated[
         description="Output characters returned (1024-262144); read_output pages the rest."
     ),
 ]
-CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
-CellId = Annotated[str | None, Field(description="The cell's stable id. Give this or cell_index, not both.")]
+CellIndex = Annotated[int | None, Field(description="0-based index; or give cell_id.")]
+CellId = Annotated[str | None, Field(description="Stable id; or give cell_index.")]
 
 
 def unified_diff(before: str, after: str) -> str:
@@ -256,7 +256,11 @@ async def clear_cell_output(
         cell["execution_count"] = None
         return cell["id"]
 
-    found_id, view = await state_of(ctx).store.mutate(path, change, expected_revision)
+    server = state_of(ctx)
+    found_id, view = await server.store.mutate(path, change, expected_revision)
+    runs = server.kernels.records.peek(path)
+    if runs is not None:
+        runs.forget_cell(found_id)  # its display ids are shown nowhere now
     upgraded, said = upgrade_by_edit(view)
     result = models.CellCleared(cell_id=found_id, revision=view.revision, format_upgraded=upgraded)
     return answer(result.model_dump(), f"Cleared the outputs of cell {found_id}; revision {view.revision}.{said}")

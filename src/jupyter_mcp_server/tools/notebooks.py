@@ -23,6 +23,7 @@ from jupyter_mcp_server.tools.rendering import (
     upgrade_ahead,
 )
 from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.tools.staleness import states_of
 
 # Undescribed in the listing, where each description is paid in every conversation:
 # use_notebook's says that tools default to the current notebook, and
@@ -277,10 +278,13 @@ async def read_notebook(
     lines = [f"'{path}': {len(cells)} cells, revision {view.revision}; {shown}"]
     if said:
         lines.insert(0, said.strip())
-    limits = InlineLimits.of(state_of(ctx).config)
+    server = state_of(ctx)
+    limits = InlineLimits.of(server.config)
+    states = states_of(server.kernels, path, view.notebook)
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
+        state = states.state_of(index)
         outputs, cuts = None, None
         if detailed and cell.get("cell_type") == "code":
             # Cut as the text of a result is: a page of cells with 50 MiB of
@@ -295,11 +299,12 @@ async def read_notebook(
                 cell_type=cell.get("cell_type"),
                 source=source if detailed else source_preview(source),
                 execution_count=cell.get("execution_count"),
+                execution_state=state,
                 outputs=outputs,
                 outputs_cut=cuts,
             )
         )
-        lines.append(cell_heading(index, cell))
+        lines.append(cell_heading(index, cell) + (f", {state}" if state else ""))
         lines.append(source if detailed else source_preview(source))
     result = models.NotebookRead(
         cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision, format_upgraded=upgraded
