@@ -98,6 +98,11 @@ class Run:
     answerable: bool = False
     #: What it asked its client and is waiting for, by server-minted key.
     input_requests: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: Whether the request that started it still waits for it (a task not yet answered): what
+    #: it asks with ``ask`` until then ends the request ``input_required``, outside any task.
+    gathering: bool = False
+    #: Set when it has gathered what it asked for (or asks through the task): time to be a task.
+    gathered: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     _answers: dict[str, asyncio.Future[Any]] = dataclasses.field(default_factory=dict)
     _kept_bytes: int = 0
 
@@ -144,6 +149,8 @@ class Run:
         for name, key in minted.items():
             self.input_requests[key] = requests[name]
             self._answers[key] = waiting[key]
+        # Only a task can be answered: a request still waiting for it answers with the task now.
+        self.gathered.set()
         self.status, self.status_message = INPUT_REQUIRED, "Waiting for the client's answer (tasks/update)."
         self.updated = time.time()
         try:
@@ -234,6 +241,7 @@ class RunRegistry:
         prepare: Callable[[Run], None] | None = None,
         fresh_context: bool = False,
         answerable: bool = False,
+        gathering: bool = False,
     ) -> Run:
         """Start `call` as a run of `owner`'s (``busy`` when `queue` is full).
 
@@ -264,6 +272,7 @@ class RunRegistry:
             notebook=notebook,
             status_message="Waiting for its turn on the kernel." if queue is not None else "Running.",
             answerable=answerable,
+            gathering=gathering,
         )
         self._runs[run.run_id] = run
         context = contextvars.Context() if fresh_context else contextvars.copy_context()
@@ -346,6 +355,17 @@ class RunRegistry:
             return True
         done, _ = await asyncio.wait({run.runner}, timeout=seconds)
         return bool(done)
+
+    async def gather(self, run: Run, seconds: float) -> None:
+        """Until `run` finishes, has gathered what it asked for (:attr:`Run.gathered`), or
+        `seconds` pass."""
+        if run.runner is None or run.runner.done():
+            return
+        gathered = asyncio.ensure_future(run.gathered.wait())
+        try:
+            await asyncio.wait({run.runner, gathered}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gathered.cancel()
 
     def forget(self, run: Run) -> None:
         self._runs.pop(run.run_id, None)

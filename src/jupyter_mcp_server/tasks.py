@@ -9,8 +9,17 @@ the call's capabilities, the call gets the configured grace
 (``JUPYTER_MCP_TASK_GRACE_SECONDS``, default 1 s) to finish; one that
 finishes answers as usual, one that does not answers with a
 ``CreateTaskResult`` (``resultType: "task"``) and goes on running. A tool
-whose support is ``required`` answers a task at once, and refuses a client
-that did not declare the extension (``-32021``).
+whose support is ``required`` always answers a task (once the grace is over,
+or sooner when it gathered its input, below), and refuses a client that did
+not declare the extension (``-32021``).
+
+A call gathers its input before it is a task (SEP-2322 composed with
+SEP-2663): while its request waits, what the tool asks with ``api.ask`` ends
+the request ``input_required`` (no task; the run is dropped), and the
+client calls again with the answers. The round on which ``ask`` has every
+answer escalates at once (``required``) or after the rest of the grace
+(``optional``, which may still answer as usual). Once it is a task, ``ask``
+asks through the task (``input_required``, ``tasks/update``).
 
 A task is a detached run (:mod:`jupyter_mcp_server.detached`): the same
 mechanism as ``detach=true`` and ``get_run``, answered in the extension's shape:
@@ -52,6 +61,7 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.types import RequestParams
 from pydantic import ConfigDict, Field
 
+from jupyter_mcp_server.asking import InputRequired
 from jupyter_mcp_server.client_logging import stop_hearing_this_request
 from jupyter_mcp_server.connections import client_of, header_of
 from jupyter_mcp_server.detached import (
@@ -199,20 +209,40 @@ class Tasks(Extension):
         meta.pop("progressToken", None)
         task_ctx = dataclasses.replace(ctx, meta=meta)
         run = runs.start(
-            owner=client_of(ctx), tool=params.name, call=lambda: call_next(task_ctx), prepare=_prepare, answerable=True
+            owner=client_of(ctx),
+            tool=params.name,
+            call=lambda: call_next(task_ctx),
+            prepare=_prepare,
+            answerable=True,
+            gathering=True,
         )
-        if support == "required":
-            return wire(run, result_type="task")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.grace_seconds
         try:
-            finished = await runs.wait(run, self.grace_seconds)
+            # Its gathering first: until it has every answer it asks for with `ask`, the call
+            # answers in its request (input_required, outside any task).
+            await runs.gather(run, self.grace_seconds)
+            if support != "required" and run.gathered.is_set() and not run.input_requests:
+                # Gathered: an optional one still answers as usual if it ends within the grace.
+                await runs.wait(run, max(0.0, deadline - loop.time()))
         except asyncio.CancelledError:
             if run.runner is not None:
                 run.runner.cancel()
             runs.forget(run)
             raise
-        if finished and run.runner is not None:
-            runs.forget(run)
-            return run.runner.result()
+        finally:
+            # Answered from here on: what it asks now, it asks through the task.
+            run.gathering = False
+        runner = run.runner
+        if runner is not None and runner.done() and not runner.cancelled():
+            asked = runner.exception()
+            if isinstance(asked, InputRequired):
+                # A gathering round: the client answers and calls again; no task yet.
+                runs.forget(run)
+                raise asked
+            if support != "required":
+                runs.forget(run)
+                return runner.result()
         return wire(run, result_type="task")
 
     def methods(self) -> Sequence[MethodBinding]:

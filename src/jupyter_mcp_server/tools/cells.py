@@ -158,10 +158,10 @@ async def edit_cell_source(
 
 @tool_handler("move_cell")
 async def move_cell(
-    source_index: Annotated[int | None, Field(description="Index of the cell to move. Give this or source_cell_id.")] = None,
-    source_cell_id: Annotated[str | None, Field(description="Id of the cell to move. Give this or source_index.")] = None,
-    target_index: Annotated[int | None, Field(description="The index the moved cell has afterwards. Give this or target_cell_id.")] = None,
-    target_cell_id: Annotated[str | None, Field(description="Move the cell to the position this other cell has now. Give this or target_index.")] = None,
+    source_index: Annotated[int | None, Field(description="Index of the cell to move; or give source_cell_id.")] = None,
+    source_cell_id: Annotated[str | None, Field(description="Id of the cell to move; or give source_index.")] = None,
+    target_index: Annotated[int | None, Field(description="Its index after the move; or give target_cell_id.")] = None,
+    target_cell_id: Annotated[str | None, Field(description="Move it where this cell is now; or give target_index.")] = None,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
@@ -184,8 +184,8 @@ async def move_cell(
 
 @tool_handler("delete_cell")
 async def delete_cell(
-    cell_indices: Annotated[list[int] | None, Field(description="Indices of the cells to delete. Give this or cell_ids_to_delete.")] = None,
-    cell_ids_to_delete: Annotated[list[str] | None, Field(description="Ids of the cells to delete. Give this or cell_indices.")] = None,
+    cell_indices: Annotated[list[int] | None, Field(description="Indices of the cells to delete; or give cell_ids_to_delete.")] = None,
+    cell_ids_to_delete: Annotated[list[str] | None, Field(description="Ids of the cells to delete; or give cell_indices.")] = None,
     include_source: Annotated[bool, Field(description="Return each deleted cell's source, so the deletion can be undone.")] = True,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
@@ -270,7 +270,7 @@ async def clear_cell_output(
 async def read_cell(
     cell_index: CellIndex = None,
     cell_id: CellId = None,
-    include_outputs: Annotated[bool, Field(description="Include the cell's outputs (images come back as image content).")] = True,
+    include_outputs: Annotated[bool, Field(description="Include its outputs (images as image content).")] = True,
     notebook_name: NotebookName = None,
     max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,

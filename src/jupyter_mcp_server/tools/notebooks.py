@@ -203,7 +203,7 @@ async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult
 
 @tool_handler("unuse_notebook")
 async def unuse_notebook(
-    notebook_name: Annotated[str, Field(description="The notebook to release: a name given to use_notebook or a path.")],
+    notebook_name: Annotated[str, Field(description="use_notebook name or path.")],
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.Released]:
     """Release a notebook: forget its name here and stop its kernel unless another notebook shares it. The file is unchanged."""
@@ -261,7 +261,7 @@ async def read_notebook(
     notebook_name: NotebookName = None,
     response_format: Annotated[Literal["brief", "detailed"], Field(description="brief: ids, types and the first line of each cell; detailed: full sources and outputs.")] = "brief",
     start_index: Annotated[int, Field(description="First cell to return (0-based).", ge=0)] = 0,
-    limit: Annotated[int, Field(description="How many cells to return (0 means all from start_index).", ge=0)] = 20,
+    limit: Annotated[int, Field(description="Cells to return (0: all from start_index).", ge=0)] = 20,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookRead]:
     """Read a page of the notebook's cells: ids, types, sources and (detailed) outputs. In a large notebook, outline and search_notebooks first, then read_cell."""

@@ -434,7 +434,7 @@ async def interrupt_kernel(
 
 @tool_handler("interrupt_notebook_session")
 async def interrupt_notebook_session(
-    notebook_name: Annotated[str, Field(description="The notebook whose running code to interrupt: a name given to use_notebook or a path.")],
+    notebook_name: Annotated[str, Field(description="use_notebook name or path.")],
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelOnly]:
     """Interrupt the code a notebook's kernel is running (like Ctrl-C); its variables are kept."""
