@@ -125,86 +125,104 @@ async def wait_for_file(path: Path, seconds: float = 20.0) -> None:
 async def test_remote_kernels_run_like_local_ones(workspace, tmp_path, jupyter):
     url, root = jupyter
     log = tmp_path / "server.log"
-    before = remote_kernels(url)
     async with serve_logged(
         workspace, log, "--jupyter-url", url, "--max-output-blocks", "3", *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}
     ) as client:
-        said: list[str] = []
-        used = await ok(client, "use_notebook", {"notebook_name": "far.ipynb", "mode": "create"})
-        kernel_id = used["kernel_id"]
-        assert remote_kernels(url) - before == {kernel_id}, "the kernel is not on the Jupyter Server"
-        assert (workspace / "far.ipynb").is_file(), "without --jupyter-contents notebooks stay local"
         # A local notebook's path means nothing on that server: no session names it there.
-        assert kernel_id not in sessions(url).values()
-        listed = await ok(client, "list_kernels")
-        assert listed["kernelspecs"] == ["python3"] and [k["kernel_id"] for k in listed["kernels"]] == [kernel_id]
-
-        # ok: outputs, the value, the execution count; the kernel works in the server's root.
-        result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 21\nkept * 2"})
-        said.append(dump(result))
-        assert not result.is_error, text_of(result)
-        assert result.structured_content["status"] == "ok" and result.structured_content["execution_count"] == 1
-        assert text_of(result) == f"{root}\n\n42", text_of(result)
-        stored = json.loads((workspace / "far.ipynb").read_text())["cells"][0]
-        assert stored["execution_count"] == 1 and stored["outputs"][0]["text"] == [f"{root}\n"]
-
-        # error: a traceback, code execution_error.
-        failed = await client.call_tool("execute_code", {"code": "1/0"})
-        said.append(dump(failed))
-        assert error_code(failed) == "execution_error" and failed.structured_content["error"]["ename"] == "ZeroDivisionError"
-
-        # truncation, counted exactly.
-        many = await client.call_tool("execute_code", {"code": "for i in range(6): display(i)"})
-        said.append(dump(many))
-        assert not many.is_error and many.structured_content["truncation"]["omitted_blocks"] == 3, dump(many)
-
-        # timeout: the kernel is interrupted over REST, the partial output comes back, the session survives.
-        started = time.monotonic()
-        timed = await client.call_tool("execute_code", {"code": "import time\nprint('before', flush=True)\ntime.sleep(30)", "timeout": 2})
-        said.append(dump(timed))
-        assert error_code(timed) == "timeout" and "before" in text_of(timed), text_of(timed)
-        assert time.monotonic() - started < 10
-        assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
-
-        # interrupt_kernel under a running call.
-        running = asyncio.create_task(
-            client.call_tool("execute_code", {"code": "import time\nopen('go-interrupt', 'w').close()\ntime.sleep(30)", "timeout": 60})
+        said, kernel_ids = await the_execution_essentials(
+            client, url, root, workspace, TOKEN, started=lambda kernel_id: kernel_id not in sessions(url).values()
         )
-        await wait_for_file(root / "go-interrupt")
-        interrupted = await ok(client, "interrupt_kernel", {"kernel_id": kernel_id})
-        assert interrupted == {"kernel_id": kernel_id}
-        result = await asyncio.wait_for(running, 15)
-        said.append(dump(result))
-        assert error_code(result) == "interrupted", text_of(result)
-        assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
-
-        # kernel_gone: somebody deletes the kernel on the server.
-        assert httpx.delete(f"{url}/api/kernels/{kernel_id}", headers=headers()).status_code == 204
-        gone = await refused(client, "execute_code", {"code": "kept"}, "kernel_gone")
-        said.append(dump(gone))
-        assert "restart_notebook" in text_of(gone)
-        # ...and under a running execution.
-        restarted = await ok(client, "restart_notebook", {})
-        assert restarted["kernel_id"] in remote_kernels(url)
-        running = asyncio.create_task(
-            client.call_tool("execute_code", {"code": "import time\nopen('go-delete', 'w').close()\ntime.sleep(30)", "timeout": 60})
-        )
-        await wait_for_file(root / "go-delete")
-        httpx.delete(f"{url}/api/kernels/{restarted['kernel_id']}", headers=headers())
-        result = await asyncio.wait_for(running, 20)
-        said.append(dump(result))
-        assert error_code(result) == "kernel_gone", text_of(result)
-        fresh = await ok(client, "restart_notebook", {})
-        assert text_of(await client.call_tool("execute_code", {"code": "'fresh'"})) == "'fresh'"
-
-        capabilities = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
-        assert capabilities["kernelspecs"] == ["python3"]
     # The server stops the kernels it started there.
-    assert fresh["kernel_id"] not in remote_kernels(url)
+    assert not set(kernel_ids) & remote_kernels(url)
     text = log.read_text()
     assert "jupyter_mcp_server" in text, "the log at DEBUG should say something"
     assert TOKEN not in text, "the token is in the server's log"
     assert all(TOKEN not in answer for answer in said)
+
+
+async def the_execution_essentials(
+    client: Client, url: str, root: Path, workspace: Path, token: str, started: Any = None
+) -> tuple[list[str], list[str]]:
+    """The execution suite's essentials on kernels at `url` (a Jupyter Server, or a kernel
+    gateway), through a server started with ``--jupyter-url url --max-output-blocks 3``:
+    what the client was told, and the ids of the kernels it used. ``started(kernel_id)``,
+    when given, is checked once the first kernel is there."""
+    auth = {"Authorization": f"token {token}"}
+
+    def kernels_there() -> set[str]:
+        return {kernel["id"] for kernel in httpx.get(f"{url}/api/kernels", headers=auth).json()}
+
+    before = kernels_there()
+    said: list[str] = []
+    used = await ok(client, "use_notebook", {"notebook_name": "far.ipynb", "mode": "create"})
+    kernel_id = used["kernel_id"]
+    assert kernels_there() - before == {kernel_id}, "the kernel is not on the Jupyter Server"
+    assert (workspace / "far.ipynb").is_file(), "without --jupyter-contents notebooks stay local"
+    assert started is None or started(kernel_id)
+    listed = await ok(client, "list_kernels")
+    assert listed["kernelspecs"] == ["python3"] and [k["kernel_id"] for k in listed["kernels"]] == [kernel_id]
+
+    # ok: outputs, the value, the execution count; the kernel works in the server's root.
+    result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 21\nkept * 2"})
+    said.append(dump(result))
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["status"] == "ok" and result.structured_content["execution_count"] == 1
+    assert text_of(result) == f"{root}\n\n42", text_of(result)
+    stored = json.loads((workspace / "far.ipynb").read_text())["cells"][0]
+    assert stored["execution_count"] == 1 and stored["outputs"][0]["text"] == [f"{root}\n"]
+
+    # error: a traceback, code execution_error.
+    failed = await client.call_tool("execute_code", {"code": "1/0"})
+    said.append(dump(failed))
+    assert error_code(failed) == "execution_error" and failed.structured_content["error"]["ename"] == "ZeroDivisionError"
+
+    # truncation, counted exactly.
+    many = await client.call_tool("execute_code", {"code": "for i in range(6): display(i)"})
+    said.append(dump(many))
+    assert not many.is_error and many.structured_content["truncation"]["omitted_blocks"] == 3, dump(many)
+
+    # timeout: the kernel is interrupted over REST, the partial output comes back, the session survives.
+    started = time.monotonic()
+    timed = await client.call_tool("execute_code", {"code": "import time\nprint('before', flush=True)\ntime.sleep(30)", "timeout": 2})
+    said.append(dump(timed))
+    assert error_code(timed) == "timeout" and "before" in text_of(timed), text_of(timed)
+    assert time.monotonic() - started < 10
+    assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
+
+    # interrupt_kernel under a running call.
+    running = asyncio.create_task(
+        client.call_tool("execute_code", {"code": "import time\nopen('go-interrupt', 'w').close()\ntime.sleep(30)", "timeout": 60})
+    )
+    await wait_for_file(root / "go-interrupt")
+    interrupted = await ok(client, "interrupt_kernel", {"kernel_id": kernel_id})
+    assert interrupted == {"kernel_id": kernel_id}
+    result = await asyncio.wait_for(running, 15)
+    said.append(dump(result))
+    assert error_code(result) == "interrupted", text_of(result)
+    assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "21"
+
+    # kernel_gone: somebody deletes the kernel on the server.
+    assert httpx.delete(f"{url}/api/kernels/{kernel_id}", headers=auth).status_code == 204
+    gone = await refused(client, "execute_code", {"code": "kept"}, "kernel_gone")
+    said.append(dump(gone))
+    assert "restart_notebook" in text_of(gone)
+    # ...and under a running execution.
+    restarted = await ok(client, "restart_notebook", {})
+    assert restarted["kernel_id"] in kernels_there()
+    running = asyncio.create_task(
+        client.call_tool("execute_code", {"code": "import time\nopen('go-delete', 'w').close()\ntime.sleep(30)", "timeout": 60})
+    )
+    await wait_for_file(root / "go-delete")
+    httpx.delete(f"{url}/api/kernels/{restarted['kernel_id']}", headers=auth)
+    result = await asyncio.wait_for(running, 20)
+    said.append(dump(result))
+    assert error_code(result) == "kernel_gone", text_of(result)
+    fresh = await ok(client, "restart_notebook", {})
+    assert text_of(await client.call_tool("execute_code", {"code": "'fresh'"})) == "'fresh'"
+
+    capabilities = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
+    assert capabilities["kernelspecs"] == ["python3"]
+    return said, [kernel_id, restarted["kernel_id"], fresh["kernel_id"]]
 
 
 # --- A dropped websocket ------------------------------------------------------------
@@ -623,12 +641,18 @@ async def test_a_notebook_the_person_opened_first_runs_the_agents_code_on_the_pa
 # --- Live collaboration: the agent's edits in the document JupyterLab has open ---------------
 
 
-class RoomChannel:
-    """A collaboration room's websocket (tornado's client) as a pycrdt provider channel."""
+#: The first byte of a Y websocket message that carries awareness.
+AWARENESS_MESSAGE = 1
 
-    def __init__(self, connection: Any, path: str) -> None:
+
+class RoomChannel:
+    """A collaboration room's websocket (tornado's client) as a pycrdt provider channel; the
+    awareness updates it carries (which the provider ignores) go into `awareness`."""
+
+    def __init__(self, connection: Any, path: str, awareness: Any) -> None:
         self.connection = connection
         self._path = path
+        self.awareness = awareness
 
     @property
     def path(self) -> str:
@@ -641,6 +665,10 @@ class RoomChannel:
         message = await self.connection.read_message()
         if message is None:
             raise StopAsyncIteration
+        if message[0] == AWARENESS_MESSAGE:
+            from pycrdt import read_message
+
+            self.awareness.apply_awareness_update(read_message(bytes(message[1:])), "room")
         return bytes(message)
 
     async def send(self, message: bytes) -> None:
@@ -653,9 +681,10 @@ class RoomChannel:
 @contextlib.asynccontextmanager
 async def person_in_jupyterlab(url: str, path: str) -> AsyncIterator[Any]:
     """What JupyterLab does to open a notebook collaboratively: a session for the file, then its
-    room's websocket, synchronized into a local YNotebook (yielded)."""
+    room's websocket, synchronized into a local YNotebook (yielded; its ``awareness`` holds the
+    room's other clients' states as they arrive)."""
     from jupyter_ydoc import YNotebook
-    from pycrdt import Doc, Provider
+    from pycrdt import Awareness, Doc, Provider
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
@@ -665,9 +694,10 @@ async def person_in_jupyterlab(url: str, path: str) -> AsyncIterator[Any]:
     room = f"{session['format']}:{session['type']}:{session['fileId']}"
     ws_url = f"ws{url[4:]}/api/collaboration/room/{room}?sessionId={session['sessionId']}"
     connection = await websocket_connect(HTTPRequest(ws_url, headers=headers()))
-    notebook = YNotebook(Doc())
+    ydoc = Doc()
+    notebook = YNotebook(ydoc, Awareness(ydoc))
     try:
-        async with Provider(notebook.ydoc, RoomChannel(connection, room)):
+        async with Provider(notebook.ydoc, RoomChannel(connection, room, notebook.awareness)):
             yield notebook
     finally:
         connection.close()
@@ -769,6 +799,67 @@ async def test_the_agents_running_cell_shows_running_in_the_page_and_its_outputs
                 await eventually(lambda: page.ycells[0].get("execution_state") == "idle")
                 await eventually(lambda: page.get()["cells"][0]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "first\nsecond\n"}])
                 assert page.get()["cells"][0]["execution_count"] == 1
+        text = log.read_text(errors="replace")
+        assert "jupyter_mcp_server/" not in text, text[-4000:]
+
+
+def agents_shown(page: Any) -> list[dict[str, Any]]:
+    """The awareness states in the page's room that name this server's agent."""
+    return [
+        state for state in page.awareness.states.values()
+        if str((state.get("user") or {}).get("username", "")).startswith("jupyter-mcp-server")
+    ]
+
+
+async def test_the_agent_is_a_named_collaborator_in_the_room_while_it_works(tmp_path):
+    """In the room's awareness, as JupyterLab reads it: the MCP client's name, a colour, and a
+    caret at the end of the cell it wrote or is running (a Y relative position the person's
+    document resolves); gone a few seconds after its last edit, and after a run ends."""
+    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    from mcp.types import Implementation
+    from pycrdt import StickyIndex
+
+    from jupyter_mcp_server.presence import LINGER
+
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+    ) as (url, _, log):
+        async with (
+            httpx2.AsyncClient(headers=headers(), timeout=httpx2.Timeout(30, read=120)) as http,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy", client_info=Implementation(name="test-agent", version="1")) as client,
+        ):
+            await ok(client, "use_notebook", {"notebook_name": "aware.ipynb", "mode": "create"})
+            await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Before anyone looked"})
+            async with person_in_jupyterlab(url, "aware.ipynb") as page:
+                await eventually(lambda: sources(page) == ["# Before anyone looked"])
+                assert agents_shown(page) == []  # nobody was editing when the person came
+
+                inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "print('hello')"})
+                await eventually(lambda: len(agents_shown(page)) == 1 and len(sources(page)) == 2)
+                (state,) = agents_shown(page)
+                assert state["user"]["display_name"] == "test-agent (agent)"
+                assert state["user"]["color"] and state["user"]["initials"]
+                # The caret: at the end of the inserted cell's source, in the person's own document.
+                (caret,) = state["cursors"]
+                source = page.ycells[1]["source"]
+                assert StickyIndex.from_json(caret["head"], source).get_index() == len("print('hello')")
+                # Gone a few seconds after the last edit.
+                shown_at = time.monotonic()
+                await eventually(lambda: agents_shown(page) == [], seconds=LINGER + 3)
+                assert time.monotonic() - shown_at > LINGER - 1
+
+                # Running a cell: shown for the whole run, however long, then gone.
+                await ok(client, "overwrite_cell_source", {"cell_id": inserted["cell_id"], "cell_source": f"import time\ntime.sleep({LINGER + 2})"})
+                running = asyncio.create_task(client.call_tool("execute_cell", {"cell_id": inserted["cell_id"]}))
+                await eventually(lambda: page.ycells[1].get("execution_state") == "running", seconds=10)
+                await asyncio.sleep(LINGER + 0.5)
+                assert not running.done() and len(agents_shown(page)) == 1
+                assert not (await running).is_error
+                await eventually(lambda: agents_shown(page) == [], seconds=LINGER + 3)
         text = log.read_text(errors="replace")
         assert "jupyter_mcp_server/" not in text, text[-4000:]
 

@@ -637,3 +637,37 @@ async def test_forget_drops_the_document(store: NotebookStore, root: Path) -> No
     first = await store.read("g.ipynb")
     store.forget("g.ipynb")
     assert (await store.read("g.ipynb")).notebook is not first.notebook
+
+
+async def test_a_read_in_the_middle_of_an_in_place_save_reads_the_whole_file(store: NotebookStore, root: Path) -> None:
+    """Jupyter Server saves in place (truncate, then write): a read that lands between the two
+    sees an empty or half file. It is read again once the write is done, not refused."""
+    path = root / "saving.ipynb"
+    whole = save(path, notebook_with("1", "2"))
+    for cut in (b"", whole[: len(whole) // 2]):
+        # As jupyter_server's atomic_writing: a copy aside, then the file rewritten in place.
+        (root / ".~saving.ipynb").write_bytes(whole)
+        path.write_bytes(cut)
+
+        async def finish_the_write() -> None:
+            await asyncio.sleep(0.05)
+            path.write_bytes(whole)
+            (root / ".~saving.ipynb").unlink()
+
+        writer = asyncio.create_task(finish_the_write())
+        view = await store.read("saving.ipynb")
+        await writer
+        assert [cell.source for cell in view.notebook.cells] == ["1", "2"]
+
+
+async def test_a_file_cut_short_that_nobody_is_saving_is_refused_at_once(store: NotebookStore, root: Path) -> None:
+    whole = save(root / "cut.ipynb", notebook_with("1"))
+    (root / "cut.ipynb").write_bytes(whole[:-3])
+    started = time.monotonic()
+    await refused(INVALID_ARGUMENT, store.read("cut.ipynb"))
+    assert time.monotonic() - started < 0.1
+    # A save that never ends is waited for a while, not for ever.
+    (root / ".~cut.ipynb").write_bytes(whole)
+    started = time.monotonic()
+    await refused(INVALID_ARGUMENT, store.read("cut.ipynb"))
+    assert 0.5 < time.monotonic() - started < 3

@@ -246,6 +246,7 @@ def connect_jupyter_server(state: ServerState) -> None:
     refuses the token, so the server stops before it serves rather than failing every call."""
     from .kernels.remote import (  # lazy: httpx only for remote kernels
         JupyterServerBackend,
+        check_contents,
         check_server,
     )
 
@@ -254,6 +255,8 @@ def connect_jupyter_server(state: ServerState) -> None:
     names = ArgumentNames("--jupyter-url", "--jupyter-token")
     try:
         version, specs = asyncio.run(check_server(config.jupyter_url, config.jupyter_token, names=names))
+        if config.jupyter_contents:
+            asyncio.run(check_contents(config.jupyter_url, config.jupyter_token, names=names))
     except ToolFailure as error:
         raise ConfigError(error.message) from None
     backend = JupyterServerBackend(config.jupyter_url, config.jupyter_token, version=version, kernelspecs=specs)

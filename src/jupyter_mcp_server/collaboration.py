@@ -42,7 +42,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .connections import serving_client
 from .errors import INVALID_PATH, REVISION_CONFLICT, ToolFailure
+from .presence import GLOBAL_AWARENESS_ROOM, Presence
 from .store.store import revision_conflict
 
 logger = logging.getLogger(__name__)
@@ -60,6 +62,8 @@ class LiveDocuments:
         self.serverapp = serverapp
         self._locks: dict[str, asyncio.Lock] = {}
         self._warned = False
+        #: The agent, shown to the people in the rooms it works in.
+        self.presence = Presence(self._global_awareness)
 
     def _extension(self) -> Any:
         """The loaded collaboration extension app, or None (looked up each time: it may load after this one)."""
@@ -71,6 +75,13 @@ class LiveDocuments:
             if hasattr(app, "get_document"):
                 return app
         return None
+
+    def _global_awareness(self) -> Any:
+        """The awareness of JupyterLab's global room (its collaborators panel), or None."""
+        extension = self._extension()
+        server = getattr(extension, "ywebsocket_server", None)
+        room = getattr(server, "rooms", {}).get(GLOBAL_AWARENESS_ROOM)
+        return getattr(room, "awareness", None)
 
     def available(self) -> bool:
         return self._extension() is not None
@@ -105,7 +116,7 @@ class LiveDocuments:
         )
         if document is None or file_id not in extension.file_loaders:
             return None
-        return OpenRoom(document, extension.file_loaders[file_id])
+        return OpenRoom(document, extension.file_loaders[file_id], path)
 
     def lock(self, path: str) -> asyncio.Lock:
         return self._locks.setdefault(path, asyncio.Lock())
@@ -117,6 +128,13 @@ class OpenRoom:
 
     document: Any
     loader: Any
+    path: str
+
+    def ycell(self, cell_id: str | None) -> Any:
+        """The document's cell of this id, or None."""
+        if cell_id is None:
+            return None
+        return next((ycell for ycell in self.document.ycells if ycell.get("id") == cell_id), None)
 
     def notebook(self) -> Any:
         """The document as an nbformat notebook, every cell with its id."""
@@ -164,7 +182,7 @@ class LiveExecution:
     edit that ends the run, which replaces what was shown here."""
 
     def __init__(self, room: OpenRoom, cell_id: str) -> None:
-        self.cell = next((ycell for ycell in room.document.ycells if ycell.get("id") == cell_id), None)
+        self.cell = room.ycell(cell_id)
         self.room = room
 
     def start(self) -> None:
@@ -204,6 +222,11 @@ class LiveExecution:
             self.cell["execution_state"] = "idle"
 
 
+def _looks(cell: Any) -> tuple[Any, ...]:
+    """What changes in a cell when it is written or run (cheap to take of every cell)."""
+    return cell.get("source"), cell.get("execution_count"), len(cell.get("outputs") or ())
+
+
 class LiveStore:
     """The notebook store; a notebook open in JupyterLab is edited in its shared document."""
 
@@ -239,7 +262,8 @@ class LiveStore:
                 logger.debug("Could not show an output of %s in its open document", cell_id, exc_info=True)
 
         try:
-            yield show
+            with self.live.presence.holding(room.document.awareness, room.path, running.cell, serving_client()):
+                yield show
         finally:
             with contextlib.suppress(Exception):
                 running.end()
@@ -259,9 +283,13 @@ class LiveStore:
                 # From reading the document to setting it, nothing awaits: no keystroke
                 # can arrive in between and be overwritten.
                 notebook = room.notebook()
+                looked = {cell.get("id"): _looks(cell) for cell in notebook.cells}
                 result = change(notebook)
                 if room.document.get() != notebook:
                     room.document.set(notebook)
+                    # The person sees who changed it, and where: the first cell written.
+                    written = next((cell.get("id") for cell in notebook.cells if looked.get(cell.get("id")) != _looks(cell)), None)
+                    self.live.presence.show(room.document.awareness, key, room.ycell(written), serving_client())
                 if await room.save(notebook):
                     view = await self._store.read(key)
                     self._store.announce_write(key, view.revision)

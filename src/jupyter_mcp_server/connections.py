@@ -9,11 +9,44 @@ all key on this.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 #: The one peer of a stdio server.
 STDIO_CONNECTION = "stdio"
+
+
+#: The MCP client's name (its ``clientInfo``) for the request being served, for code called
+#: without its context (the collaboration extension's awareness names the agent by it).
+_serving_client: contextvars.ContextVar[str | None] = contextvars.ContextVar("jupyter_mcp_serving_client", default=None)
+
+
+def client_name_of(ctx: Any) -> str | None:
+    """The name the client gave in its ``clientInfo`` (None when it gave none)."""
+    request_context = getattr(ctx, "request_context", ctx)
+    params = getattr(getattr(request_context, "session", None), "client_params", None)
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    if not isinstance(name, str):
+        return None
+    return name.strip()[:80] or None
+
+
+def serving_client() -> str | None:
+    """The name of the client whose request is being served, or None."""
+    return _serving_client.get()
+
+
+@contextlib.contextmanager
+def serving_client_named(name: str | None) -> Iterator[None]:
+    """While a request is served: its client's name, for :func:`serving_client`."""
+    token = _serving_client.set(name)
+    try:
+        yield
+    finally:
+        _serving_client.reset(token)
 
 
 def _headers(ctx: Any) -> Any:

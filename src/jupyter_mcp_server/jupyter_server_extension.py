@@ -205,9 +205,12 @@ def configure(app: JupyterMCPServerApp) -> Application:
     except ConfigError as error:
         raise RuntimeError(f"jupyter_mcp_server: {error}") from None
     state = application.state
-    state.kernels.use_backend(
-        ServerAppBackend(serverapp.kernel_manager, serverapp.kernel_spec_manager, root, serverapp.session_manager)
-    )
+    backend = ServerAppBackend(serverapp.kernel_manager, serverapp.kernel_spec_manager, root, serverapp.session_manager)
+    state.kernels.use_backend(backend)
+    if backend.remote_specs:
+        # Kernels on a gateway (--GatewayClient.url): ask it for its kernelspecs once the
+        # server runs, so that the first notebook gets the right ones in its metadata.
+        _soon(backend.refresh, app.log)
     contents = serverapp.contents_manager
     use_contents = app.use_contents_manager
     if use_contents is None:
@@ -222,6 +225,19 @@ def configure(app: JupyterMCPServerApp) -> Application:
         "through its contents manager" if use_contents else f"in {root}",
     )
     return application
+
+
+def _soon(refresh: Any, log: Any) -> None:
+    """Run `refresh()` on Jupyter Server's event loop once it runs; a failure is only logged."""
+
+    async def run() -> None:
+        try:
+            await refresh()
+        except Exception as error:
+            log.warning("jupyter-mcp-server: could not ask the gateway for its kernelspecs yet (%s)", error)
+
+    with contextlib.suppress(RuntimeError):
+        asyncio.get_event_loop().call_soon(lambda: asyncio.ensure_future(run()))
 
 
 def _is_plain_directory(contents: Any, root: Path) -> bool:

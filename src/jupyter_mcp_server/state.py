@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .asking import UsedStates
 from .capabilities import CapabilityRegistry
 from .config import ServerConfig
-from .connections import session_of
+from .connections import client_name_of, serving_client_named, session_of
 from .detached import RunRegistry
 from .hooks import Hooks
 from .kernels.backends import LocalBackend
@@ -281,7 +281,8 @@ class ServingState:
         token = _serving.set(ctx.lifespan_context)
         connection = _serving_connection.set(session_of(ctx))
         try:
-            return await call_next(ctx)
+            with serving_client_named(client_name_of(ctx)):
+                return await call_next(ctx)
         finally:
             _serving_connection.reset(connection)
             _serving.reset(token)

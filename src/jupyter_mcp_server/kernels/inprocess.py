@@ -109,15 +109,44 @@ class ServerAppBackend:
         self.root_dir = Path(root_dir).resolve()
         #: Each notebook's kernel bound in Jupyter Server's sessions, for JupyterLab.
         self.sessions = ServerSessions(session_manager) if session_manager is not None else None
+        #: A gateway's kernelspecs (``--GatewayClient.url``), as last asked: its spec manager
+        #: answers only asynchronously, and what it inherits synchronously is this machine's.
+        self._remote_specs: dict[str, dict[str, str]] = {}
+
+    @property
+    def remote_specs(self) -> bool:
+        """Whether the kernelspecs are somewhere else (a gateway's), asked asynchronously."""
+        return inspect.iscoroutinefunction(getattr(self.kernel_spec_manager, "get_all_specs", None))
+
+    async def refresh(self) -> None:
+        """Ask a gateway for its kernelspecs (nothing to do for this machine's)."""
+        if not self.remote_specs:
+            return
+        specs = await self.kernel_spec_manager.get_all_specs()
+        self._remote_specs = {
+            name: {
+                "name": name,
+                "display_name": str(((entry or {}).get("spec") or {}).get("display_name") or name),
+                "language": str(((entry or {}).get("spec") or {}).get("language") or ""),
+            }
+            for name, entry in (specs or {}).items()
+        }
 
     def kernelspecs(self) -> list[str]:
+        if self.remote_specs:
+            return sorted(self._remote_specs)
         found = self.kernel_spec_manager.find_kernel_specs()
-        if inspect.isawaitable(found):  # an async spec manager (a gateway): not asked synchronously
+        if inspect.isawaitable(found):  # an async spec manager of another kind: not asked synchronously
             getattr(found, "close", lambda: None)()
             return []
         return sorted(found)
 
     def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
+        if self.remote_specs:
+            if not self._remote_specs:  # not asked yet: the gateway decides when the kernel starts
+                return {"name": kernel_name, "display_name": kernel_name, "language": ""}
+            known = self._remote_specs.get(kernel_name)
+            return dict(known) if known else None
         try:
             spec = self.kernel_spec_manager.get_kernel_spec(kernel_name)
         except Exception:
@@ -141,6 +170,11 @@ class ServerAppBackend:
         return "" if relative == "." else relative
 
     async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
+        if self.remote_specs:
+            try:
+                await self.refresh()
+            except Exception as error:  # the start below says what is wrong with the gateway
+                logger.debug("Could not ask the gateway for its kernelspecs: %s", error)
         known = self.kernelspecs()
         if known and kernel_name not in known:
             raise unknown_kernelspec(kernel_name, known, " in this Jupyter Server")
@@ -158,9 +192,12 @@ class ServerAppBackend:
 
     async def _connect(self, kernel_id: str, kernel_name: str | None) -> StartedKernel:
         kernel = self.kernel_manager.get_kernel(kernel_id)
+        if type(kernel).__module__.startswith("jupyter_server.gateway"):
+            return await self._connect_through_gateway(kernel_id, kernel_name)
         client = kernel.client()
-        client.start_channels()
         try:
+            # A gateway's client opens its websocket asynchronously; a local one, at once.
+            await ensure_async(client.start_channels())
             await client.wait_for_ready(timeout=READY_TIMEOUT)
         except Exception as error:
             client.stop_channels()
@@ -171,3 +208,31 @@ class ServerAppBackend:
                 f"Kernel '{kernel_name or kernel_id}' did not become ready: {error}",
             ) from error
         return StartedKernel(kernel_id, ServerKernel(self.kernel_manager, kernel_id), client)
+
+    async def _connect_through_gateway(self, kernel_id: str, kernel_name: str | None) -> StartedKernel:
+        """A kernel on the gateway of ``--GatewayClient.url``, reached over its websocket as
+        the remote backend reaches one, with the gateway's own URL and headers (Jupyter
+        Server's gateway kernel client sends no credentials on its websocket)."""
+        from jupyter_server.gateway.gateway_client import GatewayClient
+        from tornado.escape import url_escape
+
+        from jupyter_mcp_server.kernels.websocket import KernelWebSocket
+
+        gateway = GatewayClient.instance()
+        base = (gateway.ws_url or "").rstrip("/")
+        url = f"{base}/{gateway.kernels_endpoint.strip('/')}/{url_escape(kernel_id)}/channels"
+        headers = dict(gateway.load_connection_args().get("headers") or {})
+        channels = KernelWebSocket(url, headers)
+        try:
+            await channels.connect(READY_TIMEOUT)
+            await channels.wait_for_ready(READY_TIMEOUT)
+        except Exception as error:
+            channels.stop_channels()
+            if kernel_name is not None:
+                await ensure_async(self.kernel_manager.shutdown_kernel(kernel_id, now=True))
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"Kernel '{kernel_name or kernel_id}' on the gateway at {gateway.url} did not become ready: "
+                f"{type(error).__name__}",
+            ) from error
+        return StartedKernel(kernel_id, ServerKernel(self.kernel_manager, kernel_id), channels)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,13 @@ from urllib.parse import quote
 
 import httpx
 
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, TIMEOUT, ToolFailure
+from jupyter_mcp_server.errors import (
+    INVALID_ARGUMENT,
+    KERNEL_LIMIT,
+    NOT_FOUND,
+    TIMEOUT,
+    ToolFailure,
+)
 from jupyter_mcp_server.jupyter_urls import TOOL_ARGUMENTS, ArgumentNames, normalize_url
 from jupyter_mcp_server.kernels.backends import (
     READY_TIMEOUT,
@@ -40,6 +48,7 @@ __all__ = [
     "KernelWebSocket",
     "RemoteKernel",
     "RemoteSessions",
+    "check_contents",
     "check_server",
     "normalize_url",
     "open_remote_kernel",
@@ -63,6 +72,33 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"token {token}"} if token else {}
 
 
+#: What a kernel gateway says when it refuses a kernel for its own limit: Kernel Gateway's
+#: "Resource Limit" (``--KernelGatewayApp.max_kernels``), Enterprise Gateway's "A max kernels
+#: per user limit has been set to N ..." (``max_kernels_per_user``).
+_LIMIT_WORDS = re.compile(r"\blimit|max(imum)?[ _-]kernels|too many kernels", re.IGNORECASE)
+#: What tornado says for a bare 403: no more than that the request was refused.
+_BARE_REASONS = frozenset({"", "forbidden", "unauthorized"})
+
+
+def server_message(response: httpx.Response, token: str | None = None) -> str:
+    """What the server said about a refusal (its JSON ``message``, else ``reason``), short,
+    never the token; "" when it said nothing beyond the status."""
+    try:
+        body = response.json()
+        said = str(body.get("message") or body.get("reason") or "") if isinstance(body, dict) else ""
+    except ValueError:
+        said = ""
+    said = " ".join(redact(said, token).split())
+    return said if len(said) <= 300 else said[:297] + "..."
+
+
+def kernel_env() -> dict[str, str]:
+    """The ``KERNEL_*`` variables of this process, sent with each kernel start, as Jupyter
+    Server's own gateway client does: a gateway passes them to the kernel (Enterprise
+    Gateway reads ``KERNEL_USERNAME``, ``KERNEL_NAMESPACE``, ``KERNEL_IMAGE`` ... from them)."""
+    return {name: value for name, value in os.environ.items() if name.startswith("KERNEL_")}
+
+
 async def request(
     http: httpx.AsyncClient,
     method: str,
@@ -84,12 +120,27 @@ async def request(
             f"Check {names.url} and that the server is running.",
             argument=names.url,
         ) from None
+    said = server_message(response)
+    if response.status_code == 429 or (response.status_code == 403 and _LIMIT_WORDS.search(said)):
+        # A gateway at its kernel limit: the token was fine, and another kernel is not.
+        raise ToolFailure(
+            KERNEL_LIMIT,
+            f"The server at {server_url} refused {method} {url[len(server_url):]} for its own limit "
+            f"(HTTP {response.status_code}: {said or 'too many requests'}). Free a kernel there "
+            "(unuse_notebook here, or shut one down on that server), or ask its operator to raise "
+            "the limit (Kernel Gateway: --KernelGatewayApp.max_kernels; Enterprise Gateway: "
+            "--EnterpriseGatewayApp.max_kernels_per_user).",
+            http_status=response.status_code,
+            server_message=said,
+        )
     if response.status_code in (401, 403):
+        explained = f": {said}" if said.lower() not in _BARE_REASONS else ""
         raise ToolFailure(
             INVALID_ARGUMENT,
-            f"The Jupyter Server at {server_url} refused the token (HTTP {response.status_code}). "
+            f"The Jupyter Server at {server_url} refused the token (HTTP {response.status_code}{explained}). "
             f"Pass the token that server was started with as {names.token} "
-            "(it is printed when the server starts, or see `jupyter server list`).",
+            "(it is printed when the server starts, or see `jupyter server list`; behind JupyterHub, "
+            "a token of that user's with the access:servers scope).",
             argument=names.token,
         )
     if response.status_code >= 400:
@@ -145,6 +196,30 @@ async def check_server(
     return version, _kernelspecs_of(specs, server_url, names)
 
 
+async def check_contents(
+    server_url: str, token: str | None, *, timeout: float = REQUEST_TIMEOUT, names: ArgumentNames = TOOL_ARGUMENTS
+) -> None:
+    """That the server at `server_url` keeps notebooks (``GET /api/contents``): a kernel
+    gateway serves kernels only, and notebooks cannot be kept there."""
+    url = f"{server_url}/api/contents?content=0"
+    async with httpx.AsyncClient(timeout=timeout, headers=auth_headers(token)) as http:
+        try:
+            response = await http.get(url)
+        except httpx.HTTPError:
+            response = None
+        if response is not None and response.status_code in (404, 405):
+            raise ToolFailure(
+                NOT_FOUND,
+                f"The server at {server_url} has no contents API (GET /api/contents answered HTTP "
+                f"{response.status_code}): it runs kernels only, as a kernel gateway does, and cannot "
+                "keep notebooks. Run without --jupyter-contents (notebooks stay under --workspace-root "
+                f"and code runs there), or give {names.url} a Jupyter Server's URL.",
+                argument=names.url,
+            )
+        if response is None or response.status_code != 200:
+            await request(http, "GET", url, server_url, timeout, names)  # says what went wrong
+
+
 class RemoteKernel:
     """The REST side of one kernel: what the kernel layer calls its `manager`."""
 
@@ -196,6 +271,9 @@ class RemoteKernel:
             body: dict[str, Any] = {"name": kernel_name}
             if path is not None:
                 body["path"] = path
+            env = kernel_env()
+            if env:
+                body["env"] = env
             created = await request(http, "POST", f"{server_url}/api/kernels", server_url, timeout, names, json=body)
         try:
             kernel_id = str(created.json()["id"])

@@ -149,6 +149,23 @@ def parse_notebook(
     return Parsed(notebook, older_format)
 
 
+def maybe_half_written(data: bytes, fmt: str) -> bool:
+    """Whether a notebook that failed to parse may be a write still under way: empty, or not
+    JSON at all (a prefix of a document is not). Jupyter Server saves in place, so a reader
+    can see the file truncated, or half written; whether it is still changing tells."""
+    if not data.strip():
+        return True
+    if fmt != IPYNB:
+        return False
+    try:
+        json.loads(data)
+    except ValueError:  # JSONDecodeError, and UnicodeDecodeError for a cut character
+        return True
+    except RecursionError:  # nested too deep to parse: whole, and hostile
+        return False
+    return False
+
+
 def serialize_notebook(
     notebook: NotebookNode, fmt: str, cell_texts: CellTexts | None = None
 ) -> bytes:

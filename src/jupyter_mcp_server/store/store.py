@@ -126,6 +126,10 @@ class Files(Protocol):
         """The file's fingerprint, or None when there is no file."""
         ...
 
+    def being_saved(self, key: str) -> bool:
+        """Whether Jupyter Server is saving the file right now (it saves in place)."""
+        ...
+
     async def read_bytes(self, key: str) -> bytes: ...
 
     async def list_files(self, path: str, max_depth: int, pattern: str) -> list[dict[str, Any]]:
@@ -183,6 +187,14 @@ class WorkspaceFiles:
     async def stat(self, key: str) -> Fingerprint | None:
         status = self.workspace.stat(key)
         return None if status is None else Fingerprint.of(status)
+
+    def being_saved(self, key: str) -> bool:
+        # Jupyter Server's "atomic" save copies the file to .~NAME, rewrites the file in
+        # place, and removes the copy: while the copy is there, the file may be half written.
+        *parent, name = key.split("/")
+        with contextlib.suppress(ToolFailure, OSError):
+            return self.workspace.stat("/".join([*parent, f".~{name}"])) is not None
+        return False
 
     async def read_bytes(self, key: str) -> bytes:
         return self.workspace.read_bytes(key)
@@ -294,12 +306,21 @@ class _Patience:
         return True
 
 
+#: Seconds between two reads of a file that is being saved.
+TORN_READ_PAUSE = 0.02
+
+
 class NotebookStore:
     """Reads, creates and changes notebooks in a workspace (or other ``files``), noticing outside edits."""
 
     #: How long a change without ``expected_revision`` keeps trying a file that
     #: other writers keep changing under it before it is a ``revision_conflict``.
     write_deadline: float = 5.0
+    #: How long a notebook that reads as half written (empty, or not JSON) and is
+    #: still changing is read again before it is invalid: Jupyter Server saves a file in
+    #: place, so a read can land in the middle of its write (JupyterLab's saves of a
+    #: notebook a person has open).
+    torn_read_wait: float = 1.0
 
     def __init__(self, workspace: Workspace, files: Files | None = None) -> None:
         self.files: Files = files if files is not None else WorkspaceFiles(workspace)
@@ -472,7 +493,7 @@ class NotebookStore:
     def _lock(self, key: str) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
 
-    async def _current(self, key: str, fmt: str) -> _Document:
+    async def _current(self, key: str, fmt: str, waited: float = 0.0) -> _Document:
         """The document matching the file as it is now, parsing only if it changed."""
         checked_ns = time.time_ns()
         fingerprint = await self.files.stat(key)
@@ -507,6 +528,14 @@ class NotebookStore:
             notebook, older_format = formats.parse_notebook(data, fmt, key, previous)
         except ToolFailure:
             self._retire(key)  # keep its ids for when the file is fixed
+            if waited < self.torn_read_wait and formats.maybe_half_written(data, fmt):
+                # Read in the middle of Jupyter Server's in-place save? Then the file changed
+                # since, or is still being saved: read it again when it is done. A file that
+                # nobody is writing is broken, and said so at once.
+                changed = await self.files.stat(key) != fingerprint
+                if changed or self.files.being_saved(key):
+                    await asyncio.sleep(0 if changed else TORN_READ_PAUSE)
+                    return await self._current(key, fmt, waited + TORN_READ_PAUSE)
             raise
         document = _Document(
             notebook,

@@ -114,19 +114,29 @@ async def use_notebook(
     before_id = server.kernels.kernel_id_of(path)
     before = server.kernels.kernels_by_id().get(before_id) if before_id else None
     before_name = before.kernel_name if before is not None else None
-    if kernel_id is not None:
-        kernel = await server.kernels.attach(path, kernel_id=kernel_id)
-        choice = KernelChoice(kernel.kernel_name, f"the running kernel {kernel.kernel_id} was asked for")
-    elif kernel_name is not None:
-        choice = KernelChoice(kernel_name, "kernel_name asked for it")
-        kernel = await server.kernels.attach(path, kernel_name=kernel_name)
-    elif before is not None and not server.kernels.is_lost(path):
-        choice = KernelChoice(before.kernel_name, "the kernel it already runs on")
-        kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
-    else:
-        if mode != "create":
-            choice = server.kernels.choose(view.notebook.get("metadata"))
-        kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=choice.kernel_name)).kernel
+    try:
+        if kernel_id is not None:
+            kernel = await server.kernels.attach(path, kernel_id=kernel_id)
+            choice = KernelChoice(kernel.kernel_name, f"the running kernel {kernel.kernel_id} was asked for")
+        elif kernel_name is not None:
+            choice = KernelChoice(kernel_name, "kernel_name asked for it")
+            kernel = await server.kernels.attach(path, kernel_name=kernel_name)
+        elif before is not None and not server.kernels.is_lost(path):
+            choice = KernelChoice(before.kernel_name, "the kernel it already runs on")
+            kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
+        else:
+            if mode != "create":
+                choice = server.kernels.choose(view.notebook.get("metadata"))
+            kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=choice.kernel_name)).kernel
+    except ToolFailure as failure:
+        if mode == "create":
+            # Refused where the kernel runs (a gateway's own limit, say), after the file was made.
+            failure.message += (
+                f" The notebook {path!r} was created all the same: open it with "
+                'use_notebook(mode="connect") once a kernel can start.'
+            )
+            failure.args = (failure.message,)
+        raise
     changed = ""
     if kernel_name is not None and kernel_id is None and mode != "create" and server.kernels.kernelspec(kernel.kernel_name):
         # Asked for: the notebook says so too, in the same write as nothing else.
