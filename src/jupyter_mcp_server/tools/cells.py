@@ -6,7 +6,6 @@ Each change checks its arguments before touching the notebook, so a refused
 edit leaves the document exactly as it was.
 """
 
-import difflib
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -17,6 +16,7 @@ from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
+from jupyter_mcp_server.store.diffs import unified_diff
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, notebook_path
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
@@ -38,14 +38,6 @@ MaxOutputChars = Annotated[
 ]
 CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
 CellId = Annotated[str | None, Field(description="The cell's stable id (from read_notebook). Give this or cell_index, not both.")]
-
-
-def unified_diff(before: str, after: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True), after.splitlines(keepends=True), "before", "after", n=2
-        )
-    )
 
 
 def insertion_index(cells: list[Any], cell_index: int) -> int:
