@@ -221,3 +221,9 @@ def wait_until_healthy(process: Any, base: str, log: Callable[[], str], seconds:
         if time.monotonic() > deadline:
             pytest.fail(f"the server did not answer /healthz:\n{log()}")
         time.sleep(0.05)
+
+
+@pytest.fixture
+def history_toolset() -> tuple[str, ...]:
+    """The server arguments that serve the opt-in history toolset over stdio."""
+    return ("--toolsets", "history")

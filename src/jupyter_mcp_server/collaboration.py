@@ -265,6 +265,7 @@ class LiveStore:
                 if await room.save(notebook):
                     view = await self._store.read(key)
                     self._store.announce_write(key, view.revision)
+                    view = dataclasses.replace(view, previous_revision=before.revision)
                     if before.older_format is not None and view.older_format is None:
                         view = dataclasses.replace(view, upgraded_from=before.older_format)
                     return result, view

@@ -159,7 +159,7 @@ def serialize_notebook(
     """
     if fmt == IPYNB:
         try:
-            cells = (cell_texts or CellTexts()).cells_text(notebook["cells"], _disk_cell)
+            cells = (cell_texts or CellTexts()).cells_text(notebook["cells"], disk_cell)
             text = indented_json({**_disk_form(notebook, with_cells=False), "cells": cells})
         except NotPlainJson:
             from nbformat.v4.nbjson import BytesEncoder
@@ -312,10 +312,10 @@ def _disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, 
     }
     if not with_cells:
         return {**notebook, "metadata": metadata}
-    return {**notebook, "metadata": metadata, "cells": [_disk_cell(c) for c in notebook["cells"]]}
+    return {**notebook, "metadata": metadata, "cells": [disk_cell(c) for c in notebook["cells"]]}
 
 
-def _disk_cell(cell: dict[str, Any]) -> dict[str, Any]:
+def disk_cell(cell: dict[str, Any]) -> dict[str, Any]:
     disk = dict(cell)
     source = cell.get("source")
     if isinstance(source, str):

@@ -117,6 +117,12 @@ class CellTexts:
     def __init__(self) -> None:
         self._texts: dict[str, str] = {}
 
+    def fork(self) -> CellTexts:
+        """A copy to encode a notebook that may never be written, leaving this one as it is."""
+        fork = CellTexts()
+        fork._texts = dict(self._texts)
+        return fork
+
     def cells_text(self, cells: list[Any], disk_cell: Callable[[Any], Any]) -> Verbatim:
         """The ``cells`` list as it sits in the notebook; ``disk_cell`` gives a cell's stored form."""
         if not cells:

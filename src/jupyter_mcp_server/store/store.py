@@ -76,6 +76,10 @@ class NotebookView:
     older_format: str | None = None
     #: On the view a mutation answers with: the version that write upgraded the file from.
     upgraded_from: str | None = None
+    #: On the view a mutation answers with: the revision it was applied to.
+    previous_revision: str | None = None
+    #: On the view a mutation answers with: why the change is not in the notebook's history.
+    history_off: str | None = None
 
 
 @dataclass(frozen=True)
@@ -425,8 +429,8 @@ class NotebookStore:
             texts = self._cell_texts.setdefault(key, CellTexts())
             data = formats.serialize_notebook(document.notebook, fmt, texts)
             revision = revision_of(data)
-            if revision == document.revision:
-                return result, _view(key, document)  # same bytes: leave the file be
+            if revision == document.revision:  # same bytes: leave the file be
+                return result, replace(_view(key, document), previous_revision=revision)
             checked_ns = time.time_ns()
             fingerprint = await self.files.write(key, data, unchanged_since=document.snapshot)
         except ChangedMeanwhile:
@@ -435,11 +439,17 @@ class NotebookStore:
         except BaseException:
             self._retire(key)
             raise
-        upgraded_from = document.older_format
+        upgraded_from, previous = document.older_format, document.revision
         document = _Document(document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns))
         self._documents[key] = document
         self.announce_write(key, revision)
-        return result, replace(_view(key, document), upgraded_from=upgraded_from)
+        return result, replace(_view(key, document), upgraded_from=upgraded_from, previous_revision=previous)
+
+    def revision_if(self, view: NotebookView, notebook: NotebookNode) -> str:
+        """The revision ``view``'s file would have if it held ``notebook`` (nothing is written)."""
+        texts = self._cell_texts.get(view.path)
+        data = formats.serialize_notebook(notebook, view.format, texts.fork() if texts else None)
+        return revision_of(data)
 
     @contextlib.asynccontextmanager
     async def executing(self, path: str, cell_id: str) -> AsyncIterator[Callable[[dict[str, Any]], None] | None]:

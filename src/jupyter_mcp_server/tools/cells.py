@@ -249,7 +249,7 @@ async def read_cell(
     max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellRead]:
-    """Read one cell: its id, index, type, full source, execution count and outputs."""
+    """Read one cell: its id, index, type, full source, execution count, outputs and metadata (tags among it)."""
     limits = InlineLimits.of(state_of(ctx).config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
     view = await state_of(ctx).store.read(path)
@@ -272,9 +272,11 @@ async def read_cell(
         outputs=shown,
         outputs_cut=[models.OutputCut(**each) for each in cut] or None,
         revision=view.revision,
+        metadata=dict(cell.get("metadata", {})),
     )
+    tags = cell.get("metadata", {}).get("tags")
     return answer(
         result.model_dump(),
-        f"{cell_heading(index, cell)}\n{result.source}",
+        f"{cell_heading(index, cell)}{f' tags: {tags}' if tags else ''}\n{result.source}",
         output_blocks(outputs or [], link, limits),
     )
