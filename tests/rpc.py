@@ -17,6 +17,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,6 +32,8 @@ def environment(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("JUPYTER_MCP_CAPABILITIES", None)
     env.pop("JUPYTER_MCP_EXTENSIONS", None)
+    # Histories of the tests' throwaway notebooks stay out of the user's state directory.
+    env.setdefault("JUPYTER_MCP_HISTORY_DIR", os.path.join(tempfile.gettempdir(), f"jupyter-mcp-test-history-{os.getuid()}"))
     env.update(extra)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
     return env

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from .errors import ToolFailure
 from .jupyter_urls import ArgumentNames, normalize_url
 
@@ -103,6 +105,10 @@ class ServerConfig:
     inline_budget_chars: int = 16_384
     http_head_timeout: float = 10.0
     http_body_timeout: float = 30.0
+    #: Where each notebook's history is kept; None keeps none.
+    history_dir: Path | None = field(default_factory=lambda: default_history_dir())
+    history_max_entries: int = 500
+    history_max_bytes: int = 256 * 1024 * 1024
 
     @property
     def limits(self) -> dict[str, float | int]:
@@ -266,6 +272,30 @@ SETTINGS: tuple[Setting, ...] = (
         jupyter=True,
     ),
     Setting(
+        "history_dir",
+        "Where each notebook's history of changes is kept (default: the platform's user state "
+        "directory, ~/.local/state/jupyter-mcp-server/history on Linux); never inside the workspace. "
+        "'off' keeps none.",
+        str,
+        flag="--history-dir",
+        env="JUPYTER_MCP_HISTORY_DIR",
+        jupyter=True,
+    ),
+    Setting(
+        "history_max_entries",
+        "Entries kept in one notebook's history; past it the oldest are dropped.",
+        int,
+        env="JUPYTER_MCP_HISTORY_MAX_ENTRIES",
+        positive=True,
+    ),
+    Setting(
+        "history_max_bytes",
+        "Bytes one notebook's history may take on disk; past it the oldest entries are dropped.",
+        int,
+        env="JUPYTER_MCP_HISTORY_MAX_BYTES",
+        positive=True,
+    ),
+    Setting(
         "http_head_timeout",
         "HTTP: seconds a connection may take to send a request's line and headers.",
         float,
@@ -281,6 +311,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 SETTINGS_BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+
+#: The value of ``--history-dir`` that keeps no history.
+HISTORY_OFF = "off"
+
+
+def default_history_dir() -> Path:
+    """The platform's user state location for the server (``~/.local/state/...`` on Linux)."""
+    return platformdirs.user_state_path("jupyter-mcp-server") / "history"
+
 _DEFAULTS = ServerConfig(workspace_root=Path("."))
 
 
@@ -408,6 +447,8 @@ def checked(**values: Any) -> ServerConfig:
     else:
         values.pop("audit_log", None)
     values["log_level"] = str(values.get("log_level", "WARNING")).upper()
+    if "history_dir" in values:
+        values["history_dir"] = _history_dir(values["history_dir"], values["workspace_root"])
     known = {item.name for item in fields(ServerConfig)}
     config = ServerConfig(**{name: value for name, value in values.items() if name in known})
     if config.default_timeout > config.max_timeout:
@@ -436,6 +477,21 @@ def checked(**values: Any) -> ServerConfig:
             "--jupyter-contents needs --jupyter-url (or JUPYTER_URL): the Jupyter Server whose files to use."
         )
     return _replaced(config, jupyter_token=None)
+
+
+def _history_dir(given: Any, workspace_root: Path) -> Path | None:
+    """``--history-dir`` as a resolved directory, or None for 'off'; never inside the workspace."""
+    text = str(given).strip()
+    if text.lower() == HISTORY_OFF:
+        return None
+    directory = Path(text).expanduser().resolve()
+    if directory == workspace_root or workspace_root in directory.parents:
+        raise ConfigError(
+            f"--history-dir {text!r} is inside the workspace {str(workspace_root)!r}: the history is "
+            "the server's own state and stays out of the notebooks' folders (and their git). "
+            "Choose a directory outside it, or 'off'."
+        )
+    return directory
 
 
 def _replaced(config: ServerConfig, **changes: Any) -> ServerConfig:

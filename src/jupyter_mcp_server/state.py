@@ -31,6 +31,8 @@ from .kernels.turns import run_in_turn
 from .scratch import ScratchOutputs
 from .store import NotebookStore
 from .store.contents import RemoteContents
+from .store.history import Histories, Limits
+from .store.recording import Recorder
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -67,7 +69,15 @@ class ServerState:
         self.hooks = hooks
         self.extensions = extensions
         self.workspace = Workspace(config.workspace_root)
-        self.store: NotebookStore = NotebookStore(self.workspace)
+        #: Every notebook's history, in the server's state directory.
+        self.histories = Histories(
+            config.history_dir,
+            Limits(max_entries=config.history_max_entries, max_bytes=config.history_max_bytes),
+            off=None if config.history_dir is not None else "--history-dir is off",
+        )
+        self.store: NotebookStore = NotebookStore(
+            self.workspace, recorder=Recorder(self.histories, f"workspace:{self.workspace.root}")
+        )
         self.kernels = KernelManager(
             workspace_root=self.workspace.root,
             max_kernels=config.max_kernels,
@@ -98,7 +108,7 @@ class ServerState:
     def use_contents(self, files: Any) -> None:
         """Keep notebooks in a Jupyter Server's contents (a ``store.contents.ContentsFiles``)
         rather than under the workspace root; subscriptions keep hearing about writes."""
-        store = NotebookStore(self.workspace, files)
+        store = NotebookStore(self.workspace, files, Recorder(self.histories, f"contents:{files.identity}"))
         store.observers = self.store.observers
         self.store = store
 

@@ -79,6 +79,11 @@ class ContentsFiles:
         return f"on {self.where}"
 
     @property
+    def identity(self) -> str:
+        """Which contents these are, for what outlives the process (a notebook's history)."""
+        return self.where
+
+    @property
     def changing_where(self) -> str:
         return f"on {self.where} while it was being edited (somebody else is saving it)"
 
@@ -317,6 +322,10 @@ class ManagerContents(ContentsFiles):
 
     def __init__(self, manager: Any) -> None:
         self.manager = manager
+
+    @property
+    def identity(self) -> str:
+        return f"jupyter-server:{getattr(self.manager, 'root_dir', '')}"
 
     async def _get(self, path: str, *, content: bool) -> dict[str, Any] | None:
         from tornado.web import HTTPError

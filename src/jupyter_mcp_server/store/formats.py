@@ -160,12 +160,12 @@ def serialize_notebook(
     if fmt == IPYNB:
         try:
             cells = (cell_texts or CellTexts()).cells_text(notebook["cells"], disk_cell)
-            text = indented_json({**_disk_form(notebook, with_cells=False), "cells": cells})
+            text = indented_json({**disk_form(notebook, with_cells=False), "cells": cells})
         except NotPlainJson:
             from nbformat.v4.nbjson import BytesEncoder
 
             text = json.dumps(
-                _disk_form(notebook),
+                disk_form(notebook),
                 cls=BytesEncoder,
                 indent=1,
                 sort_keys=True,
@@ -298,7 +298,7 @@ def _carry_identity(
         used.add(cell.id)
 
 
-def _disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, Any]:
+def disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, Any]:
     """nbformat's ``split_lines`` + ``strip_transient``, without its deep copy.
 
     Only the containers that differ on disk are rebuilt; everything else is

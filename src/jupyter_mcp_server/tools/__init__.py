@@ -12,6 +12,7 @@ from typing import Any
 from jupyter_mcp_server.tools import (
     cells,
     editing,
+    history,
     inspecting,
     notebooks,
     outline,
@@ -74,4 +75,8 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     # Opt-in: batches, history, diffs and restores.
     NotebookTool(editing.apply_edits, "Apply Edits", False, True, False, False, editing.HISTORY_TOOLSET),
     NotebookTool(editing.set_cell_metadata, "Set Cell Metadata", False, False, True, False, editing.HISTORY_TOOLSET),
+    NotebookTool(history.notebook_history, "Notebook History", True, False, True, False, editing.HISTORY_TOOLSET),
+    NotebookTool(history.diff_notebook, "Diff Notebook Revisions", True, False, True, False, editing.HISTORY_TOOLSET),
+    NotebookTool(history.restore_notebook, "Restore Notebook Revision", False, True, False, False, editing.HISTORY_TOOLSET),
+    NotebookTool(history.checkpoint, "Checkpoint Notebook", False, False, True, False, editing.HISTORY_TOOLSET),
 )

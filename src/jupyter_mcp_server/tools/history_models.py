@@ -74,8 +74,9 @@ class HistoryEntry(Result):
     restored_from: str | None = None
 
 
-class NotebookHistory(Revisioned):
+class NotebookHistory(Result):
     path: str
+    revision: str | None = Field(description="The notebook's current revision; null when it is missing (deleted or renamed).")
     entries: list[HistoryEntry] = Field(description="Newest first.")
     total: int = Field(description="Entries kept.")
     dropped: int = Field(description="Older entries dropped to keep the history within its bounds.")
