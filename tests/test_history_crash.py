@@ -17,6 +17,7 @@ note).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import statistics
@@ -82,10 +83,10 @@ def check_history(root: Path, file_revision: str | None) -> list[dict]:
     history = histories.of(json.loads((directory / "index.json").read_text())["namespace"], NOTEBOOK)
     assert history is not None and history.directory == directory
     entries = history.entries()
-    for before, after in zip(entries, entries[1:]):
+    for before, after in itertools.pairwise(entries):
         assert after["previous_revision"] == before["revision"], entries
     for entry in entries:
-        header, cells = history.content(entry["revision"])  # raises when not kept
+        _, cells = history.content(entry["revision"])  # raises when not kept
         for _, digest in cells:
             history.blob(digest)
     if file_revision is not None:
