@@ -35,6 +35,9 @@ OPERATIONS = (
     "search",
     "release_notebook",
     "list_variables",
+    "apply_edits",
+    "diff_notebook",
+    "notebook_history",
 )
 
 
@@ -167,6 +170,10 @@ OURS = Profile.from_dict(
             "release_notebook": _call("unuse_notebook", notebook_name="{notebook}"),
             # Served with the introspection toolset only (workloads/introspection.py asks for it).
             "list_variables": _call("list_variables", notebook_name="{notebook}", limit=500),
+            # Served with the history toolset only (workloads/history.py asks for it).
+            "apply_edits": _call("apply_edits", notebook_name="{notebook}", operations="{operations}"),
+            "diff_notebook": _call("diff_notebook", notebook_name="{notebook}", from_revision="{revision}"),
+            "notebook_history": _call("notebook_history", notebook_name="{notebook}"),
         },
     }
 )

@@ -62,7 +62,8 @@ async def main_async(args: argparse.Namespace) -> int:
     )
     harness = Harness(sizes, profiles, root, log)
     try:
-        results = await harness.run(STEPS)
+        steps = [(title, step) for title, step in STEPS if not args.only or args.only in title]
+        results = await harness.run(steps)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     info["load_at_end"] = load_average()
@@ -90,6 +91,9 @@ def main() -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
         "--repetitions", type=int, default=0, help="repetitions (default 5, quick 2)"
+    )
+    parser.add_argument(
+        "--only", metavar="TEXT", default="", help="run only the workloads whose title holds TEXT (e.g. 'history')"
     )
     parser.add_argument(
         "--profile",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from harness import Workload
 
-from . import concurrency, execution, inserts, introspection, output, reading, startup
+from . import concurrency, execution, history, inserts, introspection, output, reading, startup
 
 STEPS: list[tuple[str, Workload]] = [
     ("spawn, first execution, memory at initialize", startup.spawn_and_first_execution),
@@ -21,4 +21,5 @@ STEPS: list[tuple[str, Workload]] = [
     ("big prints", output.big_prints),
     ("eight notebooks", concurrency.eight_notebooks),
     ("list variables", introspection.list_variables),
+    ("batches and history", history.batches_and_diffs),
 ]

@@ -9,10 +9,13 @@ kept (the workspace root, or a Jupyter Server's contents) and its path:
   before, the time, the tool, the client's name and connection (no tool: a
   change made outside the server, noticed when it next read the file);
 - ``revisions/<revision>``: each kept revision's content, as the notebook's
-  header (everything but the cells) and its cells' ids and digests;
-- ``blobs/<digest>``: the text of one cell, stored once however many
-  revisions hold it, so 100 revisions of a 2,000-cell notebook cost the
-  cells that changed, not 100 copies;
+  header (everything but the cells), its cells' ids and the digests of their
+  texts, and the packs that hold those texts;
+- ``packs/<revision>``: the cell texts a revision introduced, keyed by digest.
+  A text is stored once however many revisions hold it, so 100 revisions of
+  a 2,000-cell notebook cost the cells that changed, not 100 copies; and
+  one file per revision, however many cells it changed (a file costs a
+  millisecond or more to create on some disks);
 - ``index.json``: the notebook's path, checkpoints and how many entries were dropped;
 - ``pending.json``: a write this server is about to make (so that a write
   whose process died before its entry is still attributed to its tool).
@@ -49,7 +52,7 @@ from ..timestamps import iso_utc
 
 logger = logging.getLogger(__name__)
 
-#: Hex digits of a cell text's SHA-256 naming its blob.
+#: Hex digits of a cell text's SHA-256 naming it in the packs.
 DIGEST_CHARS = 24
 #: When over a bound, entries are dropped down to this share of it, so that
 #: dropping (which reads every kept revision) is not done at every write.
@@ -57,7 +60,7 @@ _DROP_TO = 0.9
 
 
 def digest_of(text: str) -> str:
-    """The name of the blob holding a cell's text."""
+    """The name of a cell's text in a notebook's history."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
 
 
@@ -163,7 +166,10 @@ class NotebookHistory:
         self.key = key
         self.limits = limits
         self._entries_cache: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
-        self._known_blobs: set[str] = set()
+        #: Which pack holds each cell text this process knows of, valid for one collection
+        #: generation (a collection by any process may delete packs).
+        self._where: dict[str, str] = {}
+        self._where_generation: int | None = None
         self._bytes: int | None = None
 
     # Files.
@@ -202,8 +208,8 @@ class NotebookHistory:
 
     # Content.
 
-    def _blob_path(self, digest: str) -> Path:
-        return self.directory / "blobs" / digest[:2] / digest
+    def _pack_path(self, name: str) -> Path:
+        return self.directory / "packs" / name
 
     def _revision_path(self, revision: str) -> Path:
         return self.directory / "revisions" / revision
@@ -212,35 +218,82 @@ class NotebookHistory:
         return self._revision_path(revision).exists()
 
     def store(self, revision: str, content: Content) -> None:
-        """Keep ``content`` as ``revision``'s (blobs first, then the revision that names them)."""
+        """Keep ``content`` as ``revision``'s (its new texts first, then the revision that names them)."""
         path = self._revision_path(revision)
         if path.exists():
             with contextlib.suppress(OSError):
                 os.utime(path)  # young again: not collected before its entry is written
             return
-        for digest, text in zip(content.digests, content.texts, strict=True):
-            if digest in self._known_blobs:
-                continue
-            blob = self._blob_path(digest)
-            if not blob.exists():
-                self._write_file(blob, zlib.compress(text.encode("utf-8", "surrogatepass"), 1))
-            self._known_blobs.add(digest)
-        # Ids (letters, digits, '-', '_') one a line and digests end to end: two strings
-        # encode at C speed, where a pair per cell of a 2,000-cell notebook does not.
-        record = {"header": content.header, "ids": "\n".join(content.ids), "digests": "".join(content.digests)}
-        self._write_file(path, zlib.compress(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1))
+        with self.locked():
+            where = self._known_packs()
+            new: dict[str, str] = {}
+            for digest, text in zip(content.digests, content.texts, strict=True):
+                if digest not in where and digest not in new:
+                    new[digest] = text
+            if new:
+                self._write_file(self._pack_path(revision), _packed(new))
+                where.update(dict.fromkeys(new, revision))
+            packs: list[str] = []
+            numbered: dict[str, int] = {}
+            at = []
+            for digest in content.digests:
+                pack = where[digest]
+                number = numbered.get(pack)
+                if number is None:
+                    number = numbered[pack] = len(packs)
+                    packs.append(pack)
+                at.append(number)
+            # Ids (letters, digits, '-', '_') one a line and digests end to end: strings
+            # encode at C speed, where a pair per cell of a 2,000-cell notebook does not.
+            record = {
+                "header": content.header,
+                "ids": "\n".join(content.ids),
+                "digests": "".join(content.digests),
+                "packs": packs,
+                "at": at,
+            }
+            self._write_file(path, _packed(record))
+
+    def _known_packs(self) -> dict[str, str]:
+        """Which pack holds each text of the latest revision (under the lock)."""
+        generation = int(self.index().get("collected", 0))
+        if self._where_generation != generation:
+            self._where, self._where_generation = {}, generation
+            last = self.last_revision()
+            if last is not None and self.has_content(last):
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    record = _unpacked(self._revision_path(last).read_bytes())
+                    digests, packs = record["digests"], record["packs"]
+                    for i, number in enumerate(record["at"]):
+                        self._where[digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]] = packs[number]
+        return self._where
+
+    def _record(self, revision: str) -> dict[str, Any]:
+        try:
+            return dict(_unpacked(self._revision_path(revision).read_bytes()))
+        except FileNotFoundError:
+            raise self.not_kept(revision) from None
 
     def content(self, revision: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         """A kept revision's header and cells (id, digest); ``not_found`` saying what is kept."""
-        try:
-            record = json.loads(zlib.decompress(self._revision_path(revision).read_bytes()))
-        except FileNotFoundError:
-            raise self.not_kept(revision) from None
+        record = self._record(revision)
         ids, digests = record["ids"].split("\n") if record["ids"] else [], record["digests"]
         return record["header"], [(cell_id, digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]) for i, cell_id in enumerate(ids)]
 
-    def blob(self, digest: str) -> str:
-        return zlib.decompress(self._blob_path(digest).read_bytes()).decode("utf-8", "surrogatepass")
+    def texts(self, revision: str, digests: set[str] | None = None) -> dict[str, str]:
+        """The texts of a kept revision's cells (only those of ``digests``, when given), by digest."""
+        record = self._record(revision)
+        all_digests, packs = record["digests"], record["packs"]
+        wanted: dict[str, set[str]] = {}
+        for i, number in enumerate(record["at"]):
+            digest = all_digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]
+            if digests is None or digest in digests:
+                wanted.setdefault(packs[number], set()).add(digest)
+        found: dict[str, str] = {}
+        for pack, needed in wanted.items():
+            texts = _unpacked(self._pack_path(pack).read_bytes())
+            found.update({digest: texts[digest] for digest in needed})
+        return found
 
     def not_kept(self, revision: str) -> ToolFailure:
         entries = self.entries()
@@ -395,21 +448,31 @@ class NotebookHistory:
             index["dropped"] = int(index.get("dropped", 0)) + dropped
             self.write_index(index)
             logger.info("History of %s: dropped its %d oldest entries to stay within bounds", self.key, dropped)
-        needed = {e["revision"] for e in kept} | set(self.index().get("checkpoints", {}).values())
+        index = self.index()
+        needed = {e["revision"] for e in kept} | set(index.get("checkpoints", {}).values())
         now = time.time()
-        blobs: set[str] = set()
+        packs: set[str] = set()
         for path in (self.directory / "revisions").glob("*"):
             young = now - path.stat().st_mtime < self.limits.young_seconds
             if path.name not in needed and not young:
                 path.unlink()
                 continue
-            with contextlib.suppress(OSError, ValueError):
-                blobs.update(digest for _, digest in self.content(path.name)[1])
-        for path in (self.directory / "blobs").glob("*/*"):
-            if path.name not in blobs and now - path.stat().st_mtime >= self.limits.young_seconds:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                packs.update(self._record(path.name)["packs"])
+        for path in (self.directory / "packs").glob("*"):
+            if path.name not in packs and now - path.stat().st_mtime >= self.limits.young_seconds:
                 path.unlink()
-                self._known_blobs.discard(path.name)
+        index["collected"] = int(index.get("collected", 0)) + 1
+        self.write_index(index)
         self._bytes = None
+
+
+def _packed(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+
+
+def _unpacked(data: bytes) -> Any:
+    return json.loads(zlib.decompress(data).decode("utf-8", "surrogatepass"))
 
 
 def _ends_with_newline(path: Path, size: int) -> bool:

@@ -58,8 +58,9 @@ def encoded_content(notebook: NotebookNode, texts: CellTexts) -> Content:
 def notebook_at(history: NotebookHistory, revision: str) -> NotebookNode:
     """The notebook as it was at ``revision`` (``not_found`` when it is not kept)."""
     header, cells = history.content(revision)
-    texts = [history.blob(digest) for _, digest in cells]
-    data = indented_json({**header, "cells": Verbatim("[" + ",".join(texts) + "]")}) + "\n"
+    texts = history.texts(revision)
+    joined = ",".join(texts[digest] for _, digest in cells)
+    data = indented_json({**header, "cells": Verbatim("[" + joined + "]")}) + "\n"
     return formats.parse_notebook(data.encode("utf-8"), formats.IPYNB, history.key).notebook
 
 
@@ -70,16 +71,17 @@ def diff_revisions(history: NotebookHistory, before: str, after: str) -> dict[st
     same = set(old_cells) & set(new_cells)
     shared: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def cells(listed: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    def cells(revision: str, listed: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        texts = history.texts(revision, {digest for pair in listed if pair not in same for _, digest in [pair]})
         out = []
         for pair in listed:
             if pair in same:
                 out.append(shared.setdefault(pair, {"id": pair[0]}))  # the same object: unchanged
             else:
-                out.append(_memory_cell(json.loads(history.blob(pair[1]))))
+                out.append(_memory_cell(json.loads(texts[pair[1]])))
         return out
 
-    diff = cell_diff(cells(old_cells), cells(new_cells))
+    diff = cell_diff(cells(before, old_cells), cells(after, new_cells))
     diff["metadata"] = metadata_diff(old_header.get("metadata", {}), new_header.get("metadata", {}))
     return diff
 
