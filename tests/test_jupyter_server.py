@@ -931,3 +931,23 @@ async def test_with_jupyter_collaboration_a_batch_and_a_restore_are_live_and_in_
                 assert listed["entries"][0]["tool"] == "restore_notebook"
         text = log.read_text(errors="replace")
         assert "jupyter_mcp_server/" not in text, text[-4000:]
+
+
+async def test_a_checkpoint_of_a_notebook_on_a_jupyter_server_is_a_jupyter_checkpoint(workspace, tmp_path, jupyter):
+    """JupyterLab's "Revert to checkpoint" lists the contents API's checkpoints: a named
+    checkpoint makes one there too, holding the notebook as it was."""
+    url, root = jupyter
+    async with serve_logged(
+        workspace, tmp_path / "server.log", "--jupyter-url", url, "--jupyter-contents", "--toolsets", "history",
+        *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN, "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history")},
+    ) as client:
+        await ok(client, "use_notebook", {"notebook_name": "checked.ipynb", "mode": "create"})
+        await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "kept = 1"})
+        marked = await ok(client, "checkpoint", {"name": "before the change"})
+        assert marked["jupyter_checkpoint"]
+        listed = httpx.get(f"{url}/api/contents/checked.ipynb/checkpoints", headers=headers()).json()
+        assert marked["jupyter_checkpoint"] in [c["id"] for c in listed]
+        await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "changed = 2"})
+        restored = await ok(client, "restore_notebook", {"revision": "before the change"})
+        assert restored["revision"] == marked["revision"]
+        assert [c["source"] for c in nbformat.read(root / "checked.ipynb", as_version=4).cells] == ["kept = 1"]

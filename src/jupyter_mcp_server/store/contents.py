@@ -94,6 +94,11 @@ class ContentsFiles:
     async def _put(self, path: str, model: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
+    async def create_checkpoint(self, key: str) -> dict[str, Any]:
+        """A checkpoint of the file through Jupyter's own checkpoints API (``id``,
+        ``last_modified``), the one JupyterLab's "Revert to checkpoint" offers."""
+        raise NotImplementedError
+
     # --- Paths ----------------------------------------------------------------------
 
     def locate(self, path: str) -> str:
@@ -314,6 +319,13 @@ class RemoteContents(ContentsFiles):
         saved: dict[str, Any] = response.json()
         return saved
 
+    async def create_checkpoint(self, key: str) -> dict[str, Any]:
+        response = await self._call("POST", f"{key}/checkpoints")
+        if response.status_code not in (200, 201):
+            raise self._refused(response, "POST", f"{key}/checkpoints")
+        created: dict[str, Any] = response.json()
+        return created
+
 
 class ManagerContents(ContentsFiles):
     """The contents manager of the Jupyter Server this process runs inside."""
@@ -349,3 +361,11 @@ class ManagerContents(ContentsFiles):
             return dict(await ensure_async(self.manager.save(model, path)))
         except HTTPError as error:
             raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not save {path!r}: {error.log_message or error}", path=path) from None
+
+    async def create_checkpoint(self, key: str) -> dict[str, Any]:
+        from tornado.web import HTTPError
+
+        try:
+            return dict(await ensure_async(self.manager.create_checkpoint(key)))
+        except HTTPError as error:
+            raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not checkpoint {key!r}: {error.log_message or error}", path=key) from None

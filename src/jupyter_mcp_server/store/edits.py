@@ -132,6 +132,7 @@ def plan_edits(notebook: NotebookNode, operations: list[dict[str, Any]]) -> Edit
 class _Planner:
     def __init__(self, notebook: NotebookNode, operations: list[dict[str, Any]]) -> None:
         self.cells: list[Any] = list(notebook["cells"])
+        self._ids = {cell["id"] for cell in self.cells}
         self.metadata: Any = notebook["metadata"]
         self._original_metadata = notebook["metadata"]
         #: Cells this batch made or copied: changing them again needs no copy.
@@ -216,7 +217,7 @@ class _Planner:
         _check_source(source)
         cell = formats.new_cell(operation.get("cell_type", "code"), source)
         wanted = operation.get("cell_id")
-        taken = {each["id"] for each in self.cells}
+        taken = self._ids
         if wanted is not None:
             if not isinstance(wanted, str) or not _CELL_ID.match(wanted):
                 raise ToolFailure(
@@ -233,6 +234,7 @@ class _Planner:
             while cell["id"] in taken or cell["id"] in self._deleted:
                 cell["id"] = self._new_id()
         self._deleted.pop(cell["id"], None)
+        self._ids.add(cell["id"])
         if operation.get("metadata"):
             cell["metadata"] = _merged(cell["metadata"], operation["metadata"])
             _check_cell(cell)
@@ -276,6 +278,7 @@ class _Planner:
     def _delete(self, operation: dict[str, Any]) -> dict[str, Any]:
         position = self._position(operation)
         cell = self.cells.pop(position)
+        self._ids.discard(cell["id"])
         self._deleted[cell["id"]] = len(self.steps)
         return {"cell_id": cell["id"], "cell_index": position}
 

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
+from jupyter_mcp_server.store.contents import ContentsFiles
 from jupyter_mcp_server.store.diffs import cell_diff, diff_text, metadata_diff
 from jupyter_mcp_server.store.history import EDIT_ORIGIN, NotebookHistory, Origin
 from jupyter_mcp_server.store.recording import diff_revisions, notebook_at
@@ -224,5 +225,14 @@ async def checkpoint(
         history.checkpoint(name, view.revision)
     except OSError as error:
         raise ToolFailure(UNSUPPORTED, f"The checkpoint could not be kept: {error.strerror or error}.") from error
-    result = hm.Checkpointed(name=name, revision=view.revision)
-    return answer(result.model_dump(), f"Checkpoint {name!r} is revision {view.revision} of {view.path}.")
+    said = ""
+    jupyter = None
+    files = server.store.files
+    if isinstance(files, ContentsFiles):
+        # Notebooks on a Jupyter Server: its own checkpoint too, which JupyterLab's
+        # "Revert to checkpoint" offers (Jupyter's checkpoints have no names: the history keeps it).
+        created = await files.create_checkpoint(view.path)
+        jupyter = str(created.get("id"))
+        said = f" Jupyter checkpoint {jupyter} made too (JupyterLab: File > Revert Notebook to Checkpoint)."
+    result = hm.Checkpointed(name=name, revision=view.revision, jupyter_checkpoint=jupyter)
+    return answer(result.model_dump(), f"Checkpoint {name!r} is revision {view.revision} of {view.path}.{said}")
