@@ -152,7 +152,7 @@ class Histories:
             candidate = NotebookHistory(directory, namespace, "", self.limits)
             with contextlib.suppress(OSError, ValueError):
                 index = candidate.index()
-                if index.get("namespace") == namespace and candidate.last_revision() == revision:
+                if index.get("namespace") == namespace and candidate.last_revision_read() == revision:
                     found.append(str(index["path"]))
         return found
 
@@ -338,6 +338,21 @@ class NotebookHistory:
     def last_revision(self) -> str | None:
         entries = self.entries()
         return entries[-1]["revision"] if entries else None
+
+    def last_revision_read(self) -> str | None:
+        """The last entry's revision, reading only the end of the file (for a look at many histories)."""
+        try:
+            with open(self.directory / "entries.jsonl", "rb") as file:
+                file.seek(max(0, file.seek(0, os.SEEK_END) - 4096))
+                lines = file.read().splitlines()
+        except FileNotFoundError:
+            return None
+        for line in reversed(lines):
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict) and isinstance(entry.get("revision"), str):
+                    return str(entry["revision"])
+        return None
 
     def intend(self, revision: str | None, previous: str | None, origin: Origin | None) -> None:
         """Say which write comes next, for a process that dies before its entry."""

@@ -314,7 +314,7 @@ class NotebookStore:
             texts = self._texts(key)
             data = formats.serialize_notebook(notebook, fmt, texts)
             revision = revision_of(data)
-            note = self._will_write(key, notebook, revision, None, texts)
+            note = self._will_write(key, notebook, revision, None, texts, None)
             checked_ns = time.time_ns()
             try:
                 fingerprint = await self.files.write(key, data, exclusive=True)
@@ -407,7 +407,7 @@ class NotebookStore:
             if revision == document.revision:  # same bytes: leave the file be
                 texts.take_written()
                 return result, replace(_view(key, document), previous_revision=revision, history_off=note)
-            note = note or self._will_write(key, document.notebook, revision, document.revision, texts)
+            note = self._will_write(key, document.notebook, revision, document.revision, texts, note)
             checked_ns = time.time_ns()
             fingerprint = await self.files.write(key, data, unchanged_since=document.snapshot)
         except ChangedMeanwhile:
@@ -440,11 +440,11 @@ class NotebookStore:
         return await self.recorder.before_write(key, notebook, revision, texts, self.files.stat)
 
     def _will_write(
-        self, key: str, notebook: NotebookNode, revision: str, previous: str | None, texts: CellTexts
+        self, key: str, notebook: NotebookNode, revision: str, previous: str | None, texts: CellTexts, note: str | None
     ) -> str | None:
-        written = texts.take_written()
-        if self.recorder is None:
-            return None
+        written = texts.take_written()  # always: the texts are not kept past this write
+        if self.recorder is None or note is not None:
+            return note
         return self.recorder.will_write(key, notebook, revision, previous, written)
 
     def _written(self, key: str, revision: str, previous: str | None) -> str | None:
