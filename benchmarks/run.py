@@ -3,6 +3,7 @@
 
     python benchmarks/run.py [--quick] [--json out.json] [--repetitions N]
                              [--profile other.json]...
+                             [--only 'words in a workload title']...
 
 Every workload of issue 6 is run against our server, spawned over stdio and
 driven by the official ``mcp.Client`` (``mode="legacy"``, the initialize
@@ -62,7 +63,7 @@ async def main_async(args: argparse.Namespace) -> int:
     )
     harness = Harness(sizes, profiles, root, log)
     try:
-        steps = [(title, step) for title, step in STEPS if not args.only or args.only in title]
+        steps = [step for step in STEPS if not args.only or any(word in step[0] for word in args.only)]
         results = await harness.run(steps)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -93,14 +94,18 @@ def main() -> int:
         "--repetitions", type=int, default=0, help="repetitions (default 5, quick 2)"
     )
     parser.add_argument(
-        "--only", metavar="TEXT", default="", help="run only the workloads whose title holds TEXT (e.g. 'history')"
-    )
-    parser.add_argument(
         "--profile",
         action="append",
         default=[],
         metavar="PATH",
         help="another MCP notebook server (JSON profile)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="WORDS",
+        help="run only the workloads whose title contains WORDS (repeatable), e.g. 'searching'",
     )
     args = parser.parse_args()
     return asyncio.run(main_async(args))

@@ -39,6 +39,9 @@ class Sizes:
     heavy_cells: int = 10
     #: Revisions between the two a diff_notebook compares (workload 10).
     history_revisions: int = 100
+    #: Notebooks searched, and the size of each (100 MB in full mode).
+    corpus_notebooks: int = 1000
+    corpus_notebook_bytes: int = 100_000
 
 
 FULL = Sizes()
@@ -53,4 +56,5 @@ QUICK = Sizes(
     big_inserts=5,
     heavy_cells=2,
     history_revisions=20,
+    corpus_notebooks=100,
 )

@@ -115,6 +115,14 @@ def _tools_list(r: Results) -> tuple[bool, str]:
     return size <= 24_000, f"{size:,.0f} B against 24,000 B {_margin(size, 24_000)}"
 
 
+@target("search of the corpus: first < 5 s, repeated < 200 ms, an outside change found at once")
+def _search(r: Results) -> tuple[bool, str]:
+    first, repeated = r.median("search_first"), r.median("search_repeat")
+    found = r.notes.get("search_changed_found", ["not checked"])
+    met = first < 5.0 and repeated < 0.2 and found == ["yes"]
+    return met, f"first {first:.2f} s, repeated {repeated * 1e3:.0f} ms; change found: {', '.join(found)}"
+
+
 @target("8 concurrent sleep(1) < 1.5 s wall")
 def _concurrent(r: Results) -> tuple[bool, str]:
     value = r.median("concurrent_sleep")

@@ -97,3 +97,47 @@ async def test_a_catastrophic_pattern_cannot_hang_the_server(workspace):
         started = time.monotonic()
         assert (await ok(client, "search_notebooks", {"query": "aaa!"}))["total"] == 1
         assert time.monotonic() - started < 3
+
+
+async def test_a_repeated_search_sees_every_change_made_by_another_program(workspace):
+    """Texts are kept between searches, never past a change: a rewrite of the same size, a
+    rewrite within the same clock tick, a deletion, a new file are all seen by the next search."""
+    import os
+
+    generated(workspace / "a.ipynb", 30)
+    generated(workspace / "b.ipynb", 30)
+    async with serve(workspace) as client:
+        assert (await ok(client, "search_notebooks", {"query": "value_17 ="}))["total"] == 2
+        # Another program replaces a's source text with one of the same length, keeping the mtime.
+        path = workspace / "a.ipynb"
+        before = path.stat()
+        path.write_text(path.read_text().replace("value_17 = 17", "renamed_ = 17"))
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert path.stat().st_size == before.st_size
+        found = await ok(client, "search_notebooks", {"query": "value_17 ="})
+        assert [m["notebook"] for m in found["matches"]] == ["b.ipynb"]
+        assert (await ok(client, "search_notebooks", {"query": "renamed_ ="}))["total"] == 1
+        os.remove(workspace / "b.ipynb")
+        generated(workspace / "c.ipynb", 20)
+        found = await ok(client, "search_notebooks", {"query": "value_17 ="})
+        assert [m["notebook"] for m in found["matches"]] == ["c.ipynb"] and found["notebooks_searched"] == 2
+
+
+async def test_search_answers_the_ids_every_other_tool_uses(workspace):
+    """Cells without ids on disk (an older notebook) get ids in the store; a match names those,
+    so that read_cell finds the cell, search after search."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("first = 1"), nbformat.v4.new_code_cell("needle = 2")]
+    data = json.loads(nbformat.writes(notebook))
+    data["nbformat_minor"] = 4
+    for cell in data["cells"]:
+        del cell["id"]
+    (workspace / "old.ipynb").write_text(json.dumps(data))
+    async with serve(workspace) as client:
+        ids = set()
+        for _ in range(2):
+            (match,) = (await ok(client, "search_notebooks", {"query": "needle"}))["matches"]
+            cell = await ok(client, "read_cell", {"notebook_name": "old.ipynb", "cell_id": match["cell_id"]})
+            assert cell["source"] == "needle = 2" and cell["cell_index"] == 1
+            ids.add(match["cell_id"])
+        assert len(ids) == 1

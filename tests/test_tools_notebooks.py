@@ -87,6 +87,10 @@ async def printed(client, code: str, notebook: str) -> str:
     return text_of(result)
 
 
+#: Bytes of the default tools/list (the benchmark's target too).
+TOOLS_LIST_BUDGET = 24_000
+
+
 async def check_tool_declarations(client) -> None:
     """Every tool is served with a title, a description, true annotations and an output schema."""
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -106,6 +110,9 @@ async def check_tool_declarations(client) -> None:
             assert hints.destructive_hint is False, name
     assert "timeout" in tools["execute_cell"].input_schema["properties"]
     assert "expected_revision" in tools["insert_cell"].input_schema["properties"]
+    # The default listing is read by the model in every conversation: a budget, in bytes as sent.
+    size = len((await client.list_tools()).model_dump_json(by_alias=True, exclude_none=True).encode())
+    assert size <= TOOLS_LIST_BUDGET, f"the default tools/list is {size:,} bytes, over {TOOLS_LIST_BUDGET:,}"
 
 
 async def test_use_list_share_restart_unuse(workspace):

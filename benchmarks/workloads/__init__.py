@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from harness import Workload
 
-from . import concurrency, execution, history, inserts, introspection, output, reading, startup
+from . import (
+    concurrency,
+    execution,
+    finding,
+    history,
+    inserts,
+    introspection,
+    output,
+    reading,
+    startup,
+)
 
 STEPS: list[tuple[str, Workload]] = [
     ("spawn, first execution, memory at initialize", startup.spawn_and_first_execution),
@@ -18,6 +28,7 @@ STEPS: list[tuple[str, Workload]] = [
     ("inserts", inserts.inserts),
     ("reading a big notebook", reading.read_big),
     ("reading 50 MiB of outputs", reading.read_heavy_outputs),
+    ("searching many notebooks", finding.search_corpus),
     ("big prints", output.big_prints),
     ("eight notebooks", concurrency.eight_notebooks),
     ("list variables", introspection.list_variables),

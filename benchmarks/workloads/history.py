@@ -18,6 +18,7 @@ from typing import Any
 
 from harness import Harness
 from profiles import OURS
+
 from workloads.reading import big_notebook, write_notebook
 
 NOTEBOOK = "history.ipynb"

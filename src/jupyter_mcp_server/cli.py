@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from jupyter_mcp_server.app import build_application, connect_jupyter_server
 from jupyter_mcp_server.config import ConfigError, ServerConfig, add_arguments, read_config
+from jupyter_mcp_server.deferred_imports import defer_iri_grammar
 from jupyter_mcp_server.version import __version__
 
 logger = logging.getLogger("jupyter_mcp_server")
@@ -84,6 +85,7 @@ def collect_garbage_less_often() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     release_freed_memory_promptly()
+    defer_iri_grammar()
     config = parse_config(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
         level=config.log_level,

@@ -31,6 +31,7 @@ from .kernels.turns import run_in_turn
 from .scratch import ScratchOutputs
 from .store import NotebookStore
 from .store.contents import RemoteContents
+from .store.derived import DerivedValues
 from .store.history import Histories, Limits
 from .store.recording import Recorder
 from .workspace import Workspace
@@ -53,6 +54,9 @@ class ConnectionState:
     names: dict[str, str] = field(default_factory=dict)
     current: str | None = None
 
+
+#: What the kept search texts may weigh (characters): a search reads at most as much.
+SEARCH_TEXTS_WEIGHT = 256 * 1024 * 1024
 
 class ServerState:
     """Everything a tool needs, built once from the configuration."""
@@ -88,6 +92,8 @@ class ServerState:
         self.interceptors: list[ExecutionInterceptor] = []
         #: Recent outputs of execute_code, for what its results left out.
         self.scratch = ScratchOutputs()
+        #: Each notebook's searchable texts, kept until the file changes (search_notebooks).
+        self.search_texts: DerivedValues[Any] = DerivedValues(SEARCH_TEXTS_WEIGHT)
         #: The Jupyter Server kernels start on, when not local (its backend).
         self.jupyter: Any = None
         #: By connection key, oldest first; bounded, since HTTP sessions end
@@ -111,6 +117,7 @@ class ServerState:
         store = NotebookStore(self.workspace, files, Recorder(self.histories, f"contents:{files.identity}"))
         store.observers = self.store.observers
         self.store = store
+        self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)  # kept for the other files
 
     def locate(self, path: str) -> str:
         """The canonical relative path of a notebook or directory where notebooks are kept;

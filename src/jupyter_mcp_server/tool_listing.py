@@ -8,6 +8,16 @@ argument and per schema, and for an optional argument ``anyOf: [{type: X},
 may leave out is simply not required, with its one type; the arguments are
 still checked by the same pydantic model, which also takes an explicit
 ``null`` from a client that sends one.
+
+An output schema tells a client what ``structuredContent`` will hold, and a
+client validates results against it; what it means is in the description
+and the docs. Listed, it keeps the result's own fields with their types,
+enumerations and which are required, and drops the rest: descriptions,
+titles and defaults (an output has none), and the shapes of nested
+objects (``$defs``: an error's fields, a file entry's;
+``additionalProperties``), which become ``object``;
+``anyOf`` a type or null becomes the list of the two types. What the
+listing keeps validates every result; it is half the bytes.
 """
 
 from __future__ import annotations
@@ -44,14 +54,48 @@ def compact(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+_PROSE = ("description", "title", "default")
+
+
+def compact_output(schema: Any) -> Any:
+    """An output schema as it validates, without prose (see the module's docstring)."""
+    if isinstance(schema, list):
+        return [compact_output(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        return {"type": "object"}
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$defs":
+            continue
+        if key in _PROSE and not isinstance(value, dict):
+            continue
+        if key == "additionalProperties":  # what a nested object's values are: its shape
+            continue
+        if key == "properties" and isinstance(value, dict):
+            kept[key] = {name: compact_output(sub) for name, sub in value.items()}
+        else:
+            kept[key] = compact_output(value)
+    alternatives = kept.get("anyOf")
+    if isinstance(alternatives, list) and len(alternatives) == 2 and _NULL in alternatives:
+        (other,) = [alternative for alternative in alternatives if alternative != _NULL]
+        if isinstance(other, dict) and set(other) == {"type"} and isinstance(other["type"], str):
+            del kept["anyOf"]
+            kept["type"] = [other["type"], "null"]
+    return kept
+
+
 def attach_compact_listing(server: Any) -> None:
-    """List every tool of `server` with compact input schemas."""
+    """List every tool of `server` with compact input and output schemas."""
 
     def compacted(original: Handler) -> Handler:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             for tool in getattr(result, "tools", []):
                 compact(tool.input_schema)
+                if tool.output_schema is not None:
+                    tool.output_schema = compact_output(tool.output_schema)
             return result
 
         return listed

@@ -32,12 +32,11 @@ from jupyter_mcp_server.tools.results import answer, tool_handler
 MaxOutputChars = Annotated[
     int | None,
     Field(
-        description="Output characters to return (1024-262144; default: the server's). "
-        "Longer outputs keep head and tail; read_output pages the rest."
+        description="Output characters returned (1024-262144); read_output pages the rest."
     ),
 ]
 CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
-CellId = Annotated[str | None, Field(description="The cell's stable id (from read_notebook). Give this or cell_index, not both.")]
+CellId = Annotated[str | None, Field(description="The cell's stable id. Give this or cell_index, not both.")]
 
 
 def insertion_index(cells: list[Any], cell_index: int) -> int:
@@ -106,7 +105,7 @@ async def overwrite_cell_source(
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellEdited]:
-    """Replace a cell's whole source (outputs are kept). Returns a unified diff of the change. For a small change prefer edit_cell_source."""
+    """Replace a cell's whole source (outputs are kept); returns the diff. For a small change prefer edit_cell_source."""
     path = notebook_path(ctx, notebook_name)
     found_id, diff, view = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, lambda _: cell_source)
     upgraded, said = upgrade_by_edit(view)
@@ -125,7 +124,7 @@ async def edit_cell_source(
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellEdited]:
-    """Replace an exact piece of a cell's source, like a text editor's find-and-replace. Fails if old_string is missing, or occurs more than once without replace_all."""
+    """Replace an exact piece of a cell's source (find-and-replace). Fails if old_string is missing, or occurs more than once without replace_all."""
     if old_string == "":
         raise ToolFailure(INVALID_ARGUMENT, "old_string is empty: give the exact text to replace.")
     path = notebook_path(ctx, notebook_name)

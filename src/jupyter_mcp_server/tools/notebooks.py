@@ -21,14 +21,11 @@ from jupyter_mcp_server.tools.rendering import (
 )
 from jupyter_mcp_server.tools.results import answer, tool_handler
 
-NotebookName = Annotated[
-    str | None,
-    Field(description="A use_notebook name or workspace path; default: the current notebook."),
-]
-ExpectedRevision = Annotated[
-    str | None,
-    Field(description="Refuse with revision_conflict unless the notebook is at this revision."),
-]
+# Undescribed in the listing, where each description is paid in every conversation:
+# use_notebook's says that tools default to the current notebook, and
+# get_notebook_revision's what an expected revision guards against.
+NotebookName = Annotated[str | None, Field()]
+ExpectedRevision = Annotated[str | None, Field()]
 
 
 def kernelspec_metadata(server: ServerState, kernel_name: str) -> dict[str, str]:
@@ -55,15 +52,14 @@ def metadata_kernel(server: ServerState, notebook: Any) -> str | None:
 async def use_notebook(
     notebook_name: Annotated[str, Field(description="The name to call this notebook by on this connection, or its path.")],
     notebook_path: Annotated[str | None, Field(description="Workspace-relative path (.ipynb or .py percent script). Omitted: notebook_name is the path.")] = None,
-    mode: Annotated[Literal["connect", "create"], Field(description="connect: open an existing notebook; create: make a new empty one.")] = "connect",
+    mode: Literal["connect", "create"] = "connect",  # the description says which does what
     kernel_id: Annotated[str | None, Field(description="Share this already running kernel (see list_kernels) instead of starting one.")] = None,
     kernel_name: Annotated[str | None, Field(description="Kernelspec for a new kernel. Default: the notebook's own, then python3.")] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookUsed]:
-    """Open (mode="connect") or create (mode="create") a notebook, attach a kernel to it, and make it this connection's current notebook.
+    """Open (mode="connect") or create (mode="create") a notebook with a kernel, and make it this connection's current notebook (later tools default to it).
 
-    Later tools act on the current notebook when notebook_name is omitted. Each notebook gets its own kernel unless you pass kernel_id of a running kernel to share it.
-    """
+    Each notebook gets its own kernel unless kernel_id names a running one to share."""
     server = state_of(ctx)
     state = connection_of(ctx)
     if notebook_path is None and mode == "connect" and notebook_name in state.names:
@@ -107,7 +103,7 @@ async def use_notebook(
 
 @tool_handler("list_notebooks")
 async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult, models.NotebookList]:
-    """List the notebooks this connection named with use_notebook and the notebooks that have a kernel, marking the current one."""
+    """List the notebooks this connection named with use_notebook and those with a kernel, marking the current one."""
     server = state_of(ctx)
     state = connection_of(ctx)
     entries: dict[str, models.NotebookEntry] = {}
@@ -139,7 +135,7 @@ async def unuse_notebook(
     notebook_name: Annotated[str, Field(description="The notebook to release: a name given to use_notebook or a path.")],
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.Released]:
-    """Release a notebook: forget its name on this connection and stop its kernel unless another notebook shares it. The file is not changed."""
+    """Release a notebook: forget its name here and stop its kernel unless another notebook shares it. The file is unchanged."""
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
     kernel_id = await server.kernels.detach(path)
@@ -157,7 +153,7 @@ async def restart_notebook(
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelRestarted]:
-    """Start a fresh kernel for the notebook, discarding its variables, imports and definitions. Use it when the kernel is gone (kernel_gone) or its state is broken."""
+    """Start a fresh kernel for the notebook (its variables, imports and definitions are lost): when the kernel is gone or its state is broken."""
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
     view = await server.store.read(path)
@@ -185,10 +181,7 @@ async def read_notebook(
     limit: Annotated[int, Field(description="How many cells to return (0 means all from start_index).", ge=0)] = 20,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookRead]:
-    """Read a page of the notebook's cells: indices, stable cell ids, types, sources and (detailed) outputs.
-
-    In a large notebook, call outline first and search_notebooks to find text, then read_cell what you need.
-    """
+    """Read a page of the notebook's cells: ids, types, sources and (detailed) outputs. In a large notebook, outline and search_notebooks first, then read_cell."""
     path = notebook_path(ctx, notebook_name)
     view = await state_of(ctx).store.read(path)
     cells = view.notebook.cells
@@ -247,10 +240,9 @@ async def connect_to_jupyter(
     jupyter_token: Annotated[str | None, Field(description="Its token (what `jupyter server list` shows after ?token=). Omit for a server without one.")] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.JupyterConnected]:
-    """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab) instead of where they start now.
+    """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab).
 
-    The server is checked first (reachable, a Jupyter Server, the token accepted); nothing changes when it fails. Kernels already running stay where they are; notebooks opened or restarted from now on get kernels there. Answers the server's version and kernelspecs.
-    """
+    Checked first (reachable, the token accepted); nothing changes on failure. Running kernels stay; notebooks opened or restarted afterwards get kernels there."""
     from jupyter_mcp_server.kernels.remote import (
         JupyterServerBackend,  # lazy: httpx only for remote kernels
     )

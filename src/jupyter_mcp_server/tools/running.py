@@ -267,10 +267,7 @@ async def execute_cell(
     max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
-    """Run a code cell on the notebook's kernel and store its outputs in the notebook (even when it fails).
-
-    Returns the outputs (text, images, tracebacks) and status ok, error, timeout or interrupted. On timeout the kernel is interrupted and the outputs so far are returned.
-    """
+    """Run a code cell on the notebook's kernel and store its outputs (even when it fails). Returns the outputs and status ok, error, timeout or interrupted; a timeout interrupts the kernel and returns the outputs so far."""
     server = state_of(ctx)
     seconds = effective_timeout(server, timeout)
     limits = InlineLimits.of(server.config, max_output_chars)
@@ -324,7 +321,7 @@ async def execute_code(
     max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
-    """Run scratch code on a notebook's kernel (or a given kernel_id) without storing it: for inspecting variables, installing packages, quick checks. Variables it defines stay in the kernel."""
+    """Run scratch code on a notebook's kernel (or kernel_id) without storing it: to inspect variables, install packages, check quickly. What it defines stays in the kernel."""
     server = state_of(ctx)
     seconds = effective_timeout(server, timeout)
     limits = InlineLimits.of(server.config, max_output_chars)
