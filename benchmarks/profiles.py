@@ -61,6 +61,7 @@ def server_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("JUPYTER_MCP_CAPABILITIES", None)
     env.pop("JUPYTER_MCP_EXTENSIONS", None)
+    env.pop("JUPYTER_MCP_APPROVE", None)  # the defaults, as a user runs them
     env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra or {})
     return env

@@ -47,6 +47,12 @@ METRICS: list[Metric] = [
     Metric("raw_round_trip", "3 same, the server alone (plain pipes)", "s"),
     Metric("execute_code", "3 warm execute_code 1+1", "s"),
     Metric("execute_cell", "3 warm execute_cell 1+1 (persisted)", "s", floor_key="execute_code"),
+    Metric(
+        "execute_code_transport",
+        "3 warm execute_code 1+1, kernel over IPC (ours-tcp: TCP)",
+        "s",
+        floor_key="execute_code",
+    ),
     Metric("insert_first", "4 insert_cell, first 50", "s"),
     Metric("insert_last", "4 insert_cell, last 50", "s"),
     Metric("insert_big", "4 insert_cell at the big notebook", "s"),
@@ -106,7 +112,9 @@ def table(results: Results, names: list[str]) -> tuple[str, list[dict[str, Any]]
     for metric in METRICS:
         floor_values = results.samples.get((metric.floor, "floor"))
         floor_median = statistics.median(floor_values) if floor_values else None
-        for who in ["ours", *names]:
+        # Variants of ours measured beside it (ours-tcp: the kernel over TCP) are shown as profiles are.
+        variants = sorted({who for key, who in results.samples if key == metric.key and who.startswith("ours-")})
+        for who in ["ours", *variants, *names]:
             values = results.samples.get((metric.key, who))
             if not values:
                 continue

@@ -155,6 +155,8 @@ def jupyter_server_process(
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         # Extensions keep databases here (jupyter_server_fileid's): not in the real home.
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        # As for every server the tests start (rpc.environment): nobody is there to approve.
+        "JUPYTER_MCP_APPROVE": "",
         **(env or {}),
     }
     (tmp_path / "data").mkdir(exist_ok=True)

@@ -32,6 +32,13 @@ def environment(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("JUPYTER_MCP_CAPABILITIES", None)
     env.pop("JUPYTER_MCP_EXTENSIONS", None)
+    # The environment a developer's shell has active is not the tests' business: a test that
+    # wants a launcher's environment says so.
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("CONDA_PREFIX", None)
+    # Nobody is there to approve anything: the tests of approvals (test_approvals.py) name
+    # the actions that ask, every other test's server asks about none.
+    env["JUPYTER_MCP_APPROVE"] = ""
     # Histories of the tests' throwaway notebooks stay out of the user's state directory.
     env.setdefault("JUPYTER_MCP_HISTORY_DIR", os.path.join(tempfile.gettempdir(), f"jupyter-mcp-test-history-{os.getuid()}"))
     env.update(extra)

@@ -246,3 +246,30 @@ async def test_two_clients_editing_with_batches_lose_nothing(tmp_path, workspace
             assert set(mine) | set(theirs) <= set(recorded)
             assert len(recorded) == len(set(recorded))
             assert {e["tool"] for e in listed["entries"]} <= {"apply_edits", "use_notebook", None}
+
+
+async def test_restoring_and_deleting_in_a_batch_ask_the_person_first(tmp_path, workspace, history_toolset):
+    from test_approvals import ASKING, Person
+
+    env = {**history_dir(tmp_path), **ASKING}
+    path = workspace / "asked.ipynb"
+    person = Person()
+    async with serve(workspace, *history_toolset, env=env, elicitation_callback=person) as client:
+        await ok(client, "use_notebook", {"notebook_name": "asked.ipynb", "mode": "create"})
+        first = await ok(client, "apply_edits", {"operations": [{"op": "insert", "source": "keep = 1", "cell_id": "k"}]})
+        assert person.asked == []  # nothing deleted: nothing asked
+        await ok(client, "apply_edits", {"operations": [{"op": "delete", "cell_id": "k"}, {"op": "insert", "source": "new"}]})
+        assert "Delete 1 cell(s)" in person.asked[-1] and "k ('keep = 1')" in person.asked[-1]
+        await ok(client, "restore_notebook", {"revision": first["revision"]})
+        assert f"Restore 'asked.ipynb' to revision {first['revision']}" in person.asked[-1]
+        assert "1 cell(s) come back, 1 go" in person.asked[-1]
+        assert revision_of(path.read_bytes()) == first["revision"]
+    declining = Person("decline")
+    before = path.read_bytes()
+    async with serve(workspace, *history_toolset, env=env, elicitation_callback=declining) as client:
+        result = await client.call_tool("apply_edits", {"notebook_name": "asked.ipynb", "operations": [{"op": "delete", "cell_id": "k"}]})
+        assert result.is_error and result.meta[ERROR_KEY]["code"] == "declined"
+        listed = await ok(client, "notebook_history", {"notebook_name": "asked.ipynb"})
+        result = await client.call_tool("restore_notebook", {"notebook_name": "asked.ipynb", "revision": listed["entries"][1]["revision"]})
+        assert result.is_error and result.meta[ERROR_KEY]["code"] == "declined"
+    assert path.read_bytes() == before

@@ -165,6 +165,7 @@ async def test_healthz_and_toolsets_say_what_is_served(server):
     assert {name: entry["default"] for name, entry in toolsets.items()} == {
         "notebooks": True,
         "introspection": False,
+        "environments": False,
         "history": False,
         "my-extension": True,
         "gateway": True,

@@ -60,6 +60,7 @@ def faulty(tmp_path: Path):
     left = wait_until_gone(seen, 15)
     assert not left, f"processes outlived the server: {sorted(left)}"
     assert sorted(p.name for p in runtime.glob("kernel-*.json")) == [], "connection files outlived the server"
+    assert sorted(p.name for p in runtime.glob("jmcp-*")) == [], "the runtime directory outlived the server"
 
 
 def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
@@ -170,7 +171,7 @@ def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
         rss_warm_mib=round(warm / 2**20), rss_after_floods_mib=round(after_flood / 2**20), rss_final_mib=round(final / 2**20)
     )
     assert final - warm < 150 * 2**20, figures
-    assert len(list(runtime.glob("kernel-*.json"))) >= 1
+    assert len(list(runtime.glob("jmcp-*/kernel-*.json"))) >= 1
     print(f"\nkernel faults: {figures}")
 
 
@@ -248,11 +249,20 @@ def test_a_killed_servers_connection_files_are_removed_by_the_next_server(tmp_pa
     theirs = runtime / "kernel-0b1c2d3e-aaaa-bbbb-cccc-0123456789ab.json"
     theirs.write_text("{}")
 
+    # An older server's file, left in the runtime directory itself by a server long gone.
+    older = runtime / "kernel-jmcp-999999999-0b1c2d3e-aaaa-bbbb-cccc-0123456789ab.json"
+    older.write_text("{}")
+
     killed = RawServer(workspace, "--capability", "kernel.prestart=off", env=env)
     killed.ok("use_notebook", {"notebook_name": "k.ipynb", "mode": "create"})
     kernels = descendants(killed.pid)
-    left = sorted(p.name for p in runtime.glob(f"kernel-jmcp-{killed.pid}-*.json"))
-    assert len(left) == 1, sorted(p.name for p in runtime.iterdir())
+    # Its private directory (mode 0700) holds the connection file and the kernel's Unix sockets.
+    (private,) = runtime.glob(f"jmcp-{killed.pid}-*")
+    assert private.stat().st_mode & 0o777 == 0o700
+    left = sorted(p.name for p in private.glob(f"kernel-jmcp-{killed.pid}-*.json"))
+    assert len(left) == 1, sorted(p.name for p in private.iterdir())
+    sockets = [p for p in private.iterdir() if p.is_socket()]
+    assert len(sockets) == 5, sorted(p.name for p in private.iterdir())
     killed.kill()
     assert not wait_until_gone(kernels, 30), "the killed server's kernel outlived it"
 
@@ -260,11 +270,12 @@ def test_a_killed_servers_connection_files_are_removed_by_the_next_server(tmp_pa
     try:
         live.ok("use_notebook", {"notebook_name": "l.ipynb", "mode": "create"})
         deadline = time.monotonic() + 30
-        while (runtime / left[0]).exists() and time.monotonic() < deadline:
+        while (private.exists() or older.exists()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not (runtime / left[0]).exists(), "the killed server's connection file survived the next start"
+        assert not private.exists(), "the killed server's runtime directory survived the next start"
+        assert not older.exists(), "an older server's connection file survived the next start"
         assert theirs.exists(), "another program's connection file was removed"
-        assert len(list(runtime.glob(f"kernel-jmcp-{live.pid}-*.json"))) == 1
+        assert len(list(runtime.glob(f"jmcp-{live.pid}-*/kernel-jmcp-{live.pid}-*.json"))) == 1
     finally:
         assert live.close() == 0
-    assert list(runtime.glob("kernel-jmcp-*.json")) == [], "a clean stop leaves no connection file"
+    assert list(runtime.glob("jmcp-*")) == [], "a clean stop leaves no runtime directory"

@@ -25,6 +25,7 @@ from . import (
 STEPS: list[tuple[str, Workload]] = [
     ("spawn, first execution, memory at initialize", startup.spawn_and_first_execution),
     ("warm executions", execution.warm_executions),
+    ("kernel transports: IPC and TCP", execution.transports),
     ("inserts", inserts.inserts),
     ("reading a big notebook", reading.read_big),
     ("reading 50 MiB of outputs", reading.read_heavy_outputs),

@@ -11,6 +11,7 @@ library's share of every latency, the same whichever server answers.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 import floor
 from harness import Harness
@@ -69,3 +70,21 @@ async def warm_executions(h: Harness) -> None:
                 profile, h.workspace("raw"), tool, arguments, h.sizes.batch * 10, env
             ):
                 r.add("raw_round_trip", profile.name, latency)
+
+
+async def transports(h: Harness) -> None:
+    """Warm ``execute_code`` on a kernel over Unix sockets (the default, ``kernel.ipc``) and on
+    one over TCP on loopback (``kernel.ipc=off``), interleaved."""
+    tcp = replace(OURS, name="ours-tcp", env={**OURS.env, "JUPYTER_MCP_CAPABILITIES": "kernel.ipc=off"})
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = []
+        for profile in (OURS, tcp):
+            session = await stack.enter_async_context(h.connect(profile, h.workspace(profile.name)))
+            await session.op("create_notebook", notebook=NOTEBOOK)
+            sessions.append(session)
+        for _ in range(5):
+            for session in sessions:
+                await session.op("execute_code", notebook=NOTEBOOK, code="1+1")
+        for _ in range(h.sizes.repetitions * h.sizes.batch):
+            for session in sessions:
+                await h.measure("execute_code_transport", session, "execute_code", notebook=NOTEBOOK, code="1+1")

@@ -22,10 +22,33 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .approvals import (
+    DEFAULT_ACTIONS,
+    DELETE_CELLS,
+    INSTALL_PACKAGES,
+    RELEASE_KERNEL,
+    RESTART_KERNEL,
+    RESTORE_REVISION,
+    SHELL_CODE,
+    approve,
+)
+from .asking import (
+    Answer,
+    Elicitation,
+    InputRequired,
+    MissingClientCapability,
+    Question,
+    RootsRequest,
+    Sampling,
+    client_can,
+)
+from .asking import ask as ask_with
 from .capabilities import Capability, CapabilityRegistry
 from .config import ServerConfig
 from .errors import (
     ALREADY_EXISTS,
+    APPROVAL_REQUIRED,
+    DECLINED,
     ERROR_CODES,
     ERROR_META_KEY,
     EXECUTION_ERROR,
@@ -36,6 +59,7 @@ from .errors import (
     KERNEL_LIMIT,
     NO_NOTEBOOK,
     NOT_FOUND,
+    NOT_PERMITTED,
     REVISION_CONFLICT,
     TIMEOUT,
     UNSUPPORTED,
@@ -54,6 +78,7 @@ from .extensions import (
 from .hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
 from .jupyter_urls import ArgumentNames, normalize_url
 from .kernels.execution import ExecutionOutcome
+from .state import state_of as _state_of
 from .tools.listening import output_listener
 from .tools.models import ExecutionResult, Result
 from .tools.results import answer, failure, tool_handler
@@ -79,32 +104,49 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ALREADY_EXISTS",
+    "APPROVAL_REQUIRED",
+    "DECLINED",
+    "DEFAULT_ACTIONS",
+    "DELETE_CELLS",
     "ERROR_CODES",
     "ERROR_META_KEY",
     "EXECUTION_ERROR",
+    "INSTALL_PACKAGES",
     "INTERRUPTED",
     "INVALID_ARGUMENT",
     "INVALID_PATH",
     "KERNEL_GONE",
     "KERNEL_LIMIT",
     "NOT_FOUND",
+    "NOT_PERMITTED",
     "NO_NOTEBOOK",
+    "RELEASE_KERNEL",
+    "RESTART_KERNEL",
+    "RESTORE_REVISION",
     "REVISION_CONFLICT",
+    "SHELL_CODE",
     "TIMEOUT",
     "UNSUPPORTED",
+    "Answer",
     "ArgumentNames",
     "Capability",
+    "Elicitation",
     "Execution",
     "ExecutionEnded",
     "ExecutionOutcome",
     "ExecutionResult",
     "Hooks",
+    "InputRequired",
     "JupyterMCPExtension",
     "KernelWebSocket",
+    "MissingClientCapability",
     "PluginCompatibility",
     "PluginManifest",
+    "Question",
     "RemoteKernel",
     "Result",
+    "RootsRequest",
+    "Sampling",
     "ServerAccess",
     "ServerConfig",
     "ToolCall",
@@ -114,6 +156,9 @@ __all__ = [
     "ToolSpec",
     "Toolset",
     "answer",
+    "approve",
+    "ask",
+    "client_can",
     "execution_result",
     "failure",
     "normalize_url",
@@ -122,6 +167,14 @@ __all__ = [
     "tool",
     "tool_handler",
 ]
+
+
+async def ask(ctx: Any, questions: dict[str, Question], *, timeout: float | None = None) -> dict[str, Answer]:
+    """Ask the client of this request (elicitation, sampling, roots) in the middle of a tool
+    call, the same way on both protocol generations (``docs/approvals.md``): every question
+    answered by key. On 2026-07-28 a round still waiting for answers raises
+    :class:`InputRequired`, which the server answers for you; let it pass."""
+    return await ask_with(ctx, questions, used=_state_of(ctx).used_states, timeout=timeout)
 
 
 class ServerAccess:

@@ -34,8 +34,10 @@ from mcp.server.mcpserver import MCPServer
 
 from .api import attach_extensions
 from .argument_errors import ArgumentErrors
+from .asking import AnswersInputRequired
 from .capabilities import CapabilityRegistry, UnknownCapability, parse_assignment, parse_list
 from .client_logging import ClientLogHandler, attach_logging
+from .client_roots import FollowClientRoots
 from .config import ConfigError, ServerConfig
 from .core_tools import CoreToolsExtension
 from .errors import ToolFailure
@@ -49,9 +51,13 @@ from .extensions import (
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
+from .kernels.environments import NotAnInterpreter, probe_interpreter
+from .kernels.runtime import remove_orphaned_runtime_dirs
+from .masking import ResultMasking, masker, redaction_on
+from .profile_guard import attach_profiles
 from .progress import ProgressReporting
 from .prompts import attach_prompts
-from .resources import attach_resources
+from .resources import attach_resources, described_capabilities
 from .state import ServerState, ServingState
 from .store import warm_up
 from .subscriptions import NotebookEvents, attach_subscriptions
@@ -75,11 +81,11 @@ class CapabilitiesAdvertisement(Extension):
 
     identifier = "io.jupyter-mcp/capabilities"
 
-    def __init__(self, capabilities: CapabilityRegistry) -> None:
-        self.capabilities = capabilities
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
 
     def settings(self) -> dict[str, Any]:
-        return self.capabilities.describe()
+        return described_capabilities(self.state)
 
 
 def build_state(config: ServerConfig) -> ServerState:
@@ -98,6 +104,7 @@ def build_state(config: ServerConfig) -> ServerState:
     for capability in declared_by_extensions:
         capabilities.declare(capability)
     state = ServerState(config, capabilities, hooks, extensions)
+    check_environment_settings(state)
     # The extensions' two Jupyter hooks: `execute_code` somewhere else, and a
     # kernel of a sandbox variant instead of a local one.
     state.interceptors.append(extensions.intercept_execute_code)
@@ -105,7 +112,11 @@ def build_state(config: ServerConfig) -> ServerState:
         config, logging.getLogger("jupyter_mcp_server.sandbox")
     )
     if config.audit_log is not None:
-        AuditLog(config.audit_log).install(hooks)
+
+        def masked(record: dict[str, Any]) -> dict[str, Any]:
+            return state.redactor.value(record) if redaction_on(state) else record
+
+        AuditLog(config.audit_log, mask=masked).install(hooks)
     attach_extensions(state)
     return state
 
@@ -119,6 +130,7 @@ class Application:
         self.events = NotebookEvents(state, debounce_ms=config.watch_debounce_ms)
         self.tasks = TaskStore(grace_seconds=config.task_grace_seconds, ttl_seconds=config.task_ttl_seconds)
         self.client_log = ClientLogHandler()
+        self.client_roots = FollowClientRoots(state)
         self.client_log.install(state.hooks)
         state.extensions.host.server_factory = self.new_server
 
@@ -143,9 +155,9 @@ class Application:
             # First outermost: a task's call runs without progress; argument errors are
             # coded before anyone else sees the result.
             extensions=[
-                CapabilitiesAdvertisement(state.capabilities),
+                CapabilitiesAdvertisement(state),
                 Tasks(self.tasks, state),
-                ProgressReporting(self.config.heartbeat_seconds),
+                ProgressReporting(self.config.heartbeat_seconds, mask=masker(state)),
                 argument_errors,
             ],
             warn_on_duplicate_tools=False,
@@ -154,12 +166,16 @@ class Application:
         )
         argument_errors.server = server
         server.middleware.append(ServingState())
+        server.middleware.append(ResultMasking(state))
+        server.middleware.append(AnswersInputRequired())
+        server.middleware.append(self.client_roots)
         attach_logging(server, self.client_log)
         attach_resources(server, state)
         attach_prompts(server, state)
         attach_subscriptions(server, self.events)
         attach_tasks(server, state.hooks)
         attach_compact_listing(server)
+        attach_profiles(server, state)
         return server
 
     def build(self, selection: Selection | None = None) -> Any:
@@ -194,11 +210,34 @@ class Application:
         finally:
             # Shielded: a cancelled server must still stop what it started.
             await asyncio.shield(state.kernels.shutdown_all())
+            state.runtime.remove()
             state.extensions.stop()
             try:
                 await asyncio.shield(self.events.close())
             finally:
                 self.client_log.uninstall()
+
+
+def check_environment_settings(state: ServerState) -> None:
+    """``--python`` must run as a Python interpreter and ``--kernel`` name a kernelspec or an
+    environment; ``ConfigError`` (before anything serves) naming what is wrong."""
+    config = state.config
+    if config.python:
+        try:
+            facts = probe_interpreter(config.python)
+        except NotAnInterpreter as error:
+            raise ConfigError(f"--python {config.python}: {error}.") from None
+        if not facts.has_ipykernel:
+            logger.warning(
+                "--python %s has no ipykernel: notebooks cannot run on it until it is installed", config.python
+            )
+    if config.kernel and not config.jupyter_url:
+        known = state.kernels.kernelspecs()
+        if config.kernel not in known:
+            raise ConfigError(
+                f"--kernel {config.kernel!r} is neither an installed kernelspec nor an environment found here. "
+                f"Known: {', '.join(known) or 'none'}."
+            )
 
 
 def connect_jupyter_server(state: ServerState) -> None:
@@ -231,6 +270,7 @@ def _sweep(state: ServerState) -> None:
     for what, sweep in (
         ("temporary files", state.workspace.remove_stale_temp_files),
         ("kernel connection files", remove_orphaned_connection_files),
+        ("runtime directories", remove_orphaned_runtime_dirs),
     ):
         try:
             removed = sweep()

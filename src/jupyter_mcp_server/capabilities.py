@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 
 #: The values that turn a capability off; anything else turns it on.
 OFF_VALUES = frozenset({"off", "false", "0", "no", "disabled"})
+#: The values that turn a capability on, as a bare name does.
+ON_VALUES = frozenset({"on", "true", "1", "yes", "enabled"})
 ENV_VARIABLE = "JUPYTER_MCP_CAPABILITIES"
 SCHEMA_VERSION = "1"
 
@@ -27,14 +29,45 @@ class Capability:
     description: str
     enabled: bool
     source: str = "default"
+    #: A capability with values (``profile=read-only``): the values it may take, the first
+    #: ones narrowest. Empty for an on/off capability.
+    values: tuple[str, ...] = ()
+    #: Its current value (one of `values`); None for an on/off capability.
+    value: str | None = None
+    #: The value a bare name (or ``=on``) means; None: a bare name is refused.
+    bare_value: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.values and self.value not in self.values:
+            raise ValueError(f"capability {self.name!r}: value {self.value!r} is not one of {self.values}")
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        described: dict[str, object] = {
             "name": self.name,
             "description": self.description,
             "enabled": self.enabled,
             "source": self.source,
         }
+        if self.values:
+            described["value"] = self.value
+            described["values"] = list(self.values)
+        return described
+
+    def valued(self, raw: str | None, where: str) -> tuple[bool, str | None]:
+        """(enabled, value) for an assignment's raw value (None: a bare name); ``UnknownValue``
+        for a value this capability does not take."""
+        if not self.values:
+            return (raw is None or raw.strip().lower() not in OFF_VALUES), None
+        text = (raw or "").strip().lower()
+        if raw is None or text in ON_VALUES:
+            if self.bare_value is None:
+                raise UnknownValue(self, raw, where)
+            text = self.bare_value
+        elif text in OFF_VALUES and "off" in self.values:
+            text = "off"
+        if text not in self.values:
+            raise UnknownValue(self, raw, where)
+        return text != "off", text
 
 
 class UnknownCapability(ValueError):
@@ -46,6 +79,18 @@ class UnknownCapability(ValueError):
         super().__init__(
             f"Unknown capability {', '.join(repr(n) for n in self.names)} in {where}. "
             f"Known capabilities: {', '.join(self.known) or 'none'}."
+        )
+
+
+class UnknownValue(ValueError):
+    """A value a capability does not take: it stops the server before it serves, as an
+    unknown name does."""
+
+    def __init__(self, capability: Capability, raw: str | None, where: str) -> None:
+        given = "no value" if raw is None else f"the value {raw!r}"
+        super().__init__(
+            f"Capability {capability.name!r} in {where} was given {given}. "
+            f"Its values: {', '.join(capability.values)}."
         )
 
 
@@ -81,6 +126,34 @@ SERVER_CAPABILITIES: tuple[Capability, ...] = (
         enabled=True,
     ),
     Capability(
+        name="kernel.ipc",
+        description=(
+            "Local kernels speak to the server over Unix sockets in the server's private runtime "
+            "directory (mode 0700), so no other local user can connect to them and ipykernel does "
+            "not warn that its traffic is unencrypted. Off: over TCP on loopback, as Jupyter does "
+            "by default. Kernels already running keep their transport."
+        ),
+        enabled=True,
+    ),
+    Capability(
+        name="packages.any-source",
+        description=(
+            "install_packages accepts installer options (--index-url, -e), URLs and paths "
+            "besides package names and versions. Off: only requirement specifiers such as "
+            "'pandas>=2' or 'requests[socks]==2.32.3' are accepted."
+        ),
+        enabled=False,
+    ),
+    Capability(
+        name="packages.server-environment",
+        description=(
+            "install_packages may install into the server's own Python environment (the one the "
+            "python3 kernelspec runs), where a package can break the server itself. Off: refused, "
+            "saying to use a workspace environment."
+        ),
+        enabled=False,
+    ),
+    Capability(
         name="execution.cancel-interrupts",
         description=(
             "When a client cancels an MCP request that is running code, also interrupt "
@@ -89,21 +162,73 @@ SERVER_CAPABILITIES: tuple[Capability, ...] = (
         ),
         enabled=False,
     ),
+    Capability(
+        name="profile",
+        description=(
+            "How much clients may do: read-only (tools that only read), edit (reading and "
+            "editing, no code runs), full (every tool). Tools outside it are not listed and a "
+            "call to one is refused with not_permitted; an HTTP client may narrow it for its "
+            "connection with ?profile=, never widen it."
+        ),
+        enabled=True,
+        values=("read-only", "edit", "full"),
+        value="full",
+    ),
+    Capability(
+        name="redaction",
+        description=(
+            "Mask secrets before they reach a client or the audit log: the values of the "
+            "server's and each kernel's environment variables whose names say secret "
+            "(*_TOKEN, *_KEY, *_SECRET, *PASSWORD*, JUPYTER_MCP_SECRET_NAMES) and well-known "
+            "token formats. results (default): in tool results, resources, prompts, progress "
+            "and the audit log, the notebook's stored outputs left as they are; stored: the "
+            "stored outputs masked too; off."
+        ),
+        enabled=True,
+        values=("off", "results", "stored"),
+        value="results",
+        bare_value="results",
+    ),
+    Capability(
+        name="approvals",
+        description=(
+            "Ask the person before chosen actions (restarting or releasing a kernel, deleting "
+            "cells, restoring an old revision, installing packages, code that runs shell "
+            "commands; JUPYTER_MCP_APPROVE), through elicitation; declined or unanswered: "
+            "refused with declined. ask: a client that cannot be asked is refused with "
+            "approval_required; ask-or-allow: it proceeds; off: nothing is asked."
+        ),
+        enabled=True,
+        values=("off", "ask", "ask-or-allow"),
+        # A client that cannot be asked keeps working as it did (every notebook tool the
+        # contract names stays usable); a person who wants refusals says approvals=ask.
+        value="ask-or-allow",
+        bare_value="ask",
+    ),
+    Capability(
+        name="workspace.client-roots",
+        description=(
+            "Without --workspace-root, a stdio client that offers roots chooses the workspace: "
+            "its first file:// root, followed on roots/list_changed while no notebook has a "
+            "kernel. Over HTTP the workspace is the server's, shared by every client."
+        ),
+        enabled=True,
+    ),
 )
 
 
-def parse_assignment(text: str) -> tuple[str, bool]:
-    """``NAME`` or ``NAME=VALUE`` as (name, enabled)."""
+def parse_assignment(text: str) -> tuple[str, str | None]:
+    """``NAME`` or ``NAME=VALUE`` as (name, the raw value or None for a bare name)."""
     name, sep, value = text.partition("=")
     name = name.strip()
     if not name:
         raise ValueError(f"A capability needs a name: {text!r}")
     if not sep:
-        return name, True
-    return name, value.strip().lower() not in OFF_VALUES
+        return name, None
+    return name, value.strip()
 
 
-def parse_list(text: str) -> list[tuple[str, bool]]:
+def parse_list(text: str) -> list[tuple[str, str | None]]:
     """``JUPYTER_MCP_CAPABILITIES``: comma-separated assignments."""
     return [parse_assignment(part) for part in text.split(",") if part.strip()]
 
@@ -120,23 +245,39 @@ class CapabilityRegistry:
         """Declare a capability; a declaration with a source sets its value too."""
         self._declared[capability.name] = capability
 
-    def set(self, name: str, enabled: bool, source: str) -> None:
+    def set(self, name: str, enabled: bool | str | None, source: str) -> None:
+        """Set one capability: on/off (a bool), or a raw value as an assignment gives it
+        (a value of a valued capability, ``on``/``off``, None for a bare name)."""
         if name not in self._declared:
             raise UnknownCapability([name], self._declared, source)
-        self._declared[name] = replace(self._declared[name], enabled=enabled, source=source)
+        capability = self._declared[name]
+        if isinstance(enabled, bool):
+            raw: str | None = "on" if enabled else "off"
+        else:
+            raw = enabled
+        on, value = capability.valued(raw, source)
+        self._declared[name] = replace(capability, enabled=on, value=value, source=source)
 
-    def apply(self, assignments: Iterable[tuple[str, bool]], source: str, where: str) -> None:
-        """Apply one layer; unknown names are refused all together, before any applies."""
+    def apply(self, assignments: Iterable[tuple[str, str | bool | None]], source: str, where: str) -> None:
+        """Apply one layer; unknown names and values are refused all together, before any applies."""
         assignments = list(assignments)
         unknown = [name for name, _ in assignments if name not in self._declared]
         if unknown:
             raise UnknownCapability(unknown, self._declared, where)
-        for name, enabled in assignments:
-            self.set(name, enabled, source)
+        for name, raw in assignments:
+            if not isinstance(raw, bool):
+                self._declared[name].valued(raw, where)
+        for name, raw in assignments:
+            self.set(name, raw, source)
 
     def enabled(self, name: str) -> bool:
         capability = self._declared.get(name)
         return bool(capability and capability.enabled)
+
+    def value(self, name: str) -> str | None:
+        """The value of a capability with values (None for an unknown or on/off one)."""
+        capability = self._declared.get(name)
+        return capability.value if capability is not None else None
 
     def get(self, name: str) -> Capability | None:
         return self._declared.get(name)

@@ -25,6 +25,7 @@ from .errors import ToolFailure
 from .jupyter_urls import ArgumentNames, normalize_url
 
 TRANSPORTS = ("stdio", "streamable-http", "json-lines")
+INSTALLERS = ("auto", "uv", "pip", "conda")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
@@ -105,6 +106,31 @@ class ServerConfig:
     inline_budget_chars: int = 16_384
     http_head_timeout: float = 10.0
     http_body_timeout: float = 30.0
+    #: ``--python``: an interpreter (or an environment's directory) to offer, and to run
+    #: new notebooks on when the workspace has no environment of its own.
+    python: str | None = None
+    #: ``--kernel``: the kernelspec or environment new notebooks run on when the workspace
+    #: has no environment of its own.
+    kernel: str | None = None
+    #: The environment the server was launched from (``VIRTUAL_ENV``, ``CONDA_PREFIX``).
+    launcher_virtual_env: str | None = None
+    launcher_conda_prefix: str | None = None
+    #: Seconds install_packages may take when a call gives no timeout.
+    install_timeout: float = 600.0
+    #: ``auto`` (uv where it is found, else pip; conda for a conda environment), ``uv``,
+    #: ``pip`` or ``conda``.
+    installer: str = "auto"
+    #: Patterns of secret variable names, beside redaction.DEFAULT_SECRET_NAMES.
+    secret_names: tuple[str, ...] = ()
+    #: (value, name) of the server's secret-named environment variables: masked wherever
+    #: the server sends text (redaction.py). Never shown.
+    secret_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    #: Whether the workspace root was given (--workspace-root, Jupyter's root): if not, a
+    #: stdio client's roots may choose it (client_roots.py).
+    workspace_root_given: bool = False
+    #: The actions that ask the person first (approvals.py); None: its defaults.
+    approve: tuple[str, ...] | None = None
+    approval_timeout: float = 300.0
     #: Where each notebook's history is kept; None keeps none.
     history_dir: Path | None = field(default_factory=lambda: default_history_dir())
     history_max_entries: int = 500
@@ -272,6 +298,29 @@ SETTINGS: tuple[Setting, ...] = (
         jupyter=True,
     ),
     Setting(
+        "secret_names",
+        "More names of environment variables whose values are secret, comma-separated shell "
+        "patterns (beside *_TOKEN, *_KEY, *_SECRET, *PASSWORD* ...): their values, in the "
+        "server's environment or a kernel's, are masked in results and the audit log.",
+        str,
+        env="JUPYTER_MCP_SECRET_NAMES",
+    ),
+    Setting(
+        "approve",
+        "The actions that ask the person's approval first, comma-separated (default all: "
+        "kernel.restart, kernel.release, cells.delete, notebook.restore, packages.install, code.shell; "
+        "empty: none).",
+        str,
+        env="JUPYTER_MCP_APPROVE",
+        empty_is_a_value=True,
+    ),
+    Setting(
+        "approval_timeout",
+        "Seconds an approval may go unanswered before it counts as declined.",
+        float,
+        env="JUPYTER_MCP_APPROVAL_TIMEOUT",
+    ),
+    Setting(
         "history_dir",
         "Where each notebook's history of changes is kept (default: the platform's user state "
         "directory, ~/.local/state/jupyter-mcp-server/history on Linux); never inside the workspace. "
@@ -308,6 +357,52 @@ SETTINGS: tuple[Setting, ...] = (
         float,
         env="JUPYTER_MCP_HTTP_BODY_TIMEOUT",
         positive=True,
+    ),
+    Setting(
+        "python",
+        "A Python interpreter (or an environment's directory) to offer as an environment, and to "
+        "run new notebooks on when the workspace has no environment of its own.",
+        str,
+        flag="--python",
+        env="JUPYTER_MCP_PYTHON",
+        jupyter=True,
+    ),
+    Setting(
+        "kernel",
+        "The kernelspec or environment new notebooks run on when neither their metadata nor the "
+        "workspace's only environment decides.",
+        str,
+        flag="--kernel",
+        env="JUPYTER_MCP_KERNEL",
+        jupyter=True,
+    ),
+    Setting(
+        "launcher_virtual_env",
+        "The virtualenv active where the server was started: offered as an environment.",
+        str,
+        env="VIRTUAL_ENV",
+    ),
+    Setting(
+        "launcher_conda_prefix",
+        "The conda environment active where the server was started: offered as an environment.",
+        str,
+        env="CONDA_PREFIX",
+    ),
+    Setting(
+        "install_timeout",
+        "Seconds install_packages may take when a call gives no timeout.",
+        float,
+        flag="--install-timeout",
+        env="JUPYTER_MCP_INSTALL_TIMEOUT",
+        positive=True,
+        jupyter=True,
+    ),
+    Setting(
+        "installer",
+        "What install_packages runs: auto (uv where found, else pip; conda's own for a conda "
+        "environment), uv, pip or conda.",
+        str,
+        env="JUPYTER_MCP_INSTALLER",
     ),
 )
 SETTINGS_BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
@@ -428,18 +523,27 @@ def read_config(
                 raise ConfigError(f"{setting.env}: {error}") from None
         if given is not None:
             values[setting.name] = given
+    from .redaction import DEFAULT_SECRET_NAMES, secret_values
+
+    names = tuple(n.strip() for n in str(values.get("secret_names") or "").split(",") if n.strip())
+    values["secret_names"] = names
+    values["secret_env"] = tuple(secret_values(environ, (*DEFAULT_SECRET_NAMES, *names)).items())
     return checked(**values)
 
 
 def checked(**values: Any) -> ServerConfig:
     """A :class:`ServerConfig` from setting values, refused with ``ConfigError`` when they
     do not fit together."""
-    root = Path(values.pop("workspace_root", None) or os.getcwd())
+    given = values.pop("workspace_root", None)
+    values["workspace_root_given"] = bool(given)
+    root = Path(given or os.getcwd())
     if not root.is_dir():
         raise ConfigError(f"--workspace-root {str(root)!r} does not exist or is not a directory.")
     values["workspace_root"] = root.resolve()
     if "capability_args" in values:
         values["capability_args"] = tuple(values["capability_args"])
+    if isinstance(values.get("approve"), str):
+        values["approve"] = tuple(name.strip() for name in values["approve"].split(",") if name.strip())
     if isinstance(values.get("extensions"), str):
         values["extensions"] = tuple(name.strip() for name in values["extensions"].split(",") if name.strip())
     if values.get("audit_log"):
@@ -447,6 +551,13 @@ def checked(**values: Any) -> ServerConfig:
     else:
         values.pop("audit_log", None)
     values["log_level"] = str(values.get("log_level", "WARNING")).upper()
+    if values.get("python"):
+        values["python"] = checked_interpreter_path(str(values["python"]))
+    if values.get("installer") is not None:
+        installer = str(values["installer"]).strip().lower()
+        if installer not in INSTALLERS:
+            raise ConfigError(f"JUPYTER_MCP_INSTALLER {installer!r} is not one of {', '.join(INSTALLERS)}.")
+        values["installer"] = installer
     if "history_dir" in values:
         values["history_dir"] = _history_dir(values["history_dir"], values["workspace_root"])
     known = {item.name for item in fields(ServerConfig)}
@@ -477,6 +588,28 @@ def checked(**values: Any) -> ServerConfig:
             "--jupyter-contents needs --jupyter-url (or JUPYTER_URL): the Jupyter Server whose files to use."
         )
     return _replaced(config, jupyter_token=None)
+
+
+def checked_interpreter_path(given: str) -> str:
+    """``--python``'s value as an absolute path to an executable file: an environment's
+    directory stands for its interpreter. Symlinks are kept (a virtualenv's interpreter is one,
+    and resolving it would leave the environment). Whether it is a Python interpreter is asked
+    once the server is built (``kernels.environments.probe_interpreter``)."""
+    path = Path(os.path.abspath(os.path.expanduser(given)))
+    if path.is_dir():
+        for candidate in ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe"):
+            if (path / candidate).is_file():
+                path = path / candidate
+                break
+        else:
+            raise ConfigError(
+                f"--python {given!r} is a directory with no Python interpreter in it (looked for bin/python)."
+            )
+    if not path.exists():
+        raise ConfigError(f"--python {given!r} does not exist.")
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise ConfigError(f"--python {given!r} is not an executable file.")
+    return str(path)
 
 
 def _history_dir(given: Any, workspace_root: Path) -> Path | None:

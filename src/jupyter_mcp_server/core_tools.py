@@ -1,7 +1,7 @@
 """The server's own tools, offered as an extension like any other.
 
 `CoreToolsExtension` offers the notebooks tools as `ToolSpec` contributions
-in the ``notebooks`` toolset (and the opt-in ``introspection`` and ``history`` ones), declared from `tools.NOTEBOOK_TOOLS` in the first
+in the ``notebooks`` toolset (and the opt-in ``introspection``, ``environments`` and ``history`` ones), declared from `tools.NOTEBOOK_TOOLS` in the first
 place rather than read back off a server's private registry. The
 composition root always loads it first (`extensions.load_extensions`): a
 distribution cannot be missing its own tools.
@@ -27,6 +27,7 @@ from jupyter_mcp_server.extensions import (
 )
 from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
 from jupyter_mcp_server.tools.editing import HISTORY_TOOLSET
+from jupyter_mcp_server.tools.environments import ENVIRONMENTS_TOOLSET
 from jupyter_mcp_server.tools.inspecting import INTROSPECTION_TOOLSET
 from jupyter_mcp_server.version import __version__
 
@@ -84,6 +85,17 @@ class CoreToolsExtension(JupyterMCPExtension):
                 "describe_variable to running a cell that prints a variable, and debug_error to re-running a "
                 "failed cell with prints.",
                 # Opt-in: /mcp?introspection over HTTP, --toolsets introspection over stdio.
+                default=False,
+            ),
+            Toolset(
+                name=ENVIRONMENTS_TOOLSET,
+                title="Environments and packages",
+                description="Install and list Python packages in the environment a notebook's kernel runs in, "
+                "with that environment's installer (uv, pip, conda).",
+                instructions="list_kernels shows the environments and which one a notebook runs on. Install "
+                "packages with install_packages rather than '!pip install' in a cell: it installs where the "
+                "kernel runs and says whether a restart is needed.",
+                # Opt-in: /mcp?environments over HTTP, --toolsets environments over stdio.
                 default=False,
             ),
             Toolset(

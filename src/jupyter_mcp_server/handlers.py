@@ -61,3 +61,13 @@ def when_connection_closes(ctx: Any, name: str, callback: Callable[[], Any]) -> 
         state[name] = True
         exit_stack.callback(callback)
     return True
+
+
+def tool_annotations(server: Any, name: str) -> tuple[bool, Any]:
+    """(whether `server` has a tool `name`, its annotations): read off the SDK's tool
+    registry, which `MCPServer` reaches only through a private attribute."""
+    manager = getattr(server, "_tool_manager", None)
+    tool = manager.get_tool(name) if manager is not None else None
+    if tool is None:
+        return False, None
+    return True, getattr(tool, "annotations", None)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .asking import INPUT_REQUIRED_OUTCOME, InputRequired
 from .errors import ERROR_META_KEY
 from .timestamps import iso_utc
 
@@ -110,6 +111,9 @@ def observed(tool: str, handler: Callable[..., Any], hooks: Hooks) -> Callable[.
                 result = await handler(*args, **kwargs)
                 outcome = _outcome(result)
                 return result
+            except InputRequired:
+                outcome = INPUT_REQUIRED_OUTCOME
+                raise
             finally:
                 after(arguments, started, outcome)
 
@@ -148,10 +152,13 @@ def _outcome(result: Any) -> str:
 
 
 class AuditLog:
-    """The shipped hook: one JSON line per tool call and execution, appended to a file."""
+    """The shipped hook: one JSON line per tool call and execution, appended to a file.
 
-    def __init__(self, path: Path) -> None:
+    `mask` (the server's redaction) is applied to every record before it is written."""
+
+    def __init__(self, path: Path, mask: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self.path = path
+        self.mask = mask
         self._lock = threading.Lock()
 
     def install(self, hooks: Hooks) -> None:
@@ -160,6 +167,8 @@ class AuditLog:
 
     def _write(self, record: dict[str, Any]) -> None:
         record = {"time": iso_utc(time.time()), **record}
+        if self.mask is not None:
+            record = self.mask(record)
         line = json.dumps(record, ensure_ascii=False, default=str)
         with self._lock, self.path.open("a", encoding="utf-8") as stream:
             stream.write(line + "\n")

@@ -135,15 +135,19 @@ class ProgressReporting(Extension):
 
     identifier = "io.jupyter-mcp/progress"
 
-    def __init__(self, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS) -> None:
+    def __init__(
+        self, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS, mask: Callable[[str], str] | None = None
+    ) -> None:
         self.heartbeat_seconds = heartbeat_seconds
+        #: What a message goes through before it is sent (the server's redaction).
+        self.mask = mask or (lambda text: text)
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
         if progress_token(ctx) is None:
             return await call_next(ctx)
 
         async def send(progress: float, message: str) -> None:
-            await ctx.session.report_progress(progress, None, message)
+            await ctx.session.report_progress(progress, None, self.mask(message))
 
         async with reporting(send, self.heartbeat_seconds):
             return await call_next(ctx)

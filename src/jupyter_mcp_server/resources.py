@@ -91,7 +91,7 @@ def attach_resources(server: Any, state: ServerState) -> None:
         mime_type="application/json",
     )
     def capabilities() -> str:
-        return json.dumps(state.capabilities.describe(), indent=2)
+        return json.dumps(described_capabilities(state), indent=2)
 
     @server.resource(
         SELF_DESCRIPTION_URI,
@@ -363,3 +363,9 @@ def _serve_output_contents(server: Any) -> None:
         return read
 
     wrap(server, "resources/read", outputs_whole)
+
+
+def described_capabilities(state: ServerState) -> dict[str, Any]:
+    """``capabilities://`` and ``server/discover``'s capabilities extension: the capabilities,
+    and the workspace with who chose it (``cli``, ``cwd``, ``client-roots``)."""
+    return {**state.capabilities.describe(), "workspace": state.describe_workspace()}

@@ -16,18 +16,25 @@ never share a "current notebook".
 from __future__ import annotations
 
 import contextvars
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .asking import UsedStates
 from .capabilities import CapabilityRegistry
-from .config import ServerConfig
+from .config import ServerConfig, default_history_dir
 from .connections import session_of
 from .hooks import Hooks
+from .kernels.backends import LocalBackend
+from .kernels.environments import Environments, Sources
 from .kernels.kernel import gone_message as kernel_gone_message
 from .kernels.manager import KernelManager
+from .kernels.runtime import ServerRuntime
 from .kernels.turns import run_in_turn
+from .redaction import DEFAULT_SECRET_NAMES, REDACTION_CAPABILITY, STORED, Redactor
 from .scratch import ScratchOutputs
 from .store import NotebookStore
 from .store.contents import RemoteContents
@@ -73,14 +80,34 @@ class ServerState:
         self.hooks = hooks
         self.extensions = extensions
         self.workspace = Workspace(config.workspace_root)
+        #: Notebooks kept in a Jupyter Server's contents, not under the workspace root.
+        self.contents_elsewhere = False
+        #: Who chose the workspace: ``cli`` (--workspace-root), ``cwd``, or ``client-roots``.
+        self.workspace_source = "cli" if config.workspace_root_given else "cwd"
         #: Every notebook's history, in the server's state directory.
         self.histories = Histories(
             config.history_dir,
             Limits(max_entries=config.history_max_entries, max_bytes=config.history_max_bytes),
             off=None if config.history_dir is not None else "--history-dir is off",
         )
-        self.store: NotebookStore = NotebookStore(
-            self.workspace, recorder=Recorder(self.histories, f"workspace:{self.workspace.root}")
+        self.store: NotebookStore = NotebookStore(self.workspace, recorder=self._recorder(self.workspace.root))
+        #: This server's private runtime directory (local kernels' connection files and
+        #: sockets, kernelspecs made on the fly), removed when it stops.
+        self.runtime = ServerRuntime()
+        self.environments = Environments(
+            Sources(
+                workspace_root=self.workspace.root,
+                python=config.python,
+                kernel=config.kernel,
+                virtual_env=config.launcher_virtual_env,
+                conda_prefix=config.launcher_conda_prefix,
+            )
+        )
+        self.local_backend = LocalBackend(
+            self.environments,
+            self.runtime,
+            ipc=lambda: capabilities.enabled("kernel.ipc"),
+            installer=config.installer,
         )
         self.kernels = KernelManager(
             workspace_root=self.workspace.root,
@@ -88,7 +115,14 @@ class ServerState:
             idle_timeout=config.idle_timeout,
             unresponsive_grace=config.unresponsive_grace,
             capability=capabilities.enabled,
+            backend=self.local_backend,
         )
+        #: Masks secrets in what the server sends (the redaction capability says where).
+        self.redactor = Redactor((*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env))
+        #: The kernels whose environment the redactor has read (by id).
+        self._env_read: set[str | None] = set()
+        #: The input_required rounds already answered: none is answered twice.
+        self.used_states = UsedStates()
         self.interceptors: list[ExecutionInterceptor] = []
         #: Recent outputs of execute_code, for what its results left out.
         self.scratch = ScratchOutputs()
@@ -118,6 +152,37 @@ class ServerState:
         store.observers = self.store.observers
         self.store = store
         self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)  # kept for the other files
+        self.contents_elsewhere = True
+
+    def use_workspace(self, root: Path, source: str) -> str | None:
+        """Make `root` the workspace (a client's root); the reason when it cannot be now: kept
+        notebooks in a Jupyter Server's contents, or kernels bound to the current one's notebooks."""
+        if self.contents_elsewhere:
+            return "notebooks are kept on a Jupyter Server"
+        bound = self.kernels.bound_notebooks()
+        if bound:
+            return f"{len(bound)} notebook(s) of the current workspace have kernels ({', '.join(bound[:5])})"
+        workspace = Workspace(root)
+        store = NotebookStore(workspace, recorder=self._recorder(workspace.root))
+        store.observers = self.store.observers
+        self.workspace, self.store = workspace, store
+        self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)
+        self.kernels.workspace_root = workspace.root
+        self.workspace_source = source
+        return None
+
+    def _recorder(self, root: Path) -> Recorder:
+        """What keeps the histories of the notebooks under `root`: never a directory given inside
+        it (the platform's state directory may be: a workspace may be the home directory)."""
+        history = self.histories.root
+        if history is not None and history != default_history_dir() and (history == root or root in history.parents):
+            inside = Histories(None, off=f"the history directory {history} is inside the workspace {root}")
+            return Recorder(inside, f"workspace:{root}")
+        return Recorder(self.histories, f"workspace:{root}")
+
+    def describe_workspace(self) -> dict[str, str]:
+        """The workspace as ``capabilities://`` says it: its root and who chose it."""
+        return {"root": str(self.workspace.root), "source": self.workspace_source}
 
     def locate(self, path: str) -> str:
         """The canonical relative path of a notebook or directory where notebooks are kept;
@@ -138,8 +203,20 @@ class ServerState:
     ) -> ExecutionOutcome:
         """Run code on a kernel in order with every other call on it, under this server's
         output limits and hooks; a kernel that dies under it is reported (by default, as
-        one of this server's kernels: marked lost, so the next call says so)."""
-        return await run_in_turn(
+        one of this server's kernels: marked lost, so the next call says so).
+
+        With redaction on, the reply of a kernel's first execution, and of code that may change
+        its environment, also says which secret-named variables the kernel has (a user
+        expression, no extra round trip), and their values are masked from then on;
+        with ``redaction=stored`` the outputs are masked before anything keeps them."""
+        redaction = self.capabilities.value(REDACTION_CAPABILITY) if self.capabilities.enabled(REDACTION_CAPABILITY) else None
+        # A user expression costs the kernel a few milliseconds: the environment is read on a
+        # kernel's first execution, then after code that may change it.
+        kernel_id = getattr(kernel, "kernel_id", None)
+        read_env = bool(redaction) and (kernel_id not in self._env_read or bool(CHANGES_ENVIRONMENT.search(code)))
+        if read_env:
+            self._env_read.add(kernel_id)
+        outcome = await run_in_turn(
             kernel,
             code,
             timeout=timeout,
@@ -151,7 +228,25 @@ class ServerState:
             interrupt_on_cancel=interrupt_on_cancel,
             on_death=on_death or (lambda: self.kernels.mark_lost(kernel)),
             gone_message=gone_message or (lambda: kernel_gone_message(notebook or f"kernel {kernel.kernel_id}")),
+            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression} if read_env else None,
+            on_reply=lambda outcome: self._learned_secrets(outcome, stored=redaction == STORED),
         )
+        return outcome
+
+    def _learned_secrets(self, outcome: ExecutionOutcome, *, stored: bool) -> ExecutionOutcome:
+        """The outcome without the server's own user expression, whose answer (the kernel's
+        secret-named variables) the redactor learns; its outputs masked when `stored`."""
+        expressions = outcome.user_expressions
+        if expressions and SECRET_ENV_EXPRESSION in expressions:
+            expressions = dict(expressions)
+            answer = expressions.pop(SECRET_ENV_EXPRESSION)
+            self.redactor.add_values(_secret_env_of(answer))
+            outcome = replace(outcome, user_expressions=expressions or None)
+        if stored:
+            masked = self.redactor.value(outcome.outputs.outputs)
+            if masked is not outcome.outputs.outputs:
+                outcome = replace(outcome, outputs=replace(outcome.outputs, outputs=masked))
+        return outcome
 
     def connection(self, key: str | None) -> ConnectionState:
         """The state of the connection identified by `key`; None remembers nothing."""
@@ -165,6 +260,25 @@ class ServerState:
         else:
             self._connections.move_to_end(key)
         return state
+
+
+#: The user expression an execution's reply carries when redaction reads the kernel's environment.
+SECRET_ENV_EXPRESSION = "__jupyter_mcp_secret_env__"
+#: Code that may change a kernel's environment variables (after it, they are read again).
+CHANGES_ENVIRONMENT = re.compile(r"environ|putenv|setenv|%env|%set_env|dotenv|load_env", re.IGNORECASE)
+
+
+def _secret_env_of(answer: Any) -> dict[str, str]:
+    """{value: name} from the kernel's answer to the secret-variables expression."""
+    import ast
+
+    try:
+        if answer.get("status") != "ok":
+            return {}
+        found = ast.literal_eval(answer["data"]["text/plain"])
+        return {value: name for name, value in found.items() if isinstance(name, str) and isinstance(value, str)}
+    except Exception:
+        return {}
 
 
 _serving: contextvars.ContextVar[ServerState | None] = contextvars.ContextVar("jupyter_mcp_serving", default=None)

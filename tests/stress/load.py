@@ -317,7 +317,7 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
     left = wait_until_gone(kernels, 10)
     if left:
         problems.append(f"{len(left)} processes outlived the server")
-    connection_files = sorted(p.name for p in runtime.glob("kernel-*.json"))
+    connection_files = sorted(p.name for p in [*runtime.glob("kernel-*.json"), *runtime.glob("jmcp-*")])
     if connection_files:
         problems.append(f"connection files outlived the server: {connection_files}")
     if problems:

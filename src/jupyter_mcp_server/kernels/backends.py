@@ -21,13 +21,22 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
-from jupyter_mcp_server.kernels.connection_files import connection_file_name
+from jupyter_mcp_server.kernels.environments import (
+    Environment,
+    Environments,
+    KernelChoice,
+    choose,
+    installed_kernelspecs,
+    not_ready,
+)
+from jupyter_mcp_server.kernels.packages import fix_command
+from jupyter_mcp_server.kernels.runtime import ServerRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -166,10 +175,31 @@ class LocalBackend:
 
     On Linux each kernel runs under a keeper process that ends everything the
     kernel started when the kernel is stopped, exits, or this server dies
-    (:mod:`.process_tree`, :mod:`.keeper`).
+    (:mod:`.process_tree`, :mod:`.keeper`). Its connection file, and its
+    Unix sockets when it speaks over IPC, live in the server's private runtime
+    directory (:mod:`.runtime`). With `environments`, it starts the workspace's
+    and the configured Python environments too, through kernelspecs made for
+    them on the fly (:mod:`.environments`).
     """
 
     name = "local"
+
+    def __init__(
+        self,
+        environments: Environments | None = None,
+        runtime: ServerRuntime | None = None,
+        ipc: Callable[[], bool] = lambda: False,
+        installer: str = "auto",
+    ) -> None:
+        self.runtime = runtime or ServerRuntime()
+        #: ``JUPYTER_MCP_INSTALLER``: which installer the command fixing an environment names.
+        self.installer = installer
+        #: Asked at each start: whether kernels speak over Unix sockets (``kernel.ipc``).
+        self.ipc = ipc
+        self.environments = environments
+        if environments is not None:
+            environments.specs = self._specs
+            environments.kernels_dir = lambda: self.runtime.kernels_dir
 
     @functools.cached_property
     def _specs(self) -> Any:
@@ -179,9 +209,17 @@ class LocalBackend:
 
         return KernelSpecManager()
 
+    def listed(self) -> list[Environment]:
+        """Every kernelspec and environment it can start, looked up now."""
+        if self.environments is None:
+            return installed_kernelspecs(self._specs)
+        return self.environments.found()
+
     def kernelspecs(self) -> list[str]:
-        """The installed kernelspecs, looked up on disk at every call."""
-        return sorted(self._specs.find_kernel_specs())
+        """The kernelspecs (installed ones, then environments') it can start, looked up on disk at every call."""
+        if self.environments is None:
+            return sorted(self._specs.find_kernel_specs())
+        return [env.name for env in self.environments.found()]
 
     def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
         from jupyter_client.kernelspec import NoSuchKernel
@@ -189,8 +227,22 @@ class LocalBackend:
         try:
             spec = self._specs.get_kernel_spec(kernel_name)
         except NoSuchKernel:
-            return None
+            env = self.environments.find(kernel_name) if self.environments is not None else None
+            if env is None:
+                return None
+            return {"name": env.name, "display_name": env.display_name, "language": env.language}
         return {"name": kernel_name, "display_name": spec.display_name, "language": spec.language}
+
+    def choose(self, metadata: Mapping[str, Any] | None) -> KernelChoice:
+        """The kernel a notebook with this metadata gets, and why (:func:`.environments.choose`)."""
+        if self.environments is not None:
+            return self.environments.choose(metadata)
+        return choose(metadata, installed_kernelspecs(self._specs))
+
+    def can_start(self, kernel_name: str) -> bool:
+        """Whether a kernel of this name would start (its environment has ipykernel)."""
+        env = next((each for each in self.listed() if each.name == kernel_name), None)
+        return env is not None and env.ready
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name}
@@ -199,20 +251,30 @@ class LocalBackend:
         return "local"
 
     async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
-        from jupyter_core.paths import jupyter_runtime_dir
-
         # Lazy: jupyter_client's kernel manager is imported when the first kernel starts.
+        from jupyter_client.kernelspec import KernelSpecManager
+
         from jupyter_mcp_server.kernels.process_tree import TreeKernelManager
 
-        if kernel_name not in self.kernelspecs():
-            raise unknown_kernelspec(kernel_name, self.kernelspecs())
+        listed = self.listed()
+        env = next((each for each in listed if each.name == kernel_name), None)
+        if env is None:
+            raise unknown_kernelspec(kernel_name, [each.name for each in listed])
+        if not env.ready:
+            raise not_ready(env, fix_command(env, self.installer))
+        options: dict[str, Any] = {}
+        if env.needs_a_kernelspec and self.environments is not None:
+            made = self.environments.kernelspec_dir(env)
+            options["kernel_spec_manager"] = KernelSpecManager(kernel_dirs=[str(made)], ensure_native_kernel=False)
         kernel_id = str(uuid.uuid4())
-        runtime = jupyter_runtime_dir()
-        os.makedirs(runtime, exist_ok=True)
+        sockets = self.runtime.socket_prefix(kernel_id) if self.ipc() else None
+        if sockets is not None:
+            # Unix sockets in a directory only this user can enter: no port for other
+            # local users to reach, and nothing for ipykernel to warn about.
+            options.update(transport="ipc", ip=sockets)
         # Its kernel's whole process tree ends with it, and with this server (process_tree.py).
         manager = TreeKernelManager(
-            kernel_name=kernel_name,
-            connection_file=os.path.join(runtime, connection_file_name(kernel_id)),
+            kernel_name=kernel_name, connection_file=self.runtime.connection_file(kernel_id), **options
         )
         await manager.start_kernel(cwd=str(cwd))
         client = manager.client()

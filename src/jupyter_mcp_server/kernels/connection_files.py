@@ -24,7 +24,7 @@ def connection_file_name(kernel_id: str) -> str:
     return f"kernel-jmcp-{os.getpid()}-{kernel_id}.json"
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -51,7 +51,7 @@ def remove_orphaned_connection_files(runtime_dir: str | None = None) -> int:
     removed = 0
     for name in names:
         match = _NAME.fullmatch(name)
-        if match is None or int(match.group(1)) == os.getpid() or _alive(int(match.group(1))):
+        if match is None or int(match.group(1)) == os.getpid() or alive(int(match.group(1))):
             continue
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(runtime_dir, name))

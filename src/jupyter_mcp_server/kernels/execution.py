@@ -12,6 +12,16 @@ queue behind, time out without having run, and run unseen once the kernel
 frees up. So the execution it is stuck in is handed to whoever keeps the
 kernel (`on_still_running`), and :func:`ended_meanwhile` tells later calls
 whether it has ended since.
+
+The end of an execution is its idle status on iopub; its shell reply is
+looked for as well while iopub is silent. A reply whose idle status never
+follows within :data:`IOPUB_GRACE` (a subscriber's messages dropped, a
+socket that reconnected to a restarted kernel late) ends the execution
+with the reply's status and says that outputs may be missing, rather than
+waiting out the timeout for a message that will not come (as nbclient
+does). A request the kernel never acknowledged at all (no status, no
+reply) is said to be that when it times out, not taken for code that
+ignores SIGINT.
 """
 
 from __future__ import annotations
@@ -37,6 +47,20 @@ INTERRUPT_GRACE = 3.0
 #: How long a look at whether a stuck execution has ended may spend reading what
 #: it printed meanwhile (at most a socket's worth of queued messages).
 DRAIN_LIMIT = 0.5
+#: How long an execution whose shell reply came waits for its idle status on iopub.
+IOPUB_GRACE = 4.0
+#: The note of an execution whose iopub messages did not come (`IOPUB_GRACE`).
+IOPUB_LOST = (
+    "The kernel replied, but its output messages did not arrive: outputs may be missing from this "
+    "result. Run it again to see them; if it keeps happening, call restart_notebook."
+)
+#: What a timed-out execution the kernel never acknowledged says.
+NEVER_ACKNOWLEDGED = (
+    "The execution timed out without the kernel ever acknowledging the request: it sent no status "
+    "and no reply for it. The kernel is busy with code from another client, or the connection to it "
+    "was lost (it was restarted elsewhere, say). Calls on it are refused at once until it answers; "
+    "call restart_notebook to start a fresh one (its variables are lost)."
+)
 #: The shortest wait for a message: some clients never answer a wait of zero.
 SHORTEST_WAIT = 0.01
 #: ``kernel_state`` of a kernel still running code it was interrupted out of.
@@ -168,6 +192,10 @@ async def run_code(
     status: str | None = None
     timed_out = False
     still_running = False
+    acknowledged = False
+    iopub_lost = False
+    reply: dict[str, Any] | None = None
+    replied_at = 0.0
     while True:
         wait = deadline - time.monotonic()
         if wait <= 0 and not timed_out:
@@ -201,9 +229,20 @@ async def run_code(
         except queue.Empty:
             if not await is_alive():
                 raise KernelDied(collector.result()) from None
+            if reply is None:
+                try:
+                    reply = await _reply_if_there(client, msg_id)
+                except _ChannelClosed:
+                    raise KernelDied(collector.result()) from None
+                replied_at = time.monotonic()
+            elif time.monotonic() - replied_at > IOPUB_GRACE:
+                logger.warning("The kernel replied to %s, but its idle status never came on iopub", msg_id)
+                iopub_lost = True
+                break
             continue
         if message.get("parent_header", {}).get("msg_id") != msg_id:
             continue
+        acknowledged = True
         msg_type = message["header"]["msg_type"]
         content = message["content"]
         if msg_type == "status":
@@ -213,7 +252,8 @@ async def run_code(
         collector.add(msg_type, content)
 
     try:
-        reply = await _reply_for(client, msg_id) if status is None else None
+        if reply is None and status is None:
+            reply = await _reply_for(client, msg_id)
     except _ChannelClosed:
         raise KernelDied(collector.result()) from None
     reply_content = (reply or {}).get("content", {})
@@ -227,7 +267,7 @@ async def run_code(
             interrupted_on_purpose = interrupted is not None and interrupted.is_set()
             is_keyboard = collected.error is not None and collected.error.ename == "KeyboardInterrupt"
             status = INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
-        elif reply_content.get("status") == "aborted":
+        elif reply_content.get("status") in ("aborted", "abort"):  # "abort": bash_kernel's, an older spec's
             status = INTERRUPTED if interrupted is not None and interrupted.is_set() else ERROR
         else:
             status = OK
@@ -241,9 +281,26 @@ async def run_code(
         execution_count=collected.execution_count,
         user_expressions=reply_content.get("user_expressions") or None,
         duration=time.monotonic() - started,
-        reason=STILL_RUNNING_AFTER_TIMEOUT if still_running else None,
+        reason=_reason(still_running=still_running, acknowledged=acknowledged, iopub_lost=iopub_lost),
         kernel_state=BUSY_AFTER_INTERRUPT if still_running else None,
     )
+
+
+def _reason(*, still_running: bool, acknowledged: bool, iopub_lost: bool) -> str | None:
+    if still_running:
+        return STILL_RUNNING_AFTER_TIMEOUT if acknowledged else NEVER_ACKNOWLEDGED
+    return IOPUB_LOST if iopub_lost else None
+
+
+async def _reply_if_there(client: Any, msg_id: str) -> dict[str, Any] | None:
+    """The shell reply to `msg_id` if it has come, without waiting for it."""
+    while True:
+        try:
+            reply = await _receive(client.get_shell_msg, SHORTEST_WAIT)
+        except queue.Empty:
+            return None
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return dict(reply)
 
 
 async def ended_meanwhile(client: Any, msg_id: str, *, wait: float = 0.0) -> bool:

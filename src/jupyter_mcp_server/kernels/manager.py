@@ -21,7 +21,7 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from jupyter_mcp_server.errors import (
     ToolFailure,
 )
 from jupyter_mcp_server.kernels.backends import KernelBackend, LocalBackend
+from jupyter_mcp_server.kernels.environments import Environment, KernelChoice, choose
 from jupyter_mcp_server.kernels.execution import (
     KernelDied,
     ended_meanwhile,
@@ -48,7 +49,6 @@ from jupyter_mcp_server.kernels.pool import WarmPool
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_KERNEL_NAME = "python3"
 #: The kernelspec a notebook names, or how to find it out when it is needed.
 MetadataKernel = str | Callable[[], Awaitable[str | None]] | None
 
@@ -105,7 +105,7 @@ class KernelManager:
         self._binding_locks: dict[str, asyncio.Lock] = {}
         #: Notebooks whose kernel disappeared; the next call is told so.
         self._lost: set[str] = set()
-        self._pool = WarmPool(lambda: self._launch(DEFAULT_KERNEL_NAME), self._shutdown_quietly)
+        self._pool = WarmPool(self._launch, self._shutdown_quietly)
         self._background: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
 
@@ -127,6 +127,9 @@ class KernelManager:
             )
         return kernel
 
+    def kernels_by_id(self) -> dict[str, Kernel]:
+        return dict(self._kernels)
+
     def kernel_id_of(self, notebook: str) -> str | None:
         return self._bindings.get(notebook)
 
@@ -141,6 +144,28 @@ class KernelManager:
     def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
         """``{"name", "display_name", "language"}`` of a kernelspec the backend has, or None."""
         return self.backend.kernelspec(kernel_name)
+
+    def choose(self, metadata: Mapping[str, Any] | None = None) -> KernelChoice:
+        """The kernel a notebook with this metadata gets (None: a new notebook), and why; a
+        notebook in a language no installed kernel runs is refused (``not_found``)."""
+        chooser = getattr(self.backend, "choose", None)
+        if chooser is not None:
+            return chooser(metadata)  # type: ignore[no-any-return]
+        listed = [
+            Environment(
+                name=name,
+                kind="kernelspec",
+                language=str((self.backend.kernelspec(name) or {}).get("language", "")),
+                display_name=name,
+                found_in=(self.backend.origin(),),
+            )
+            for name in self.backend.kernelspecs()
+        ]
+        return choose(metadata, listed)
+
+    def default_kernel_name(self) -> str:
+        """The kernelspec a notebook that names none gets."""
+        return self.choose(None).kernel_name
 
     def use_backend(self, backend: KernelBackend) -> None:
         """Start later kernels with `backend`; running ones stay where they are.
@@ -208,7 +233,7 @@ class KernelManager:
             # Asked for another kernelspec: like changing a notebook's kernel in
             # Jupyter, the notebook moves to a new kernel of that spec.
             await self.detach(notebook)
-        kernel = await self.start(kernel_name or metadata_kernel or DEFAULT_KERNEL_NAME)
+        kernel = await self.start(kernel_name or metadata_kernel or self.default_kernel_name())
         kernel.notebooks.add(notebook)
         self._bindings[notebook] = kernel.kernel_id
         self._lost.discard(notebook)
@@ -301,7 +326,7 @@ class KernelManager:
             metadata_kernel = await metadata_kernel()
         if kernel is None and notebook not in self._lost:
             return Attachment(await self._attach(notebook, metadata_kernel=metadata_kernel))
-        name = kernel.kernel_name if kernel else (metadata_kernel or DEFAULT_KERNEL_NAME)
+        name = kernel.kernel_name if kernel else (metadata_kernel or self.default_kernel_name())
         if kernel is not None:
             await self._forget(kernel)
             self._lost.add(notebook)
@@ -315,15 +340,19 @@ class KernelManager:
         self._lost.update(kernel.notebooks)
         await self._forget(kernel)
 
-    async def restart(self, notebook: str, *, metadata_kernel: str | None = None) -> Kernel:
+    async def restart(self, notebook: str, *, metadata_kernel: MetadataKernel = None) -> Kernel:
         """A fresh kernel for `notebook`, asked for by the caller: never blocked."""
         async with self._binding_lock(notebook):
             return await self._restart(notebook, metadata_kernel=metadata_kernel)
 
-    async def _restart(self, notebook: str, *, metadata_kernel: str | None = None) -> Kernel:
+    async def _restart(self, notebook: str, *, metadata_kernel: MetadataKernel = None) -> Kernel:
         kernel_id = self._bindings.get(notebook)
         old = self._kernels.get(kernel_id) if kernel_id else None
-        name = old.kernel_name if old else (metadata_kernel or DEFAULT_KERNEL_NAME)
+        if old is None and callable(metadata_kernel):
+            metadata_kernel = await metadata_kernel()
+        elif callable(metadata_kernel):
+            metadata_kernel = None  # the old kernel's name is kept
+        name = old.kernel_name if old else (metadata_kernel or self.default_kernel_name())
         if old is not None and old.notebooks == {notebook}:
             await self._stop(old)
         elif old is not None:
@@ -331,6 +360,10 @@ class KernelManager:
         self._bindings.pop(notebook, None)
         self._lost.discard(notebook)
         return await self._attach(notebook, kernel_name=name)
+
+    def bound_notebooks(self) -> list[str]:
+        """The notebooks that have a kernel now."""
+        return sorted(self._bindings)
 
     async def detach(self, notebook: str) -> str | None:
         """Release `notebook`'s kernel; the kernel stops when its last notebook goes."""
@@ -345,8 +378,9 @@ class KernelManager:
 
     # --- Starting and stopping ---------------------------------------------------
 
-    async def start(self, kernel_name: str = DEFAULT_KERNEL_NAME) -> Kernel:
-        """A started kernel, from the warm pool when it has one of this name."""
+    async def start(self, kernel_name: str | None = None) -> Kernel:
+        """A started kernel (by default, of the default choice), from the warm pool when it has one of this name."""
+        kernel_name = kernel_name or self.default_kernel_name()
         async with self._start_lock:
             if len(self._kernels) >= self.max_kernels:
                 raise self._limit_reached()
@@ -444,12 +478,24 @@ class KernelManager:
         )
 
     async def _take_pooled(self, kernel_name: str) -> Kernel | None:
-        return await self._pool.take() if kernel_name == DEFAULT_KERNEL_NAME else None
+        return await self._pool.take(kernel_name)
 
     def _refill_pool(self, delay: float | None = None) -> None:
-        """Start the next kernel before anybody asks (the ``kernel.prestart`` capability)."""
-        if self.capability("kernel.prestart") and len(self._kernels) + 1 <= self.max_kernels:
-            self._pool.fill(REFILL_DELAY if delay is None else delay)
+        """Start the next kernel, of the default choice, before anybody asks (the
+        ``kernel.prestart`` capability); not one that could not start."""
+        if not (self.capability("kernel.prestart") and len(self._kernels) + 1 <= self.max_kernels):
+            return
+        try:
+            name = self.default_kernel_name()
+            can_start = getattr(self.backend, "can_start", None)
+            if can_start is not None and not can_start(name):
+                self._pool.discard()
+                return
+            language = str((self.backend.kernelspec(name) or {}).get("language", "python"))
+        except Exception:
+            logger.debug("Choosing the kernel to prestart failed", exc_info=True)
+            return
+        self._pool.fill(REFILL_DELAY if delay is None else delay, name, warm=language.lower() == "python")
 
     async def _forget(self, kernel: Kernel) -> None:
         for notebook in kernel.notebooks:

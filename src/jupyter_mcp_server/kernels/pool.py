@@ -32,6 +32,10 @@ class _Prestart:
     """A kernel being started for the pool, and the way to skip the rest of its delay."""
 
     task: asyncio.Task[Kernel] = field(init=False)
+    #: Set to the kernel as soon as it is up, before its warm-up.
+    started: asyncio.Future[Kernel] = field(init=False)
+    #: The kernelspec it starts.
+    kernel_name: str = ""
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
     launched: bool = False
 
@@ -41,32 +45,52 @@ class WarmPool:
 
     def __init__(
         self,
-        launch: Callable[[], Coroutine[Any, Any, Kernel]],
+        launch: Callable[[str], Coroutine[Any, Any, Kernel]],
         shut_down: Callable[[Kernel], Coroutine[Any, Any, None]],
+        warm_up: str = WARM_UP,
     ) -> None:
         self._launch = launch
         self._shut_down = shut_down
+        self._warm_up = warm_up
         self._waiting: list[_Prestart] = []
 
-    def fill(self, delay: float) -> None:
-        """Start a kernel after ``delay`` seconds, unless one is already on its way."""
-        if self._waiting:
+    def fill(self, delay: float, kernel_name: str, *, warm: bool = True) -> None:
+        """Start a kernel of `kernel_name` after ``delay`` seconds, unless one is already on
+        its way; one of another name (the default changed) is let go. `warm`: run the
+        Python warm-up on it."""
+        if self._waiting and self._waiting[0].kernel_name == kernel_name:
             return
+        self.discard()
         with contextlib.suppress(RuntimeError):  # no running loop: nothing to start it on
-            prestart = _Prestart()
-            prestart.task = asyncio.get_running_loop().create_task(self._prestart(prestart, delay))
+            loop = asyncio.get_running_loop()
+            prestart = _Prestart(kernel_name=kernel_name)
+            prestart.started = loop.create_future()
+            prestart.task = loop.create_task(self._prestart(prestart, delay, warm))
             self._waiting.append(prestart)
 
-    async def take(self) -> Kernel | None:
-        """The pooled kernel, waited for without its delay; None when there is none alive."""
+    async def take(self, kernel_name: str) -> Kernel | None:
+        """The pooled kernel of `kernel_name` as soon as it is up (without the rest of its
+        delay, nor its warm-up); None when there is none alive.
+
+        A warm-up still running is left to the kernel: the caller's first request
+        queues behind it there, paying what its own first execution would have paid,
+        and is never kept waiting here for a reply that is not its own.
+        """
+        if self._waiting and self._waiting[0].kernel_name != kernel_name:
+            return None
         while self._waiting:
             prestart = self._waiting.pop(0)
             prestart.hurry.set()  # somebody is waiting: no more delay
-            try:
-                kernel = await prestart.task
-            except Exception:
-                logger.warning("A prestarted kernel failed to start", exc_info=True)
+            await asyncio.wait({prestart.started, prestart.task}, return_when=asyncio.FIRST_COMPLETED)
+            if not prestart.started.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    if (error := prestart.task.exception()) is not None:
+                        logger.warning("A prestarted kernel failed to start", exc_info=error)
                 continue
+            kernel = prestart.started.result()
+            if not prestart.task.done():
+                prestart.task.cancel()  # stop reading replies: the caller reads its own from now on
+                await asyncio.wait({prestart.task})
             if await kernel.is_alive():
                 return kernel
             await self._shut_down(kernel)
@@ -102,7 +126,7 @@ class WarmPool:
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(self._shut_down(task.result()))
 
-    async def _prestart(self, prestart: _Prestart, delay: float) -> Kernel:
+    async def _prestart(self, prestart: _Prestart, delay: float, warm: bool = True) -> Kernel:
         """A kernel for the pool, launched after `delay` and run once.
 
         The delay keeps the launch (imports, a process spawn, a kernel booting
@@ -120,9 +144,12 @@ class WarmPool:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(prestart.hurry.wait(), delay)
         prestart.launched = True
-        kernel = await self._launch()
+        kernel = await self._launch(prestart.kernel_name)
+        prestart.started.set_result(kernel)
+        if not warm:
+            return kernel
         try:
-            msg_id = kernel.client.execute(WARM_UP, silent=False, store_history=False, allow_stdin=False)
+            msg_id = kernel.client.execute(self._warm_up, silent=False, store_history=False, allow_stdin=False)
             deadline = time.monotonic() + 10
             while (wait := deadline - time.monotonic()) > 0:
                 reply = await kernel.client.get_shell_msg(timeout=wait)

@@ -66,6 +66,8 @@ async def run_in_turn(
     interrupt_on_cancel: bool = False,
     on_death: Callable[[], Awaitable[None]] | None = None,
     gone_message: Callable[[], str] = lambda: "The kernel is gone.",
+    user_expressions: dict[str, str] | None = None,
+    on_reply: Callable[[ExecutionOutcome], ExecutionOutcome] | None = None,
 ) -> ExecutionOutcome:
     """Run `code` on `kernel` (anything with the `Kernel` attributes) when its turn comes.
 
@@ -143,6 +145,7 @@ async def run_in_turn(
                 on_output=on_output,
                 interrupt_on_cancel=interrupt_on_cancel,
                 on_still_running=remember_still_running,
+                user_expressions=user_expressions,
             )
         except KernelDied as died:
             if not getattr(kernel, "stopped", False) or died.outputs is None:
@@ -166,6 +169,9 @@ async def run_in_turn(
             if hasattr(kernel, "running"):
                 kernel.running = None
             kernel.last_used = time.monotonic()
+    if on_reply is not None:
+        # Before the hooks: what the reply teaches (a kernel's secrets) applies to them too.
+        outcome = on_reply(outcome)
     hooks.fire(
         hooks.after_execution,
         ExecutionEnded(

@@ -12,6 +12,7 @@ from typing import Any
 from jupyter_mcp_server.tools import (
     cells,
     editing,
+    environments,
     history,
     inspecting,
     notebooks,
@@ -72,6 +73,9 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(inspecting.complete, "Complete or Inspect Code", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
     NotebookTool(inspecting.debug_error, "Debug Last Error", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
     NotebookTool(inspecting.kernel_history, "Kernel History", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
+    # Opt-in: installing changes an environment the person may share with other work.
+    NotebookTool(environments.install_packages, "Install Packages", False, True, True, True, environments.ENVIRONMENTS_TOOLSET),
+    NotebookTool(environments.list_packages, "List Packages", True, False, True, False, environments.ENVIRONMENTS_TOOLSET),
     # Opt-in: batches, history, diffs and restores.
     NotebookTool(editing.apply_edits, "Apply Edits", False, True, False, False, editing.HISTORY_TOOLSET),
     NotebookTool(editing.set_cell_metadata, "Set Cell Metadata", False, False, True, False, editing.HISTORY_TOOLSET),

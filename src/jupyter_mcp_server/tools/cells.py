@@ -12,6 +12,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.approvals import DELETE_CELLS, approve, asks_for
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
@@ -187,13 +188,27 @@ async def delete_cell(
         raise ToolFailure(INVALID_ARGUMENT, "Name the cells to delete with exactly one of cell_indices or cell_ids_to_delete (non-empty).")
     path = notebook_path(ctx, notebook_name)
 
-    def change(notebook: Any) -> list[models.DeletedCell]:
+    def positions_in(notebook: Any) -> list[int]:
         if cell_indices is not None:
             positions = [cell_position(notebook, index, None) for index in cell_indices]
         else:
             positions = [cell_position(notebook, None, cell_id) for cell_id in cell_ids_to_delete or []]
         if len(set(positions)) != len(positions):
             raise ToolFailure(INVALID_ARGUMENT, "The same cell is named twice; name each cell once.")
+        return positions
+
+    if asks_for(state_of(ctx), DELETE_CELLS):
+        view = await state_of(ctx).store.read(path)
+        if expected_revision is None:
+            # What is deleted is exactly what the person approved, or nothing.
+            expected_revision = view.revision
+        cells = [view.notebook.cells[p] for p in positions_in(view.notebook)]
+        named = ", ".join(f"{c['id']} ({first_line(c.get('source', ''))!r})" for c in cells[:20])
+        more = f" and {len(cells) - 20} more" if len(cells) > 20 else ""
+        await approve(ctx, DELETE_CELLS, f"Delete {len(cells)} cell(s) of '{path}': {named}{more}.")
+
+    def change(notebook: Any) -> list[models.DeletedCell]:
+        positions = positions_in(notebook)
         deleted = [
             models.DeletedCell(
                 cell_id=notebook.cells[p]["id"],
@@ -279,3 +294,8 @@ async def read_cell(
         f"{cell_heading(index, cell)}{f' tags: {tags}' if tags else ''}\n{result.source}",
         output_blocks(outputs or [], link, limits),
     )
+
+
+def first_line(source: str, width: int = 60) -> str:
+    line = source.strip().splitlines()[0] if source.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -13,12 +13,14 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
+from jupyter_mcp_server.approvals import DELETE_CELLS, approve, asks_for
 from jupyter_mcp_server.state import state_of
 from jupyter_mcp_server.store.diffs import diff_text
 from jupyter_mcp_server.store.edits import MAX_OPERATIONS, EditPlan, check_batch, plan_edits
 from jupyter_mcp_server.store.store import revision_conflict
 from jupyter_mcp_server.tools import history_models as hm
 from jupyter_mcp_server.tools.addressing import notebook_path
+from jupyter_mcp_server.tools.cells import first_line
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server.tools.rendering import upgrade_by_edit
 from jupyter_mcp_server.tools.results import answer, tool_handler
@@ -121,6 +123,18 @@ async def apply_operations(
         plan.commit(notebook)
         return plan
 
+    if any(operation.get("op") == "delete" for operation in operations) and asks_for(state_of(ctx), DELETE_CELLS):
+        # The person approves the cells this batch deletes, and exactly those are deleted, or none.
+        view = await store.read(path)
+        if expected_revision is None:
+            expected_revision = view.revision
+        plan = plan_edits(view.notebook, operations)
+        kept = {cell["id"] for cell in plan.cells}
+        gone = [cell for cell in view.notebook.cells if cell["id"] not in kept]
+        if gone:
+            named = ", ".join(f"{c['id']} ({first_line(c.get('source', ''))!r})" for c in gone[:20])
+            more = f" and {len(gone) - 20} more" if len(gone) > 20 else ""
+            await approve(ctx, DELETE_CELLS, f"Delete {len(gone)} cell(s) of '{path}' in a batch of edits: {named}{more}.")
     plan, view = await store.mutate(path, change, expected_revision)
     return plan, view, view.previous_revision or view.revision
 

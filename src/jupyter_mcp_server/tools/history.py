@@ -6,7 +6,8 @@ else made, once the server reads the file. ``restore_notebook`` writes an
 earlier revision's content as a new revision, through the same ``mutate``
 as every edit: an undo is itself undoable, and a person with the notebook
 open in JupyterLab sees it arrive. It is the one entry point that puts old
-content back (approvals wrap it there).
+content back, and asks the person first where approvals ask about
+``notebook.restore`` (as ``apply_edits`` does about the cells it deletes).
 """
 
 import dataclasses
@@ -17,6 +18,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.approvals import RESTORE_REVISION, approve, asks_for
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store.contents import ContentsFiles
@@ -173,6 +175,19 @@ async def restore_notebook(
     history = history_of(server, key or path, note)
     wanted = resolved(history, revision)
     old = notebook_at(history, wanted)
+    if asks_for(server, RESTORE_REVISION):
+        # The person approves putting this content back over what is there now, and only that.
+        if view is not None and expected_revision is None:
+            expected_revision = view.revision
+        preview = cell_diff(view.notebook["cells"] if view is not None else [], old["cells"])
+        now = f"its current revision {view.revision}" if view is not None else "nothing (it is missing)"
+        await approve(
+            ctx,
+            RESTORE_REVISION,
+            f"Restore '{history.key}' to revision {wanted}, replacing {now}: {len(preview['added'])} cell(s) "
+            f"come back, {len(preview['removed'])} go, {len(preview['changed'])} change. The current revision "
+            "stays in the history.",
+        )
     if view is None:
         await server.store.create(history.key)  # deleted since: it comes back, then gets the content
 

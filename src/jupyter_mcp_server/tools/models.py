@@ -86,9 +86,31 @@ class KernelEntry(Result):
     notebooks: list[str]
 
 
+class EnvironmentEntry(Result):
+    name: str = Field(description="What to pass as kernel_name (or environment).")
+    kind: Literal["kernelspec", "virtualenv", "conda", "python"]
+    language: str
+    display_name: str
+    found_in: list[str] = Field(description="jupyter (an installed kernelspec), workspace, VIRTUAL_ENV, CONDA_PREFIX, --python.")
+    interpreter: str | None
+    prefix: str | None
+    python_version: str | None
+    has_ipykernel: bool | None = Field(description="Whether ipykernel is installed there (None: not an ipykernel kernel).")
+    ready: bool = Field(description="Whether a kernel can start on it now.")
+    problem: str | None
+    server_environment: bool = Field(description="The server's own Python.")
+
+
+class KernelChoiceModel(Result):
+    kernel_name: str
+    reason: str
+
+
 class KernelList(Result):
     kernels: list[KernelEntry]
-    kernelspecs: list[str]
+    kernelspecs: list[str] = Field(description="Every name kernel_name accepts: installed kernelspecs, then environments.")
+    environments: list[EnvironmentEntry] = Field(description="Where a local kernel can run, with its interpreter and whether ipykernel is there.")
+    default_kernel: KernelChoiceModel = Field(description="What a new notebook runs on, and why.")
 
 
 class NotebookUsed(Written):
@@ -96,6 +118,8 @@ class NotebookUsed(Written):
     notebook_path: str
     cell_count: int
     kernel_id: str | None
+    kernel_name: str = Field(description="The kernelspec or environment the kernel runs.")
+    kernel_reason: str = Field(description="Why this kernel: the notebook's metadata, the workspace's environment, …")
 
 
 class NotebookEntry(Result):
@@ -333,3 +357,38 @@ class SearchResult(Result):
     notebooks_searched: int
     skipped: int
     complete: bool
+
+
+class PackageEntry(Result):
+    name: str
+    version: str
+
+
+class PackageList(Result):
+    environment: str
+    interpreter: str | None
+    packages: list[PackageEntry]
+    total: int = Field(description="How many packages the environment has, before the pattern.")
+
+
+class InstalledPackage(Result):
+    name: str
+    version: str
+    previous_version: str | None = Field(description="The version it replaced; None for a new package.")
+
+
+class PackagesInstalled(Result):
+    environment: str
+    interpreter: str | None
+    installer: str = Field(description="uv, pip or conda.")
+    command: list[str] = Field(description="What ran, as its arguments (never through a shell).")
+    installed: list[InstalledPackage] = Field(description="Every distribution the install added or changed.")
+    removed: list[str]
+    already_present: list[str] = Field(description="Asked-for packages that were there already and did not change.")
+    kernel_id: str | None = Field(description="The notebook's kernel in this environment, if one runs.")
+    needs_restart: bool | None = Field(
+        description="Whether that kernel had imported a module the install changed (restart_notebook for it to take "
+        "effect); None when there is no such kernel or it could not be asked."
+    )
+    stale_modules: list[str]
+    seconds: float

@@ -1,12 +1,15 @@
 """The tools that choose, list, read and release notebooks and their kernels."""
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.approvals import RELEASE_KERNEL, RESTART_KERNEL, approve
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server.kernels.environments import KernelChoice
 from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
@@ -40,12 +43,34 @@ def kernelspec_metadata(server: ServerState, kernel_name: str) -> dict[str, str]
     return {"name": kernel_name, "display_name": spec["display_name"], "language": spec["language"]}
 
 
-def metadata_kernel(server: ServerState, notebook: Any) -> str | None:
-    """The kernelspec the notebook itself names, if it is installed here."""
-    name = (notebook.get("metadata", {}).get("kernelspec") or {}).get("name")
-    if name and name in server.kernels.kernelspecs():
-        return name
-    return None
+def metadata_kernel(server: ServerState, notebook: Any) -> Callable[[], Awaitable[str]]:
+    """The kernel the notebook gets if one has to start (the kernelspec its metadata names,
+    the workspace's environment, the configured default, …), decided only then: a call on a
+    notebook whose kernel runs already looks at nothing."""
+
+    async def chosen() -> str:
+        return server.kernels.choose(notebook.get("metadata")).kernel_name
+
+    return chosen
+
+
+def kernel_change(server: ServerState, kernel_name: str) -> Callable[[Any], bool]:
+    """A change that makes the notebook's metadata name `kernel_name` (its kernelspec);
+    answers whether anything changed."""
+    spec = kernelspec_metadata(server, kernel_name)
+
+    def change(notebook: Any) -> bool:
+        current = dict(notebook.metadata.get("kernelspec") or {})
+        if current == spec:
+            return False
+        notebook.metadata["kernelspec"] = spec
+        info = notebook.metadata.get("language_info")
+        if isinstance(info, dict) and info.get("name") not in (None, spec["language"]):
+            # The old language's details (version, file extension) describe another kernel now.
+            notebook.metadata["language_info"] = {"name": spec["language"]}
+        return True
+
+    return change
 
 
 @tool_handler("use_notebook")
@@ -54,34 +79,65 @@ async def use_notebook(
     notebook_path: Annotated[str | None, Field(description="Workspace-relative path (.ipynb or .py percent script). Omitted: notebook_name is the path.")] = None,
     mode: Literal["connect", "create"] = "connect",  # the description says which does what
     kernel_id: Annotated[str | None, Field(description="Share this already running kernel (see list_kernels) instead of starting one.")] = None,
-    kernel_name: Annotated[str | None, Field(description="Kernelspec for a new kernel. Default: the notebook's own, then python3.")] = None,
+    kernel_name: Annotated[str | None, Field(description="Kernelspec or environment (see list_kernels). Default: the notebook's own, else the workspace's environment.")] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookUsed]:
     """Open (mode="connect") or create (mode="create") a notebook with a kernel, and make it this connection's current notebook (later tools default to it).
 
-    Each notebook gets its own kernel unless kernel_id names a running one to share."""
+    Each notebook gets its own kernel unless kernel_id names a running one to share; kernel_name on an open notebook changes its kernel."""
     server = state_of(ctx)
     state = connection_of(ctx)
     if notebook_path is None and mode == "connect" and notebook_name in state.names:
         path = state.names[notebook_name]  # a name this connection gave: switch back to it
     else:
         path = checked_path(server, notebook_path or notebook_name)
+    # Looked up here only for a new notebook; on an existing one, attach also adopts a kernel the
+    # Jupyter Server runs that this server did not start (a person's).
+    shared = server.kernels.get(kernel_id) if kernel_id is not None and mode == "create" else None
     if mode == "create":
         # A refused kernel must not leave behind a notebook the caller cannot
         # "create" again once the kernel question is settled.
         if kernel_id is None:
             server.kernels.ensure_room(path)
-        else:
-            server.kernels.get(kernel_id)
-        view = await server.store.create(path, kernelspec_metadata(server, kernel_name or "python3"))
+        choice = (
+            KernelChoice(shared.kernel_name, f"the running kernel {shared.kernel_id} was asked for")
+            if shared is not None
+            else KernelChoice(kernel_name, "kernel_name asked for it")
+            if kernel_name is not None
+            else server.kernels.choose(None)
+        )
+        spec = kernelspec_metadata(server, choice.kernel_name)
+        view = await server.store.create(path, spec)
     else:
         view = await server.store.read(path)
-    if kernel_id is not None or kernel_name is not None:
-        kernel = await server.kernels.attach(
-            path, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel(server, view.notebook)
-        )
-    else:
+    before_id = server.kernels.kernel_id_of(path)
+    before = server.kernels.kernels_by_id().get(before_id) if before_id else None
+    before_name = before.kernel_name if before is not None else None
+    if kernel_id is not None:
+        kernel = await server.kernels.attach(path, kernel_id=kernel_id)
+        choice = KernelChoice(kernel.kernel_name, f"the running kernel {kernel.kernel_id} was asked for")
+    elif kernel_name is not None:
+        choice = KernelChoice(kernel_name, "kernel_name asked for it")
+        kernel = await server.kernels.attach(path, kernel_name=kernel_name)
+    elif before is not None and not server.kernels.is_lost(path):
+        choice = KernelChoice(before.kernel_name, "the kernel it already runs on")
         kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
+    else:
+        if mode != "create":
+            choice = server.kernels.choose(view.notebook.get("metadata"))
+        kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=choice.kernel_name)).kernel
+    changed = ""
+    if kernel_name is not None and kernel_id is None and mode != "create" and server.kernels.kernelspec(kernel.kernel_name):
+        # Asked for: the notebook says so too, in the same write as nothing else.
+        wrote, view = await server.store.mutate(path, kernel_change(server, kernel.kernel_name))
+        if before_name is not None and before_name != kernel.kernel_name:
+            gone = "was shut down" if before_id not in server.kernels.kernels_by_id() else "still runs for the notebooks that share it"
+            changed = (
+                f" Its kernel changed from {before_name} to {kernel.kernel_name}: this is a new kernel, and every "
+                f"variable, import and definition of the old session is gone (the old kernel {gone})."
+            )
+        if wrote:
+            changed += f" Its metadata now names the kernelspec '{kernel.kernel_name}'."
     state.names[notebook_name] = path
     state.current = path
     upgraded, said = upgrade_ahead(view)
@@ -90,14 +146,18 @@ async def use_notebook(
         notebook_path=path,
         cell_count=len(view.notebook.cells),
         kernel_id=kernel.kernel_id,
+        kernel_name=kernel.kernel_name,
+        kernel_reason=choice.reason if choice.kernel_name == kernel.kernel_name else "",
         revision=view.revision,
         format_upgraded=upgraded,
     )
     verb = "Created" if mode == "create" else "Opened"
+    why = f": {result.kernel_reason}" if result.kernel_reason else ""
     return answer(
         result.model_dump(),
         f"{verb} '{path}' ({result.cell_count} cells, revision {view.revision}) as '{notebook_name}' "
-        f"on kernel {kernel.kernel_id} ({kernel.kernel_name}). It is now this connection's current notebook.{said}",
+        f"on kernel {kernel.kernel_id}. It is now this connection's current notebook.{said}{changed}\n"
+        f"Kernel: {kernel.kernel_name}{why}.",
     )
 
 
@@ -138,6 +198,13 @@ async def unuse_notebook(
     """Release a notebook: forget its name here and stop its kernel unless another notebook shares it. The file is unchanged."""
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
+    attached = server.kernels.kernel_id_of(path)
+    if attached is not None:
+        await approve(
+            ctx, RELEASE_KERNEL,
+            f"Release '{path}' from its kernel {attached}: the kernel is shut down unless another notebook "
+            "shares it, and the variables it holds are lost.",
+        )
     kernel_id = await server.kernels.detach(path)
     state = connection_of(ctx)
     for name in [n for n, p in state.names.items() if p == path]:
@@ -157,6 +224,11 @@ async def restart_notebook(
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
     view = await server.store.read(path)
+    attached = server.kernels.kernel_id_of(path)
+    if attached is not None:
+        await approve(
+            ctx, RESTART_KERNEL, f"Restart the kernel of '{path}' (kernel {attached}): every variable it holds is lost."
+        )
     kernel = await server.kernels.restart(path, metadata_kernel=metadata_kernel(server, view.notebook))
     result = models.KernelRestarted(kernel_id=kernel.kernel_id, revision=view.revision)
     return answer(result.model_dump(), f"'{path}' now runs on a fresh kernel {kernel.kernel_id}; its previous session is gone.")

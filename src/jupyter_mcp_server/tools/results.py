@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
+from jupyter_mcp_server.asking import INPUT_REQUIRED_OUTCOME, InputRequired
 from jupyter_mcp_server.connections import client_name, session_of
 from jupyter_mcp_server.errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.hooks import ToolCall, ToolCallEnded, redacted
@@ -95,6 +96,10 @@ def tool_handler(name: str) -> Callable[[F], F]:
                 except (ValueError, TypeError) as error:
                     logger.info("Tool %s refused its arguments: %s", name, error)
                     result = failure(ToolFailure(INVALID_ARGUMENT, f"{name}: {error}"))
+                except InputRequired:
+                    # Asked the person (2026-07-28): the call ends with a question, not a result.
+                    outcome = INPUT_REQUIRED_OUTCOME
+                    raise
                 outcome = outcome_of(result)
                 return result
             finally:

@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from jupyter_mcp_server.approvals import approve_shell_code, shell_lines
 from jupyter_mcp_server.errors import (
     EXECUTION_ERROR,
     INTERRUPTED,
@@ -126,6 +127,8 @@ def execution_result(
             )
         )
     if outcome.status == "ok":
+        if outcome.reason:  # it ran, but something about the result is not as usual
+            content.append(TextContent(type="text", text=f"[jupyter-mcp-server: {outcome.reason}]"))
         if not content:
             content.append(TextContent(type="text", text="(no output)"))
         return answer(structured, content=content)
@@ -283,6 +286,7 @@ async def execute_cell(
     cell = view.notebook.cells[cell_position(view.notebook, cell_index, cell_id)]
     if cell.get("cell_type") != "code":
         raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.")
+    await approve_shell_code(ctx, cell.get("source", ""), f"in cell {cell['id']} of '{path}'")
     return await run_cell(server, view, cell["id"], cell.get("source", ""), seconds, limits)
 
 
@@ -301,6 +305,7 @@ async def insert_execute_code_cell(
     seconds = effective_timeout(server, timeout)
     limits = InlineLimits.of(server.config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
+    await approve_shell_code(ctx, cell_source, f"in a new cell of '{path}'")
 
     def change(notebook: Any) -> str:
         index = insertion_index(notebook.cells, cell_index)
@@ -325,6 +330,14 @@ async def execute_code(
     server = state_of(ctx)
     seconds = effective_timeout(server, timeout)
     limits = InlineLimits.of(server.config, max_output_chars)
+    if shell_lines(code):
+        where = f"on kernel {kernel_id}"
+        if kernel_id is None:
+            try:
+                where = f"on the kernel of '{notebook_path(ctx, notebook_name)}'"
+            except ToolFailure:
+                where = "as scratch code"
+        await approve_shell_code(ctx, code, where)
     for intercept in server.interceptors:
         intercepted = await intercept(code, seconds)
         if intercepted is not None:
@@ -340,7 +353,7 @@ async def execute_code(
 
     async def named_kernel() -> str | None:
         # Read only when a kernel has to start: scratch code needs no file.
-        return metadata_kernel(server, (await server.store.read(path)).notebook)
+        return await metadata_kernel(server, (await server.store.read(path)).notebook)()
 
     attachment = await server.kernels.live_kernel_of(path, metadata_kernel=named_kernel, to_run_code=True)
     outcome = await run_on(server, attachment.kernel, code, seconds, path)

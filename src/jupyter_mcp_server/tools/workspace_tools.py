@@ -35,8 +35,12 @@ async def list_files(
 
 @tool_handler("list_kernels")
 async def list_kernels(ctx: Context | None = None) -> Annotated[CallToolResult, models.KernelList]:
-    """List the kernels this server runs (id, kernelspec, busy or idle, the notebooks bound to each) and the installed kernelspecs."""
-    kernels = state_of(ctx).kernels
+    """List the running kernels (id, kernelspec, state, notebooks), the installed kernelspecs, and the Python environments a notebook can run in (the workspace's, the launcher's), each with whether ipykernel is there: names for use_notebook's kernel_name."""
+    server = state_of(ctx)
+    kernels = server.kernels
+    listed_environments = getattr(kernels.backend, "listed", None)
+    environments = listed_environments() if listed_environments is not None else []
+    default = kernels.choose(None)
     listed = models.KernelList(
         kernels=[
             models.KernelEntry(
@@ -45,7 +49,13 @@ async def list_kernels(ctx: Context | None = None) -> Annotated[CallToolResult, 
             for k in kernels.kernels
         ],
         kernelspecs=kernels.kernelspecs(),
+        environments=[models.EnvironmentEntry.model_validate(env.as_dict()) for env in environments],
+        default_kernel=models.KernelChoiceModel(kernel_name=default.kernel_name, reason=default.reason),
     )
     lines = [f"{k.kernel_id} {k.kernel_name} {k.state} {', '.join(k.notebooks) or '(no notebook)'}" for k in listed.kernels]
     lines.append(f"Kernelspecs: {', '.join(listed.kernelspecs)}")
+    if environments:
+        lines.append("Environments:")
+        lines.extend(f"  {env.line()}" for env in environments)
+    lines.append(f"New notebooks run on {default.kernel_name}: {default.reason}.")
     return answer(listed.model_dump(), "\n".join(lines))

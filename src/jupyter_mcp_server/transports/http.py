@@ -2,7 +2,10 @@
 
 `/mcp?only=notebooks` is a server built for exactly that selection,
 `/mcp?sandboxes` the defaults plus sandboxes. The server for a selection is
-built once and kept. The reactor router forgets its applications whenever the
+built once and kept. `?profile=read-only` (or `edit`) narrows what the
+connection may do (jupyter_mcp_server.profiles): kept for its session, put in
+each request's scope for the profile guard, and refused with 403 when it is
+wider than the server's own. The reactor router forgets its applications whenever the
 host changes (another client's URL waking an extension), which drops every
 live session with them; here a session is routed by its id to the application
 that issued it, for as long as it lives, whatever other clients select.
@@ -15,6 +18,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -22,7 +26,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from jupyter_mcp_server.extensions import parse_selection
-from jupyter_mcp_server.transports.access_checks import AccessChecks, Receive, Scope, Send
+from jupyter_mcp_server.profile_guard import SCOPE_KEY, server_profile
+from jupyter_mcp_server.profiles import PROFILES, QUERY_KEY, rank
+from jupyter_mcp_server.transports.access_checks import AccessChecks, Receive, Scope, Send, refuse
 
 if TYPE_CHECKING:
     from jupyter_mcp_server.app import Application
@@ -39,7 +45,8 @@ class SelectionRouter:
     def __init__(self, application: Application) -> None:
         self.application = application
         self._apps: dict[tuple[int, str], Any] = {}
-        self._sessions: dict[str, Any] = {}
+        #: Each live session's application and the profile it connected with.
+        self._sessions: dict[str, tuple[Any, str | None]] = {}
         self._lock = asyncio.Lock()
         self._tasks: Any = None
         self._closing: asyncio.Event | None = None
@@ -67,7 +74,7 @@ class SelectionRouter:
 
     async def app_for(self, scope: Scope) -> Any:
         raw = scope.get("query_string", b"").decode("utf-8", "replace")
-        built = self.application.build(parse_selection(raw))
+        built = self.application.build(parse_selection(raw, ignore=(QUERY_KEY,)))
         if built.unknown:
             logger.warning("A client asked for unknown toolsets: %s", ", ".join(sorted(built.unknown)))
         key = (id(built.server), ",".join(sorted(built.toolsets)))
@@ -85,11 +92,33 @@ class SelectionRouter:
                 self._apps[key] = app
         return app
 
+    def asked_profile(self, scope: Scope) -> tuple[str | None, str | None]:
+        """(the profile the URL asks for or None, a refusal's message or None)."""
+        raw = scope.get("query_string", b"").decode("utf-8", "replace")
+        asked = [value.strip().lower() for key, value in parse_qsl(raw, keep_blank_values=True) if key.strip() == QUERY_KEY]
+        if not asked:
+            return None, None
+        profile = asked[-1]
+        if profile not in PROFILES:
+            return None, f"Unknown profile {profile!r}: one of {', '.join(PROFILES)}."
+        own = server_profile(self.application.state)
+        if rank(profile) > rank(own):
+            return None, f"Forbidden: profile {profile!r} is wider than this server's {own!r}."
+        return profile, None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = _header(scope, SESSION_HEADER)
-        app = self._sessions.get(session_id) if session_id else None
-        if app is None:
+        remembered = self._sessions.get(session_id) if session_id else None
+        if remembered is not None:
+            app, profile = remembered
+        else:
+            profile, problem = self.asked_profile(scope)
+            if problem is not None:
+                await refuse(send, 400 if problem.startswith("Unknown") else 403, problem)
+                return
             app = await self.app_for(scope)
+        if profile is not None:
+            scope[SCOPE_KEY] = profile
         method = scope.get("method")
 
         async def remembering(message: Any) -> None:
@@ -97,7 +126,7 @@ class SelectionRouter:
                 issued = _header(message, SESSION_HEADER)
                 status = message.get("status", 500)
                 if issued and status < 400 and method != "DELETE":
-                    self._sessions[issued] = app
+                    self._sessions[issued] = (app, profile)
                 elif session_id and (method == "DELETE" or status == 404):
                     self._sessions.pop(session_id, None)
             await send(message)

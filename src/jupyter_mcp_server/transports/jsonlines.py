@@ -35,12 +35,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jupyter_mcp_server.approvals import RESTART_KERNEL, SHELL_CODE, shell_lines, without_asking
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
+    NOT_PERMITTED,
     UNSUPPORTED,
     ToolFailure,
 )
+from jupyter_mcp_server.masking import redaction_on
+from jupyter_mcp_server.profile_guard import server_profile
+from jupyter_mcp_server.profiles import EDIT, FULL, READ_ONLY, WHAT_IT_ALLOWS, rank
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.tools.addressing import cell_position, checked_path
 from jupyter_mcp_server.tools.notebooks import metadata_kernel
@@ -51,6 +56,12 @@ if TYPE_CHECKING:
 from jupyter_mcp_server.store import WRITTEN_VERSION
 
 METHODS = ("open", "status", "execute", "save", "interrupt", "restart", "shutdown")
+#: The narrowest profile (jupyter_mcp_server.profiles) each method is allowed under.
+NEEDS_PROFILE = {
+    "open": READ_ONLY, "status": READ_ONLY, "shutdown": READ_ONLY,
+    "save": EDIT, "interrupt": EDIT, "restart": EDIT,
+    "execute": FULL,
+}
 #: The most bytes one request line may have.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -80,6 +91,8 @@ class JsonLinesServer:
     # -- the wire ---------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
+        if redaction_on(self.state):
+            message = self.state.redactor.value(message)
         line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
         self._write(line.encode("utf-8") + b"\n")
 
@@ -112,6 +125,13 @@ class JsonLinesServer:
                 )
             if not isinstance(params, dict):
                 raise ToolFailure(INVALID_ARGUMENT, "params must be a JSON object.")
+            profile = server_profile(self.state)
+            if rank(NEEDS_PROFILE[str(method)]) > rank(profile):
+                raise ToolFailure(
+                    NOT_PERMITTED,
+                    f"{method} is not permitted under the '{profile}' profile, which allows {WHAT_IT_ALLOWS[profile]}.",
+                    profile=profile,
+                )
             result = await handler(request_id, params)
         except asyncio.CancelledError:
             message = "The server is shutting down; this request was stopped."
@@ -222,6 +242,12 @@ class JsonLinesServer:
             if cell.get("cell_type") != "code":
                 raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell.get('id')} is a {cell.get('cell_type')} cell; only code cells run.")
             code = cell.get("source", "")
+        lines = shell_lines(code)
+        if lines:
+            without_asking(
+                self.state, SHELL_CODE, f"Run code in '{opened.path}' that runs shell commands: {'; '.join(lines[:8])}.",
+                "JSON lines has no way to ask",
+            )
         attachment = await self.state.kernels.live_kernel_of(
             opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook), to_run_code=True
         )
@@ -295,6 +321,10 @@ class JsonLinesServer:
 
     async def do_restart(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         opened = self._opened(params)
+        if self.state.kernels.kernel_id_of(opened.path) is not None:
+            without_asking(
+                self.state, RESTART_KERNEL, f"Restart the kernel of '{opened.path}'.", "JSON lines has no way to ask"
+            )
         kernel = await self.state.kernels.restart(
             opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook)
         )

@@ -1,0 +1,61 @@
+"""The prestarted kernel goes to the first caller as soon as it is up: its warm-up never keeps
+a caller waiting (it stays the kernel's to finish, ahead of the caller's first request)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+
+from jupyter_mcp_server.kernels.execution import OK, run_code
+from jupyter_mcp_server.kernels.kernel import Kernel
+from jupyter_mcp_server.kernels.pool import WarmPool
+
+
+async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_after_it(tmp_path: Path):
+    release = tmp_path / "release"
+    # A warm-up that ends only when the test says so: a caller who waited for it would wait forever.
+    warm_up = f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
+    started: list[Kernel] = []
+
+    async def launch(kernel_name: str) -> Kernel:
+        manager = AsyncKernelManager(kernel_name=kernel_name)
+        await manager.start_kernel()
+        client = manager.client()
+        client.start_channels()
+        await client.wait_for_ready(timeout=60)
+        kernel = Kernel(f"k{len(started)}", kernel_name, manager, client)
+        started.append(kernel)
+        return kernel
+
+    async def shut_down(kernel: Kernel) -> None:
+        kernel.client.stop_channels()
+        await kernel.manager.shutdown_kernel(now=True)
+
+    pool = WarmPool(launch, shut_down, warm_up=warm_up)
+    pool.fill(3600.0, "python3")  # a long delay: only a caller's hurry starts it
+    try:
+        kernel = await asyncio.wait_for(pool.take("python3"), 60)
+        assert kernel is started[0] and not release.exists()
+
+        async def alive() -> bool:
+            return True
+
+        async def interrupt() -> None:
+            return None
+
+        running = asyncio.create_task(
+            run_code(kernel.client, alive, interrupt, "41 + 1", timeout=60, max_output_bytes=1 << 20, max_output_blocks=10)
+        )
+        await asyncio.sleep(0.5)
+        assert not running.done(), "the caller's code ran before the warm-up it queued behind"
+        release.touch()
+        outcome = await asyncio.wait_for(running, 30)
+        assert outcome.status == OK and outcome.execution_count == 1
+        assert outcome.outputs.outputs[0]["data"]["text/plain"] == "42"
+    finally:
+        release.touch()
+        await pool.stop()
+        for kernel in started:
+            await shut_down(kernel)
