@@ -19,9 +19,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from .errors import ToolFailure
+from .history_dir import default_history_dir, given_history_dir
 from .jupyter_urls import ArgumentNames, normalize_url
 
 TRANSPORTS = ("stdio", "streamable-http", "json-lines")
@@ -322,28 +321,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "history_dir",
-        "Where each notebook's history of changes is kept (default: the platform's user state "
-        "directory, ~/.local/state/jupyter-mcp-server/history on Linux); never inside the workspace. "
-        "'off' keeps none.",
-        str,
-        flag="--history-dir",
-        env="JUPYTER_MCP_HISTORY_DIR",
-        jupyter=True,
+        "Where each notebook's history is kept (default: the platform's user state directory, "
+        "~/.local/state/jupyter-mcp-server/history on Linux), never inside the workspace; 'off' keeps none.",
+        str, flag="--history-dir", env="JUPYTER_MCP_HISTORY_DIR", jupyter=True,
     ),
-    Setting(
-        "history_max_entries",
-        "Entries kept in one notebook's history; past it the oldest are dropped.",
-        int,
-        env="JUPYTER_MCP_HISTORY_MAX_ENTRIES",
-        positive=True,
-    ),
-    Setting(
-        "history_max_bytes",
-        "Bytes one notebook's history may take on disk; past it the oldest entries are dropped.",
-        int,
-        env="JUPYTER_MCP_HISTORY_MAX_BYTES",
-        positive=True,
-    ),
+    Setting("history_max_entries", "Entries kept per notebook's history; the oldest are dropped.", int, env="JUPYTER_MCP_HISTORY_MAX_ENTRIES", positive=True),
+    Setting("history_max_bytes", "Bytes one notebook's history may take; the oldest entries are dropped.", int, env="JUPYTER_MCP_HISTORY_MAX_BYTES", positive=True),
     Setting(
         "http_head_timeout",
         "HTTP: seconds a connection may take to send a request's line and headers.",
@@ -407,13 +390,6 @@ SETTINGS: tuple[Setting, ...] = (
 )
 SETTINGS_BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
 
-#: The value of ``--history-dir`` that keeps no history.
-HISTORY_OFF = "off"
-
-
-def default_history_dir() -> Path:
-    """The platform's user state location for the server (``~/.local/state/...`` on Linux)."""
-    return platformdirs.user_state_path("jupyter-mcp-server") / "history"
 
 _DEFAULTS = ServerConfig(workspace_root=Path("."))
 
@@ -559,7 +535,10 @@ def checked(**values: Any) -> ServerConfig:
             raise ConfigError(f"JUPYTER_MCP_INSTALLER {installer!r} is not one of {', '.join(INSTALLERS)}.")
         values["installer"] = installer
     if "history_dir" in values:
-        values["history_dir"] = _history_dir(values["history_dir"], values["workspace_root"])
+        try:
+            values["history_dir"] = given_history_dir(str(values["history_dir"]), values["workspace_root"])
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
     known = {item.name for item in fields(ServerConfig)}
     config = ServerConfig(**{name: value for name, value in values.items() if name in known})
     if config.default_timeout > config.max_timeout:
@@ -610,21 +589,6 @@ def checked_interpreter_path(given: str) -> str:
     if not path.is_file() or not os.access(path, os.X_OK):
         raise ConfigError(f"--python {given!r} is not an executable file.")
     return str(path)
-
-
-def _history_dir(given: Any, workspace_root: Path) -> Path | None:
-    """``--history-dir`` as a resolved directory, or None for 'off'; never inside the workspace."""
-    text = str(given).strip()
-    if text.lower() == HISTORY_OFF:
-        return None
-    directory = Path(text).expanduser().resolve()
-    if directory == workspace_root or workspace_root in directory.parents:
-        raise ConfigError(
-            f"--history-dir {text!r} is inside the workspace {str(workspace_root)!r}: the history is "
-            "the server's own state and stays out of the notebooks' folders (and their git). "
-            "Choose a directory outside it, or 'off'."
-        )
-    return directory
 
 
 def _replaced(config: ServerConfig, **changes: Any) -> ServerConfig:

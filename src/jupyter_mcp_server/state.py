@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from .asking import UsedStates
 from .capabilities import CapabilityRegistry
-from .config import ServerConfig, default_history_dir
+from .config import ServerConfig
 from .connections import session_of
+from .history_dir import default_history_dir, inside
 from .hooks import Hooks
 from .kernels.backends import LocalBackend
 from .kernels.environments import Environments, Sources
@@ -175,9 +176,9 @@ class ServerState:
         """What keeps the histories of the notebooks under `root`: never a directory given inside
         it (the platform's state directory may be: a workspace may be the home directory)."""
         history = self.histories.root
-        if history is not None and history != default_history_dir() and (history == root or root in history.parents):
-            inside = Histories(None, off=f"the history directory {history} is inside the workspace {root}")
-            return Recorder(inside, f"workspace:{root}")
+        if history is not None and history != default_history_dir() and inside(history, root):
+            kept_out = Histories(None, off=f"the history directory {history} is inside the workspace {root}")
+            return Recorder(kept_out, f"workspace:{root}")
         return Recorder(self.histories, f"workspace:{root}")
 
     def describe_workspace(self) -> dict[str, str]:
