@@ -68,15 +68,18 @@ def resolved(history: NotebookHistory, name: str) -> str:
     )
 
 
-async def current(server: ServerState, path: str) -> tuple[Any, str | None, str | None]:
-    """The notebook's view (None when it is missing), its history note, and its key."""
+async def opened(ctx: Context | None, notebook_name: str | None) -> tuple[ServerState, Any, NotebookHistory]:
+    """The server, the notebook's view (None when it is missing: deleted or renamed) with its
+    current revision kept in its history, and that history."""
+    server = state_of(ctx)
+    path = notebook_path(ctx, notebook_name)
     try:
         view, note = await server.store.remember(path)
     except ToolFailure as failure:
         if failure.code != NOT_FOUND:
             raise
-        return None, None, server.store.locate(path)
-    return view, note, view.path
+        return server, None, history_of(server, server.store.locate(path))
+    return server, view, history_of(server, view.path, note)
 
 
 def _bounded(text: str, limit: int) -> str:
@@ -92,10 +95,7 @@ async def notebook_history(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, hm.NotebookHistory]:
     """List a notebook's history, newest first: each revision, when, which tool and client made it (no tool: changed outside the server), and its checkpoints. Works for a notebook deleted or renamed since."""
-    server = state_of(ctx)
-    path = notebook_path(ctx, notebook_name)
-    view, note, key = await current(server, path)
-    history = history_of(server, key or path, note)
+    _, view, history = await opened(ctx, notebook_name)
     entries = history.entries()
     index = history.index()
     checkpoints = {str(k): str(v) for k, v in index.get("checkpoints", {}).items()}
@@ -147,10 +147,7 @@ async def diff_notebook(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, hm.NotebookDiffed]:
     """Compare two revisions of a notebook cell by cell, by id: cells added, removed, moved, source changed (a unified diff), outputs changed (summarised), notebook metadata."""
-    server = state_of(ctx)
-    path = notebook_path(ctx, notebook_name)
-    view, note, key = await current(server, path)
-    history = history_of(server, key or path, note)
+    server, view, history = await opened(ctx, notebook_name)
     before = resolved(history, from_revision)
     if to_revision is None and view is None:
         raise ToolFailure(INVALID_ARGUMENT, f"{history.key} is missing: name to_revision too.")
@@ -169,10 +166,7 @@ async def restore_notebook(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, hm.NotebookRestored]:
     """Write an earlier revision's content (cells, ids, outputs, metadata) back as a new revision. The current one stays in the history, so a restore can itself be undone. Also brings back a deleted notebook."""
-    server = state_of(ctx)
-    path = notebook_path(ctx, notebook_name)
-    view, note, key = await current(server, path)
-    history = history_of(server, key or path, note)
+    server, view, history = await opened(ctx, notebook_name)
     wanted = resolved(history, revision)
     old = notebook_at(history, wanted)
     if asks_for(server, RESTORE_REVISION):
