@@ -35,6 +35,7 @@ OPERATIONS = (
     "search",
     "release_notebook",
     "list_variables",
+    "run_all",
     "apply_edits",
     "diff_notebook",
     "notebook_history",
@@ -141,6 +142,7 @@ OURS = Profile.from_dict(
         "cwd": "{workspace}",
         "tools": {
             "create_notebook": _call("use_notebook", notebook_name="{notebook}", mode="create"),
+            "open_notebook": _call("use_notebook", notebook_name="{notebook}", mode="connect"),
             "insert_cell": _call(
                 "insert_cell",
                 notebook_name="{notebook}",
@@ -171,6 +173,8 @@ OURS = Profile.from_dict(
             "release_notebook": _call("unuse_notebook", notebook_name="{notebook}"),
             # Served with the introspection toolset only (workloads/introspection.py asks for it).
             "list_variables": _call("list_variables", notebook_name="{notebook}", limit=500),
+            # Served with the runs toolset only (workloads/runs.py asks for it).
+            "run_all": _call("run_cells", notebook_name="{notebook}", cells="all"),
             # Served with the history toolset only (workloads/history.py asks for it).
             "apply_edits": _call("apply_edits", notebook_name="{notebook}", operations="{operations}"),
             "diff_notebook": _call("diff_notebook", notebook_name="{notebook}", from_revision="{revision}"),

@@ -66,8 +66,8 @@ async def main_async(args: argparse.Namespace) -> int:
         f"{mode} mode, {sizes.repetitions} repetitions; {info['nproc']} x {info['cpu']}, Python {info['python']}"
     )
     harness = Harness(sizes, profiles, root, log)
+    steps = [step for step in STEPS if not args.only or any(word in step[0] for word in args.only)]
     try:
-        steps = [step for step in STEPS if not args.only or any(word in step[0] for word in args.only)]
         results = await harness.run(steps)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -96,6 +96,13 @@ def main() -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
         "--repetitions", type=int, default=0, help="repetitions (default 5, quick 2)"
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="WORDS",
+        help="run only the workloads whose name contains WORDS (repeatable), e.g. 'whole notebook'",
     )
     parser.add_argument(
         "--profile",

@@ -42,6 +42,8 @@ class Sizes:
     #: Notebooks searched, and the size of each (100 MB in full mode).
     corpus_notebooks: int = 1000
     corpus_notebook_bytes: int = 100_000
+    #: Trivial cells of the notebook run whole (workload 10).
+    run_cells: int = 200
 
 
 FULL = Sizes()
@@ -57,4 +59,5 @@ QUICK = Sizes(
     heavy_cells=2,
     history_revisions=20,
     corpus_notebooks=100,
+    run_cells=50,
 )

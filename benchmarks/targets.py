@@ -135,6 +135,11 @@ def _variables(r: Results) -> tuple[bool, str]:
     return value < 0.05, f"{value * 1e3:.1f} ms against 50 ms {_margin(value, 0.05)}"
 
 
+@target("run_cells of the trivial notebook <= 1.2x raw jupyter_client running its cells")
+def _run_all(r: Results) -> tuple[bool, str]:
+    return _ratio(r, "run_all", "run_all", 1.2)
+
+
 @target("apply_edits of 50 operations <= 2x one insert_cell, at the 2,000-cell notebook")
 def _batch(r: Results) -> tuple[bool, str]:
     batch, single = r.median("apply_edits_50"), r.median("insert_single")

@@ -91,3 +91,62 @@ async def test_no_callback_is_a_missing_capability(workspace: Path, site: Path, 
         # A tool that asks only what the client can answer asks nothing here.
         answered = await client.call_tool("test_input_required_result_capabilities", {})
         assert text_of(answered) == "answered: nothing"
+
+
+class _Request:
+    """Just enough of a 2026-07-28 tools/call context for ``ask``."""
+
+    def __init__(self, request_state: str | None = None, input_responses: dict[str, Any] | None = None) -> None:
+        from types import SimpleNamespace
+
+        from mcp.types import ClientCapabilities, ElicitationCapability
+
+        self.protocol_version = "2026-07-28"
+        self.session = SimpleNamespace(client_capabilities=ClientCapabilities(elicitation=ElicitationCapability()))
+        self.request_state = request_state
+        self.input_responses = input_responses
+
+
+async def test_a_task_gathers_before_it_is_one_then_asks_through_itself() -> None:
+    """While its request waits (gathering) ``ask`` ends the round ``input_required`` and, once
+    answered, says the run gathered; once the run is a task, what it asks goes through the task."""
+    import asyncio
+
+    from jupyter_mcp_server.asking import Elicitation, InputRequired, UsedStates, ask
+    from jupyter_mcp_server.detached import RunRegistry
+    from jupyter_mcp_server.hooks import Hooks
+
+    runs, used = RunRegistry(None, Hooks()), UsedStates()
+    name = Elicitation("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+    color = Elicitation("Your colour?", {"type": "object", "properties": {"color": {"type": "string"}}})
+
+    # Round 1: the question ends the run; nothing gathered.
+    first = runs.start(owner="me", tool="t", call=lambda: ask(_Request(), {"name": name}, used=used), answerable=True, gathering=True)
+    await runs.gather(first, 5)
+    assert first.runner is not None
+    asked = first.runner.exception()
+    assert isinstance(asked, InputRequired)
+    assert not first.gathered.is_set() and list(asked.result.input_requests) == ["name"]
+
+    # Round 2 brings the answer: the run has gathered, then (a task now) asks the rest through itself.
+    answered = _Request(asked.result.request_state, {"name": {"action": "accept", "content": {"name": "Alice"}}})
+
+    async def call() -> Any:
+        gathered = await ask(answered, {"name": name}, used=used)
+        await asyncio.sleep(0.1)
+        more = await ask(answered, {"name": name, "color": color}, used=used)
+        return gathered, more
+
+    second = runs.start(owner="me", tool="t", call=call, answerable=True, gathering=True)
+    await runs.gather(second, 5)
+    assert second.gathered.is_set() and not second.runner.done()  # type: ignore[union-attr]
+    second.gathering = False
+    while not second.input_requests:
+        await asyncio.sleep(0.01)
+    assert second.status == "input_required"
+    [(key, request)] = second.input_requests.items()
+    assert request["method"] == "elicitation/create" and request["params"]["message"] == "Your colour?"
+    second.answer({key: {"action": "accept", "content": {"color": "blue"}}})
+    gathered, more = await second.runner  # type: ignore[misc]
+    assert gathered["name"].content == {"name": "Alice"}
+    assert more["name"].content == {"name": "Alice"} and more["color"].content == {"color": "blue"}

@@ -109,6 +109,8 @@ async def check_tool_declarations(client) -> None:
         if name in READ_ONLY or name == "insert_cell":
             assert hints.destructive_hint is False, name
     assert "timeout" in tools["execute_cell"].input_schema["properties"]
+    # detach=true needs get_run to be followed, and get_run is in the runs toolset.
+    assert not any("detach" in tools[name].input_schema["properties"] for name in ("execute_cell", "execute_code"))
     assert "expected_revision" in tools["insert_cell"].input_schema["properties"]
     # The default listing is read by the model in every conversation: a budget, in bytes as sent.
     size = len((await client.list_tools()).model_dump_json(by_alias=True, exclude_none=True).encode())

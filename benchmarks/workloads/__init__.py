@@ -19,6 +19,7 @@ from . import (
     introspection,
     output,
     reading,
+    runs,
     startup,
 )
 
@@ -33,5 +34,6 @@ STEPS: list[tuple[str, Workload]] = [
     ("big prints", output.big_prints),
     ("eight notebooks", concurrency.eight_notebooks),
     ("list variables", introspection.list_variables),
+    ("a whole notebook", runs.run_all),
     ("batches and history", history.batches_and_diffs),
 ]

@@ -1,4 +1,4 @@
-"""Workload 10: a batch of 50 edits and a diff across 100 revisions, at the 2,000-cell notebook.
+"""Workload 11: a batch of 50 edits and a diff across 100 revisions, at the 2,000-cell notebook.
 
 Our server is spawned with the opt-in ``history`` toolset (for this workload
 only) and its history kept in the run's temporary directory. On the

@@ -45,6 +45,7 @@ from .asking import (
 from .asking import ask as ask_with
 from .capabilities import Capability, CapabilityRegistry
 from .config import ServerConfig
+from .detached import request_input, task_support
 from .errors import (
     ALREADY_EXISTS,
     APPROVAL_REQUIRED,
@@ -164,6 +165,8 @@ __all__ = [
     "normalize_url",
     "on_toolset",
     "open_remote_kernel",
+    "request_input",
+    "task_support",
     "tool",
     "tool_handler",
 ]

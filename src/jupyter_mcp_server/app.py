@@ -9,7 +9,7 @@ Everything the server is gets built here and nowhere else:
   command line, then each extension's own), the workspace, the store and
   the kernels, and the extensions' two Jupyter hooks connected to them;
 - :class:`Application` holds that state with what the protocol features
-  keep between requests (subscriptions, tasks, the client log), builds one
+  keep between requests (subscriptions, the client log), builds one
   MCP server per toolset selection with every feature attached explicitly
   (:meth:`Application.new_server`), and owns the one lifecycle every way of
   serving shares (:meth:`Application.running`): background work started,
@@ -61,7 +61,7 @@ from .resources import attach_resources, described_capabilities
 from .state import ServerState, ServingState
 from .store import warm_up
 from .subscriptions import NotebookEvents, attach_subscriptions
-from .tasks import Tasks, TaskStore, attach_tasks
+from .tasks import Tasks, TaskSupport, attach_tasks
 from .tool_listing import attach_compact_listing
 from .version import __version__
 
@@ -128,7 +128,7 @@ class Application:
         self.state = state
         config = state.config
         self.events = NotebookEvents(state, debounce_ms=config.watch_debounce_ms)
-        self.tasks = TaskStore(grace_seconds=config.task_grace_seconds, ttl_seconds=config.task_ttl_seconds)
+        self.task_support = TaskSupport(state)
         self.client_log = ClientLogHandler()
         self.client_roots = FollowClientRoots(state)
         self.client_log.install(state.hooks)
@@ -156,7 +156,7 @@ class Application:
             # coded before anyone else sees the result.
             extensions=[
                 CapabilitiesAdvertisement(state),
-                Tasks(self.tasks, state),
+                Tasks(state, self.config.task_grace_seconds, self.task_support),
                 ProgressReporting(self.config.heartbeat_seconds, mask=masker(state)),
                 argument_errors,
             ],
@@ -173,7 +173,7 @@ class Application:
         attach_resources(server, state)
         attach_prompts(server, state)
         attach_subscriptions(server, self.events)
-        attach_tasks(server, state.hooks)
+        attach_tasks(server, self.task_support)
         attach_compact_listing(server)
         attach_profiles(server, state)
         return server

@@ -24,6 +24,7 @@ of the defaults.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 from typing import Any
@@ -64,11 +65,21 @@ def asks_for(state: Any, action: str) -> bool:
     return action in (DEFAULT_ACTIONS if listed is None else listed)
 
 
+#: Actions approved for the call this context belongs to: a detached run repeats its tool's
+#: checks after the call has answered, when there is nobody left to ask.
+_APPROVED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("approved", default=frozenset())
+
+
+def approved_already(*actions: str) -> None:
+    """Count `actions` as approved in this context and the tasks it starts from now on."""
+    _APPROVED.set(_APPROVED.get() | frozenset(actions))
+
+
 async def approve(ctx: Any, action: str, description: str) -> None:
     """Return when the person approved `action` (or it needs no approval here); otherwise raise
     ``ToolFailure`` with ``declined`` or ``approval_required``. Call it before changing anything."""
     state = state_of(ctx)
-    if not asks_for(state, action):
+    if not asks_for(state, action) or action in _APPROVED.get():
         return
     if not client_can(ctx, "elicitation"):
         without_asking(state, action, description, "it declared no elicitation")

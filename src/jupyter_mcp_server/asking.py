@@ -120,9 +120,11 @@ class InputRequired(MCPError):
     """Raised by :func:`ask` on 2026-07-28 while questions are unanswered: the request is
     answered with `result` (the server's middleware, :class:`AnswersInputRequired`)."""
 
-    def __init__(self, result: InputRequiredResult) -> None:
+    def __init__(self, result: InputRequiredResult, answered: Mapping[str, Answer] | None = None) -> None:
         super().__init__(code=INVALID_PARAMS, message="input required")
         self.result = result
+        #: The questions of this round already answered (the others are in `result`).
+        self.answered: dict[str, Answer] = dict(answered or {})
 
 
 class MissingClientCapability(MCPError):
@@ -281,7 +283,17 @@ async def ask(
         if not client_can(ctx, question.kind):
             raise MissingClientCapability(question.kind)
     if asks_by_input_required(ctx):
-        return _answered_by_input_required(ctx, questions, used, timeout)
+        from .detached import current_run  # lazy: detached's hooks import this module
+
+        run = current_run()
+        if run is not None and run.answerable and not run.gathering:
+            # The call is a task already: what is still unanswered is asked through it.
+            return await _answered_through_task(ctx, run, questions, used, timeout)
+        gathered = _answered_by_input_required(ctx, questions, used, timeout)
+        if run is not None and run.gathering and questions:
+            # Every answer gathered: a task-supporting call may become a task now (tasks.py).
+            run.gathered.set()
+        return gathered
     answers: dict[str, Answer] = {}
     session = _request_context(ctx).session
     request_id = getattr(_request_context(ctx), "request_id", None)
@@ -296,6 +308,28 @@ async def ask(
         checked = _checked_answer(question, answer)
         answers[key] = checked if checked is not None else ElicitResult(action="decline")
     return answers
+
+
+async def _answered_through_task(
+    ctx: Any, run: Any, questions: Mapping[str, Question], used: UsedStates, timeout: float | None
+) -> dict[str, Answer]:
+    """In a task: the answers its gathering rounds brought, and the rest asked through the
+    task (``input_required`` until ``tasks/update`` answers them)."""
+    try:
+        return _answered_by_input_required(ctx, questions, used, timeout)
+    except InputRequired as needed:
+        pending = needed.result.input_requests or {}
+        gathered = dict(needed.answered)
+    requests = {key: request.model_dump(by_alias=True, mode="json", exclude_none=True) for key, request in pending.items()}
+    try:
+        with anyio.fail_after(timeout):
+            responses = await run.ask(requests)
+    except TimeoutError:
+        raise TimeoutError(f"The client did not answer {', '.join(map(repr, requests))} within {timeout:g} s.") from None
+    for key in requests:
+        checked = _checked_answer(questions[key], responses.get(key))
+        gathered[key] = checked if checked is not None else ElicitResult(action="decline")
+    return gathered
 
 
 def _answered_by_input_required(
@@ -337,7 +371,8 @@ def _answered_by_input_required(
             InputRequiredResult(
                 input_requests={key: request for key, (request, _) in pending.items()},
                 request_state=json.dumps(state, separators=(",", ":")),
-            )
+            ),
+            answered=answers,
         )
     return answers
 

@@ -265,7 +265,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "task_ttl_seconds",
-        "Seconds a finished task's result is kept.",
+        "Seconds a finished task's or detached run's result is kept.",
         float,
         env="JUPYTER_MCP_TASK_TTL_SECONDS",
         positive=True,

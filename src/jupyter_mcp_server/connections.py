@@ -23,6 +23,12 @@ def _headers(ctx: Any) -> Any:
     return getattr(getattr(request_context, "request", None), "headers", None)
 
 
+def header_of(ctx: Any, name: str) -> str | None:
+    """One HTTP header of a request (lowercase `name`), or None (absent, or not HTTP)."""
+    headers = _headers(ctx)
+    return headers.get(name) if headers is not None else None
+
+
 def session_of(ctx: Any) -> str | None:
     """The connection a request came on: the HTTP session, the stdio peer, or None for a
     stateless HTTP request."""
@@ -46,6 +52,15 @@ def client_of(ctx: Any) -> str:
         return STDIO_CONNECTION
     if session is not None:
         return f"session:{session}"
+    return client_identity(ctx)
+
+
+def client_identity(ctx: Any) -> str:
+    """Who a request comes from whatever connection it came on (a detached run outlives its
+    connection, and its client polls it from the next one): the stdio peer, or over HTTP the
+    same credentials and client info."""
+    if session_of(ctx) == STDIO_CONNECTION:
+        return STDIO_CONNECTION
     request_context = getattr(ctx, "request_context", ctx)
     params = request_context.session.client_params
     info = params.client_info if params is not None else None

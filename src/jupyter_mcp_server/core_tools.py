@@ -1,7 +1,7 @@
 """The server's own tools, offered as an extension like any other.
 
 `CoreToolsExtension` offers the notebooks tools as `ToolSpec` contributions
-in the ``notebooks`` toolset (and the opt-in ``introspection``, ``environments`` and ``history`` ones), declared from `tools.NOTEBOOK_TOOLS` in the first
+in the ``notebooks`` toolset (and the opt-in ``introspection``, ``environments``, ``runs`` and ``history`` ones), declared from `tools.NOTEBOOK_TOOLS` in the first
 place rather than read back off a server's private registry. The
 composition root always loads it first (`extensions.load_extensions`): a
 distribution cannot be missing its own tools.
@@ -29,6 +29,7 @@ from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
 from jupyter_mcp_server.tools.editing import HISTORY_TOOLSET
 from jupyter_mcp_server.tools.environments import ENVIRONMENTS_TOOLSET
 from jupyter_mcp_server.tools.inspecting import INTROSPECTION_TOOLSET
+from jupyter_mcp_server.tools.runs import RUNS_TOOLSET
 from jupyter_mcp_server.version import __version__
 
 CORE_TOOLSET = "notebooks"
@@ -43,6 +44,7 @@ def core_tool_specs() -> tuple[ToolSpec, ...]:
             handler=tool.handler,
             title=tool.title,
             toolset=tool.toolset,
+            meta=tool.meta,
             annotations=ToolAnnotations(
                 read_only_hint=tool.read_only,
                 destructive_hint=tool.destructive,
@@ -96,6 +98,17 @@ class CoreToolsExtension(JupyterMCPExtension):
                 "packages with install_packages rather than '!pip install' in a cell: it installs where the "
                 "kernel runs and says whether a restart is needed.",
                 # Opt-in: /mcp?environments over HTTP, --toolsets environments over stdio.
+                default=False,
+            ),
+            Toolset(
+                name=RUNS_TOOLSET,
+                title="Notebook runs",
+                description="Run a whole notebook or a selection of its cells in order (run all, restart and run "
+                "all, run the stale cells), clear outputs in one revision.",
+                instructions="run_cells covers run all, run a range or ids, restart and run all, and run stale: "
+                "pass cells='all', a range '3-7', a list of ids, or 'stale' with up_to_cell. Each cell's outputs "
+                "are stored as it ends.",
+                # Opt-in: /mcp?runs over HTTP, --toolsets runs over stdio.
                 default=False,
             ),
             Toolset(

@@ -337,7 +337,11 @@ class ExtensionManager:
                     "title": toolset.title or toolset.name,
                     "description": toolset.description,
                     "default": toolset.default,
-                    "tools": sorted(name for name in by_toolset.get(toolset.name, []) if name in served),
+                    # An opt-in toolset serves nothing by default, even under a name a default
+                    # tool has (runs offers the execution tools with detach, in their place).
+                    "tools": sorted(name for name in by_toolset.get(toolset.name, []) if name in served)
+                    if toolset.default
+                    else [],
                     "offered": sorted(by_toolset.get(toolset.name, [])),
                 }
                 for toolset in sorted(self.declared_toolsets(), key=lambda t: t.name)

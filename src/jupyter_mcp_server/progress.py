@@ -28,6 +28,7 @@ from typing import Any
 
 from mcp.server.extension import Extension
 
+from jupyter_mcp_server.kernels.outputs import describe
 from jupyter_mcp_server.tools.listening import listening
 
 DEFAULT_HEARTBEAT_SECONDS = 10.0
@@ -35,21 +36,6 @@ DEFAULT_HEARTBEAT_SECONDS = 10.0
 MIN_GAP = 0.25
 #: The most output text one notification carries.
 MAX_MESSAGE_CHARS = 2000
-
-
-def describe(output: dict[str, Any]) -> str:
-    """One output as a progress message: what it is, and its text when it has one."""
-    kind = output.get("output_type")
-    if kind == "stream":
-        text = output.get("text", "")
-        return f"[{output.get('name', 'stdout')}] " + ("".join(text) if isinstance(text, list) else str(text))
-    if kind == "error":
-        return f"[error] {output.get('ename')}: {output.get('evalue')}"
-    data = output.get("data") or {}
-    rich = [mime for mime in data if mime != "text/plain"]
-    plain = data.get("text/plain")
-    text = ("".join(plain) if isinstance(plain, list) else str(plain)) if plain is not None else ""
-    return f"[{', '.join(rich) or kind}] {text}".rstrip()
 
 
 class Reporter:

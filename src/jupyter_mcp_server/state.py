@@ -27,6 +27,7 @@ from .asking import UsedStates
 from .capabilities import CapabilityRegistry
 from .config import ServerConfig
 from .connections import session_of
+from .detached import RunRegistry
 from .history_dir import default_history_dir, inside
 from .hooks import Hooks
 from .kernels.backends import LocalBackend
@@ -125,6 +126,8 @@ class ServerState:
         #: The input_required rounds already answered: none is answered twice.
         self.used_states = UsedStates()
         self.interceptors: list[ExecutionInterceptor] = []
+        #: Calls going on without their request: detached runs and tasks.
+        self.runs = RunRegistry(self.kernels, hooks, ttl_seconds=config.task_ttl_seconds)
         #: Recent outputs of execute_code, for what its results left out.
         self.scratch = ScratchOutputs()
         #: Each notebook's searchable texts, kept until the file changes (search_notebooks).

@@ -1,12 +1,28 @@
-"""The tasks extension (``io.modelcontextprotocol/tasks``, 2026-07-28) for long executions.
+"""The tasks extension (``io.modelcontextprotocol/tasks``, 2026-07-28): long calls as tasks.
 
-``execute_cell``, ``insert_execute_code_cell`` and ``execute_code`` declare
-``_meta["io.modelcontextprotocol/tasks"] = {"taskSupport": "optional"}``.
-When a 2026-07-28 client declares the extension in the call's capabilities,
-the call gets the configured grace (``JUPYTER_MCP_TASK_GRACE_SECONDS``,
-default 1 s) to finish;
-one that finishes answers as usual, one that does not answers with a
-``CreateTaskResult`` (``resultType: "task"``) and goes on running:
+A tool declares task support in its ``_meta["io.modelcontextprotocol/tasks"]``
+(``{"taskSupport": "optional"}`` or ``"required"``): the execution tools
+(``execute_cell``, ``insert_execute_code_cell``, ``execute_code``,
+``run_cells``), and any extension's tool declared with
+``api.task_support(...)``. When a 2026-07-28 client declares the extension in
+the call's capabilities, the call gets the configured grace
+(``JUPYTER_MCP_TASK_GRACE_SECONDS``, default 1 s) to finish; one that
+finishes answers as usual, one that does not answers with a
+``CreateTaskResult`` (``resultType: "task"``) and goes on running. A tool
+whose support is ``required`` always answers a task (once the grace is over,
+or sooner when it gathered its input, below), and refuses a client that did
+not declare the extension (``-32021``).
+
+A call gathers its input before it is a task (SEP-2322 composed with
+SEP-2663): while its request waits, what the tool asks with ``api.ask`` ends
+the request ``input_required`` (no task; the run is dropped), and the
+client calls again with the answers. The round on which ``ask`` has every
+answer escalates at once (``required``) or after the rest of the grace
+(``optional``, which may still answer as usual). Once it is a task, ``ask``
+asks through the task (``input_required``, ``tasks/update``).
+
+A task is a detached run (:mod:`jupyter_mcp_server.detached`): the same
+mechanism as ``detach=true`` and ``get_run``, answered in the extension's shape:
 
 - ``tasks/get`` answers the task: ``working`` (with the latest output as
   ``statusMessage``), then ``completed`` with the ``CallToolResult`` as
@@ -17,7 +33,11 @@ one that finishes answers as usual, one that does not answers with a
   ``cancelled``; its ``result`` holds what the execution returned, outputs
   so far included, and a cell's partial outputs are stored in it as for any
   interrupted cell;
-- ``tasks/update`` is acknowledged; these tasks never ask for input.
+- a task whose tool asks its client for input (``api.request_input``: no
+  tool of this server does, an extension's may) is ``input_required`` with
+  the requests as ``inputRequests``; ``tasks/update`` answers them (all must
+  be answered before it goes on; a key nothing waits for is ignored) and is
+  acknowledged at once.
 
 A task is visible only to the client that created it: the stdio peer, the
 HTTP session, or (stateless HTTP) the same credentials and client info. Any
@@ -32,11 +52,8 @@ sent for a task (the extension forbids them); poll instead, every
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import dataclasses
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,21 +61,24 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.types import RequestParams
 from pydantic import ConfigDict, Field
 
+from jupyter_mcp_server.asking import InputRequired
 from jupyter_mcp_server.client_logging import stop_hearing_this_request
-from jupyter_mcp_server.connections import client_of
-from jupyter_mcp_server.errors import ToolFailure
+from jupyter_mcp_server.connections import client_of, header_of
+from jupyter_mcp_server.detached import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    TASKS_EXTENSION,
+    Run,
+)
 from jupyter_mcp_server.handlers import Handler, wrap
-from jupyter_mcp_server.hooks import Hooks
-from jupyter_mcp_server.progress import describe
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.timestamps import iso_utc
 from jupyter_mcp_server.tools.listening import listen_only
 
-EXTENSION = "io.modelcontextprotocol/tasks"
-TASK_TOOLS = frozenset({"execute_cell", "insert_execute_code_cell", "execute_code"})
-TOOL_META = {EXTENSION: {"taskSupport": "optional"}}
+EXTENSION = TASKS_EXTENSION
 POLL_INTERVAL_MS = 1000
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
 class TaskParams(RequestParams):
@@ -71,83 +91,30 @@ class UpdateTaskParams(TaskParams):
     input_responses: dict[str, Any] | None = Field(default=None, alias="inputResponses")
 
 
-@dataclasses.dataclass
-class TaskRecord:
-    task_id: str
-    owner: str
-    tool: str
-    created: float
-    updated: float
-    status: str = "working"
-    status_message: str | None = "The execution is running."
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    ended: float | None = None
-    kernel_id: str | None = None
-    cancel_requested: bool = False
-    runner: asyncio.Task[Any] | None = None
-    #: Seconds the result is kept once the task ended.
-    ttl: float = 3600.0
-
-    def expired(self, now: float) -> bool:
-        return self.ended is not None and now > self.ended + self.ttl
-
-    def on_output(self, output: dict[str, Any]) -> None:
-        text = describe(output).strip().splitlines()
-        if text:
-            self.status_message = f"Latest output: {text[-1][:200]}"
-            self.updated = time.time()
-
-    def wire(self, result_type: str | None = None) -> dict[str, Any]:
-        end = self.ended if self.ended is not None else time.time()
-        shape: dict[str, Any] = {
-            "taskId": self.task_id,
-            "status": self.status,
-            "createdAt": iso_utc(self.created, precise=True),
-            "lastUpdatedAt": iso_utc(self.updated, precise=True),
-            "ttlMs": int((end - self.created + self.ttl) * 1000),
-            "pollIntervalMs": POLL_INTERVAL_MS,
-        }
-        if self.status_message:
-            shape["statusMessage"] = self.status_message
-        if result_type is not None:
-            shape["resultType"] = result_type
-            return shape
-        if self.result is not None and self.status in ("completed", "cancelled"):
-            shape["result"] = self.result
-        if self.error is not None and self.status == "failed":
-            shape["error"] = self.error
+def wire(run: Run, result_type: str | None = None) -> dict[str, Any]:
+    """A run in the extension's shape: a ``CreateTaskResult`` with `result_type`, else ``tasks/get``'s."""
+    end = run.ended if run.ended is not None else time.time()
+    shape: dict[str, Any] = {
+        "taskId": run.run_id,
+        # Waiting for its kernel is working, as far as the extension is concerned.
+        "status": run.status if run.finished or run.status == INPUT_REQUIRED else "working",
+        "createdAt": iso_utc(run.created, precise=True),
+        "lastUpdatedAt": iso_utc(run.updated, precise=True),
+        "ttlMs": int((end - run.created + run.ttl) * 1000),
+        "pollIntervalMs": POLL_INTERVAL_MS,
+    }
+    if run.status_message:
+        shape["statusMessage"] = run.status_message
+    if result_type is not None:
+        shape["resultType"] = result_type
         return shape
-
-
-class TaskStore:
-    """The tasks of one server, each visible only to the client that created it."""
-
-    def __init__(self, grace_seconds: float = 1.0, ttl_seconds: float = 3600.0) -> None:
-        self.tasks: dict[str, TaskRecord] = {}
-        self.grace_seconds = grace_seconds
-        self.ttl_seconds = ttl_seconds
-
-    def purge(self) -> None:
-        now = time.time()
-        for task_id, record in list(self.tasks.items()):
-            if record.expired(now):
-                del self.tasks[task_id]
-
-    def find(self, task_id: str, owner: str) -> TaskRecord:
-        from mcp.shared.exceptions import MCPError
-        from mcp.types import INVALID_PARAMS
-
-        self.purge()
-        record = self.tasks.get(task_id)
-        if record is None or record.owner != owner:
-            # Another client's task is answered exactly like one that never existed.
-            raise MCPError(INVALID_PARAMS, f"Task not found: {task_id!r} does not exist or has expired.")
-        return record
-
-
-
-_current_task: contextvars.ContextVar[TaskRecord | None] = contextvars.ContextVar("jupyter_mcp_task", default=None)
+    if run.status == INPUT_REQUIRED and run.input_requests:
+        shape["inputRequests"] = dict(run.input_requests)
+    if run.result is not None and run.status in (COMPLETED, CANCELLED):
+        shape["result"] = run.result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if run.error is not None and run.status == FAILED:
+        shape["error"] = run.error
+    return shape
 
 
 def _declared(ctx: Any) -> bool:
@@ -171,60 +138,50 @@ def _gate(ctx: Any) -> None:
     require_client_extension(ctx, EXTENSION)
 
 
-def _follow_executions(hooks: Hooks) -> None:
-    """Remember which kernel a task's execution runs on, so cancelling can interrupt it."""
-
-    def started(execution: Any) -> None:
-        record = _current_task.get()
-        if record is not None:
-            record.kernel_id = execution.kernel_id
-
-    def ended(execution: Any) -> None:
-        record = _current_task.get()
-        if record is not None:
-            record.kernel_id = None  # the kernel may run someone else's code from now on
-
-    hooks.before_execution.append(started)
-    hooks.after_execution.append(ended)
-
-
-async def _run(record: TaskRecord, call: Any) -> Any:
-    """The tool call, with the task recording its outcome."""
+def _check_routing_header(ctx: Any, task_id: str) -> None:
+    """An ``Mcp-Name`` header on a task method names its task (SEP-2243, SEP-2663): one that
+    names another is refused with ``-32020`` (HeaderMismatch), as the SDK refuses it for tools."""
     from mcp.shared.exceptions import MCPError
-    from mcp.types import INTERNAL_ERROR
+    from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+    from mcp_types.jsonrpc import HEADER_MISMATCH
 
-    _current_task.set(record)
+    named = header_of(ctx, MCP_NAME_HEADER)
+    if named is not None and decode_header_value(named) != task_id:
+        raise MCPError(HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter")
+
+
+def _not_found(task_id: str) -> Exception:
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+
+    # Another client's task is answered exactly like one that never existed.
+    return MCPError(INVALID_PARAMS, f"Task not found: {task_id!r} does not exist or has expired.")
+
+
+def _prepare(run: Run) -> None:
     # Outputs update the task's status message; the request that started it has
     # ended, so nothing more is sent on its stream (no progress, no log).
-    listen_only(record.on_output)
+    listen_only(run.on_output)
     stop_hearing_this_request()
-    try:
-        result = await call()
-    except asyncio.CancelledError:
-        record.status, record.status_message = "cancelled", "Cancelled before the execution started."
-        record.ended = record.updated = time.time()
-        raise
-    except MCPError as error:
-        record.status, record.error = "failed", {"code": error.error.code, "message": error.error.message}
-        record.status_message = f"The call failed: {error.error.message}"
-        record.ended = record.updated = time.time()
-        raise
-    except Exception as error:
-        record.status = "failed"
-        record.error = {"code": INTERNAL_ERROR, "message": f"{type(error).__name__}: {error}"}
-        record.status_message = "The call failed inside the server."
-        record.ended = record.updated = time.time()
-        raise
-    record.result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    interrupted = (record.result.get("structuredContent") or {}).get("status") == "interrupted"
-    if record.cancel_requested and interrupted:
-        record.status = "cancelled"
-        record.status_message = "Cancelled: the kernel was interrupted; the result holds the outputs so far."
-    else:
-        record.status = "completed"
-        record.status_message = "The execution ended with an error." if result.is_error else "The execution finished."
-    record.ended = record.updated = time.time()
-    return result
+
+
+class TaskSupport:
+    """Which tools support tasks, as their specs declare it (read again when a name is new)."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self._declared: dict[str, str | None] = {}
+
+    def of(self, tool: str) -> str | None:
+        """``optional``, ``required``, or None for a tool that answers in its request."""
+        if tool not in self._declared:
+            # A tool not seen yet (an extension that woke up since): read the specs again.
+            self._declared = {
+                spec.name: str(declared.get("taskSupport")) if isinstance(declared := spec.meta.get(EXTENSION), dict) else None
+                for spec in self.state.extensions.tools()
+            }
+            self._declared.setdefault(tool, None)
+        return self._declared[tool]
 
 
 class Tasks(Extension):
@@ -232,43 +189,61 @@ class Tasks(Extension):
 
     identifier = EXTENSION
 
-    def __init__(self, store: TaskStore, state: ServerState) -> None:
-        self.store = store
+    def __init__(self, state: ServerState, grace_seconds: float = 1.0, support: TaskSupport | None = None) -> None:
         self.state = state
+        self.grace_seconds = grace_seconds
+        self.support = support or TaskSupport(state)
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
-        if params.name not in TASK_TOOLS or not _declared(ctx):
+        support = self.support.of(params.name)
+        if support is None:
             return await call_next(ctx)
-        store = self.store
-        store.purge()
-        now = time.time()
-        record = TaskRecord(
-            task_id=str(uuid.uuid4()),
-            owner=client_of(ctx),
-            tool=params.name,
-            created=now,
-            updated=now,
-            ttl=store.ttl_seconds,
-        )
+        if not _declared(ctx):
+            if support == "required":
+                _gate(ctx)  # -32021, naming the extension
+            return await call_next(ctx)
+        runs = self.state.runs
         # No progress for a task: the extension forbids it, and the request ends here.
         meta = dict(ctx.meta or {})
         meta.pop("progress_token", None)
         meta.pop("progressToken", None)
         task_ctx = dataclasses.replace(ctx, meta=meta)
-        runner = asyncio.ensure_future(_run(record, lambda: call_next(task_ctx)))
-        record.runner = runner
-        store.tasks[record.task_id] = record
+        run = runs.start(
+            owner=client_of(ctx),
+            tool=params.name,
+            call=lambda: call_next(task_ctx),
+            prepare=_prepare,
+            answerable=True,
+            gathering=True,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.grace_seconds
         try:
-            done, _ = await asyncio.wait({runner}, timeout=store.grace_seconds)
+            # Its gathering first: until it has every answer it asks for with `ask`, the call
+            # answers in its request (input_required, outside any task).
+            await runs.gather(run, self.grace_seconds)
+            if support != "required" and run.gathered.is_set() and not run.input_requests:
+                # Gathered: an optional one still answers as usual if it ends within the grace.
+                await runs.wait(run, max(0.0, deadline - loop.time()))
         except asyncio.CancelledError:
-            runner.cancel()
-            store.tasks.pop(record.task_id, None)
+            if run.runner is not None:
+                run.runner.cancel()
+            runs.forget(run)
             raise
-        if done:
-            store.tasks.pop(record.task_id, None)
-            return runner.result()
-        runner.add_done_callback(lambda finished: finished.cancelled() or finished.exception())
-        return record.wire(result_type="task")
+        finally:
+            # Answered from here on: what it asks now, it asks through the task.
+            run.gathering = False
+        runner = run.runner
+        if runner is not None and runner.done() and not runner.cancelled():
+            asked = runner.exception()
+            if isinstance(asked, InputRequired):
+                # A gathering round: the client answers and calls again; no task yet.
+                runs.forget(run)
+                raise asked
+            if support != "required":
+                runs.forget(run)
+                return runner.result()
+        return wire(run, result_type="task")
 
     def methods(self) -> Sequence[MethodBinding]:
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -280,43 +255,40 @@ class Tasks(Extension):
             MethodBinding("tasks/cancel", TaskParams, self.cancel_task, versions),
         )
 
+    def _find(self, ctx: Any, task_id: str) -> Run:
+        _check_routing_header(ctx, task_id)
+        run = self.state.runs.find(task_id, client_of(ctx))
+        if run is None:
+            raise _not_found(task_id)
+        return run
+
     async def get_task(self, ctx: Any, params: TaskParams) -> dict[str, Any]:
         _gate(ctx)
-        return self.store.find(params.task_id, client_of(ctx)).wire()
+        return wire(self._find(ctx, params.task_id))
 
     async def update_task(self, ctx: Any, params: UpdateTaskParams) -> dict[str, Any]:
         _gate(ctx)
-        self.store.find(params.task_id, client_of(ctx))
-        return {}  # these tasks never ask for input: any response is for no outstanding request
+        # Answers for what the task asked (api.request_input); any other key is ignored.
+        self._find(ctx, params.task_id).answer(params.input_responses or {})
+        return {}
 
     async def cancel_task(self, ctx: Any, params: TaskParams) -> dict[str, Any]:
         _gate(ctx)
-        record = self.store.find(params.task_id, client_of(ctx))
-        if record.status in TERMINAL:
-            return {}
-        record.cancel_requested = True
-        record.status_message = "Cancelling: interrupting the kernel."
-        record.updated = time.time()
-        if record.kernel_id is not None:
-            kernels = self.state.kernels
-            with contextlib.suppress(ToolFailure):
-                await kernels.interrupt(kernels.get(record.kernel_id))
-        elif record.runner is not None:
-            record.runner.cancel()  # still waiting for its kernel: it never starts
+        await self.state.runs.cancel(self._find(ctx, params.task_id))
         return {}
 
 
-def attach_tasks(server: Any, hooks: Hooks) -> None:
-    """Declare task support on the task tools in ``tools/list``, and follow executions so a
-    cancelled task interrupts its kernel (the :class:`Tasks` extension does the rest)."""
-    _follow_executions(hooks)
+def attach_tasks(server: Any, support: TaskSupport) -> None:
+    """Declare task support on the task tools in ``tools/list`` (the :class:`Tasks`
+    extension does the rest)."""
 
     def declare_on_tools(original: Handler) -> Handler:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             for tool in getattr(result, "tools", []):
-                if tool.name in TASK_TOOLS:
-                    tool.meta = {**(tool.meta or {}), **TOOL_META}
+                declared = support.of(tool.name)
+                if declared is not None:
+                    tool.meta = {**(tool.meta or {}), EXTENSION: {"taskSupport": declared}}
             return result
 
         return listed

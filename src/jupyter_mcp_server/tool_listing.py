@@ -15,9 +15,10 @@ and the docs. Listed, it keeps the result's own fields with their types,
 enumerations and which are required, and drops the rest: descriptions,
 titles and defaults (an output has none), and the shapes of nested
 objects (``$defs``: an error's fields, a file entry's;
-``additionalProperties``), which become ``object``;
-``anyOf`` a type or null becomes the list of the two types. What the
-listing keeps validates every result; it is half the bytes.
+``additionalProperties``), which become ``object``. A nullable field
+stays ``anyOf`` a type or null: a list of types is legal JSON Schema but
+not portable (dialects with one ``type``, such as Gemini's, reject it).
+What the listing keeps validates every result; it is half the bytes.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ def compact(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 _PROSE = ("description", "title", "default")
+#: Result fields set so rarely that listing them on every tool costs more than it tells:
+#: ``format_upgraded`` (a file saved in an older nbformat, said in the result's text too;
+#: docs/protocol.md) was 600 bytes of every listing. Results still carry them, and an output
+#: schema that does not list a field allows it.
+_UNLISTED = frozenset({"format_upgraded"})
 
 
 def compact_output(schema: Any) -> Any:
@@ -74,15 +80,12 @@ def compact_output(schema: Any) -> Any:
         if key == "additionalProperties":  # what a nested object's values are: its shape
             continue
         if key == "properties" and isinstance(value, dict):
-            kept[key] = {name: compact_output(sub) for name, sub in value.items()}
+            required = set(schema.get("required") or ())
+            kept[key] = {
+                name: compact_output(sub) for name, sub in value.items() if name not in _UNLISTED or name in required
+            }
         else:
             kept[key] = compact_output(value)
-    alternatives = kept.get("anyOf")
-    if isinstance(alternatives, list) and len(alternatives) == 2 and _NULL in alternatives:
-        (other,) = [alternative for alternative in alternatives if alternative != _NULL]
-        if isinstance(other, dict) and set(other) == {"type"} and isinstance(other["type"], str):
-            del kept["anyOf"]
-            kept["type"] = [other["type"], "null"]
     return kept
 
 

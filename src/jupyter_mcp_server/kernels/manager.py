@@ -21,7 +21,7 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from jupyter_mcp_server.kernels.kernel import (
     restarted_unresponsive_note,
 )
 from jupyter_mcp_server.kernels.pool import WarmPool
+from jupyter_mcp_server.kernels.records import RunRecords
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,8 @@ class KernelManager:
         self._pool = WarmPool(self._launch, self._shutdown_quietly)
         self._background: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
+        #: What ran of each notebook, on which kernel, in which order (staleness, display ids).
+        self.records = RunRecords()
 
     # --- What exists -----------------------------------------------------------
 
@@ -392,6 +395,16 @@ class KernelManager:
             self._kernels[kernel.kernel_id] = kernel
         self._refill_pool()
         return kernel
+
+    @contextlib.asynccontextmanager
+    async def throwaway(self, kernel_name: str | None = None) -> AsyncIterator[Kernel]:
+        """A kernel bound to no notebook, for one call (``verify_notebook``): counted against
+        --max-kernels while it lives, stopped on the way out whatever happens."""
+        kernel = await self.start(kernel_name)
+        try:
+            yield kernel
+        finally:
+            await self._stop(kernel)
 
     def ensure_room(self, notebook: str) -> None:
         """Refuse now, before anything is created, if `notebook` would need a new

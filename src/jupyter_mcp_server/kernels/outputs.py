@@ -33,7 +33,7 @@ import copy
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 ENAME_MAX_CHARS = 128
@@ -90,6 +90,12 @@ class CollectedOutputs:
     truncation: Truncation
     error: ErrorInfo | None
     execution_count: int | None
+    #: Display id -> indices in `outputs` of the outputs that show it (ids are transient:
+    #: never stored, so whoever keeps the notebook keeps these to update them later).
+    displays: dict[str, list[int]] = field(default_factory=dict)
+    #: Display id -> the ``data`` and ``metadata`` it showed last in this execution: what
+    #: the outputs of earlier executions showing that id now show too.
+    display_updates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def strip_ansi(text: str) -> str:
@@ -157,6 +163,8 @@ class OutputCollector:
         self._clear_before_next_output = False
         self._error: ErrorInfo | None = None
         self._execution_count: int | None = None
+        # display_id -> what it shows now, for outputs of other executions.
+        self._display_updates: dict[str, dict[str, Any]] = {}
 
     @property
     def size_bytes(self) -> int:
@@ -181,7 +189,12 @@ class OutputCollector:
                 output["execution_count"] = content.get("execution_count")
             output["data"] = _plain_data(content.get("data") or {})
             output["metadata"] = dict(content.get("metadata") or {})
-            self._add_payload(output, _display_id_of(content))
+            display_id = _display_id_of(content)
+            if display_id is not None:
+                # A new output showing an id updates every output already showing it,
+                # as JupyterLab and nbclient do, then is shown itself.
+                self._update_display(content)
+            self._add_payload(output, display_id)
         elif msg_type == "error":
             self._add_error(content)
         elif msg_type == "clear_output":
@@ -197,11 +210,18 @@ class OutputCollector:
     def result(self) -> CollectedOutputs:
         """A snapshot: later messages do not change what it returns."""
         truncated = self._omitted_blocks > 0 or self._shortened
+        position = {id(output): index for index, output in enumerate(self._outputs)}
+        displays = {
+            display_id: [position[id(target)] for target in targets if id(target) in position]
+            for display_id, targets in self._displays.items()
+        }
         return CollectedOutputs(
             outputs=copy.deepcopy(self._outputs),
             truncation=Truncation(truncated, self._omitted_blocks, self._omitted_bytes),
             error=self._error,
             execution_count=self._execution_count,
+            displays={display_id: indices for display_id, indices in displays.items() if indices},
+            display_updates=copy.deepcopy(self._display_updates),
         )
 
     def _add_payload(self, payload: dict[str, Any], display_id: str | None = None) -> None:
@@ -274,11 +294,20 @@ class OutputCollector:
         # shows the display's latest state, as the notebook would. Updates for
         # displays that were never kept (or were cleared) are dropped, as
         # Jupyter drops updates for unknown ids.
-        targets = self._displays.get(_display_id_of(content) or "", [])
-        if not targets:
-            return
+        display_id = _display_id_of(content)
         data = _plain_data(content.get("data") or {})
         metadata = dict(content.get("metadata") or {})
+        if display_id is not None:
+            # For the outputs of earlier executions (whoever keeps them applies it); one too
+            # large for the byte limit is not carried there.
+            update = {"data": data, "metadata": metadata}
+            if payload_size({"output_type": "display_data", **update}) <= self.max_bytes:
+                self._display_updates[display_id] = update
+            else:
+                self._display_updates.pop(display_id, None)
+        targets = self._displays.get(display_id or "", [])
+        if not targets:
+            return
         growth = sum(
             payload_size({**target, "data": data, "metadata": metadata}) - payload_size(target)
             for target in targets
@@ -380,3 +409,25 @@ def _plain_data(data: dict[str, Any]) -> dict[str, Any]:
 def _display_id_of(content: dict[str, Any]) -> str | None:
     display_id = (content.get("transient") or {}).get("display_id")
     return display_id if isinstance(display_id, str) and display_id else None
+
+
+#: The ``output_type`` of a step a long call announces ("cell 3 of 10: ok"), heard among the
+#: outputs by whoever follows the call; no kernel sends it, and no notebook stores it.
+PROGRESS = "progress"
+
+
+def describe(output: dict[str, Any]) -> str:
+    """One output as a line to follow a call by: what it is, and its text when it has one."""
+    kind = output.get("output_type")
+    if kind == PROGRESS:
+        return f"[{output.get('text', '')}]\n"
+    if kind == "stream":
+        text = output.get("text", "")
+        return f"[{output.get('name', 'stdout')}] " + ("".join(text) if isinstance(text, list) else str(text))
+    if kind == "error":
+        return f"[error] {output.get('ename')}: {output.get('evalue')}"
+    data = output.get("data") or {}
+    rich = [mime for mime in data if mime != "text/plain"]
+    plain = data.get("text/plain")
+    text = ("".join(plain) if isinstance(plain, list) else str(plain)) if plain is not None else ""
+    return f"[{', '.join(rich) or kind}] {text}".rstrip()

@@ -6,11 +6,13 @@ are); ``core_tools.CoreToolsExtension`` offers them as contributions, so the
 server's own tools arrive by the same mechanism as any extension's.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_mcp_server.detached import task_support
 from jupyter_mcp_server.tools import (
     cells,
+    detaching,
     editing,
     environments,
     history,
@@ -19,7 +21,9 @@ from jupyter_mcp_server.tools import (
     outline,
     output_pages,
     running,
+    runs,
     search,
+    verify,
     workspace_tools,
 )
 
@@ -36,6 +40,8 @@ class NotebookTool:
     open_world: bool
     #: The toolset it belongs to (declared by ``core_tools.CoreToolsExtension``).
     toolset: str = "notebooks"
+    #: ``_meta`` of its spec (task support: ``detached.task_support``).
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -61,9 +67,11 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(cells.clear_cell_output, "Clear Cell Output", False, True, True, False),
     NotebookTool(cells.read_cell, "Read Cell", True, False, True, False),
     NotebookTool(output_pages.read_output, "Read Output", True, False, True, False),
-    NotebookTool(running.execute_cell, "Execute Cell", False, True, False, True),
-    NotebookTool(running.insert_execute_code_cell, "Insert and Execute Code Cell", False, True, False, True),
-    NotebookTool(running.execute_code, "Execute Code", False, True, False, True),
+    NotebookTool(detaching.without_detach(running.execute_cell), "Execute Cell", False, True, False, True, meta=task_support()),
+    NotebookTool(
+        detaching.without_detach(running.insert_execute_code_cell), "Insert and Execute Code Cell", False, True, False, True, meta=task_support()
+    ),
+    NotebookTool(detaching.without_detach(running.execute_code), "Execute Code", False, True, False, True, meta=task_support()),
     NotebookTool(running.interrupt_kernel, "Interrupt Kernel", False, True, True, False),
     NotebookTool(running.interrupt_notebook_session, "Interrupt Notebook Session", False, True, True, False),
     NotebookTool(notebooks.connect_to_jupyter, "Connect to Jupyter Server", False, True, True, True),
@@ -76,6 +84,19 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     # Opt-in: installing changes an environment the person may share with other work.
     NotebookTool(environments.install_packages, "Install Packages", False, True, True, True, environments.ENVIRONMENTS_TOOLSET),
     NotebookTool(environments.list_packages, "List Packages", True, False, True, False, environments.ENVIRONMENTS_TOOLSET),
+    # Opt-in: whole-notebook runs, stale cells, detached runs.
+    NotebookTool(runs.run_cells, "Run Cells", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
+    NotebookTool(runs.clear_outputs, "Clear Outputs", False, True, True, False, runs.RUNS_TOOLSET),
+    # With runs on, the execution tools take detach=true (they replace the default ones by name).
+    NotebookTool(running.execute_cell, "Execute Cell", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
+    NotebookTool(
+        running.insert_execute_code_cell, "Insert and Execute Code Cell", False, True, False, True, runs.RUNS_TOOLSET, task_support()
+    ),
+    NotebookTool(running.execute_code, "Execute Code", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
+    NotebookTool(detaching.get_run, "Get Run", True, False, True, False, runs.RUNS_TOOLSET),
+    NotebookTool(detaching.cancel_run, "Cancel Run", False, True, True, False, runs.RUNS_TOOLSET),
+    # Runs the notebook's code (whatever it does to files) in a kernel of its own: not read-only.
+    NotebookTool(verify.verify_notebook, "Verify Notebook", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
     # Opt-in: batches, history, diffs and restores.
     NotebookTool(editing.apply_edits, "Apply Edits", False, True, False, False, editing.HISTORY_TOOLSET),
     NotebookTool(editing.set_cell_metadata, "Set Cell Metadata", False, False, True, False, editing.HISTORY_TOOLSET),

@@ -36,8 +36,8 @@ MaxOutputChars = Annotated[
         description="Output characters returned (1024-262144); read_output pages the rest."
     ),
 ]
-CellIndex = Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id, not both.")]
-CellId = Annotated[str | None, Field(description="The cell's stable id. Give this or cell_index, not both.")]
+CellIndex = Annotated[int | None, Field(description="0-based index; or give cell_id.")]
+CellId = Annotated[str | None, Field(description="Stable id; or give cell_index.")]
 
 
 def insertion_index(cells: list[Any], cell_index: int) -> int:
@@ -150,10 +150,10 @@ async def edit_cell_source(
 
 @tool_handler("move_cell")
 async def move_cell(
-    source_index: Annotated[int | None, Field(description="Index of the cell to move. Give this or source_cell_id.")] = None,
-    source_cell_id: Annotated[str | None, Field(description="Id of the cell to move. Give this or source_index.")] = None,
-    target_index: Annotated[int | None, Field(description="The index the moved cell has afterwards. Give this or target_cell_id.")] = None,
-    target_cell_id: Annotated[str | None, Field(description="Move the cell to the position this other cell has now. Give this or target_index.")] = None,
+    source_index: Annotated[int | None, Field(description="Index of the cell to move; or give source_cell_id.")] = None,
+    source_cell_id: Annotated[str | None, Field(description="Id of the cell to move; or give source_index.")] = None,
+    target_index: Annotated[int | None, Field(description="Its index after the move; or give target_cell_id.")] = None,
+    target_cell_id: Annotated[str | None, Field(description="Move it where this cell is now; or give target_index.")] = None,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
@@ -176,8 +176,8 @@ async def move_cell(
 
 @tool_handler("delete_cell")
 async def delete_cell(
-    cell_indices: Annotated[list[int] | None, Field(description="Indices of the cells to delete. Give this or cell_ids_to_delete.")] = None,
-    cell_ids_to_delete: Annotated[list[str] | None, Field(description="Ids of the cells to delete. Give this or cell_indices.")] = None,
+    cell_indices: Annotated[list[int] | None, Field(description="Indices of the cells to delete; or give cell_ids_to_delete.")] = None,
+    cell_ids_to_delete: Annotated[list[str] | None, Field(description="Ids of the cells to delete; or give cell_indices.")] = None,
     include_source: Annotated[bool, Field(description="Return each deleted cell's source, so the deletion can be undone.")] = True,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
@@ -248,7 +248,11 @@ async def clear_cell_output(
         cell["execution_count"] = None
         return cell["id"]
 
-    found_id, view = await state_of(ctx).store.mutate(path, change, expected_revision)
+    server = state_of(ctx)
+    found_id, view = await server.store.mutate(path, change, expected_revision)
+    runs = server.kernels.records.peek(path)
+    if runs is not None:
+        runs.forget_cell(found_id)  # its display ids are shown nowhere now
     upgraded, said = upgrade_by_edit(view)
     result = models.CellCleared(cell_id=found_id, revision=view.revision, format_upgraded=upgraded)
     return answer(result.model_dump(), f"Cleared the outputs of cell {found_id}; revision {view.revision}.{said}")
@@ -258,7 +262,7 @@ async def clear_cell_output(
 async def read_cell(
     cell_index: CellIndex = None,
     cell_id: CellId = None,
-    include_outputs: Annotated[bool, Field(description="Include the cell's outputs (images come back as image content).")] = True,
+    include_outputs: Annotated[bool, Field(description="Include its outputs (images as image content).")] = True,
     notebook_name: NotebookName = None,
     max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,

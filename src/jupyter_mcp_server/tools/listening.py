@@ -14,6 +14,8 @@ import contextvars
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from jupyter_mcp_server.kernels.outputs import PROGRESS
+
 OutputListener = Callable[[dict[str, Any]], None]
 
 _listener: contextvars.ContextVar[OutputListener | None] = contextvars.ContextVar(
@@ -50,3 +52,11 @@ def listening(listener: OutputListener | None) -> Iterator[None]:
 def listen_only(listener: OutputListener | None) -> None:
     """From here on in this context, only `listener` hears outputs (a task outliving its request)."""
     _listener.set(listener)
+
+
+def announce(message: str) -> None:
+    """Tell whoever follows this call that a step of it is done (a cell of a whole-notebook
+    run), as a ``{"output_type": "progress", "text": message}`` it hears among the outputs."""
+    listener = _listener.get()
+    if listener is not None:
+        listener({"output_type": PROGRESS, "text": message})

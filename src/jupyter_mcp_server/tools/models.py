@@ -58,9 +58,19 @@ class FormatUpgradeField(Result):
     def _without_an_absent_upgrade(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = serialize(self)
         upgraded = data.pop("format_upgraded", None)
+        if "run_id" in data and data["run_id"] is None:
+            data.pop("run_id")  # only a detached call's answer has one (RunIdField)
         if upgraded is not None:
             data["format_upgraded"] = upgraded  # last: after what the call is about
         return data
+
+
+def _run_id_field() -> Any:
+    return Field(
+        default=None,
+        description="detach=true: the run going on (get_run follows it).",
+        json_schema_extra=_without_a_default,
+    )
 
 
 class Written(FormatUpgradeField, Revisioned):
@@ -190,12 +200,21 @@ class OutputsCutField(Result):
         return data
 
 
+#: A code cell's execution state (tools/staleness.py); null for other cells and empty ones.
+ExecutionState = Literal["never_run", "fresh", "changed", "earlier_kernel", "upstream", "failed"] | None
+EXECUTION_STATE_HELP = (
+    "Code cells: fresh, or stale as never_run (on this kernel), changed (edited since it ran), earlier_kernel "
+    "(ran before a restart), upstream (a cell above ran or changed since), failed (its last run failed)."
+)
+
+
 class CellSummary(OutputsCutField):
     index: int
     cell_id: str
     cell_type: str
     source: str
     execution_count: int | None = None
+    execution_state: ExecutionState = Field(default=None, description=EXECUTION_STATE_HELP)
     outputs: list[dict[str, Any]] | None = None
 
 
@@ -258,9 +277,10 @@ class ExecutionResult(FormatUpgradeField):
     truncation: TruncationModel
     error: ErrorModel | None
     user_expressions: dict[str, Any] | None
-    status: Literal["ok", "error", "timeout", "interrupted"]
+    status: Literal["ok", "error", "timeout", "interrupted", "running"]
     cell_id: str | None = None
     revision: str | None = None
+    run_id: str | SkipJsonSchema[None] = _run_id_field()
 
 
 class VariableList(Result):
@@ -331,6 +351,7 @@ class OutlineCell(Result):
     cell_type: str
     first_line: str
     outputs: list[str]
+    execution_state: ExecutionState = Field(default=None, description=EXECUTION_STATE_HELP)
 
 
 class Outline(Revisioned):
@@ -392,3 +413,98 @@ class PackagesInstalled(Result):
     )
     stale_modules: list[str]
     seconds: float
+RunCellStatus = Literal["ok", "error", "timeout", "interrupted", "kernel_gone", "kernel_unresponsive"]
+
+
+class RunCell(Result):
+    """One cell of a whole-notebook run, as it ended."""
+
+    index: int
+    cell_id: str
+    status: RunCellStatus
+    execution_count: int | None
+    output: str = Field(description="Its outputs as text, cut to its share of the inline budget (images named, not inlined).")
+    error: str | None = Field(description="'Name: message' of the exception it raised, if any.")
+    stored: bool = Field(description="Whether its outputs are in the notebook (not when it was edited or deleted meanwhile).")
+
+
+class CellRef(Result):
+    index: int
+    cell_id: str
+
+
+class NotebookRun(Written):
+    """A whole-notebook run (run_cells): each cell that ran, and where and why it stopped."""
+
+    status: Literal["ok", "error", "timeout", "interrupted", "kernel_gone", "kernel_unresponsive", "cancelled", "running"]
+    kernel_id: str | None
+    read_revision: str = Field(description="The revision the run read: the cells it ran are that revision's.")
+    cells_selected: int
+    cells_run: int
+    cells: list[RunCell]
+    stopped_at: CellRef | None = Field(description="The cell the run stopped at; null when it reached the end.")
+    stop_reason: str | None
+    not_run: list[str] = Field(description="Ids of selected cells that did not run (after the stop).")
+    fresh_skipped: int = Field(description='cells="stale": fresh cells passed over.')
+    run_id: str | SkipJsonSchema[None] = _run_id_field()
+
+
+class OutputsCleared(Written):
+    cleared: list[str] = Field(description="Ids of the code cells whose outputs were cleared.")
+
+
+class RunState(Result):
+    """A detached run (detach=true): where it is, what it printed since, and its result once it ends."""
+
+    run_id: str
+    tool: str
+    status: Literal["queued", "working", "input_required", "completed", "failed", "cancelled"]
+    queue_position: int | None = Field(description="Runs ahead of it on its notebook's kernel (0: running); null once it ended.")
+    notebook: str | None
+    created_at: str
+    updated_at: str
+    status_message: str | None
+    outputs: list[dict[str, Any]] = Field(description="Outputs numbered since_output and later, while it runs (bounded like read_cell's).")
+    next_output: int = Field(description="Pass as since_output next time to get only what is new.")
+    outputs_missed: int = Field(description="Outputs asked for that the run no longer holds (the notebook has them).")
+    result: dict[str, Any] | None = Field(description="Once it ended: the call's structured result, as the tool answers it.")
+    result_is_error: bool | None = Field(description="Once it ended: whether that result is an error (its code in error).")
+    error: dict[str, Any] | None = Field(description="code and message: a failed run's error, or an ended call's error code.")
+
+
+class CellFailure(Result):
+    index: int
+    cell_id: str
+    ename: str
+    evalue: str
+
+
+class OutputDifference(Result):
+    index: int
+    cell_id: str
+    stored: str = Field(description="Where the stored outputs part from the new ones: a line of the stored side.")
+    now: str = Field(description="The same place in this run's outputs.")
+
+
+class HiddenState(Result):
+    index: int
+    cell_id: str
+    names: list[str] = Field(description="Names it reads before any cell above it defines them.")
+    defined_below: list[str] = Field(description="Ids of cells below it that define some of them.")
+
+
+class Verification(Revisioned):
+    """verify_notebook: the notebook run from the top in a throwaway kernel."""
+
+    status: Literal["ok", "differs", "fails", "incomplete"] = Field(
+        description="ok; differs (outputs only); fails (a cell failed, or hidden state); incomplete (stopped: timeout, kernel died)."
+    )
+    kernel_name: str
+    cells_run: int
+    seconds: float
+    failures: list[CellFailure]
+    differences: list[OutputDifference]
+    missing_modules: list[str]
+    hidden_state: list[HiddenState]
+    stopped_at: CellRef | None
+    stop_reason: str | None

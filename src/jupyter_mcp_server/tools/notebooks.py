@@ -23,6 +23,7 @@ from jupyter_mcp_server.tools.rendering import (
     upgrade_ahead,
 )
 from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.tools.staleness import states_of
 
 # Undescribed in the listing, where each description is paid in every conversation:
 # use_notebook's says that tools default to the current notebook, and
@@ -192,7 +193,7 @@ async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult
 
 @tool_handler("unuse_notebook")
 async def unuse_notebook(
-    notebook_name: Annotated[str, Field(description="The notebook to release: a name given to use_notebook or a path.")],
+    notebook_name: Annotated[str, Field(description="use_notebook name or path.")],
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.Released]:
     """Release a notebook: forget its name here and stop its kernel unless another notebook shares it. The file is unchanged."""
@@ -250,7 +251,7 @@ async def read_notebook(
     notebook_name: NotebookName = None,
     response_format: Annotated[Literal["brief", "detailed"], Field(description="brief: ids, types and the first line of each cell; detailed: full sources and outputs.")] = "brief",
     start_index: Annotated[int, Field(description="First cell to return (0-based).", ge=0)] = 0,
-    limit: Annotated[int, Field(description="How many cells to return (0 means all from start_index).", ge=0)] = 20,
+    limit: Annotated[int, Field(description="Cells to return (0: all from start_index).", ge=0)] = 20,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookRead]:
     """Read a page of the notebook's cells: ids, types, sources and (detailed) outputs. In a large notebook, outline and search_notebooks first, then read_cell."""
@@ -267,10 +268,13 @@ async def read_notebook(
     lines = [f"'{path}': {len(cells)} cells, revision {view.revision}; {shown}"]
     if said:
         lines.insert(0, said.strip())
-    limits = InlineLimits.of(state_of(ctx).config)
+    server = state_of(ctx)
+    limits = InlineLimits.of(server.config)
+    states = states_of(server.kernels, path, view.notebook)
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
+        state = states.state_of(index)
         outputs, cuts = None, None
         if detailed and cell.get("cell_type") == "code":
             # Cut as the text of a result is: a page of cells with 50 MiB of
@@ -285,11 +289,12 @@ async def read_notebook(
                 cell_type=cell.get("cell_type"),
                 source=source if detailed else source_preview(source),
                 execution_count=cell.get("execution_count"),
+                execution_state=state,
                 outputs=outputs,
                 outputs_cut=cuts,
             )
         )
-        lines.append(cell_heading(index, cell))
+        lines.append(cell_heading(index, cell) + (f", {state}" if state else ""))
         lines.append(source if detailed else source_preview(source))
     result = models.NotebookRead(
         cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision, format_upgraded=upgraded

@@ -23,6 +23,7 @@ from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import notebook_path
 from jupyter_mcp_server.tools.notebooks import NotebookName
 from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.tools.staleness import FRESH, states_of
 
 #: Headings shown at most; deeper levels are folded first.
 MAX_HEADINGS = 30
@@ -85,8 +86,10 @@ async def outline(
 ) -> Annotated[CallToolResult, models.Outline]:
     """Start here: a notebook's headings as a tree and one line per cell (type, id, first line, outputs and sizes), paged."""
     path = notebook_path(ctx, notebook_name)
-    view = await state_of(ctx).store.read(path)
+    server = state_of(ctx)
+    view = await server.store.read(path)
     cells = view.notebook.cells
+    states = states_of(server.kernels, path, view.notebook)
     if start_index > len(cells):
         raise ToolFailure(INVALID_ARGUMENT, f"start_index {start_index} is past the end: the notebook has {len(cells)} cells.")
     every = headings_of(cells)
@@ -102,6 +105,7 @@ async def outline(
                 cell_type=str(cell.get("cell_type")),
                 first_line=first_line(str(cell.get("source", ""))),
                 outputs=[output_summary(output) for output in cell.get("outputs") or []],
+                execution_state=states.state_of(index),
             )
         )
     counts: dict[str, int] = {}
@@ -118,7 +122,8 @@ async def outline(
     lines.append(f"Cells {start_index}-{stop - 1} (c code, m markdown, r raw):" if rows else "No cells in this page.")
     for row in rows:
         outputs = f" → {', '.join(row.outputs)}" if row.outputs else ""
-        lines.append(f"{row.index} {kind_letter.get(row.cell_type, row.cell_type)} {row.cell_id} {row.first_line}{outputs}")
+        state = f" [{row.execution_state}]" if row.execution_state and row.execution_state != FRESH else ""
+        lines.append(f"{row.index} {kind_letter.get(row.cell_type, row.cell_type)} {row.cell_id} {row.first_line}{outputs}{state}")
     following = stop if stop < len(cells) else None
     if following is not None:
         lines.append(f"… {len(cells) - stop} more cells: start_index={stop}.")

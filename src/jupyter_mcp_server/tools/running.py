@@ -8,13 +8,19 @@ source of that very cell is a conflict.
 """
 
 import contextlib
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from jupyter_mcp_server.approvals import approve_shell_code, shell_lines
+from jupyter_mcp_server.approvals import (
+    SHELL_CODE,
+    approve_shell_code,
+    approved_already,
+    shell_lines,
+)
 from jupyter_mcp_server.errors import (
     EXECUTION_ERROR,
     INTERRUPTED,
@@ -34,6 +40,14 @@ from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path
 from jupyter_mcp_server.tools.cells import MaxOutputChars, insertion_index
+from jupyter_mcp_server.tools.detaching import (
+    Detach,
+    detached,
+    execution_started,
+    kernel_queue,
+    notebook_queue,
+)
+from jupyter_mcp_server.tools.displays import display_writes
 from jupyter_mcp_server.tools.listening import listening, output_listener
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
 from jupyter_mcp_server.tools.rendering import (
@@ -47,7 +61,7 @@ from jupyter_mcp_server.tools.results import answer, failure, tool_handler
 
 Timeout = Annotated[
     float | None,
-    Field(description="Seconds before the kernel is interrupted; default: the server's."),
+    Field(description="Seconds before interrupting (default: the server's)."),
 ]
 
 #: The capability that makes a cancelled request interrupt its kernel.
@@ -181,8 +195,11 @@ def store_outputs(cell: Any, outcome: ExecutionOutcome) -> None:
     cell["execution_count"] = outcome.execution_count
 
 
-def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
-    """Write an execution's outputs into its cell by id, wherever the cell is now."""
+def cell_writer(
+    cell_id: str, source: str, outcome: ExecutionOutcome, displays: Callable[[Any], None] | None = None
+) -> Any:
+    """Write an execution's outputs into its cell by id, wherever the cell is now (and with
+    `displays`, its display updates into the cells showing those ids)."""
 
     def change(notebook: Any) -> None:
         index = index_of_id(notebook, cell_id)
@@ -201,6 +218,8 @@ def cell_writer(cell_id: str, source: str, outcome: ExecutionOutcome) -> Any:
                 cell_id=cell_id,
             )
         store_outputs(cell, outcome)
+        if displays is not None:
+            displays(notebook)
 
     return change
 
@@ -221,6 +240,9 @@ async def run_cell(
     async with server.store.executing(path, cell_id) as show_live:
         with listening(show_live):
             outcome = await run_on(server, attachment.kernel, source, timeout, path)
+    runs = server.kernels.records.of(path)
+    runs.ran(cell_id, source, attachment.kernel.kernel_id, outcome.status)
+    displays = display_writes(runs, attachment.kernel.kernel_id, cell_id, outcome)
     notes = [attachment.note] if attachment.note else []
     if attachment.replaced:
         notes.append(
@@ -228,7 +250,7 @@ async def run_cell(
             "earlier variables, imports and definitions are not in it."
         )
     try:
-        _, written = await server.store.mutate(path, cell_writer(cell_id, source, outcome))
+        _, written = await server.store.mutate(path, cell_writer(cell_id, source, outcome, displays))
     except ToolFailure as error:
         # The insert before the run may have been the edit that upgraded the file.
         upgraded, said = upgrade_by_edit(view)
@@ -262,12 +284,13 @@ async def _revision_or_none(server: ServerState, path: str) -> str | None:
 
 @tool_handler("execute_cell")
 async def execute_cell(
-    cell_index: Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id.")] = None,
-    cell_id: Annotated[str | None, Field(description="The cell's stable id. Give this or cell_index.")] = None,
+    cell_index: Annotated[int | None, Field(description="0-based index; or give cell_id.")] = None,
+    cell_id: Annotated[str | None, Field(description="Stable id; or give cell_index.")] = None,
     timeout: Timeout = None,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     max_output_chars: MaxOutputChars = None,
+    detach: Detach = False,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Run a code cell on the notebook's kernel and store its outputs (even when it fails). Returns the outputs and status ok, error, timeout or interrupted; a timeout interrupts the kernel and returns the outputs so far."""
@@ -287,7 +310,22 @@ async def execute_cell(
     if cell.get("cell_type") != "code":
         raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.")
     await approve_shell_code(ctx, cell.get("source", ""), f"in cell {cell['id']} of '{path}'")
+    if detach:
+        approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
+        return await _detached_cell(ctx, "execute_cell", path, cell["id"], view.revision, timeout, max_output_chars)
     return await run_cell(server, view, cell["id"], cell.get("source", ""), seconds, limits)
+
+
+async def _detached_cell(
+    ctx: Context | None, tool: str, path: str, cell_id: str, revision: str, timeout: float | None, max_output_chars: int | None
+) -> CallToolResult:
+    """Run the cell `cell_id` as a detached run (its turn comes after the runs queued on the notebook)."""
+
+    async def call() -> CallToolResult:
+        return await execute_cell(cell_id=cell_id, timeout=timeout, notebook_name=path, max_output_chars=max_output_chars, ctx=ctx)
+
+    started = execution_started(cell_id, revision)
+    return await detached(ctx, tool, call, queue=notebook_queue(path), notebook=path, started=started)
 
 
 @tool_handler("insert_execute_code_cell")
@@ -298,6 +336,7 @@ async def insert_execute_code_cell(
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     max_output_chars: MaxOutputChars = None,
+    detach: Detach = False,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Insert a new code cell and run it; its outputs are stored in the notebook. The usual way to add and run code."""
@@ -314,6 +353,9 @@ async def insert_execute_code_cell(
         return cell["id"]
 
     cell_id, view = await server.store.mutate(path, change, expected_revision)
+    if detach:
+        approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
+        return await _detached_cell(ctx, "insert_execute_code_cell", path, cell_id, view.revision, timeout, max_output_chars)
     return await run_cell(server, view, cell_id, cell_source, seconds, limits)
 
 
@@ -324,6 +366,7 @@ async def execute_code(
     kernel_id: Annotated[str | None, Field(description="Run on this kernel (see list_kernels) instead of the notebook's.")] = None,
     notebook_name: NotebookName = None,
     max_output_chars: MaxOutputChars = None,
+    detach: Detach = False,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Run scratch code on a notebook's kernel (or kernel_id) without storing it: to inspect variables, install packages, check quickly. What it defines stays in the kernel."""
@@ -338,6 +381,19 @@ async def execute_code(
             except ToolFailure:
                 where = "as scratch code"
         await approve_shell_code(ctx, code, where)
+    if detach:
+        approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
+        path = None if kernel_id is not None else notebook_path(ctx, notebook_name)
+        if kernel_id is not None:
+            server.kernels.get(kernel_id)
+
+        async def call() -> CallToolResult:
+            return await execute_code(
+                code=code, timeout=timeout, kernel_id=kernel_id, notebook_name=path, max_output_chars=max_output_chars, ctx=ctx
+            )
+
+        queue = kernel_queue(kernel_id) if kernel_id is not None else notebook_queue(str(path))
+        return await detached(ctx, "execute_code", call, queue=queue, notebook=path, started=execution_started())
     for intercept in server.interceptors:
         intercepted = await intercept(code, seconds)
         if intercepted is not None:
@@ -378,7 +434,7 @@ async def interrupt_kernel(
 
 @tool_handler("interrupt_notebook_session")
 async def interrupt_notebook_session(
-    notebook_name: Annotated[str, Field(description="The notebook whose running code to interrupt: a name given to use_notebook or a path.")],
+    notebook_name: Annotated[str, Field(description="use_notebook name or path.")],
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelOnly]:
     """Interrupt the code a notebook's kernel is running (like Ctrl-C); its variables are kept."""

@@ -14,10 +14,10 @@ from jupyter_mcp_server.tools.results import answer, tool_handler
 
 @tool_handler("list_files")
 async def list_files(
-    path: Annotated[str, Field(description="Directory to list, relative to the workspace root ('' is the root).")] = "",
-    max_depth: Annotated[int, Field(description="How deep to descend: 1 lists direct children, up to 3.", ge=0, le=3)] = 1,
+    path: Annotated[str, Field(description="Directory relative to the workspace root ('' is the root).")] = "",
+    max_depth: Annotated[int, Field(description="Levels to descend, 1-3.", ge=0, le=3)] = 1,
     start_index: Annotated[int, Field(description="First entry to return, for paging.", ge=0)] = 0,
-    limit: Annotated[int, Field(description="How many entries to return (0 means all).", ge=0)] = 25,
+    limit: Annotated[int, Field(description="Entries to return (0: all).", ge=0)] = 25,
     pattern: Annotated[str, Field(description="Glob to filter by, such as '*.ipynb'.")] = "",
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.FileList]:

@@ -48,6 +48,7 @@ from jupyter_mcp_server.profile_guard import server_profile
 from jupyter_mcp_server.profiles import EDIT, FULL, READ_ONLY, WHAT_IT_ALLOWS, rank
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.tools.addressing import cell_position, checked_path
+from jupyter_mcp_server.tools.displays import display_writes
 from jupyter_mcp_server.tools.notebooks import metadata_kernel
 from jupyter_mcp_server.tools.running import effective_timeout, execution_fields, store_outputs
 
@@ -266,7 +267,15 @@ class JsonLinesServer:
         elif attachment.replaced:
             result["note"] = "The kernel was gone and a replacement was started (kernel.auto-restart)."
         if cell is not None:
+            # Recorded as any cell run (execution states, display ids), and its display
+            # updates shown in the earlier cells of this copy of the notebook.
+            cell_id, kernel_id = str(cell.get("id", "")), attachment.kernel.kernel_id
+            runs = self.state.kernels.records.of(opened.path)
+            runs.ran(cell_id, code, kernel_id, outcome.status)
+            displays = display_writes(runs, kernel_id, cell_id, outcome)
             store_outputs(cell, outcome)
+            if displays is not None:
+                displays(opened.notebook)
             opened.dirty = True
             result["cell_id"] = cell.get("id")
         return result
