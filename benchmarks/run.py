@@ -102,7 +102,7 @@ def main() -> int:
         action="append",
         default=[],
         metavar="WORDS",
-        help="run only the workloads whose name contains WORDS (repeatable), e.g. 'whole notebook'",
+        help="run only the workloads whose title contains WORDS (repeatable), e.g. 'searching'",
     )
     parser.add_argument(
         "--profile",
@@ -110,13 +110,6 @@ def main() -> int:
         default=[],
         metavar="PATH",
         help="another MCP notebook server (JSON profile)",
-    )
-    parser.add_argument(
-        "--only",
-        action="append",
-        default=[],
-        metavar="WORDS",
-        help="run only the workloads whose title contains WORDS (repeatable), e.g. 'searching'",
     )
     args = parser.parse_args()
     return asyncio.run(main_async(args))
