@@ -36,6 +36,9 @@ OPERATIONS = (
     "release_notebook",
     "list_variables",
     "run_all",
+    "apply_edits",
+    "diff_notebook",
+    "notebook_history",
 )
 
 
@@ -172,6 +175,10 @@ OURS = Profile.from_dict(
             "list_variables": _call("list_variables", notebook_name="{notebook}", limit=500),
             # Served with the runs toolset only (workloads/runs.py asks for it).
             "run_all": _call("run_cells", notebook_name="{notebook}", cells="all"),
+            # Served with the history toolset only (workloads/history.py asks for it).
+            "apply_edits": _call("apply_edits", notebook_name="{notebook}", operations="{operations}"),
+            "diff_notebook": _call("diff_notebook", notebook_name="{notebook}", from_revision="{revision}"),
+            "notebook_history": _call("notebook_history", notebook_name="{notebook}"),
         },
     }
 )

@@ -86,6 +86,11 @@ METRICS: list[Metric] = [
     Metric("list_variables", "9 list_variables, 1,000 names, page of 500", "s", floor_key="round_trip"),
     Metric("run_all", "10 run_cells(all) of the trivial notebook", "s"),
     Metric("run_all_cells", "10 same cells, one execute_cell each", "s", floor_key="run_all"),
+    Metric("insert_single", "11 insert_cell at the big notebook (history on)", "s"),
+    Metric("apply_edits_50", "11 apply_edits, 50 operations, big notebook", "s"),
+    Metric("diff_revisions", "11 diff_notebook across 100 revisions", "s"),
+    Metric("history_list", "11 notebook_history (20 entries)", "s"),
+    Metric("history_bytes", "11 history on disk after the workload", "B"),
 ]
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import sys
 import tempfile
@@ -52,6 +53,9 @@ async def main_async(args: argparse.Namespace) -> int:
         sizes = replace(sizes, repetitions=args.repetitions)
     profiles = [load_profile(p) for p in args.profile]
     root = Path(tempfile.mkdtemp(prefix="jmcp-bench-"))
+    # The servers' notebook histories go with the run, not into the user's state directory
+    # (JUPYTER_MCP_HISTORY_DIR=off measures without them).
+    os.environ.setdefault("JUPYTER_MCP_HISTORY_DIR", str(root / "history"))
     started = time.perf_counter()
 
     def log(text: str) -> None:
@@ -98,7 +102,7 @@ def main() -> int:
         action="append",
         default=[],
         metavar="WORDS",
-        help="run only the workloads whose name contains WORDS (repeatable), e.g. 'whole notebook'",
+        help="run only the workloads whose title contains WORDS (repeatable), e.g. 'searching'",
     )
     parser.add_argument(
         "--profile",
@@ -106,13 +110,6 @@ def main() -> int:
         default=[],
         metavar="PATH",
         help="another MCP notebook server (JSON profile)",
-    )
-    parser.add_argument(
-        "--only",
-        action="append",
-        default=[],
-        metavar="WORDS",
-        help="run only the workloads whose title contains WORDS (repeatable), e.g. 'searching'",
     )
     args = parser.parse_args()
     return asyncio.run(main_async(args))

@@ -37,6 +37,8 @@ class Sizes:
     big_inserts: int = 20
     #: Cells of the notebook with large outputs (5 MiB each: 50 MiB in full mode).
     heavy_cells: int = 10
+    #: Revisions between the two a diff_notebook compares (workload 10).
+    history_revisions: int = 100
     #: Notebooks searched, and the size of each (100 MB in full mode).
     corpus_notebooks: int = 1000
     corpus_notebook_bytes: int = 100_000
@@ -55,6 +57,7 @@ QUICK = Sizes(
     settle=2.0,
     big_inserts=5,
     heavy_cells=2,
+    history_revisions=20,
     corpus_notebooks=100,
     run_cells=50,
 )

@@ -140,6 +140,14 @@ def _run_all(r: Results) -> tuple[bool, str]:
     return _ratio(r, "run_all", "run_all", 1.2)
 
 
+@target("apply_edits of 50 operations <= 2x one insert_cell, at the 2,000-cell notebook")
+def _batch(r: Results) -> tuple[bool, str]:
+    batch, single = r.median("apply_edits_50"), r.median("insert_single")
+    return batch <= 2 * single, (
+        f"{batch * 1e3:.1f} ms against {2 * single * 1e3:.1f} ms (2 x {single * 1e3:.1f}) {_margin(batch, 2 * single)}"
+    )
+
+
 def verdicts(results: Results) -> list[dict[str, Any]]:
     out = []
     for t in TARGETS:

@@ -157,6 +157,8 @@ def jupyter_server_process(
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
         # As for every server the tests start (rpc.environment): nobody is there to approve.
         "JUPYTER_MCP_APPROVE": "",
+        # Nor is a notebook's history the user's: it goes with the test.
+        "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history"),
         **(env or {}),
     }
     (tmp_path / "data").mkdir(exist_ok=True)
@@ -223,3 +225,9 @@ def wait_until_healthy(process: Any, base: str, log: Callable[[], str], seconds:
         if time.monotonic() > deadline:
             pytest.fail(f"the server did not answer /healthz:\n{log()}")
         time.sleep(0.05)
+
+
+@pytest.fixture
+def history_toolset() -> tuple[str, ...]:
+    """The server arguments that serve the opt-in history toolset over stdio."""
+    return ("--toolsets", "history")

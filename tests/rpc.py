@@ -17,6 +17,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,6 +39,8 @@ def environment(**extra: str) -> dict[str, str]:
     # Nobody is there to approve anything: the tests of approvals (test_approvals.py) name
     # the actions that ask, every other test's server asks about none.
     env["JUPYTER_MCP_APPROVE"] = ""
+    # Histories of the tests' throwaway notebooks stay out of the user's state directory.
+    env.setdefault("JUPYTER_MCP_HISTORY_DIR", os.path.join(tempfile.gettempdir(), f"jupyter-mcp-test-history-{os.getuid()}"))
     env.update(extra)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
     return env

@@ -167,6 +167,7 @@ async def test_healthz_and_toolsets_say_what_is_served(server):
         "introspection": False,
         "environments": False,
         "runs": False,
+        "history": False,
         "my-extension": True,
         "gateway": True,
         "extras": False,
@@ -180,6 +181,7 @@ async def test_healthz_and_toolsets_say_what_is_served(server):
     assert toolsets["extras"]["tools"] == [] and toolsets["lazy"]["tools"] == []
     assert toolsets["introspection"]["tools"] == [] and "list_variables" in toolsets["introspection"]["offered"]
     assert toolsets["runs"]["tools"] == [] and "run_cells" in toolsets["runs"]["offered"]
+    assert toolsets["history"]["tools"] == [] and "apply_edits" in toolsets["history"]["offered"]
     reported = {tool for entry in toolsets.values() for tool in entry["tools"]}
     assert reported == await served_at(server.url()) == DEFAULT_TOOLS
 

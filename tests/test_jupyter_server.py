@@ -964,3 +964,81 @@ async def test_jupyter_server_with_the_extension_exits_on_sigterm_after_subscrib
         assert process.poll() is not None, f"jupyter server still running {took:.1f} s after SIGTERM:\n{log.read_text()[-3000:]}"
         assert took < 5, took
         assert process.returncode == 0, log.read_text()[-3000:]
+
+
+async def test_with_jupyter_collaboration_a_batch_and_a_restore_are_live_and_in_the_history(tmp_path):
+    """apply_edits and restore_notebook take the single-cell edits' path: one change of the
+    open document (the person's cursor cells untouched), saved by the room; the history records
+    them as the tools' (not as changes made outside), and the person's own save as theirs."""
+    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        "--YDocExtension.file_poll_interval=0",
+        "--YDocExtension.document_save_delay=0.2",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+        env={"JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history")},
+    ) as (url, root, log):
+        async with connect(f"{url}/mcp?history", TOKEN, "legacy") as client:
+            await ok(client, "use_notebook", {"notebook_name": "batch.ipynb", "mode": "create"})
+            first = await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Kept"})
+            async with person_in_jupyterlab(url, "batch.ipynb") as seen:
+                await eventually(lambda: sources(seen) == ["# Kept"])
+                deltas: list[Any] = []
+                seen.ycells.observe(lambda event: deltas.append(event.delta))
+                done = await ok(client, "apply_edits", {"operations": [
+                    {"op": "insert", "source": "a = 1", "cell_id": "a"},
+                    {"op": "insert", "source": "b = 2", "cell_id": "b"},
+                    {"op": "replace", "cell_id": "a", "old_string": "1", "new_string": "10"},
+                    {"op": "set_cell_metadata", "cell_id": "b", "tags": ["parameters"]},
+                ]})
+                assert done["previous_revision"] == first["revision"]
+                await eventually(lambda: sources(seen) == ["# Kept", "a = 10", "b = 2"])
+                assert all("delete" not in step for delta in deltas for step in delta), deltas
+                assert seen.get()["cells"][2]["metadata"]["tags"] == ["parameters"]
+                await asyncio.sleep(0.6)
+                assert hashlib.sha256((root / "batch.ipynb").read_bytes()).hexdigest()[:16] == done["revision"]
+
+                # A failing batch changes nothing, in the page either.
+                result = await client.call_tool("apply_edits", {"operations": [
+                    {"op": "delete", "cell_id": "a"}, {"op": "overwrite", "cell_id": "a", "source": "x"}]})
+                assert result.is_error and sources(seen) == ["# Kept", "a = 10", "b = 2"]
+
+                # The person types and JupyterLab saves: a change made outside the server.
+                seen.set_cell(0, source="# Kept, by hand")
+                await eventually(lambda: b"by hand" in (root / "batch.ipynb").read_bytes())
+                listed = await ok(client, "notebook_history", {})
+                tools = [(e["tool"], e["revision"]) for e in listed["entries"]]
+                assert tools[0][0] is None and ("apply_edits", done["revision"]) in tools
+                assert ("insert_cell", first["revision"]) in tools
+
+                restored = await ok(client, "restore_notebook", {"revision": done["revision"]})
+                await eventually(lambda: sources(seen) == ["# Kept", "a = 10", "b = 2"])
+                await asyncio.sleep(0.6)
+                assert restored["revision"] == done["revision"]
+                listed = await ok(client, "notebook_history", {"limit": 1})
+                assert listed["entries"][0]["tool"] == "restore_notebook"
+        text = log.read_text(errors="replace")
+        assert "jupyter_mcp_server/" not in text, text[-4000:]
+
+
+async def test_a_checkpoint_of_a_notebook_on_a_jupyter_server_is_a_jupyter_checkpoint(workspace, tmp_path, jupyter):
+    """JupyterLab's "Revert to checkpoint" lists the contents API's checkpoints: a named
+    checkpoint makes one there too, holding the notebook as it was."""
+    url, root = jupyter
+    async with serve_logged(
+        workspace, tmp_path / "server.log", "--jupyter-url", url, "--jupyter-contents", "--toolsets", "history",
+        *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN, "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history")},
+    ) as client:
+        await ok(client, "use_notebook", {"notebook_name": "checked.ipynb", "mode": "create"})
+        await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "kept = 1"})
+        marked = await ok(client, "checkpoint", {"name": "before the change"})
+        assert marked["jupyter_checkpoint"]
+        listed = httpx.get(f"{url}/api/contents/checked.ipynb/checkpoints", headers=headers()).json()
+        assert marked["jupyter_checkpoint"] in [c["id"] for c in listed]
+        await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "changed = 2"})
+        restored = await ok(client, "restore_notebook", {"revision": "before the change"})
+        assert restored["revision"] == marked["revision"]
+        assert [c["source"] for c in nbformat.read(root / "checked.ipynb", as_version=4).cells] == ["kept = 1"]

@@ -111,6 +111,8 @@ async def test_insert_edit_read_clear(workspace):
             {"cell_index": 2, "old_string": "d += 1", "new_string": "d -= 1", "replace_all": True},
         )
         assert every["diff"].count("+d -= 1") == 2
+        # The source has no final newline: its last lines do not run together.
+        assert "-d += 1\n\\ No newline at end of file\n+d -= 1\n+d -= 1\n\\ No newline at end of file\n" in every["diff"]
         assert sources_on_disk(path)[2] == "d = 40\nd -= 1\nd -= 1"
         await refused_unchanged(
             client, path, "edit_cell_source", {"cell_index": 2, "old_string": "absent", "new_string": "x"}, "not_found"

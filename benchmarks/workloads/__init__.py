@@ -14,6 +14,7 @@ from . import (
     concurrency,
     execution,
     finding,
+    history,
     inserts,
     introspection,
     output,
@@ -34,4 +35,5 @@ STEPS: list[tuple[str, Workload]] = [
     ("eight notebooks", concurrency.eight_notebooks),
     ("list variables", introspection.list_variables),
     ("a whole notebook", runs.run_all),
+    ("batches and history", history.batches_and_diffs),
 ]

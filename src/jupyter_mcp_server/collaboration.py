@@ -280,11 +280,13 @@ class LiveStore:
                 before = await self._store.read(key)
                 if expected_revision is not None and expected_revision != before.revision:
                     raise revision_conflict(key, expected_revision, before.revision)
+                note = await self._store.before_outside_write(before)
                 # From reading the document to setting it, nothing awaits: no keystroke
                 # can arrive in between and be overwritten.
                 notebook = room.notebook()
                 looked = {cell.get("id"): _looks(cell) for cell in notebook.cells}
                 result = change(notebook)
+                note = note or self._store.intend_outside_write(before)
                 if room.document.get() != notebook:
                     room.document.set(notebook)
                     # The person sees who changed it, and where: the first cell written.
@@ -292,7 +294,9 @@ class LiveStore:
                     self.live.presence.show(room.document.awareness, key, room.ycell(written), serving_client())
                 if await room.save(notebook):
                     view = await self._store.read(key)
+                    note = note or self._store.after_outside_write(view, before.revision)
                     self._store.announce_write(key, view.revision)
+                    view = dataclasses.replace(view, previous_revision=before.revision, history_off=note)
                     if before.older_format is not None and view.older_format is None:
                         view = dataclasses.replace(view, upgraded_from=before.older_format)
                     return result, view

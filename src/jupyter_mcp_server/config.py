@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ToolFailure
+from .history_dir import default_history_dir, given_history_dir
 from .jupyter_urls import ArgumentNames, normalize_url
 
 TRANSPORTS = ("stdio", "streamable-http", "json-lines")
@@ -129,6 +130,10 @@ class ServerConfig:
     #: The actions that ask the person first (approvals.py); None: its defaults.
     approve: tuple[str, ...] | None = None
     approval_timeout: float = 300.0
+    #: Where each notebook's history is kept; None keeps none.
+    history_dir: Path | None = field(default_factory=lambda: default_history_dir())
+    history_max_entries: int = 500
+    history_max_bytes: int = 256 * 1024 * 1024
 
     @property
     def limits(self) -> dict[str, float | int]:
@@ -313,8 +318,15 @@ SETTINGS: tuple[Setting, ...] = (
         "Seconds an approval may go unanswered before it counts as declined.",
         float,
         env="JUPYTER_MCP_APPROVAL_TIMEOUT",
-        positive=True,
     ),
+    Setting(
+        "history_dir",
+        "Where each notebook's history is kept (default: the platform's user state directory, "
+        "~/.local/state/jupyter-mcp-server/history on Linux), never inside the workspace; 'off' keeps none.",
+        str, flag="--history-dir", env="JUPYTER_MCP_HISTORY_DIR", jupyter=True,
+    ),
+    Setting("history_max_entries", "Entries kept per notebook's history; the oldest are dropped.", int, env="JUPYTER_MCP_HISTORY_MAX_ENTRIES", positive=True),
+    Setting("history_max_bytes", "Bytes one notebook's history may take; the oldest entries are dropped.", int, env="JUPYTER_MCP_HISTORY_MAX_BYTES", positive=True),
     Setting(
         "http_head_timeout",
         "HTTP: seconds a connection may take to send a request's line and headers.",
@@ -377,6 +389,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 SETTINGS_BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+
+
 _DEFAULTS = ServerConfig(workspace_root=Path("."))
 
 
@@ -520,6 +534,11 @@ def checked(**values: Any) -> ServerConfig:
         if installer not in INSTALLERS:
             raise ConfigError(f"JUPYTER_MCP_INSTALLER {installer!r} is not one of {', '.join(INSTALLERS)}.")
         values["installer"] = installer
+    if "history_dir" in values:
+        try:
+            values["history_dir"] = given_history_dir(str(values["history_dir"]), values["workspace_root"])
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
     known = {item.name for item in fields(ServerConfig)}
     config = ServerConfig(**{name: value for name, value in values.items() if name in known})
     if config.default_timeout > config.max_timeout:

@@ -100,3 +100,11 @@ def client_identity(ctx: Any) -> str:
     headers = _headers(ctx)
     who = f"{headers.get('authorization', '')}\n{getattr(info, 'name', '')}\n{getattr(info, 'version', '')}"
     return "client:" + hashlib.sha256(who.encode()).hexdigest()
+
+
+def client_name(ctx: Any) -> str | None:
+    """The ``clientInfo`` name the client gave when it connected, if any."""
+    request_context = getattr(ctx, "request_context", ctx)
+    params = getattr(getattr(request_context, "session", None), "client_params", None)
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    return name if isinstance(name, str) else None

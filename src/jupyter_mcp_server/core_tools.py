@@ -1,7 +1,7 @@
 """The server's own tools, offered as an extension like any other.
 
 `CoreToolsExtension` offers the notebooks tools as `ToolSpec` contributions
-in the ``notebooks`` toolset (and the opt-in ``introspection``, ``environments`` and ``runs`` ones), declared from `tools.NOTEBOOK_TOOLS` in the first
+in the ``notebooks`` toolset (and the opt-in ``introspection``, ``environments``, ``runs`` and ``history`` ones), declared from `tools.NOTEBOOK_TOOLS` in the first
 place rather than read back off a server's private registry. The
 composition root always loads it first (`extensions.load_extensions`): a
 distribution cannot be missing its own tools.
@@ -26,6 +26,7 @@ from jupyter_mcp_server.extensions import (
     ToolSpec,
 )
 from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
+from jupyter_mcp_server.tools.editing import HISTORY_TOOLSET
 from jupyter_mcp_server.tools.environments import ENVIRONMENTS_TOOLSET
 from jupyter_mcp_server.tools.inspecting import INTROSPECTION_TOOLSET
 from jupyter_mcp_server.tools.runs import RUNS_TOOLSET
@@ -108,6 +109,17 @@ class CoreToolsExtension(JupyterMCPExtension):
                 "pass cells='all', a range '3-7', a list of ids, or 'stale' with up_to_cell. Each cell's outputs "
                 "are stored as it ends.",
                 # Opt-in: /mcp?runs over HTTP, --toolsets runs over stdio.
+                default=False,
+            ),
+            Toolset(
+                name=HISTORY_TOOLSET,
+                title="Safe editing and history",
+                description="Batches of edits applied as one revision or not at all, each notebook's history of "
+                "changes, cell-level diffs between revisions, restore of an earlier revision, named checkpoints.",
+                instructions="Prefer apply_edits to several single-cell edits: one revision, one diff, nothing "
+                "half-applied. Every change is kept in the notebook's history; restore_notebook undoes by writing "
+                "an earlier revision as a new one, so an undo can itself be undone.",
+                # Opt-in: /mcp?history over HTTP, --toolsets history over stdio.
                 default=False,
             ),
         )

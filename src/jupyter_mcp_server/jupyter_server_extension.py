@@ -148,6 +148,7 @@ class JupyterMCPServerApp(ExtensionApp):
     idle_timeout = Float(default_of("idle_timeout"), config=True, help=help_of("idle_timeout"))
     capabilities = List(Unicode(), config=True, help=help_of("capability_args"))
     audit_log = Unicode("", config=True, help=help_of("audit_log"))
+    history_dir = Unicode("", config=True, help=help_of("history_dir"))
     use_contents_manager = Bool(
         None,
         allow_none=True,
@@ -198,6 +199,7 @@ def configure(app: JupyterMCPServerApp) -> Application:
                 # No kernel is prestarted in somebody's Jupyter Server unless asked for.
                 "capability_args": ["kernel.prestart=off", *app.capabilities],
                 "audit_log": app.audit_log or None,
+                "history_dir": app.history_dir or None,
             },
             from_environment=INSIDE_JUPYTER,
         )

@@ -28,6 +28,7 @@ from .capabilities import CapabilityRegistry
 from .config import ServerConfig
 from .connections import client_name_of, serving_client_named, session_of
 from .detached import RunRegistry
+from .history_dir import default_history_dir, inside
 from .hooks import Hooks
 from .kernels.backends import LocalBackend
 from .kernels.environments import Environments, Sources
@@ -40,6 +41,8 @@ from .scratch import ScratchOutputs
 from .store import NotebookStore
 from .store.contents import RemoteContents
 from .store.derived import DerivedValues
+from .store.history import Histories, Limits
+from .store.recording import Recorder
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -83,7 +86,13 @@ class ServerState:
         self.contents_elsewhere = False
         #: Who chose the workspace: ``cli`` (--workspace-root), ``cwd``, or ``client-roots``.
         self.workspace_source = "cli" if config.workspace_root_given else "cwd"
-        self.store: NotebookStore = NotebookStore(self.workspace)
+        #: Every notebook's history, in the server's state directory.
+        self.histories = Histories(
+            config.history_dir,
+            Limits(max_entries=config.history_max_entries, max_bytes=config.history_max_bytes),
+            off=None if config.history_dir is not None else "--history-dir is off",
+        )
+        self.store: NotebookStore = NotebookStore(self.workspace, recorder=self._recorder(self.workspace.root))
         #: This server's private runtime directory (local kernels' connection files and
         #: sockets, kernelspecs made on the fly), removed when it stops.
         self.runtime = ServerRuntime()
@@ -143,7 +152,7 @@ class ServerState:
     def use_contents(self, files: Any) -> None:
         """Keep notebooks in a Jupyter Server's contents (a ``store.contents.ContentsFiles``)
         rather than under the workspace root; subscriptions keep hearing about writes."""
-        store = NotebookStore(self.workspace, files)
+        store = NotebookStore(self.workspace, files, Recorder(self.histories, f"contents:{files.identity}"))
         store.observers = self.store.observers
         self.store = store
         self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)  # kept for the other files
@@ -158,13 +167,22 @@ class ServerState:
         if bound:
             return f"{len(bound)} notebook(s) of the current workspace have kernels ({', '.join(bound[:5])})"
         workspace = Workspace(root)
-        store = NotebookStore(workspace)
+        store = NotebookStore(workspace, recorder=self._recorder(workspace.root))
         store.observers = self.store.observers
         self.workspace, self.store = workspace, store
         self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)
         self.kernels.workspace_root = workspace.root
         self.workspace_source = source
         return None
+
+    def _recorder(self, root: Path) -> Recorder:
+        """What keeps the histories of the notebooks under `root`: never a directory given inside
+        it (the platform's state directory may be: a workspace may be the home directory)."""
+        history = self.histories.root
+        if history is not None and history != default_history_dir() and inside(history, root):
+            kept_out = Histories(None, off=f"the history directory {history} is inside the workspace {root}")
+            return Recorder(kept_out, f"workspace:{root}")
+        return Recorder(self.histories, f"workspace:{root}")
 
     def describe_workspace(self) -> dict[str, str]:
         """The workspace as ``capabilities://`` says it: its root and who chose it."""

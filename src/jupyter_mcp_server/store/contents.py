@@ -79,6 +79,11 @@ class ContentsFiles:
         return f"on {self.where}"
 
     @property
+    def identity(self) -> str:
+        """Which contents these are, for what outlives the process (a notebook's history)."""
+        return self.where
+
+    @property
     def changing_where(self) -> str:
         return f"on {self.where} while it was being edited (somebody else is saving it)"
 
@@ -87,6 +92,11 @@ class ContentsFiles:
         raise NotImplementedError
 
     async def _put(self, path: str, model: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def create_checkpoint(self, key: str) -> dict[str, Any]:
+        """A checkpoint of the file through Jupyter's own checkpoints API (``id``,
+        ``last_modified``), the one JupyterLab's "Revert to checkpoint" offers."""
         raise NotImplementedError
 
     # --- Paths ----------------------------------------------------------------------
@@ -312,6 +322,13 @@ class RemoteContents(ContentsFiles):
         saved: dict[str, Any] = response.json()
         return saved
 
+    async def create_checkpoint(self, key: str) -> dict[str, Any]:
+        response = await self._call("POST", f"{key}/checkpoints")
+        if response.status_code not in (200, 201):
+            raise self._refused(response, "POST", f"{key}/checkpoints")
+        created: dict[str, Any] = response.json()
+        return created
+
 
 class ManagerContents(ContentsFiles):
     """The contents manager of the Jupyter Server this process runs inside."""
@@ -320,6 +337,10 @@ class ManagerContents(ContentsFiles):
 
     def __init__(self, manager: Any) -> None:
         self.manager = manager
+
+    @property
+    def identity(self) -> str:
+        return f"jupyter-server:{getattr(self.manager, 'root_dir', '')}"
 
     async def _get(self, path: str, *, content: bool) -> dict[str, Any] | None:
         from tornado.web import HTTPError
@@ -343,3 +364,11 @@ class ManagerContents(ContentsFiles):
             return dict(await ensure_async(self.manager.save(model, path)))
         except HTTPError as error:
             raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not save {path!r}: {error.log_message or error}", path=path) from None
+
+    async def create_checkpoint(self, key: str) -> dict[str, Any]:
+        from tornado.web import HTTPError
+
+        try:
+            return dict(await ensure_async(self.manager.create_checkpoint(key)))
+        except HTTPError as error:
+            raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not checkpoint {key!r}: {error.log_message or error}", path=key) from None

@@ -176,13 +176,13 @@ def serialize_notebook(
     """
     if fmt == IPYNB:
         try:
-            cells = (cell_texts or CellTexts()).cells_text(notebook["cells"], _disk_cell)
-            text = indented_json({**_disk_form(notebook, with_cells=False), "cells": cells})
+            cells = (cell_texts or CellTexts()).cells_text(notebook["cells"], disk_cell)
+            text = indented_json({**disk_form(notebook, with_cells=False), "cells": cells})
         except NotPlainJson:
             from nbformat.v4.nbjson import BytesEncoder
 
             text = json.dumps(
-                _disk_form(notebook),
+                disk_form(notebook),
                 cls=BytesEncoder,
                 indent=1,
                 sort_keys=True,
@@ -315,7 +315,7 @@ def _carry_identity(
         used.add(cell.id)
 
 
-def _disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, Any]:
+def disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, Any]:
     """nbformat's ``split_lines`` + ``strip_transient``, without its deep copy.
 
     Only the containers that differ on disk are rebuilt; everything else is
@@ -329,10 +329,10 @@ def _disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, 
     }
     if not with_cells:
         return {**notebook, "metadata": metadata}
-    return {**notebook, "metadata": metadata, "cells": [_disk_cell(c) for c in notebook["cells"]]}
+    return {**notebook, "metadata": metadata, "cells": [disk_cell(c) for c in notebook["cells"]]}
 
 
-def _disk_cell(cell: dict[str, Any]) -> dict[str, Any]:
+def disk_cell(cell: dict[str, Any]) -> dict[str, Any]:
     disk = dict(cell)
     source = cell.get("source")
     if isinstance(source, str):

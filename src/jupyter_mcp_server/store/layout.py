@@ -111,27 +111,50 @@ class CellTexts:
     equal. A text is therefore never stale, whoever changed the cell (a tool,
     or another program whose save was read back). Only the last write's texts
     of at most :data:`KEPT_TEXT_LIMIT` characters are kept, so memory stays
-    about twice the size of the notebook's small cells.
+    about twice the size of the notebook's small cells. Each text is kept with
+    its digest (``digest_of``), computed once, which names it in a notebook's
+    history; :meth:`take_written` hands over the last encoding's cells.
     """
 
-    def __init__(self) -> None:
-        self._texts: dict[str, str] = {}
+    def __init__(self, digest_of: Callable[[str], str] | None = None) -> None:
+        self._texts: dict[str, tuple[str, str]] = {}
+        self._digest_of = digest_of or _no_digest
+        self._written: list[tuple[str, str]] | None = None
+
+    def fork(self) -> CellTexts:
+        """A copy to encode a notebook that may never be written, leaving this one as it is."""
+        fork = CellTexts(self._digest_of)
+        fork._texts = dict(self._texts)
+        return fork
+
+    def take_written(self) -> list[tuple[str, str]] | None:
+        """Each cell's (text, digest) of the last :meth:`cells_text`, once; None if it failed."""
+        written, self._written = self._written, None
+        return written
 
     def cells_text(self, cells: list[Any], disk_cell: Callable[[Any], Any]) -> Verbatim:
         """The ``cells`` list as it sits in the notebook; ``disk_cell`` gives a cell's stored form."""
+        self._written = None
         if not cells:
+            self._written = []
             return Verbatim("[]")
         previous = self._texts
-        texts: dict[str, str] = {}
-        parts: list[str] = []
+        texts: dict[str, tuple[str, str]] = {}
+        parts: list[tuple[str, str]] = []
         for cell in cells:
             key = repr(cell)
-            text = texts.get(key) or previous.get(key)
-            if text is None:
+            kept = texts.get(key) or previous.get(key)
+            if kept is None:
                 text = indented_json(disk_cell(cell), CELL_LEVEL)
-            if len(text) <= KEPT_TEXT_LIMIT:
-                texts[key] = text
-            parts.append(text)
+                kept = (text, self._digest_of(text))
+            if len(kept[0]) <= KEPT_TEXT_LIMIT:
+                texts[key] = kept
+            parts.append(kept)
         self._texts = texts
+        self._written = parts
         indent = "\n" + " " * CELL_LEVEL
-        return Verbatim("[" + indent + ("," + indent).join(parts) + "\n" + " " * (CELL_LEVEL - 1) + "]")
+        return Verbatim("[" + indent + ("," + indent).join(text for text, _ in parts) + "\n" + " " * (CELL_LEVEL - 1) + "]")
+
+
+def _no_digest(text: str) -> str:
+    return ""

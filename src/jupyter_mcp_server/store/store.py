@@ -22,7 +22,6 @@ import functools
 import hashlib
 import logging
 import os
-import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
@@ -32,6 +31,8 @@ from ..errors import ALREADY_EXISTS, NOT_FOUND, REVISION_CONFLICT, ToolFailure
 from ..workspace import ChangedMeanwhile
 from . import formats
 from .layout import CellTexts
+from .patience import Patience
+from .recording import Recorder
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -44,14 +45,6 @@ T = TypeVar("T")
 #: a check happened this long after the file's mtime (2 s covers the coarsest
 #: file systems, FAT and some network mounts), the bytes are compared as well.
 _RACY_WINDOW_NS = 2_000_000_000
-
-#: The pauses between attempts to write a file other writers keep changing:
-#: the first is short (most races are lost once), then they double up to the longest.
-_FIRST_PAUSE = 0.002
-_LONGEST_PAUSE = 0.1
-#: After this long, a change still losing races holds the other writers back.
-_HOLD_BACK_AFTER = 0.25
-
 
 def revision_of(data: bytes) -> str:
     """The revision of a file holding ``data``."""
@@ -76,6 +69,10 @@ class NotebookView:
     older_format: str | None = None
     #: On the view a mutation answers with: the version that write upgraded the file from.
     upgraded_from: str | None = None
+    #: On the view a mutation answers with: the revision it was applied to.
+    previous_revision: str | None = None
+    #: On the view a mutation answers with: why the change is not in the notebook's history.
+    history_off: str | None = None
 
 
 @dataclass(frozen=True)
@@ -274,38 +271,6 @@ class _Document:
         return self.snapshot.revision
 
 
-class _Patience:
-    """When a write that lost a race tries again, when it insists, and when it gives up.
-
-    Two server processes writing one notebook lose races to each other all
-    the time. Each retry waits a little longer than the last, for a random
-    part of the pause, so that two losers do not collide again. A loser
-    re-reads what the winner wrote, which for a big notebook takes longer
-    than the winner's next write: past ``_HOLD_BACK_AFTER`` it holds the
-    others back rather than lose for as long as they keep writing. Bounded
-    by time, not by count: how many races fit in a second depends on the
-    notebook's size and the machine, a caller's patience does not.
-    """
-
-    def __init__(self, seconds: float) -> None:
-        self.started = time.monotonic()
-        self.deadline = self.started + seconds
-        self.pause = _FIRST_PAUSE
-
-    def is_wearing_thin(self) -> bool:
-        """Whether the change has been trying long enough to hold the other writers back."""
-        return time.monotonic() - self.started >= _HOLD_BACK_AFTER
-
-    async def wait_before_retrying(self) -> bool:
-        """Pause before the next attempt; False once the deadline has passed."""
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            return False
-        await asyncio.sleep(min(left, random.uniform(0, self.pause)))
-        self.pause = min(self.pause * 2, _LONGEST_PAUSE)
-        return True
-
-
 #: Seconds between two reads of a file that is being saved.
 TORN_READ_PAUSE = 0.02
 
@@ -322,8 +287,10 @@ class NotebookStore:
     #: notebook a person has open).
     torn_read_wait: float = 1.0
 
-    def __init__(self, workspace: Workspace, files: Files | None = None) -> None:
+    def __init__(self, workspace: Workspace, files: Files | None = None, recorder: Recorder | None = None) -> None:
         self.files: Files = files if files is not None else WorkspaceFiles(workspace)
+        #: Keeps each notebook's history (:mod:`.recording`); None keeps none.
+        self.recorder = recorder
         self._documents: dict[str, _Document] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         #: Each notebook's cell texts from its last write (keyed by content, never stale).
@@ -337,6 +304,15 @@ class NotebookStore:
         key, fmt = self._locate(path)
         async with self._lock(key):
             return _view(key, await self._current(key, fmt))
+
+    async def remember(self, path: str) -> tuple[NotebookView, str | None]:
+        """The notebook, its current revision kept in its history (which starts one if there
+        was none: outside changes are noticed from then on); the note if it could not be."""
+        key, fmt = self._locate(path)
+        async with self._lock(key):
+            document = await self._current(key, fmt)
+            note = await self._before_write(key, document.notebook, document.revision, self._texts(key))
+            return _view(key, document), note
 
     def locate(self, path: str) -> str:
         """The canonical relative path of a notebook or directory; ``invalid_path`` for one
@@ -356,7 +332,10 @@ class NotebookStore:
         key, fmt = self._locate(path)
         async with self._lock(key):
             notebook = formats.new_notebook(kernelspec)
-            data = formats.serialize_notebook(notebook, fmt)
+            texts = self._texts(key)
+            data = formats.serialize_notebook(notebook, fmt, texts)
+            revision = revision_of(data)
+            note = self._will_write(key, notebook, revision, None, texts, None)
             checked_ns = time.time_ns()
             try:
                 fingerprint = await self.files.write(key, data, exclusive=True)
@@ -369,12 +348,11 @@ class NotebookStore:
                     "or choose another name to create a new notebook.",
                     path=key,
                 ) from failure
-            document = _Document(
-                notebook, fmt, Snapshot(fingerprint, revision_of(data), checked_ns)
-            )
+            document = _Document(notebook, fmt, Snapshot(fingerprint, revision, checked_ns))
             self._documents[key] = document
+            note = note or self._written(key, revision, None)
             self.announce_write(key, document.revision)
-            return _view(key, document)
+            return replace(_view(key, document), history_off=note)
 
     async def mutate(
         self,
@@ -403,7 +381,7 @@ class NotebookStore:
         """
         key, fmt = self._locate(path)
         async with self._lock(key):
-            patience = _Patience(self.write_deadline)
+            patience = Patience(self.write_deadline)
             attempt: Callable[[], contextlib.AbstractAsyncContextManager[None]] = contextlib.nullcontext
             while True:
                 async with attempt():
@@ -441,13 +419,16 @@ class NotebookStore:
         document = await self._current(key, fmt)
         if expected_revision is not None and expected_revision != document.revision:
             raise revision_conflict(key, expected_revision, document.revision)
+        texts = self._texts(key)
+        note = await self._before_write(key, document.notebook, document.revision, texts)
         try:
             result = change(document.notebook)
-            texts = self._cell_texts.setdefault(key, CellTexts())
             data = formats.serialize_notebook(document.notebook, fmt, texts)
             revision = revision_of(data)
-            if revision == document.revision:
-                return result, _view(key, document)  # same bytes: leave the file be
+            if revision == document.revision:  # same bytes: leave the file be
+                texts.take_written()
+                return result, replace(_view(key, document), previous_revision=revision, history_off=note)
+            note = self._will_write(key, document.notebook, revision, document.revision, texts, note)
             checked_ns = time.time_ns()
             fingerprint = await self.files.write(key, data, unchanged_since=document.snapshot)
         except ChangedMeanwhile:
@@ -456,11 +437,57 @@ class NotebookStore:
         except BaseException:
             self._retire(key)
             raise
-        upgraded_from = document.older_format
+        upgraded_from, previous = document.older_format, document.revision
         document = _Document(document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns))
         self._documents[key] = document
+        note = note or self._written(key, revision, previous)
         self.announce_write(key, revision)
-        return result, replace(_view(key, document), upgraded_from=upgraded_from)
+        return result, replace(
+            _view(key, document), upgraded_from=upgraded_from, previous_revision=previous, history_off=note
+        )
+
+    # The notebook's history (:mod:`.recording`): a history never fails an edit;
+    # what could not be kept is said as the note a view carries in ``history_off``.
+
+    def _texts(self, key: str) -> CellTexts:
+        texts = self._cell_texts.get(key)
+        if texts is None:
+            texts = self._cell_texts[key] = self.recorder.new_cell_texts() if self.recorder else CellTexts()
+        return texts
+
+    async def _before_write(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts) -> str | None:
+        if self.recorder is None:
+            return None
+        return await self.recorder.before_write(key, notebook, revision, texts, self.files.stat)
+
+    def _will_write(
+        self, key: str, notebook: NotebookNode, revision: str, previous: str | None, texts: CellTexts, note: str | None
+    ) -> str | None:
+        written = texts.take_written()  # always: the texts are not kept past this write
+        if self.recorder is None or note is not None:
+            return note
+        return self.recorder.will_write(key, notebook, revision, previous, written)
+
+    def _written(self, key: str, revision: str, previous: str | None) -> str | None:
+        return None if self.recorder is None else self.recorder.written(key, revision, previous)
+
+    async def before_outside_write(self, view: NotebookView) -> str | None:
+        """Before another writer (a JupyterLab room's loader) saves a change made for this
+        server: keep the revision it changes."""
+        return await self._before_write(view.path, view.notebook, view.revision, self._texts(view.path))
+
+    def intend_outside_write(self, view: NotebookView) -> str | None:
+        """Say that the next revision after ``view``'s, saved by that other writer, is this server's."""
+        return None if self.recorder is None else self.recorder.will_write(view.path, None, None, view.revision, None)
+
+    def after_outside_write(self, view: NotebookView, previous: str) -> str | None:
+        """After that save, read back as ``view``: its entry (if the read did not add it)."""
+        return self._written(view.path, view.revision, previous)
+
+    def revision_if(self, view: NotebookView, notebook: NotebookNode) -> str:
+        """The revision ``view``'s file would have if it held ``notebook`` (nothing is written)."""
+        data = formats.serialize_notebook(notebook, view.format, self._texts(view.path).fork())
+        return revision_of(data)
 
     @contextlib.asynccontextmanager
     async def executing(self, path: str, cell_id: str) -> AsyncIterator[Callable[[dict[str, Any]], None] | None]:
@@ -498,6 +525,8 @@ class NotebookStore:
         checked_ns = time.time_ns()
         fingerprint = await self.files.stat(key)
         if fingerprint is None:
+            if self.recorder is not None:
+                self.recorder.missing(key)
             raise ToolFailure(
                 NOT_FOUND,
                 f"{key!r} does not exist {self.files.missing_where}. Create it with use_notebook "
@@ -544,6 +573,10 @@ class NotebookStore:
             older_format=older_format,
         )
         self._documents[key] = document
+        # Parsing a big notebook takes a while: a revision another process replaced
+        # meanwhile is not recorded as current (the next read notices the newer one).
+        if self.recorder is not None and await self.files.stat(key) == fingerprint:
+            self.recorder.noticed(key, notebook, document.revision, self._texts(key))
         return document
 
     def _retire(self, key: str) -> None:

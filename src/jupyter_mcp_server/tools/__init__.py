@@ -13,7 +13,9 @@ from jupyter_mcp_server.detached import task_support
 from jupyter_mcp_server.tools import (
     cells,
     detaching,
+    editing,
     environments,
+    history,
     inspecting,
     notebooks,
     outline,
@@ -95,4 +97,11 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(detaching.cancel_run, "Cancel Run", False, True, True, False, runs.RUNS_TOOLSET),
     # Runs the notebook's code (whatever it does to files) in a kernel of its own: not read-only.
     NotebookTool(verify.verify_notebook, "Verify Notebook", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
+    # Opt-in: batches, history, diffs and restores.
+    NotebookTool(editing.apply_edits, "Apply Edits", False, True, False, False, editing.HISTORY_TOOLSET),
+    NotebookTool(editing.set_cell_metadata, "Set Cell Metadata", False, False, True, False, editing.HISTORY_TOOLSET),
+    NotebookTool(history.notebook_history, "Notebook History", True, False, True, False, editing.HISTORY_TOOLSET),
+    NotebookTool(history.diff_notebook, "Diff Notebook Revisions", True, False, True, False, editing.HISTORY_TOOLSET),
+    NotebookTool(history.restore_notebook, "Restore Notebook Revision", False, True, False, False, editing.HISTORY_TOOLSET),
+    NotebookTool(history.checkpoint, "Checkpoint Notebook", False, False, True, False, editing.HISTORY_TOOLSET),
 )

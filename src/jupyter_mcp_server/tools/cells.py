@@ -6,7 +6,6 @@ Each change checks its arguments before touching the notebook, so a refused
 edit leaves the document exactly as it was.
 """
 
-import difflib
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -18,6 +17,7 @@ from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
+from jupyter_mcp_server.store.diffs import unified_diff
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, notebook_path
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
@@ -38,14 +38,6 @@ MaxOutputChars = Annotated[
 ]
 CellIndex = Annotated[int | None, Field(description="0-based index; or give cell_id.")]
 CellId = Annotated[str | None, Field(description="Stable id; or give cell_index.")]
-
-
-def unified_diff(before: str, after: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True), after.splitlines(keepends=True), "before", "after", n=2
-        )
-    )
 
 
 def insertion_index(cells: list[Any], cell_index: int) -> int:
@@ -275,7 +267,7 @@ async def read_cell(
     max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellRead]:
-    """Read one cell: its id, index, type, full source, execution count and outputs."""
+    """Read one cell: its id, index, type, full source, execution count, outputs and metadata (tags among it)."""
     limits = InlineLimits.of(state_of(ctx).config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
     view = await state_of(ctx).store.read(path)
@@ -298,10 +290,12 @@ async def read_cell(
         outputs=shown,
         outputs_cut=[models.OutputCut(**each) for each in cut] or None,
         revision=view.revision,
+        metadata=dict(cell.get("metadata", {})),
     )
+    tags = cell.get("metadata", {}).get("tags")
     return answer(
         result.model_dump(),
-        f"{cell_heading(index, cell)}\n{result.source}",
+        f"{cell_heading(index, cell)}{f' tags: {tags}' if tags else ''}\n{result.source}",
         output_blocks(outputs or [], link, limits),
     )
 

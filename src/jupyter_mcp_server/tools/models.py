@@ -254,6 +254,7 @@ class CellRead(Revisioned, OutputsCutField):
     source: str
     execution_count: int | None
     outputs: list[dict[str, Any]] | None
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The cell's metadata (tags among it).")
 
 
 class TruncationModel(Result):

@@ -19,9 +19,11 @@ from typing import Any, TypeVar
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
 from jupyter_mcp_server.asking import INPUT_REQUIRED_OUTCOME, InputRequired
+from jupyter_mcp_server.connections import client_name, session_of
 from jupyter_mcp_server.errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.hooks import ToolCall, ToolCallEnded, redacted
-from jupyter_mcp_server.state import state_of
+from jupyter_mcp_server.state import serving_connection, state_of
+from jupyter_mcp_server.store.history import EDIT_ORIGIN, Origin
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +74,17 @@ def tool_handler(name: str) -> Callable[[F], F]:
     def decorate(handler: F) -> F:
         @functools.wraps(handler)
         async def run(*args: Any, **kwargs: Any) -> CallToolResult:
-            hooks = state_of(kwargs.get("ctx")).hooks
+            ctx = kwargs.get("ctx")
+            hooks = state_of(ctx).hooks
             arguments = redacted({k: v for k, v in kwargs.items() if k != "ctx"})
+            # What this call changes is this tool's, this client's, in the notebooks' histories.
+            origin = EDIT_ORIGIN.set(
+                Origin(
+                    tool=name,
+                    client=client_name(ctx) if ctx is not None else None,
+                    connection=session_of(ctx) if ctx is not None else serving_connection(),
+                )
+            )
             hooks.fire(hooks.before_tool, ToolCall(tool=name, arguments=arguments))
             started = time.monotonic()
             outcome = "crashed"
@@ -92,6 +103,7 @@ def tool_handler(name: str) -> Callable[[F], F]:
                 outcome = outcome_of(result)
                 return result
             finally:
+                EDIT_ORIGIN.reset(origin)
                 # Also when the call crashed or was cancelled: an audit trail
                 # with holes is worse than none.
                 hooks.fire(

@@ -1,0 +1,496 @@
+"""Each notebook's history: every revision the server wrote or saw, restorable.
+
+The history lives in the server's own state directory (``--history-dir``,
+by default the platform's user state location), never in the workspace. A
+notebook's history is a directory named by a hash of where its notebooks are
+kept (the workspace root, or a Jupyter Server's contents) and its path:
+
+- ``entries.jsonl``: one line per change, oldest first: the revision after and
+  before, the time, the tool, the client's name and connection (no tool: a
+  change made outside the server, noticed when it next read the file);
+- ``revisions/<revision>``: each kept revision's content, as the notebook's
+  header (everything but the cells), its cells' ids and the digests of their
+  texts, and the packs that hold those texts;
+- ``packs/<revision>``: the cell texts a revision introduced, keyed by digest.
+  A text is stored once however many revisions hold it, so 100 revisions of
+  a 2,000-cell notebook cost the cells that changed, not 100 copies; and
+  one file per revision, however many cells it changed (a file costs a
+  millisecond or more to create on some disks);
+- ``index.json``: the notebook's path, checkpoints and how many entries were dropped;
+- ``pending.json``: a write this server is about to make (so that a write
+  whose process died before its entry is still attributed to its tool).
+
+Content is written before the notebook file, and the entry after: a process
+killed at any point leaves a history whose every entry can be restored.
+Every file is replaced atomically (or appended in one ``write``), under an
+``flock`` of the notebook's history directory, so two server processes can
+share it. The history is bounded by entries and bytes per notebook: the
+oldest entries are dropped (the count is kept and said), then the content no
+kept entry or checkpoint needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import time
+import zlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import NOT_FOUND, ToolFailure
+from ..timestamps import iso_utc
+
+logger = logging.getLogger(__name__)
+
+#: Hex digits of a cell text's SHA-256 naming it in the packs.
+DIGEST_CHARS = 24
+#: When over a bound, entries are dropped down to this share of it, so that
+#: dropping (which reads every kept revision) is not done at every write.
+_DROP_TO = 0.9
+
+
+def digest_of(text: str) -> str:
+    """The name of a cell's text in a notebook's history."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Who makes a change: the tool, the client's ``clientInfo`` name, its connection."""
+
+    tool: str | None = None
+    client: str | None = None
+    connection: str | None = None
+    #: For a restore: the revision whose content it wrote.
+    restored_from: str | None = None
+
+
+#: The origin of the changes the code running now makes (set by the tool being called).
+EDIT_ORIGIN: ContextVar[Origin | None] = ContextVar("jupyter_mcp_edit_origin", default=None)
+
+
+@dataclass(frozen=True)
+class Content:
+    """A notebook's content as the history keeps it."""
+
+    #: The notebook without its cells, as stored (nbformat, metadata).
+    header: dict[str, Any]
+    #: Each cell's id, in order.
+    ids: list[str]
+    #: The digest of each cell's text, in the same order.
+    digests: list[str]
+    #: Each cell's stored JSON text, in the same order.
+    texts: list[str]
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_entries: int = 500
+    max_bytes: int = 256 * 1024 * 1024
+    #: Content written less than this long ago is never collected: another server
+    #: process may be about to write the entry that needs it.
+    young_seconds: float = 120.0
+
+
+class Histories:
+    """Every notebook's history under one state directory."""
+
+    def __init__(self, root: Path | None, limits: Limits | None = None, off: str | None = None) -> None:
+        self.root = root
+        self.limits = limits or Limits()
+        #: Why there is no history at all (None: there is one).
+        self.off = off if root is not None else (off or "no history directory is configured")
+        self._open: dict[str, NotebookHistory] = {}
+
+    def of(self, namespace: str, key: str) -> NotebookHistory | None:
+        """The history of notebook ``key`` where notebooks are kept in ``namespace``."""
+        if self.root is None:
+            return None
+        name = hashlib.sha256(f"{namespace}\0{key}".encode()).hexdigest()[:32]
+        history = self._open.get(name)
+        if history is None:
+            history = self._open[name] = NotebookHistory(self.root / name, namespace, key, self.limits)
+        return history
+
+    def moved(self, namespace: str, old: str, new: str) -> bool:
+        """The notebook ``old`` is now ``new``: its history follows (unless ``new`` has one)."""
+        source, target = self.of(namespace, old), self.of(namespace, new)
+        if source is None or target is None or not source.exists() or target.exists():
+            return False
+        with source.locked():
+            if target.directory.exists():
+                shutil.rmtree(target.directory)  # a lock file, at most: no entries
+            os.replace(source.directory, target.directory)
+        self._open.pop(source.directory.name, None)
+        self._open.pop(target.directory.name, None)
+        moved = self.of(namespace, new)
+        assert moved is not None
+        with moved.locked():
+            index = moved.index()
+            index.pop("missing", None)
+            index["path"] = new
+            index.setdefault("renamed_from", []).append(old)
+            moved.write_index(index)
+        return True
+
+    def ended_at(self, namespace: str, revision: str) -> list[str]:
+        """The notebooks whose history ends at ``revision`` (where a renamed one may have come from)."""
+        if self.root is None or not self.root.is_dir():
+            return []
+        found = []
+        for directory in self.root.iterdir():
+            candidate = NotebookHistory(directory, namespace, "", self.limits)
+            with contextlib.suppress(OSError, ValueError):
+                index = candidate.index()
+                if index.get("namespace") == namespace and candidate.last_revision_read() == revision:
+                    found.append(str(index["path"]))
+        return found
+
+
+class NotebookHistory:
+    """One notebook's history directory."""
+
+    def __init__(self, directory: Path, namespace: str, key: str, limits: Limits) -> None:
+        self.directory = directory
+        self.namespace = namespace
+        self.key = key
+        self.limits = limits
+        self._entries_cache: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+        #: Which pack holds each cell text this process knows of, valid for one collection
+        #: generation (a collection by any process may delete packs).
+        self._where: dict[str, str] = {}
+        self._where_generation: int | None = None
+        self._bytes: int | None = None
+
+    # Files.
+
+    def exists(self) -> bool:
+        return (self.directory / "entries.jsonl").exists()
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _write_file(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        with open(temporary, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+        if self._bytes is not None:
+            self._bytes += len(data)
+
+    def index(self) -> dict[str, Any]:
+        try:
+            loaded = json.loads((self.directory / "index.json").read_text("utf-8"))
+        except FileNotFoundError:
+            return {"path": self.key, "namespace": self.namespace, "dropped": 0, "checkpoints": {}}
+        return loaded if isinstance(loaded, dict) else {}
+
+    def write_index(self, index: dict[str, Any]) -> None:
+        self._write_file(self.directory / "index.json", json.dumps(index, sort_keys=True).encode())
+
+    # Content.
+
+    def _pack_path(self, name: str) -> Path:
+        return self.directory / "packs" / name
+
+    def _revision_path(self, revision: str) -> Path:
+        return self.directory / "revisions" / revision
+
+    def has_content(self, revision: str) -> bool:
+        return self._revision_path(revision).exists()
+
+    def store(self, revision: str, content: Content) -> None:
+        """Keep ``content`` as ``revision``'s (its new texts first, then the revision that names them)."""
+        path = self._revision_path(revision)
+        if path.exists():
+            with contextlib.suppress(OSError):
+                os.utime(path)  # young again: not collected before its entry is written
+            return
+        with self.locked():
+            where = self._known_packs()
+            new: dict[str, str] = {}
+            for digest, text in zip(content.digests, content.texts, strict=True):
+                if digest not in where and digest not in new:
+                    new[digest] = text
+            if new:
+                self._write_file(self._pack_path(revision), _packed(new))
+                where.update(dict.fromkeys(new, revision))
+            packs: list[str] = []
+            numbered: dict[str, int] = {}
+            at = []
+            for digest in content.digests:
+                pack = where[digest]
+                number = numbered.get(pack)
+                if number is None:
+                    number = numbered[pack] = len(packs)
+                    packs.append(pack)
+                at.append(number)
+            # Ids (letters, digits, '-', '_') one a line and digests end to end: strings
+            # encode at C speed, where a pair per cell of a 2,000-cell notebook does not.
+            record = {
+                "header": content.header,
+                "ids": "\n".join(content.ids),
+                "digests": "".join(content.digests),
+                "packs": packs,
+                "at": at,
+            }
+            self._write_file(path, _packed(record))
+
+    def _known_packs(self) -> dict[str, str]:
+        """Which pack holds each text of the latest revision (under the lock)."""
+        generation = int(self.index().get("collected", 0))
+        if self._where_generation != generation:
+            self._where, self._where_generation = {}, generation
+            last = self.last_revision()
+            if last is not None and self.has_content(last):
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    record = _unpacked(self._revision_path(last).read_bytes())
+                    digests, packs = record["digests"], record["packs"]
+                    for i, number in enumerate(record["at"]):
+                        self._where[digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]] = packs[number]
+        return self._where
+
+    def _record(self, revision: str) -> dict[str, Any]:
+        try:
+            return dict(_unpacked(self._revision_path(revision).read_bytes()))
+        except FileNotFoundError:
+            raise self.not_kept(revision) from None
+
+    def content(self, revision: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """A kept revision's header and cells (id, digest); ``not_found`` saying what is kept."""
+        record = self._record(revision)
+        ids, digests = record["ids"].split("\n") if record["ids"] else [], record["digests"]
+        return record["header"], [(cell_id, digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]) for i, cell_id in enumerate(ids)]
+
+    def texts(self, revision: str, digests: set[str] | None = None) -> dict[str, str]:
+        """The texts of a kept revision's cells (only those of ``digests``, when given), by digest."""
+        record = self._record(revision)
+        all_digests, packs = record["digests"], record["packs"]
+        wanted: dict[str, set[str]] = {}
+        for i, number in enumerate(record["at"]):
+            digest = all_digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]
+            if digests is None or digest in digests:
+                wanted.setdefault(packs[number], set()).add(digest)
+        found: dict[str, str] = {}
+        for pack, needed in wanted.items():
+            texts = _unpacked(self._pack_path(pack).read_bytes())
+            found.update({digest: texts[digest] for digest in needed})
+        return found
+
+    def not_kept(self, revision: str) -> ToolFailure:
+        entries = self.entries()
+        oldest = next((e["revision"] for e in entries if self.has_content(e["revision"])), None)
+        index = self.index()
+        dropped = int(index.get("dropped", 0))
+        said = f"the oldest kept is {oldest}" if oldest else "no revision is kept yet"
+        if dropped:
+            said += f" ({dropped} older entries were dropped to keep the history within its bounds)"
+        return ToolFailure(
+            NOT_FOUND,
+            f"Revision {revision} of {self.key} is not in its history: {said}. "
+            "notebook_history lists the revisions kept.",
+            revision=revision,
+            oldest_kept=oldest,
+            dropped=dropped,
+        )
+
+    # Entries.
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every kept entry, oldest first (a line torn by a crash is skipped)."""
+        path = self.directory / "entries.jsonl"
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            return []
+        stamp = (status.st_size, status.st_mtime_ns)
+        if self._entries_cache is not None and self._entries_cache[0] == stamp:
+            return self._entries_cache[1]
+        entries = []
+        for line in path.read_bytes().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("revision"), str):
+                entries.append(entry)
+        self._entries_cache = (stamp, entries)
+        return entries
+
+    def last_revision(self) -> str | None:
+        entries = self.entries()
+        return entries[-1]["revision"] if entries else None
+
+    def last_revision_read(self) -> str | None:
+        """The last entry's revision, reading only the end of the file (for a look at many histories)."""
+        try:
+            with open(self.directory / "entries.jsonl", "rb") as file:
+                file.seek(max(0, file.seek(0, os.SEEK_END) - 4096))
+                lines = file.read().splitlines()
+        except FileNotFoundError:
+            return None
+        for line in reversed(lines):
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict) and isinstance(entry.get("revision"), str):
+                    return str(entry["revision"])
+        return None
+
+    def intend(self, revision: str | None, previous: str | None, origin: Origin | None) -> None:
+        """Say which write comes next, for a process that dies before its entry."""
+        record = {"revision": revision, "previous_revision": previous, **asdict(origin or Origin())}
+        self._write_file(self.directory / "pending.json", json.dumps(record).encode())
+
+    def pending(self) -> dict[str, Any] | None:
+        try:
+            record = json.loads((self.directory / "pending.json").read_text("utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    def append(
+        self,
+        revision: str,
+        previous: str | None,
+        origin: Origin | None,
+    ) -> None:
+        """Add the entry of a change (unless the history already ends at ``revision``, or has it)."""
+        with self.locked():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.directory / "pending.json")
+            entries = self.entries()
+            if entries and entries[-1]["revision"] == revision:
+                return
+            # Another server process may have recorded this very change already (it read
+            # the file before this one added the entry): once is enough.
+            if any(e["revision"] == revision and e.get("previous_revision") == previous for e in entries[-64:]):
+                return
+            index = self.index()
+            if not (self.directory / "index.json").exists() or index.get("missing"):
+                index.pop("missing", None)
+                index.update(path=self.key, namespace=self.namespace)
+                self.write_index(index)
+            origin = origin or Origin()
+            entry: dict[str, Any] = {
+                "revision": revision,
+                "previous_revision": previous,
+                "time": iso_utc(time.time()),
+                "tool": origin.tool,
+                "client": origin.client,
+                "connection": origin.connection,
+            }
+            if origin.restored_from is not None:
+                entry["restored_from"] = origin.restored_from
+            line = json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+            path = self.directory / "entries.jsonl"
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                if size and not _ends_with_newline(path, size):
+                    line = b"\n" + line  # after a torn line: start a whole one
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+            if self._bytes is not None:
+                self._bytes += len(line)
+            self._within_bounds()
+
+    def mark_missing(self) -> None:
+        """The notebook is gone (deleted or renamed outside the server): its history stays."""
+        with self.locked():
+            index = self.index()
+            if not index.get("missing"):
+                index["missing"] = True
+                self.write_index(index)
+
+    def checkpoint(self, name: str, revision: str) -> None:
+        with self.locked():
+            index = self.index()
+            index.setdefault("checkpoints", {})[name] = revision
+            self.write_index(index)
+
+    # Bounds.
+
+    def size(self) -> int:
+        if self._bytes is None:
+            total = 0
+            for folder, _, files in os.walk(self.directory):
+                for name in files:
+                    with contextlib.suppress(OSError):
+                        total += os.stat(os.path.join(folder, name)).st_size
+            self._bytes = total
+        return self._bytes
+
+    def _within_bounds(self) -> None:
+        entries = self.entries()
+        limits = self.limits
+        if len(entries) <= limits.max_entries and self.size() <= limits.max_bytes:
+            return
+        keep = len(entries)
+        if keep > limits.max_entries:
+            keep = max(1, int(limits.max_entries * _DROP_TO))
+        while True:
+            kept = entries[len(entries) - keep :]
+            self._rewrite(entries, kept)
+            if self.size() <= limits.max_bytes * _DROP_TO or keep <= 1:
+                return
+            entries, keep = kept, max(1, int(keep * 0.75))
+
+    def _rewrite(self, entries: list[dict[str, Any]], kept: list[dict[str, Any]]) -> None:
+        dropped = len(entries) - len(kept)
+        if dropped:
+            data = b"".join(json.dumps(e, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n" for e in kept)
+            self._write_file(self.directory / "entries.jsonl", data)
+            index = self.index()
+            index["dropped"] = int(index.get("dropped", 0)) + dropped
+            self.write_index(index)
+            logger.info("History of %s: dropped its %d oldest entries to stay within bounds", self.key, dropped)
+        index = self.index()
+        needed = {e["revision"] for e in kept} | set(index.get("checkpoints", {}).values())
+        now = time.time()
+        packs: set[str] = set()
+        for path in (self.directory / "revisions").glob("*"):
+            young = now - path.stat().st_mtime < self.limits.young_seconds
+            if path.name not in needed and not young:
+                path.unlink()
+                continue
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                packs.update(self._record(path.name)["packs"])
+        for path in (self.directory / "packs").glob("*"):
+            if path.name not in packs and now - path.stat().st_mtime >= self.limits.young_seconds:
+                path.unlink()
+        index["collected"] = int(index.get("collected", 0)) + 1
+        self.write_index(index)
+        self._bytes = None
+
+
+def _packed(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+
+
+def _unpacked(data: bytes) -> Any:
+    return json.loads(zlib.decompress(data).decode("utf-8", "surrogatepass"))
+
+
+def _ends_with_newline(path: Path, size: int) -> bool:
+    with open(path, "rb") as file:
+        file.seek(size - 1)
+        return file.read(1) == b"\n"

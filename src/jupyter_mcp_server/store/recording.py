@@ -1,0 +1,203 @@
+"""What the store tells a notebook's history, and how a kept revision is read back.
+
+:class:`Recorder` is the store's side of :mod:`.history`: before a write, the
+revision being changed is in the history (the first time, as a revision seen,
+without a tool); the new revision's content is kept before the file is
+written, and its entry added after. A change someone else made is recorded
+when the store reads it. Nothing here ever fails an edit: a history that
+cannot be written is logged, and the answer says that history is off and why.
+
+A revision's content is its header and its cells' texts; the texts are the
+ones the store just encoded to write the file (:class:`.layout.CellTexts`),
+so keeping a revision costs hashing the cells that changed, not re-encoding
+the notebook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from . import formats
+from .diffs import cell_diff, metadata_diff
+from .history import EDIT_ORIGIN, Content, Histories, NotebookHistory, Origin, digest_of
+from .layout import CellTexts, NotPlainJson, Verbatim, indented_json
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+logger = logging.getLogger(__name__)
+
+
+def content_of(notebook: NotebookNode, written: list[tuple[str, str]] | None) -> Content:
+    """The content the history keeps of ``notebook``; ``written``: its cells' (text, digest), if encoded."""
+    cells = notebook["cells"]
+    header = {k: v for k, v in formats.disk_form(notebook, with_cells=False).items() if k != "cells"}
+    if written is None or len(written) != len(cells) or any(not digest for _, digest in written):
+        from nbformat.v4.nbjson import BytesEncoder
+
+        texts = [json.dumps(formats.disk_cell(cell), cls=BytesEncoder, sort_keys=True, ensure_ascii=False) for cell in cells]
+        written = [(text, digest_of(text)) for text in texts]
+    return Content(
+        header=header,
+        ids=[cell["id"] for cell in cells],
+        digests=[digest for _, digest in written],
+        texts=[text for text, _ in written],
+    )
+
+
+def encoded_content(notebook: NotebookNode, texts: CellTexts) -> Content:
+    """The content of a notebook not just written (one read, or about to change)."""
+    with contextlib.suppress(NotPlainJson):  # then content_of encodes each cell with json
+        texts.cells_text(notebook["cells"], formats.disk_cell)
+    return content_of(notebook, texts.take_written())
+
+
+def notebook_at(history: NotebookHistory, revision: str) -> NotebookNode:
+    """The notebook as it was at ``revision`` (``not_found`` when it is not kept)."""
+    header, cells = history.content(revision)
+    texts = history.texts(revision)
+    joined = ",".join(texts[digest] for _, digest in cells)
+    data = indented_json({**header, "cells": Verbatim("[" + joined + "]")}) + "\n"
+    return formats.parse_notebook(data.encode("utf-8"), formats.IPYNB, history.key).notebook
+
+
+def diff_revisions(history: NotebookHistory, before: str, after: str) -> dict[str, Any]:
+    """The cell-level diff between two kept revisions, reading only the cells that differ."""
+    old_header, old_cells = history.content(before)
+    new_header, new_cells = history.content(after)
+    same = set(old_cells) & set(new_cells)
+    shared: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def cells(revision: str, listed: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        texts = history.texts(revision, {digest for pair in listed if pair not in same for _, digest in [pair]})
+        out = []
+        for pair in listed:
+            if pair in same:
+                out.append(shared.setdefault(pair, {"id": pair[0]}))  # the same object: unchanged
+            else:
+                out.append(_memory_cell(json.loads(texts[pair[1]])))
+        return out
+
+    diff = cell_diff(cells(before, old_cells), cells(after, new_cells))
+    diff["metadata"] = metadata_diff(old_header.get("metadata", {}), new_header.get("metadata", {}))
+    return diff
+
+
+def _memory_cell(disk: dict[str, Any]) -> dict[str, Any]:
+    """A stored cell as the tools see it (sources joined), enough to compare and summarise."""
+    source = disk.get("source", "")
+    return {**disk, "source": "".join(source) if isinstance(source, list) else source}
+
+
+class Recorder:
+    """Keeps the histories of the notebooks one store holds."""
+
+    def __init__(self, histories: Histories, namespace: str) -> None:
+        self.histories = histories
+        self.namespace = namespace
+
+    def history(self, key: str) -> NotebookHistory | None:
+        return self.histories.of(self.namespace, key)
+
+    def new_cell_texts(self) -> CellTexts:
+        return CellTexts(digest_of)
+
+    def _off(self, key: str, error: BaseException) -> str:
+        logger.warning("The history of %s could not be written: %s", key, error, exc_info=error)
+        where = self.histories.root
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        return f"the history directory {where} could not be written ({reason}); the change was made but is not in its history."
+
+    def noticed(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts) -> str | None:
+        """The store read a revision it did not write: keep it, if the notebook has a history.
+
+        It is the server's own when a write said so before it happened (a live
+        document saved for it, or a process that died between writing the file
+        and its entry); otherwise someone else's change."""
+        history = self.history(key)
+        try:
+            if history is None or not history.exists():
+                return None
+            last = history.last_revision()
+            if last == revision:
+                return None
+            pending = history.pending()
+            origin = None
+            if pending and pending.get("revision") in (None, revision) and pending.get("previous_revision") == last:
+                origin = Origin(
+                    pending.get("tool"), pending.get("client"), pending.get("connection"), pending.get("restored_from")
+                )
+            history.store(revision, encoded_content(notebook, texts))
+            history.append(revision, last, origin)
+        except Exception as error:  # a history never fails what the store was asked to do
+            return self._off(key, error)
+        return None
+
+    async def before_write(
+        self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts, stat: Any
+    ) -> str | None:
+        """Make sure the revision about to change is kept: the first time, as a revision seen
+        (or, for a notebook renamed outside the server, at the end of its old history)."""
+        history = self.history(key)
+        if history is None:
+            return self.histories.off
+        try:
+            if history.last_revision() == revision:
+                return None
+            if not history.exists():
+                await self.renamed_here(key, revision, stat)
+            # The first time: the revision seen. Later, a revision the history does not end
+            # at was noticed when read (or replaced meanwhile by another process, and the
+            # write will find out): its content is kept, so that it can be restored.
+            history.store(revision, encoded_content(notebook, texts))
+            if not history.exists():
+                history.append(revision, None, None)
+        except Exception as error:
+            return self._off(key, error)
+        return None
+
+    def will_write(
+        self, key: str, notebook: NotebookNode | None, revision: str | None, previous: str | None, written: Any
+    ) -> str | None:
+        """Keep the content of the revision about to be written, and say it is coming."""
+        history = self.history(key)
+        if history is None:
+            return self.histories.off
+        try:
+            if revision is not None and notebook is not None:
+                history.store(revision, content_of(notebook, written))
+            history.intend(revision, previous, EDIT_ORIGIN.get())
+        except Exception as error:
+            return self._off(key, error)
+        return None
+
+    def written(self, key: str, revision: str, previous: str | None) -> str | None:
+        """Add the entry of a write that happened."""
+        history = self.history(key)
+        if history is None:
+            return self.histories.off
+        try:
+            history.append(revision, previous, EDIT_ORIGIN.get())
+        except Exception as error:
+            return self._off(key, error)
+        return None
+
+    def missing(self, key: str) -> None:
+        """The notebook is not there any more: its history says so, and stays."""
+        history = self.history(key)
+        if history is not None and history.exists():
+            try:
+                history.mark_missing()
+            except Exception as error:
+                self._off(key, error)
+
+    async def renamed_here(self, key: str, revision: str, stat: Any) -> None:
+        """A notebook new to the history holding what a missing notebook's history ended
+        at was renamed outside the server: that history follows it."""
+        for old in self.histories.ended_at(self.namespace, revision):
+            if old != key and await stat(old) is None:
+                self.histories.moved(self.namespace, old, key)
+                return
