@@ -700,6 +700,11 @@ def test_a_started_server_sweeps_beside_a_2000_level_tree_and_refuses_deeper_pat
             assert "at most 128 levels" in text_of(result)
         assert server.ok("list_files", {"path": "d", "max_depth": 3})
         assert deep_leftover_exists(tmp_path, 1990), "below any path's depth: left, and said"
+        # The sweep says what it did when its walk ends, which on a loaded machine can be
+        # after the calls above: wait for it rather than stop the server under it.
+        deadline = time.monotonic() + 60
+        while "Did not look for temporary files" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         assert server.close() == 0
         remove_deep_tree(tmp_path)
