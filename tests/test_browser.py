@@ -192,7 +192,10 @@ async def test_the_agents_cells_appear_run_and_stream_in_the_page_on_the_pages_k
             answered = time.monotonic()
             ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "answer = 6 * 7\nprint('the agent says', answer)"})
             assert ran["status"] == "ok"
-            cells = await shows(page, lambda cells: len(cells) == 2 and "the agent says 42" in cells[1]["output"])
+            # The output and the finished prompt arrive as separate changes of the document.
+            cells = await shows(
+                page, lambda cells: len(cells) == 2 and "the agent says 42" in cells[1]["output"] and cells[1]["prompt"] == "[1]:"
+            )
             assert time.monotonic() - answered < 5
             assert cells[1]["source"] == "answer = 6 * 7\nprint('the agent says', answer)"
             assert cells[1]["prompt"] == "[1]:" and cells[0]["source"] == "notes = 'the person was here first'"
