@@ -62,13 +62,14 @@ from mcp.types import (
 )
 from mcp_types.version import is_version_at_least
 
+from .detached import current_run
+from .input_required import InputRequired
+
 #: The first generation that asks through input_required results.
 INPUT_REQUIRED_VERSION = "2026-07-28"
 #: JSON-RPC: the client did not declare a capability the request needs.
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 _STATE_VERSION = 1
-#: How the hooks (the audit log) record a call that ended asking the client.
-INPUT_REQUIRED_OUTCOME = "input_required"
 #: How long a round's state is remembered as used (the SDK's seal expires sooner).
 _USED_FOR_SECONDS = 3600.0
 
@@ -114,17 +115,6 @@ Question = Elicitation | Sampling | RootsRequest
 Answer = ElicitResult | CreateMessageResult | ListRootsResult
 
 _ANSWER_TYPES: dict[str, type[Any]] = {"elicitation": ElicitResult, "sampling": CreateMessageResult, "roots": ListRootsResult}
-
-
-class InputRequired(MCPError):
-    """Raised by :func:`ask` on 2026-07-28 while questions are unanswered: the request is
-    answered with `result` (the server's middleware, :class:`AnswersInputRequired`)."""
-
-    def __init__(self, result: InputRequiredResult, answered: Mapping[str, Answer] | None = None) -> None:
-        super().__init__(code=INVALID_PARAMS, message="input required")
-        self.result = result
-        #: The questions of this round already answered (the others are in `result`).
-        self.answered: dict[str, Answer] = dict(answered or {})
 
 
 class MissingClientCapability(MCPError):
@@ -283,8 +273,6 @@ async def ask(
         if not client_can(ctx, question.kind):
             raise MissingClientCapability(question.kind)
     if asks_by_input_required(ctx):
-        from .detached import current_run  # lazy: detached's hooks import this module
-
         run = current_run()
         if run is not None and run.answerable and not run.gathering:
             # The call is a task already: what is still unanswered is asked through it.

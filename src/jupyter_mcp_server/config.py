@@ -22,6 +22,7 @@ from typing import Any
 from .errors import ToolFailure
 from .history_dir import default_history_dir, given_history_dir
 from .jupyter_urls import ArgumentNames, normalize_url
+from .redaction import DEFAULT_SECRET_NAMES, secret_values
 
 TRANSPORTS = ("stdio", "streamable-http", "json-lines")
 INSTALLERS = ("auto", "uv", "pip", "conda")
@@ -499,8 +500,6 @@ def read_config(
                 raise ConfigError(f"{setting.env}: {error}") from None
         if given is not None:
             values[setting.name] = given
-    from .redaction import DEFAULT_SECRET_NAMES, secret_values
-
     names = tuple(n.strip() for n in str(values.get("secret_names") or "").split(",") if n.strip())
     values["secret_names"] = names
     values["secret_env"] = tuple(secret_values(environ, (*DEFAULT_SECRET_NAMES, *names)).items())

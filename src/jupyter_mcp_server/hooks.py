@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .asking import INPUT_REQUIRED_OUTCOME, InputRequired
 from .errors import ERROR_META_KEY
+from .input_required import INPUT_REQUIRED_OUTCOME, InputRequired
 from .timestamps import iso_utc
 
 logger = logging.getLogger(__name__)

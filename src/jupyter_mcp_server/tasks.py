@@ -61,7 +61,6 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.types import RequestParams
 from pydantic import ConfigDict, Field
 
-from jupyter_mcp_server.asking import InputRequired
 from jupyter_mcp_server.client_logging import stop_hearing_this_request
 from jupyter_mcp_server.connections import client_of, header_of
 from jupyter_mcp_server.detached import (
@@ -73,6 +72,7 @@ from jupyter_mcp_server.detached import (
     Run,
 )
 from jupyter_mcp_server.handlers import Handler, wrap
+from jupyter_mcp_server.input_required import InputRequired
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.timestamps import iso_utc
 from jupyter_mcp_server.tools.listening import listen_only
