@@ -51,7 +51,7 @@ from .extensions import (
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
-from .kernels.environments import NotAnInterpreter, probe_interpreter
+from .kernels.interpreters import NotAnInterpreter, probe_interpreter
 from .kernels.runtime import remove_orphaned_runtime_dirs
 from .masking import ResultMasking, masker, redaction_on
 from .profile_guard import attach_profiles

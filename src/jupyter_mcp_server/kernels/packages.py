@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, TIMEOUT, UNSUPPORTED, ToolFailure
-from jupyter_mcp_server.kernels.environments import Environment, find_uv, has_pip, site_packages
+from jupyter_mcp_server.kernels.environments import Environment, find_uv
+from jupyter_mcp_server.kernels.interpreters import has_pip, site_packages
 
 #: The most packages one call installs.
 MAX_PACKAGES = 50
