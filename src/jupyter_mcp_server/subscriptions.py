@@ -46,7 +46,7 @@ from jupyter_mcp_server.handlers import serve, when_connection_closes
 from jupyter_mcp_server.notebook_uris import path_of_uri
 from jupyter_mcp_server.resources import CELL_SCHEME, OUTPUT_SCHEME, parse_part_uri
 from jupyter_mcp_server.state import ServerState
-from jupyter_mcp_server.store.store import revision_of
+from jupyter_mcp_server.store.files import revision_of
 
 logger = logging.getLogger(__name__)
 

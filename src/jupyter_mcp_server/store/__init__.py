@@ -5,8 +5,9 @@ It sits on the workspace and knows nothing of tools, kernels or transports;
 in step with the files.
 """
 
+from .files import revision_of
 from .formats import IPYNB, PY_PERCENT, WRITTEN_VERSION, new_cell, new_notebook, warm_up
-from .store import NotebookStore, NotebookView, revision_of
+from .store import NotebookStore, NotebookView
 
 __all__ = [
     "IPYNB",

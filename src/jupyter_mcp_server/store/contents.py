@@ -39,7 +39,7 @@ from ..errors import ALREADY_EXISTS, INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, 
 from ..path_names import problem_with
 from ..timestamps import iso_utc
 from ..workspace import MAX_LIST_DEPTH, ChangedMeanwhile
-from .store import Fingerprint, Snapshot, revision_of
+from .files import Fingerprint, Snapshot, revision_of
 
 if TYPE_CHECKING:
     pass

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from jupyter_mcp_server.store.store import Fingerprint
+from jupyter_mcp_server.store.files import Fingerprint
 
 Value = TypeVar("Value")
 

@@ -38,8 +38,8 @@ from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, TIMEOUT, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
+from jupyter_mcp_server.store.files import Snapshot
 from jupyter_mcp_server.store.formats import IPYNB, format_of
-from jupyter_mcp_server.store.store import Snapshot
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.model_text import joined, output_text
 from jupyter_mcp_server.tools.results import answer, tool_handler
