@@ -48,6 +48,13 @@ class NotebookTool:
         return self.handler.__name__
 
 
+#: Declared twice below: in the default toolset without detach, in runs with it.
+_EXECUTION_TOOLS = (
+    (running.execute_cell, "Execute Cell"),
+    (running.insert_execute_code_cell, "Insert and Execute Code Cell"),
+    (running.execute_code, "Execute Code"),
+)
+
 NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(workspace_tools.list_files, "List Files", True, False, True, False),
     NotebookTool(workspace_tools.list_kernels, "List Kernels", True, False, True, False),
@@ -67,11 +74,10 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(cells.clear_cell_output, "Clear Cell Output", False, True, True, False),
     NotebookTool(cells.read_cell, "Read Cell", True, False, True, False),
     NotebookTool(output_pages.read_output, "Read Output", True, False, True, False),
-    NotebookTool(detaching.without_detach(running.execute_cell), "Execute Cell", False, True, False, True, meta=task_support()),
-    NotebookTool(
-        detaching.without_detach(running.insert_execute_code_cell), "Insert and Execute Code Cell", False, True, False, True, meta=task_support()
+    *(
+        NotebookTool(detaching.without_detach(handler), title, False, True, False, True, meta=task_support())
+        for handler, title in _EXECUTION_TOOLS
     ),
-    NotebookTool(detaching.without_detach(running.execute_code), "Execute Code", False, True, False, True, meta=task_support()),
     NotebookTool(running.interrupt_kernel, "Interrupt Kernel", False, True, True, False),
     NotebookTool(running.interrupt_notebook_session, "Interrupt Notebook Session", False, True, True, False),
     NotebookTool(notebooks.connect_to_jupyter, "Connect to Jupyter Server", False, True, True, True),
@@ -88,11 +94,10 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(runs.run_cells, "Run Cells", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
     NotebookTool(runs.clear_outputs, "Clear Outputs", False, True, True, False, runs.RUNS_TOOLSET),
     # With runs on, the execution tools take detach=true (they replace the default ones by name).
-    NotebookTool(running.execute_cell, "Execute Cell", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
-    NotebookTool(
-        running.insert_execute_code_cell, "Insert and Execute Code Cell", False, True, False, True, runs.RUNS_TOOLSET, task_support()
+    *(
+        NotebookTool(handler, title, False, True, False, True, runs.RUNS_TOOLSET, task_support())
+        for handler, title in _EXECUTION_TOOLS
     ),
-    NotebookTool(running.execute_code, "Execute Code", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
     NotebookTool(detaching.get_run, "Get Run", True, False, True, False, runs.RUNS_TOOLSET),
     NotebookTool(detaching.cancel_run, "Cancel Run", False, True, True, False, runs.RUNS_TOOLSET),
     # Runs the notebook's code (whatever it does to files) in a kernel of its own: not read-only.
