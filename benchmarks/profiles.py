@@ -29,6 +29,8 @@ OPERATIONS = (
     "insert_execute",
     "execute_cell",
     "execute_code",
+    # Code run on a notebook's own kernel, for servers whose execute_code has no notebook.
+    "execute_in_notebook",
     "read_all",
     "read_page",
     "outline",
@@ -63,6 +65,9 @@ def server_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.pop("JUPYTER_MCP_CAPABILITIES", None)
     env.pop("JUPYTER_MCP_EXTENSIONS", None)
     env.pop("JUPYTER_MCP_APPROVE", None)  # the defaults, as a user runs them
+    # Servers keep their compiled modules as a user's Python does; without them every
+    # spawn would compile the checkout's sources again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra or {})
     return env
@@ -122,10 +127,25 @@ class Profile:
         return call["tool"], substitute(call.get("arguments", {}), values)
 
 
+#: The operations our server serves only with an opt-in toolset, which the workloads that use
+#: them ask for on ``OURS`` alone.
+TOOLSET_OPERATIONS = ("list_variables", "run_all", "apply_edits", "diff_notebook", "notebook_history")
+
+
 def load_profile(path: str) -> Profile:
-    profile = Profile.from_dict(json.loads(Path(path).read_text()))
+    data = json.loads(Path(path).read_text())
+    if data.get("tools") == "ours":
+        # This server in another environment: the default tools, driven as ours are.
+        data["tools"] = {op: call for op, call in OURS.tools.items() if op not in TOOLSET_OPERATIONS}
+    profile = Profile.from_dict(data)
     if profile.name in ("ours", "floor"):
         raise SystemExit(f"{path}: a profile cannot be named {profile.name!r}")
+    command = Path(str(substitute(profile.command, {"python": sys.executable, "repo": str(REPO)})))
+    if command.is_absolute() and not command.exists():
+        raise SystemExit(
+            f"{path}: {command} does not exist; build its environment first: "
+            "python benchmarks/environments.py"
+        )
     return profile
 
 

@@ -115,7 +115,9 @@ def table(results: Results, names: list[str]) -> tuple[str, list[dict[str, Any]]
         floor_values = results.samples.get((metric.floor, "floor"))
         floor_median = statistics.median(floor_values) if floor_values else None
         # Variants of ours measured beside it (ours-tcp: the kernel over TCP) are shown as profiles are.
-        variants = sorted({who for key, who in results.samples if key == metric.key and who.startswith("ours-")})
+        variants = sorted(
+            {who for key, who in results.samples if key == metric.key and who.startswith("ours-") and who not in names}
+        )
         for who in ["ours", *variants, *names]:
             values = results.samples.get((metric.key, who))
             if not values:

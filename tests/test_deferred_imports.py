@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -37,3 +38,44 @@ def test_reading_a_notebook_does_not_build_the_iri_grammar_and_iris_still_valida
         [sys.executable, "-c", CHECK.format(src=str(SRC))], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+REACTOR_CHECK = """
+import sys
+sys.path.insert(0, {src!r})
+from jupyter_mcp_server.cli import main  # the server's process: the extension layer is loaded
+from jupyter_mcp_server.app import build_application
+from jupyter_mcp_server.config import read_config
+build_application(read_config({{"workspace_root": {root!r}}}))
+assert "reactor" in sys.modules and "fastapi" not in sys.modules, sorted(m for m in sys.modules if "fastapi" in m)
+assert "jupyter_client" not in sys.modules, "the handshake waited for jupyter_client"
+import reactor
+assert callable(reactor.PluginPlatform) and "PluginPlatform" in reactor.__all__
+assert callable(reactor.create_reactor_app) and "fastapi" in sys.modules  # still there when used
+try:
+    reactor.no_such_name
+except AttributeError as error:
+    assert "no_such_name" in str(error)
+else:
+    raise AssertionError("an unknown name resolved")
+print("ok")
+"""
+
+
+def test_the_server_starts_without_the_web_host_its_plugin_platform_re_exports(tmp_path: Path):
+    done = subprocess.run(
+        [sys.executable, "-c", REACTOR_CHECK.format(src=str(SRC), root=str(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_package_whose_init_does_more_than_re_export_is_imported_normally(tmp_path: Path):
+    from jupyter_mcp_server.deferred_imports import _reexports
+
+    assert _reexports(ast.parse('"""doc"""\nfrom .a import b as c, d\n__all__ = ["c", "d"]\n')) == {"c": "a", "d": "a"}
+    assert _reexports(ast.parse("from .a import b\nSETTING = load()\n")) is None
+    assert _reexports(ast.parse("from .a import *\n")) is None
+    assert _reexports(ast.parse("import os\nfrom .a import b\n")) is None

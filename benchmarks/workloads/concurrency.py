@@ -19,15 +19,16 @@ async def eight_notebooks(h: Harness) -> None:
     for profile in h.serving("eight notebooks", "create_notebook", "execute_code"):
         async with h.connect(profile, h.workspace("eight")) as session:
             names = [f"nb{i}.ipynb" for i in range(CONCURRENT_NOTEBOOKS)]
+            execute = "execute_in_notebook" if profile.supports("execute_in_notebook") else "execute_code"
             for name in names:
                 await session.op("create_notebook", notebook=name)
-                await session.op("execute_code", notebook=name, code="1+1")
+                await session.op(execute, notebook=name, code="1+1")
             await asyncio.sleep(1.0)
             h.record_rss("rss_8", session)
             for _rep in range(h.sizes.repetitions):
                 with r.timing("concurrent_sleep", profile.name):
                     results = await asyncio.gather(
-                        *(session.op("execute_code", notebook=name, code=sleep) for name in names)
+                        *(session.op(execute, notebook=name, code=sleep) for name in names)
                     )
                 assert len(results) == CONCURRENT_NOTEBOOKS
     r.note(

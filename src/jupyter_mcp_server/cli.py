@@ -14,10 +14,16 @@ import logging
 import sys
 from typing import NoReturn
 
-from jupyter_mcp_server.deferred_imports import defer_iri_grammar
+from jupyter_mcp_server.deferred_imports import (
+    EAGER_PACKAGES,
+    defer_iri_grammar,
+    defer_package_exports,
+)
 
-# Before anything below can import nbformat (and with it jsonschema).
+# Before anything below can import nbformat (and with it jsonschema), or the extension layer.
 defer_iri_grammar()
+for package in EAGER_PACKAGES:
+    defer_package_exports(package)
 
 from jupyter_mcp_server.app import build_application, connect_jupyter_server  # noqa: E402
 from jupyter_mcp_server.config import ConfigError, ServerConfig, add_arguments, read_config  # noqa: E402

@@ -11,10 +11,20 @@ lazy module object alone would not defer anything).
 
 Only a process that has not imported it yet is affected: inside Jupyter
 Server, ``jsonschema`` is already loaded by then and this does nothing.
+
+The same holds for the ``reactor`` plugin platform under our extension
+layer: its package ``__init__`` re-exports its web host, which imports
+FastAPI (60 ms and 5 MiB of a 0.6 s start) for an HTTP application this
+server never builds. :func:`defer_package_exports` reads the names the
+``__init__`` re-exports off its own source and imports each one's
+submodule the first time the name is used, which is what the ``__init__``
+would have done, minus the eagerness. A package whose ``__init__`` does
+anything else is imported normally.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import sys
@@ -22,6 +32,8 @@ import types
 from typing import Any
 
 IRI_GRAMMAR = "rfc3987_syntax"
+#: Packages whose ``__init__`` re-exports something heavy the server never uses.
+EAGER_PACKAGES = ("reactor",)
 
 
 def defer_iri_grammar() -> bool:
@@ -47,3 +59,55 @@ def defer_iri_grammar() -> bool:
     setattr(stand_in, "__getattr__", __getattr__)  # noqa: B010 (a module-level __getattr__, PEP 562)
     sys.modules[IRI_GRAMMAR] = stand_in
     return True
+
+
+def defer_package_exports(package: str) -> bool:
+    """Load ``package`` without running its ``__init__``: each name it re-exports is imported
+    from its submodule on first use (PEP 562). Whether the package was deferred."""
+    if package in sys.modules:
+        return False
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None or spec.submodule_search_locations is None:
+        return False
+    try:
+        with open(spec.origin, encoding="utf-8") as file:
+            exports = _reexports(ast.parse(file.read()))
+    except (OSError, SyntaxError, ValueError):
+        exports = None
+    if exports is None:
+        return False
+    module = importlib.util.module_from_spec(spec)  # __path__, __spec__, __file__; nothing run
+
+    def __getattr__(name: str) -> Any:
+        submodule = exports.get(name)
+        if submodule is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{submodule}"), name)
+        setattr(module, name, value)
+        return value
+
+    setattr(module, "__getattr__", __getattr__)  # noqa: B010 (a module-level __getattr__, PEP 562)
+    module.__all__ = [name for name in exports if not name.startswith("_")]  # type: ignore[attr-defined]
+    sys.modules[package] = module
+    return True
+
+
+def _reexports(tree: ast.Module) -> dict[str, str] | None:
+    """Name -> submodule for an ``__init__`` that only re-exports (``from .x import a, b``, a
+    docstring, ``__all__``); None for one that does anything else, which must then run."""
+    exports: dict[str, str] = {}
+    for index, node in enumerate(tree.body):
+        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                exports[alias.asname or alias.name] = node.module
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+            continue
+        return None
+    return exports

@@ -198,7 +198,7 @@ class LocalBackend:
         self.ipc = ipc
         self.environments = environments
         if environments is not None:
-            environments.specs = self._specs
+            environments.specs = lambda: self._specs
             environments.kernels_dir = lambda: self.runtime.kernels_dir
 
     @functools.cached_property

@@ -277,8 +277,9 @@ class Environments:
     """Every environment a local kernel can run in, looked up at each call."""
 
     sources: Sources
-    #: A KernelSpecManager (jupyter_client's), for the installed kernelspecs.
-    specs: Any = None
+    #: The KernelSpecManager (jupyter_client's) for the installed kernelspecs, asked for when
+    #: first needed: building it imports jupyter_client, which the handshake need not wait for.
+    specs: Callable[[], Any] | None = None
     #: Where kernelspecs made on the fly are written (the server's private runtime directory).
     kernels_dir: Callable[[], Path] | None = None
     _made: dict[str, str] = field(default_factory=dict)
@@ -286,7 +287,7 @@ class Environments:
     def found(self) -> list[Environment]:
         """Installed kernelspecs, then the workspace's environments, then the launcher's and
         ``--python``'s; one entry per environment directory, names unique."""
-        listed: list[Environment] = installed_kernelspecs(self.specs) if self.specs is not None else []
+        listed: list[Environment] = installed_kernelspecs(self.specs()) if self.specs is not None else []
         taken = {env.name for env in listed}
         prefixes: list[Environment] = []
 

@@ -213,6 +213,7 @@ class ServerAppBackend:
         """A kernel on the gateway of ``--GatewayClient.url``, reached over its websocket as
         the remote backend reaches one, with the gateway's own URL and headers (Jupyter
         Server's gateway kernel client sends no credentials on its websocket)."""
+        # Lazy: only a server behind a gateway needs its client and the websocket.
         from jupyter_server.gateway.gateway_client import GatewayClient
         from tornado.escape import url_escape
 

@@ -1,0 +1,256 @@
+"""The layout is the architecture: these tests read the sources and hold it.
+
+``docs/architecture.md`` draws the layers; this file is what keeps the
+drawing true. Every import of the package's own modules is read from the
+syntax tree, the ones inside functions included and the ones under
+``if TYPE_CHECKING:`` left out (they never run, so they cannot make a
+cycle at import time or a dependency at run time). From that graph: no
+cycle; no arrow from the store, the kernels or the tools up into the
+protocol features, the transports or the server; no ``global`` statement;
+few imports inside functions, each saying why it is there; and extensions
+written against the public API alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = REPO / "src"
+PACKAGE = "jupyter_mcp_server"
+
+#: The protocol features, the transports and the server: what the lower layers never import.
+UPPER = (
+    "app",
+    "cli",
+    "api",
+    "core_tools",
+    "extensions",
+    "jupyter_server_extension",
+    "handlers",
+    "progress",
+    "client_logging",
+    "subscriptions",
+    "tasks",
+    "resources",
+    "prompts",
+    "transports",
+)
+#: The layers below the tools, and what each may not import (besides ``UPPER``).
+LOWER = {"store": ("tools", "state"), "kernels": ("tools", "state", "store"), "tools": ()}
+#: Imports of the package inside functions: each a deliberate lazy one.
+MOST_LAZY_IMPORTS = 10
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SOURCES).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted((SOURCES / PACKAGE).rglob("*.py"))}
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement that runs, and whether it is inside a function."""
+
+    def walk(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and is_type_checking(child):
+                for orelse in child.orelse:
+                    yield from walk(orelse, in_function)
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, in_function
+            yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    yield from walk(tree, False)
+
+
+def targets(node: ast.Import | ast.ImportFrom, importer: str, is_package: bool, known: set[str]) -> set[str]:
+    """The package's modules an import statement loads (a name that is a submodule counts as it)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+        return {name for name in names if name in known}
+    if node.level:
+        base = importer.split(".") if is_package else importer.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        origin = ".".join([*base, node.module] if node.module else base)
+    else:
+        origin = node.module or ""
+    if origin not in known:
+        return set()
+    submodules = {f"{origin}.{alias.name}" for alias in node.names} & known
+    found = set(submodules)
+    if len(submodules) < len(node.names):
+        # A name the package's __init__ defines: the __init__ itself is what is needed.
+        found.add(origin)
+    return found
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, int, str]]]:
+    """Module -> the package modules it imports; and every import inside a function."""
+    found = modules()
+    known = set(found)
+    graph: dict[str, set[str]] = {name: set() for name in found}
+    lazy: list[tuple[str, int, str]] = []
+    for name, path in found.items():
+        source = path.read_text()
+        lines = source.splitlines()
+        for node, in_function in imports(ast.parse(source)):
+            loaded = targets(node, name, path.name == "__init__.py", known)
+            graph[name] |= loaded - {name}
+            if in_function and loaded:
+                around = " ".join(lines[max(0, node.lineno - 5) : node.end_lineno or node.lineno])
+                lazy.append((name, node.lineno, around))
+    return graph, lazy
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    graph, _lazy = import_graph()
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    graph, _lazy = import_graph()
+    graph[f"{PACKAGE}.store.formats"].add(f"{PACKAGE}.tools.cells")
+    assert any(f"{PACKAGE}.store.formats" in component for component in cycles(graph))
+
+
+def test_no_arrow_points_up_from_the_store_the_kernels_or_the_tools() -> None:
+    graph, _lazy = import_graph()
+    upward = []
+    for module, loaded in graph.items():
+        layer = layer_of(module)
+        if layer not in LOWER:
+            continue
+        forbidden = (*UPPER, *LOWER[layer])
+        upward += [f"{module} -> {target}" for target in sorted(loaded) if layer_of(target) in forbidden]
+    assert upward == []
+
+
+def test_no_global_statement_in_the_sources() -> None:
+    found = [
+        f"{name}:{node.lineno}"
+        for name, path in modules().items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Global)
+    ]
+    assert found == []
+
+
+def test_imports_inside_functions_are_few_and_each_says_why() -> None:
+    _graph, lazy = import_graph()
+    assert len(lazy) <= MOST_LAZY_IMPORTS, "\n".join(f"{m}:{line}" for m, line, _ in lazy)
+    unexplained = [f"{m}:{line}" for m, line, text in lazy if "#" not in text and '"""' not in text]
+    assert unexplained == [], "an import inside a function says why it is lazy, in a comment"
+
+
+def test_extensions_and_examples_import_only_the_public_api() -> None:
+    reached = []
+    for folder in (REPO / "extensions", REPO / "examples"):
+        for path in sorted(folder.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                else:
+                    continue
+                reached += [
+                    f"{path.relative_to(REPO)}:{node.lineno} {name}"
+                    for name in names
+                    if name.split(".")[0] == PACKAGE and name != f"{PACKAGE}.api"
+                ]
+    assert reached == []
+
+
+def test_the_public_api_declares_what_it_exports() -> None:
+    import jupyter_mcp_server.api as api
+
+    assert api.__all__ and len(set(api.__all__)) == len(api.__all__)
+    assert [name for name in api.__all__ if not hasattr(api, name)] == []
+
+
+def reads_environment(node: ast.AST) -> bool:
+    """``os.getenv(...)``, ``os.environ.get(...)`` or ``os.environ[...]`` read."""
+    if isinstance(node, ast.Attribute) and node.attr in ("getenv", "environb"):
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        return isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "environ"
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "environ"
+    return False
+
+
+def test_only_the_configuration_reads_a_setting_from_the_environment() -> None:
+    """``os.environ.get``, ``os.getenv`` and ``os.environ[...]`` appear in config.py alone (the
+    whole environment may still be handed on, as it is to a kernel)."""
+    readers = []
+    for name, path in modules().items():
+        if name == f"{PACKAGE}.config":
+            continue
+        readers += [f"{name}:{node.lineno}" for node in ast.walk(ast.parse(path.read_text())) if reads_environment(node)]
+    assert readers == []
