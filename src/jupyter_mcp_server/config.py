@@ -115,6 +115,8 @@ class ServerConfig:
     #: The environment the server was launched from (``VIRTUAL_ENV``, ``CONDA_PREFIX``).
     launcher_virtual_env: str | None = None
     launcher_conda_prefix: str | None = None
+    #: IPython's directory (``IPYTHONDIR``): its ``kernels`` folder holds kernelspecs too.
+    ipython_dir: str | None = None
     #: Seconds install_packages may take when a call gives no timeout.
     install_timeout: float = 600.0
     #: ``auto`` (uv where it is found, else pip; conda for a conda environment), ``uv``,
@@ -371,6 +373,13 @@ SETTINGS: tuple[Setting, ...] = (
         "The conda environment active where the server was started: offered as an environment.",
         str,
         env="CONDA_PREFIX",
+    ),
+    Setting(
+        "ipython_dir",
+        "IPython's directory (~/.ipython unless IPYTHONDIR says otherwise): kernelspecs in its "
+        "kernels folder are found, as Jupyter finds them.",
+        str,
+        env="IPYTHONDIR",
     ),
     Setting(
         "install_timeout",

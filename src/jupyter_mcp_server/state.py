@@ -103,6 +103,7 @@ class ServerState:
                 kernel=config.kernel,
                 virtual_env=config.launcher_virtual_env,
                 conda_prefix=config.launcher_conda_prefix,
+                ipython_dir=config.ipython_dir,
             )
         )
         self.local_backend = LocalBackend(

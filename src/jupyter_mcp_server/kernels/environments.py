@@ -270,6 +270,8 @@ class Sources:
     kernel: str | None = None
     virtual_env: str | None = None
     conda_prefix: str | None = None
+    #: ``IPYTHONDIR``, where IPython's own kernelspecs folder is.
+    ipython_dir: str | None = None
 
 
 @dataclass

@@ -53,8 +53,9 @@ logger = logging.getLogger(__name__)
 #: The kernelspec a notebook names, or how to find it out when it is needed.
 MetadataKernel = str | Callable[[], Awaitable[str | None]] | None
 
-#: Seconds after the server starts before the first kernel is prestarted:
-#: long enough for the MCP handshake to be answered first.
+#: Seconds after the server starts before the first kernel is prestarted, unless the
+#: client completes the MCP handshake sooner (`handshake_done`): the handshake is
+#: answered first, and a first call right after it finds the kernel already booting.
 PRESTART_DELAY = 0.2
 #: Seconds after the pooled kernel is taken before the next one is launched,
 #: so the caller's next calls (typically the first execution) do not share
@@ -108,6 +109,8 @@ class KernelManager:
         self._lost: set[str] = set()
         self._pool = WarmPool(self._launch, self._shutdown_quietly)
         self._background: asyncio.Task[None] | None = None
+        self._first_prestart: asyncio.Task[None] | None = None
+        self._handshake_done = asyncio.Event()
         self._start_lock = asyncio.Lock()
         #: What ran of each notebook, on which kernel, in which order (staleness, display ids).
         self.records = RunRecords()
@@ -491,6 +494,9 @@ class KernelManager:
         )
 
     async def _take_pooled(self, kernel_name: str) -> Kernel | None:
+        if self._first_prestart is not None and not self._first_prestart.done():
+            self._handshake_done.set()  # somebody needs a kernel: no more waiting
+            await asyncio.wait({self._first_prestart})
         return await self._pool.take(kernel_name)
 
     def _refill_pool(self, delay: float | None = None) -> None:
@@ -568,9 +574,22 @@ class KernelManager:
 
     def start_background(self) -> None:
         """Prestart a kernel and reap idle sessions, from inside the running loop."""
-        self._refill_pool(PRESTART_DELAY)
+        loop = asyncio.get_running_loop()
+        if self._first_prestart is None:
+            self._first_prestart = loop.create_task(self._prestart_after_the_handshake())
         if self._background is None:
-            self._background = asyncio.get_running_loop().create_task(self._reap_forever())
+            self._background = loop.create_task(self._reap_forever())
+
+    def handshake_done(self) -> None:
+        """The client has completed the MCP handshake: prestart the first kernel now."""
+        self._handshake_done.set()
+
+    async def _prestart_after_the_handshake(self) -> None:
+        # Even choosing the kernel (reading the kernelspecs imports jupyter_client) waits:
+        # nothing of it may stand between a client and the answer to its initialize.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._handshake_done.wait(), PRESTART_DELAY)
+        self._refill_pool(0)
 
     async def _reap_forever(self) -> None:
         interval = max(0.5, min(30.0, self.idle_timeout / 4))
@@ -597,6 +616,9 @@ class KernelManager:
         if self._background is not None:
             self._background.cancel()
             self._background = None
+        if self._first_prestart is not None:
+            self._first_prestart.cancel()
+            self._first_prestart = None
         kernels, self._kernels = list(self._kernels.values()), {}
         self._bindings.clear()
         # All at once: a client gives a server only a few seconds to exit.

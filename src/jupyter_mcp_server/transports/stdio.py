@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jupyter_mcp_server.handlers import lowlevel
@@ -112,8 +113,15 @@ def _top_level_members(text: str) -> dict[str, Any]:
     return members
 
 
-async def serve_stdio(mcp: Any) -> None:
-    """`MCPServer.run_stdio_async`, answering the invalid requests it would drop."""
+def completes_the_handshake(item: Any) -> bool:
+    """Whether a message read is the client's ``notifications/initialized``."""
+    message = getattr(item, "message", None)
+    return getattr(message, "method", None) == "notifications/initialized" and not hasattr(message, "id")
+
+
+async def serve_stdio(mcp: Any, on_handshake: Callable[[], None] = lambda: None) -> None:
+    """`MCPServer.run_stdio_async`, answering the invalid requests it would drop; `on_handshake`
+    is called when the client completes the handshake."""
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -128,8 +136,10 @@ async def serve_stdio(mcp: Any) -> None:
                     refusal = refusal_of(item) if isinstance(item, Exception) else None
                     if refusal is not None:
                         await write_stream.send(refusal)
-                    else:
-                        await screened_send.send(item)
+                        continue
+                    if completes_the_handshake(item):
+                        on_handshake()
+                    await screened_send.send(item)
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(screen)
@@ -146,7 +156,7 @@ async def serve_async(application: Application) -> None:
             loop.add_signal_handler(signum, stop.set)
     left_behind = False
     async with application.running():
-        serving = asyncio.ensure_future(serve_stdio(mcp))
+        serving = asyncio.ensure_future(serve_stdio(mcp, application.state.kernels.handshake_done))
         stopping = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
