@@ -148,6 +148,59 @@ def _batch(r: Results) -> tuple[bool, str]:
     )
 
 
+# First contact (issue 22): against the lightest peer, jupymcp, when its profile is in
+# the run; ours is judged in every install the run measured (ours, ours-plain,
+# ours-jupyterlab), and each of them must meet the target.
+PEER = "jupymcp"
+
+
+def _ours(r: Results, metric: str) -> list[str]:
+    return sorted(who for key, who in r.samples if key == metric and (who == "ours" or who.startswith("ours-")))
+
+
+def _each_of_ours(r: Results, metric: str, limit: Callable[[str], float], unit: str = "ms") -> tuple[bool, str]:
+    parts, met = [], True
+    for who in _ours(r, metric):
+        value, bound = r.median(metric, who), limit(who)
+        met = met and value <= bound
+        scale = 1e3 if unit == "ms" else 1
+        parts.append(f"{who} {value * scale:.1f} {unit} against {bound * scale:.1f} {unit} {_margin(value, bound)}")
+    if not parts:
+        raise KeyError(f"no samples of {metric} for ours")
+    return met, "; ".join(parts)
+
+
+@target("spawn to initialize <= 1.0x jupymcp (issue 22)")
+def _spawn_peer(r: Results) -> tuple[bool, str]:
+    peer = r.median("spawn", PEER)
+    return _each_of_ours(r, "spawn", lambda _who: peer)
+
+
+@target("a new notebook right after initialize <= 1.1x a raw kernel start (issue 22)")
+def _first_cold(r: Results) -> tuple[bool, str]:
+    floor = r.median("first_exec_settled", "floor")
+    return _each_of_ours(r, "first_exec_cold", lambda _who: 1.1 * floor)
+
+
+@target("the first detailed read of the big notebook <= 1.5x nbformat.read (issue 22)")
+def _read_first(r: Results) -> tuple[bool, str]:
+    floor = r.median("read_detailed", "floor")
+    return _each_of_ours(r, "read_first", lambda _who: 1.5 * floor)
+
+
+@target("later detailed reads <= 1.5x nbformat.read (issue 22)")
+def _read_later(r: Results) -> tuple[bool, str]:
+    floor = r.median("read_detailed", "floor")
+    return _each_of_ours(r, "read_detailed", lambda _who: 1.5 * floor)
+
+
+@target("server RSS after initialize and with 8 notebooks <= jupymcp's (issue 22)")
+def _memory(r: Results) -> tuple[bool, str]:
+    met_init, init = _each_of_ours(r, "rss_init", lambda _who: r.median("rss_init", PEER), "MiB")
+    met_8, eight = _each_of_ours(r, "rss_8", lambda _who: r.median("rss_8", PEER), "MiB")
+    return met_init and met_8, f"after initialize: {init}. With 8 notebooks: {eight}"
+
+
 def verdicts(results: Results) -> list[dict[str, Any]]:
     out = []
     for t in TARGETS:

@@ -48,6 +48,7 @@ from .extensions import (
     load_extensions,
     parse_selection,
 )
+from .heap import return_free_memory
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
@@ -289,3 +290,5 @@ def _warm_up() -> None:
         warm_up()
     except Exception:
         logger.debug("Warming up the notebook format failed", exc_info=True)
+    # Compiling the schema's validator peaks at 10 MiB, mostly freed when it is done.
+    return_free_memory()

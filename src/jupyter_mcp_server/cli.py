@@ -27,6 +27,7 @@ for package in EAGER_PACKAGES:
 
 from jupyter_mcp_server.app import build_application, connect_jupyter_server  # noqa: E402
 from jupyter_mcp_server.config import ConfigError, ServerConfig, add_arguments, read_config  # noqa: E402
+from jupyter_mcp_server.heap import release_large_allocations_promptly  # noqa: E402
 from jupyter_mcp_server.version import __version__  # noqa: E402
 
 logger = logging.getLogger("jupyter_mcp_server")
@@ -62,22 +63,6 @@ def parse_config(argv: list[str]) -> ServerConfig:
         fail(str(error))
 
 
-def release_freed_memory_promptly() -> None:
-    """Serve large allocations from mmap, so memory a big output freed goes back to the system.
-
-    glibc keeps freed heap memory for reuse: after a 5 MB print that the
-    server refused to keep, its resident size would stay 5 MB larger for good.
-    """
-    if sys.platform != "linux":
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
 def collect_garbage_less_often() -> None:
     """Set aside what lives as long as the server, and run young collections less often.
 
@@ -94,7 +79,7 @@ def collect_garbage_less_often() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    release_freed_memory_promptly()
+    release_large_allocations_promptly()
     config = parse_config(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
         level=config.log_level,

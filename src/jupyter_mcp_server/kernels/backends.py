@@ -214,6 +214,16 @@ class LocalBackend:
 
         return KernelSpecManager(kernel_dirs=[*jupyter_path("kernels"), str(self._ipython_kernels())])
 
+    @functools.cached_property
+    def _zmq_context(self) -> Any:
+        """One ZeroMQ context for every local kernel's manager and client: jupyter_client
+        makes one for each (an I/O thread and a reaper thread apiece, 32 threads for
+        8 notebooks); a context is meant to be shared by the sockets of a process. Each
+        manager and client then leaves it alone when it stops (it did not create it)."""
+        import zmq.asyncio
+
+        return zmq.asyncio.Context()
+
     def _ipython_kernels(self) -> Path:
         given = self.environments.sources.ipython_dir if self.environments is not None else None
         return Path(given or "~/.ipython").expanduser() / "kernels"
@@ -272,7 +282,7 @@ class LocalBackend:
         if not env.ready:
             raise not_ready(env, fix_command(env, self.installer))
         # Ours, not one the kernel manager would build for itself (which imports IPython).
-        options: dict[str, Any] = {"kernel_spec_manager": self._specs}
+        options: dict[str, Any] = {"kernel_spec_manager": self._specs, "context": self._zmq_context}
         if env.needs_a_kernelspec and self.environments is not None:
             made = self.environments.kernelspec_dir(env)
             options["kernel_spec_manager"] = KernelSpecManager(kernel_dirs=[str(made)], ensure_native_kernel=False)
@@ -287,7 +297,7 @@ class LocalBackend:
             kernel_name=kernel_name, connection_file=self.runtime.connection_file(kernel_id), **options
         )
         await manager.start_kernel(cwd=str(cwd))
-        client = manager.client()
+        client = manager.client(context=self._zmq_context)
         client.start_channels()
         try:
             await client.wait_for_ready(timeout=READY_TIMEOUT)

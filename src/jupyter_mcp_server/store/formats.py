@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import INVALID_ARGUMENT, INVALID_PATH, ToolFailure
 from .layout import CellTexts, NotPlainJson, indented_json
+from .schema_validator import prepare as prepare_validator
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -67,6 +68,7 @@ def warm_up() -> None:
     import nbformat  # noqa: F401  (nbformat.v4 and the validator module come with it)
     from nbformat.validator import get_validator
 
+    prepare_validator()
     get_validator(version=4, version_minor=5)
 
 
@@ -199,6 +201,8 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
     import nbformat
     from nbformat.reader import get_version
     from nbformat.validator import iter_validate
+
+    prepare_validator()  # at once when the warm-up did it; else nbformat's validator is the generated one
 
     raw = json.loads(data.decode("utf-8"))
     if b"\\u" in data and _has_lone_surrogate(raw):
