@@ -46,7 +46,11 @@ sys.path.insert(0, {src!r})
 from jupyter_mcp_server.cli import main  # the server's process: the extension layer is loaded
 from jupyter_mcp_server.app import build_application
 from jupyter_mcp_server.config import read_config
-build_application(read_config({{"workspace_root": {root!r}}}))
+import logging
+handlers = list(logging.getLogger().handlers)
+build_application(read_config({{"workspace_root": {root!r}}})).build_configured()
+assert logging.getLogger().handlers == handlers, "making a server configured the root logger"
+assert "rich" not in sys.modules, "making a server imported rich"
 assert "reactor" in sys.modules and "fastapi" not in sys.modules, sorted(m for m in sys.modules if "fastapi" in m)
 assert "jupyter_client" not in sys.modules, "the handshake waited for jupyter_client"
 import reactor

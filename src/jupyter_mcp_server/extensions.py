@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -255,10 +255,30 @@ class ReplacingServer(MCPServer):
     the later one.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        with _root_logger_left_alone():
+            super().__init__(*args, **kwargs)
+
     def add_tool(self, fn: Any, name: str | None = None, *args: Any, **kwargs: Any) -> None:
         with contextlib.suppress(ToolError):
             self.remove_tool(name or fn.__name__)
         super().add_tool(fn, name, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def _root_logger_left_alone() -> Iterator[None]:
+    """While a server is made: the SDK's `MCPServer` configures the root logger (``basicConfig``
+    with a rich handler), but how a process logs is the process's own choice (the CLI's, or
+    Jupyter Server's when it hosts us). It also cost every start 10 ms and 1.4 MiB importing
+    rich for a handler that ``basicConfig`` then discarded."""
+    from mcp.server.mcpserver import server as sdk
+
+    configure = sdk.configure_logging
+    sdk.configure_logging = lambda *_args, **_kwargs: None
+    try:
+        yield
+    finally:
+        sdk.configure_logging = configure
 
 
 class ExtensionManager:
