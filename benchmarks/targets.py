@@ -182,10 +182,16 @@ def _first_cold(r: Results) -> tuple[bool, str]:
     return _each_of_ours(r, "first_exec_cold", lambda _who: 1.1 * floor)
 
 
-@target("the first detailed read of the big notebook <= 1.5x nbformat.read (issue 22)")
+@target("the first detailed read of the big notebook <= 1.5x nbformat.read, right after initialize (issue 22)")
 def _read_first(r: Results) -> tuple[bool, str]:
     floor = r.median("read_detailed", "floor")
     return _each_of_ours(r, "read_first", lambda _who: 1.5 * floor)
+
+
+@target("the first detailed read of the big notebook <= 1.5x nbformat.read, after a settle (issue 22)")
+def _read_first_settled(r: Results) -> tuple[bool, str]:
+    floor = r.median("read_detailed", "floor")
+    return _each_of_ours(r, "read_first_settled", lambda _who: 1.5 * floor)
 
 
 @target("later detailed reads <= 1.5x nbformat.read (issue 22)")

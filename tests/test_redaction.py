@@ -106,3 +106,34 @@ async def test_stored_and_off(workspace: Path) -> None:
     async with serve(workspace, "--capability", "kernel.prestart=off", "--capability", "redaction=off", env=env) as client:
         seen = await run_cells(client)
     assert PLANTED in seen[0] and GITHUB in seen[1]
+
+
+TOKENS = {
+    "private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+    "anthropic key": "sk-ant-" + "a" * 30,
+    "openai key": "sk-proj-" + "b" * 30,
+    "github token": "ghp_" + "c" * 36,
+    "gitlab token": "glpat-" + "d" * 20,
+    "aws access key": "AKIA" + "E" * 16,
+    "slack token": "xoxb-" + "1" * 12,
+    "google api key": "AIza" + "f" * 35,
+    "stripe key": "sk_live_" + "g" * 24,
+    "hugging face token": "hf_" + "h" * 34,
+    "json web token": "eyJ" + "i" * 10 + ".eyJ" + "j" * 10 + "." + "k" * 10,
+}
+
+
+def test_every_token_format_is_masked_in_text_and_in_nested_values() -> None:
+    from jupyter_mcp_server.redaction import TOKEN_FORMATS, Redactor
+
+    assert set(TOKENS) == {kind for kind, _anchors, _pattern in TOKEN_FORMATS}
+    redactor = Redactor()
+    for kind, token in TOKENS.items():
+        masked = redactor.text(f"before {token} after")
+        assert token not in masked and f"[redacted: {kind}]" in masked, kind
+        nested = redactor.value({"cells": [{"outputs": [{"text": ["x\n", f"{token}\n"]}]}]})
+        assert token not in str(nested), kind
+    plain = "no secret here, only text long enough to be looked at"
+    assert redactor.text(plain) is plain
+    document = {"cells": [{"source": plain}]}
+    assert redactor.value(document) is document
