@@ -13,7 +13,9 @@ git), made with ``uv`` from PyPI:
 - ``plain``: this checkout installed alone, with nothing but its dependencies;
 - ``jupyterlab``: this checkout installed beside JupyterLab, as a person who
   already works in JupyterLab has it;
-- ``jupymcp``: jupymcp 0.3.2, the lightest local-first peer.
+- ``jupymcp``: jupymcp 0.3.2, the lightest local-first peer;
+- ``jupymcp-jupyterlab``: the same beside JupyterLab, so that each install of
+  ours is compared with the peer installed the same way.
 
 The profiles run the checkout's sources (``PYTHONPATH``) on those
 environments' packages, so an environment built once keeps measuring the
@@ -36,6 +38,7 @@ PACKAGES: dict[str, list[str]] = {
     "plain": [str(REPO)],
     "jupyterlab": [str(REPO), "jupyterlab"],
     "jupymcp": ["jupymcp==0.3.2"],
+    "jupymcp-jupyterlab": ["jupymcp==0.3.2", "jupyterlab"],
 }
 
 
