@@ -247,3 +247,22 @@ async def test_staleness_follows_edits_restarts_and_upstream_runs(workspace):
         detailed = await ok(client, "read_notebook", {"response_format": "detailed", "limit": 0})
         assert detailed["cells"][2]["execution_state"] == "fresh"
         assert "earlier_kernel" not in text_of(await client.call_tool("read_notebook", {}))
+
+
+async def test_a_run_is_one_entry_in_the_history_and_can_be_undone(workspace):
+    path = workspace / "hist.ipynb"
+    write_notebook(path, [f"print({i})" for i in range(6)])
+    before = path.read_bytes()
+    async with serve(workspace, "--toolsets", "runs,history", "--capability", "kernel.prestart=off") as client:
+        opened = await ok(client, "get_notebook_revision", {"notebook_name": "hist.ipynb"})
+        run = await ok(client, "run_cells", {"notebook_name": "hist.ipynb", "cells": "all"})
+        assert run["cells_run"] == 6 and [stream_text(c) for c in stored(path)] == [f"{i}\n" for i in range(6)]
+        after = await ok(client, "get_notebook_revision", {"notebook_name": "hist.ipynb"})
+        listed = await ok(client, "notebook_history", {"notebook_name": "hist.ipynb", "limit": 50})
+        entries = listed["entries"]
+        runs = [e for e in entries if e["tool"] == "run_cells"]
+        assert len(runs) == 1, entries  # six cells written one by one, one change for the person
+        assert runs[0]["revision"] == after["revision"] and runs[0]["previous_revision"] == opened["revision"]
+        assert entries[0] is not None and entries[0]["revision"] == after["revision"]
+        undone = await ok(client, "restore_notebook", {"notebook_name": "hist.ipynb", "revision": opened["revision"]})
+        assert undone["revision"] == opened["revision"] and path.read_bytes() == before

@@ -43,7 +43,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,20 @@ class Origin:
 
 #: The origin of the changes the code running now makes (set by the tool being called).
 EDIT_ORIGIN: ContextVar[Origin | None] = ContextVar("jupyter_mcp_edit_origin", default=None)
+
+
+@dataclass
+class HeldEntry:
+    """Writes that are one change for a person (a whole-notebook run storing each cell's
+    outputs as it ends): one entry in the history for all of them, added when they are done,
+    instead of one per write pushing the rest of the history out."""
+
+    #: Per notebook written, the revision before the first of these writes.
+    before: dict[str, str | None] = field(default_factory=dict)
+
+
+#: Set while writes whose entry is held are made (see `HeldEntry`).
+HELD_ENTRY: ContextVar[HeldEntry | None] = ContextVar("jupyter_mcp_held_entry", default=None)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import formats
 from .diffs import cell_diff, metadata_diff
-from .history import EDIT_ORIGIN, Content, Histories, NotebookHistory, Origin, digest_of
+from .history import (
+    EDIT_ORIGIN,
+    HELD_ENTRY,
+    Content,
+    HeldEntry,
+    Histories,
+    NotebookHistory,
+    Origin,
+    digest_of,
+)
 from .layout import CellTexts, NotPlainJson, Verbatim, indented_json
 
 if TYPE_CHECKING:
@@ -141,6 +150,9 @@ class Recorder:
     ) -> str | None:
         """Make sure the revision about to change is kept: the first time, as a revision seen
         (or, for a notebook renamed outside the server, at the end of its old history)."""
+        held = HELD_ENTRY.get()
+        if held is not None and key in held.before:
+            return None  # what the held writes change was kept before the first of them
         history = self.history(key)
         if history is None:
             return self.histories.off
@@ -163,6 +175,10 @@ class Recorder:
         self, key: str, notebook: NotebookNode | None, revision: str | None, previous: str | None, written: Any
     ) -> str | None:
         """Keep the content of the revision about to be written, and say it is coming."""
+        held = HELD_ENTRY.get()
+        if held is not None:
+            held.before.setdefault(key, previous)  # the entry comes when they are done: `release`
+            return None
         history = self.history(key)
         if history is None:
             return self.histories.off
@@ -176,10 +192,31 @@ class Recorder:
 
     def written(self, key: str, revision: str, previous: str | None) -> str | None:
         """Add the entry of a write that happened."""
+        held = HELD_ENTRY.get()
+        if held is not None and key in held.before:
+            return None
         history = self.history(key)
         if history is None:
             return self.histories.off
         try:
+            history.append(revision, previous, EDIT_ORIGIN.get())
+        except Exception as error:
+            return self._off(key, error)
+        return None
+
+    def release(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts, held: HeldEntry) -> str | None:
+        """The one entry of the held writes to ``key``: from the revision before the first of
+        them to ``revision``, the notebook as the last left it (by the origin set now)."""
+        if key not in held.before:
+            return None
+        previous = held.before.pop(key)
+        history = self.history(key)
+        if history is None:
+            return self.histories.off
+        try:
+            if history.last_revision() == revision:
+                return None
+            history.store(revision, encoded_content(notebook, texts))
             history.append(revision, previous, EDIT_ORIGIN.get())
         except Exception as error:
             return self._off(key, error)

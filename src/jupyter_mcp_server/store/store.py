@@ -29,6 +29,7 @@ from ..errors import ALREADY_EXISTS, NOT_FOUND, REVISION_CONFLICT, ToolFailure
 from ..workspace import ChangedMeanwhile
 from . import formats
 from .files import Files, Snapshot, WorkspaceFiles, revision_of
+from .history import HeldEntry
 from .layout import CellTexts
 from .patience import Patience
 from .recording import Recorder
@@ -279,6 +280,15 @@ class NotebookStore:
 
     def _written(self, key: str, revision: str, previous: str | None) -> str | None:
         return None if self.recorder is None else self.recorder.written(key, revision, previous)
+
+    async def release_held(self, path: str, held: HeldEntry) -> str | None:
+        """The history entry of writes made under `held` (``HELD_ENTRY``), now they are done."""
+        key, _fmt = self._locate(path)
+        document = self._documents.get(key)
+        if self.recorder is None or document is None:
+            held.before.pop(key, None)
+            return None
+        return self.recorder.release(key, document.notebook, document.revision, self._texts(key), held)
 
     async def before_outside_write(self, view: NotebookView) -> str | None:
         """Before another writer (a JupyterLab room's loader) saves a change made for this

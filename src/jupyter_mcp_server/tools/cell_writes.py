@@ -11,6 +11,12 @@ one write is in flight; :meth:`CellWrites.drain` waits for the last.
 Each cell is written by id wherever it is now, as ``execute_cell`` writes
 it, and only while its source is still the one that ran: a cell deleted or
 edited meanwhile keeps what it has, and the run says so.
+
+For the notebook's history the run is one change: its writes make a single
+entry, from the revision before the run to the one after its last cell
+(``HeldEntry``), added by :meth:`CellWrites.drain`. One entry per cell
+would push the rest of a bounded history out after a few runs, and cost
+each cell four small files.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from jupyter_mcp_server.errors import REVISION_CONFLICT, ToolFailure
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.store import NotebookView
+from jupyter_mcp_server.store.history import HELD_ENTRY, HeldEntry
 from jupyter_mcp_server.tools.addressing import index_of_id
 
 logger = logging.getLogger(__name__)
@@ -59,6 +66,8 @@ class CellWrites:
     written: NotebookView | None = None
     #: A write that failed as a whole (the file went away, kept changing): its code and message.
     failure: ToolFailure | None = None
+    #: The run's one history entry, added by `drain` (see the module's docstring).
+    held: HeldEntry = field(default_factory=HeldEntry)
     _pending: list[Pending] = field(default_factory=list)
     _task: asyncio.Task[None] | None = None
 
@@ -74,8 +83,13 @@ class CellWrites:
             # Shielded: a cancelled run still stores the cells that finished.
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._task)
+        if self.held.before:
+            note = await self.server.store.release_held(self.path, self.held)
+            if note is not None:
+                logger.info("The run of %s is not in its history: %s", self.path, note)
 
     async def _write_all(self) -> None:
+        HELD_ENTRY.set(self.held)  # this task's own context: its writes only
         while self._pending:
             batch, self._pending = self._pending, []
             try:
