@@ -191,22 +191,20 @@ def _first_cold(r: Results) -> tuple[bool, str]:
     return _each_of_ours(r, "first_exec_cold", lambda _who: 1.1 * floor)
 
 
-@target("the first detailed read of the big notebook <= 1.5x nbformat.read, right after initialize (issue 22)")
-def _read_first(r: Results) -> tuple[bool, str]:
-    floor = r.median("read_detailed", "floor")
-    return _each_of_ours(r, "read_first", lambda _who: 1.5 * floor)
+def _within_1_5x_a_read(metric: str) -> Check:
+    def check(r: Results) -> tuple[bool, str]:
+        floor = r.median("read_detailed", "floor")
+        return _each_of_ours(r, metric, lambda _who: 1.5 * floor)
+
+    return check
 
 
-@target("the first detailed read of the big notebook <= 1.5x nbformat.read, after a settle (issue 22)")
-def _read_first_settled(r: Results) -> tuple[bool, str]:
-    floor = r.median("read_detailed", "floor")
-    return _each_of_ours(r, "read_first_settled", lambda _who: 1.5 * floor)
-
-
-@target("later detailed reads <= 1.5x nbformat.read (issue 22)")
-def _read_later(r: Results) -> tuple[bool, str]:
-    floor = r.median("read_detailed", "floor")
-    return _each_of_ours(r, "read_detailed", lambda _who: 1.5 * floor)
+for _metric, _which in (
+    ("read_first", "the first detailed read of the big notebook, right after initialize,"),
+    ("read_first_settled", "the first detailed read of the big notebook, after a settle,"),
+    ("read_detailed", "later detailed reads"),
+):
+    target(f"{_which} <= 1.5x nbformat.read (issue 22)")(_within_1_5x_a_read(_metric))
 
 
 @target("server RSS after initialize and with 8 notebooks <= jupymcp's (issue 22)")
