@@ -23,7 +23,7 @@ from conftest import ERROR_KEY, REPO, ok, refused, serve, text_of
 
 from jupyter_mcp_server.store import NotebookStore, new_cell, revision_of
 from jupyter_mcp_server.store.formats import IPYNB, serialize_notebook
-from jupyter_mcp_server.store.history import Histories, Limits
+from jupyter_mcp_server.store.history import Histories, Limits, Origin
 from jupyter_mcp_server.store.recording import Recorder, diff_revisions, notebook_at
 from jupyter_mcp_server.workspace import Workspace
 
@@ -273,3 +273,18 @@ async def test_restoring_and_deleting_in_a_batch_ask_the_person_first(tmp_path, 
         result = await client.call_tool("restore_notebook", {"notebook_name": "asked.ipynb", "revision": listed["entries"][1]["revision"]})
         assert result.is_error and result.meta[ERROR_KEY]["code"] == "declined"
     assert path.read_bytes() == before
+
+
+def test_entries_kept_after_an_append_match_the_file_when_two_processes_append(tmp_path):
+    # Two server processes' views of one notebook's history: each keeps what it appended,
+    # and each sees the other's entries at its next look.
+    one = Histories(tmp_path / "history").of("ns", "n.ipynb")
+    two = Histories(tmp_path / "history").of("ns", "n.ipynb")
+    assert one is not None and two is not None
+    for i in range(6):
+        writer = one if i % 2 == 0 else two
+        writer.append(f"r{i}", f"r{i - 1}" if i else None, Origin(tool=f"tool{i}"))
+        one_view, two_view = [e["revision"] for e in one.entries()], [e["revision"] for e in two.entries()]
+        assert one_view == two_view == [f"r{k}" for k in range(i + 1)]
+    parsed = [json.loads(line) for line in (one.directory / "entries.jsonl").read_bytes().splitlines()]
+    assert one.entries() == parsed and two.entries() == parsed

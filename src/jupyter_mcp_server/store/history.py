@@ -421,8 +421,12 @@ class NotebookHistory:
                 if size and not _ends_with_newline(path, size):
                     line = b"\n" + line  # after a torn line: start a whole one
                 os.write(fd, line)
+                status = os.fstat(fd)
             finally:
                 os.close(fd)
+            # Under the lock nobody else appended: the entries read above and this one are
+            # the file, and the next look (the bounds, the next edit) need not parse it again.
+            self._entries_cache = ((status.st_size, status.st_mtime_ns), [*entries, entry])
             if self._bytes is not None:
                 self._bytes += len(line)
             self._within_bounds()
