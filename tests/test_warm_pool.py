@@ -59,3 +59,23 @@ async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_a
         await pool.stop()
         for kernel in started:
             await shut_down(kernel)
+
+
+async def test_the_first_kernel_is_prestarted_at_the_handshake_and_every_kernel_shares_one_context(tmp_path: Path):
+    from jupyter_mcp_server.app import build_application
+    from jupyter_mcp_server.config import read_config
+
+    application = build_application(read_config({"workspace_root": str(tmp_path)}))
+    state = application.state
+    async with application.running():
+        await asyncio.sleep(0.05)
+        assert not state.kernels._pool._waiting, "prestarted before the handshake"
+        state.kernels.handshake_done()
+        await asyncio.sleep(0.05)
+        assert state.kernels._pool._waiting, "the handshake did not start the prestart"
+        first = await state.kernels.attach("a.ipynb", kernel_name="python3")
+        second = await state.kernels.attach("b.ipynb", kernel_name="python3")
+        context = state.local_backend._zmq_context
+        assert first.client.context is context and second.client.context is context
+        assert first.manager.context is context
+    assert context.closed and "_zmq_context" not in vars(state.local_backend)

@@ -211,6 +211,7 @@ class Application:
         finally:
             # Shielded: a cancelled server must still stop what it started.
             await asyncio.shield(state.kernels.shutdown_all())
+            state.local_backend.close()
             state.runtime.remove()
             state.extensions.stop()
             try:

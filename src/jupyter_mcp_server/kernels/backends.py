@@ -224,6 +224,12 @@ class LocalBackend:
 
         return zmq.asyncio.Context()
 
+    def close(self) -> None:
+        """Let the shared ZeroMQ context go (its kernels are stopped): its sockets, its threads."""
+        context = self.__dict__.pop("_zmq_context", None)
+        if context is not None:
+            context.destroy(linger=0)
+
     def _ipython_kernels(self) -> Path:
         given = self.environments.sources.ipython_dir if self.environments is not None else None
         return Path(given or "~/.ipython").expanduser() / "kernels"
