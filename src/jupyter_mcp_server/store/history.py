@@ -388,48 +388,57 @@ class NotebookHistory:
     ) -> None:
         """Add the entry of a change (unless the history already ends at ``revision``, or has it)."""
         with self.locked():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.directory / "pending.json")
-            entries = self.entries()
-            if entries and entries[-1]["revision"] == revision:
-                return
-            # Another server process may have recorded this very change already (it read
-            # the file before this one added the entry): once is enough.
-            if any(e["revision"] == revision and e.get("previous_revision") == previous for e in entries[-64:]):
-                return
-            index = self.index()
-            if not (self.directory / "index.json").exists() or index.get("missing"):
-                index.pop("missing", None)
-                index.update(path=self.key, namespace=self.namespace)
-                self.write_index(index)
-            origin = origin or Origin()
-            entry: dict[str, Any] = {
-                "revision": revision,
-                "previous_revision": previous,
-                "time": iso_utc(time.time()),
-                "tool": origin.tool,
-                "client": origin.client,
-                "connection": origin.connection,
-            }
-            if origin.restored_from is not None:
-                entry["restored_from"] = origin.restored_from
-            line = json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
-            path = self.directory / "entries.jsonl"
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                size = os.fstat(fd).st_size
-                if size and not _ends_with_newline(path, size):
-                    line = b"\n" + line  # after a torn line: start a whole one
-                os.write(fd, line)
-                status = os.fstat(fd)
+                self._append(revision, previous, origin)
             finally:
-                os.close(fd)
-            # Under the lock nobody else appended: the entries read above and this one are
-            # the file, and the next look (the bounds, the next edit) need not parse it again.
-            self._entries_cache = ((status.st_size, status.st_mtime_ns), [*entries, entry])
-            if self._bytes is not None:
-                self._bytes += len(line)
-            self._within_bounds()
+                # After the entry, never before: a process killed in between would leave the
+                # change to be recorded as someone else's. A note left behind by a kill after
+                # the entry names a previous revision the history no longer ends at: unused.
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.directory / "pending.json")
+
+    def _append(self, revision: str, previous: str | None, origin: Origin | None) -> None:
+        """Under the lock (see `append`)."""
+        entries = self.entries()
+        if entries and entries[-1]["revision"] == revision:
+            return
+        # Another server process may have recorded this very change already (it read
+        # the file before this one added the entry): once is enough.
+        if any(e["revision"] == revision and e.get("previous_revision") == previous for e in entries[-64:]):
+            return
+        index = self.index()
+        if not (self.directory / "index.json").exists() or index.get("missing"):
+            index.pop("missing", None)
+            index.update(path=self.key, namespace=self.namespace)
+            self.write_index(index)
+        origin = origin or Origin()
+        entry: dict[str, Any] = {
+            "revision": revision,
+            "previous_revision": previous,
+            "time": iso_utc(time.time()),
+            "tool": origin.tool,
+            "client": origin.client,
+            "connection": origin.connection,
+        }
+        if origin.restored_from is not None:
+            entry["restored_from"] = origin.restored_from
+        line = json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+        path = self.directory / "entries.jsonl"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size and not _ends_with_newline(path, size):
+                line = b"\n" + line  # after a torn line: start a whole one
+            os.write(fd, line)
+            status = os.fstat(fd)
+        finally:
+            os.close(fd)
+        # Under the lock nobody else appended: the entries read above and this one are
+        # the file, and the next look (the bounds, the next edit) need not parse it again.
+        self._entries_cache = ((status.st_size, status.st_mtime_ns), [*entries, entry])
+        if self._bytes is not None:
+            self._bytes += len(line)
+        self._within_bounds()
 
     def mark_missing(self) -> None:
         """The notebook is gone (deleted or renamed outside the server): its history stays."""
