@@ -28,14 +28,8 @@ UPPER = (
     "api",
     "core_tools",
     "extensions",
-    "jupyter_server_extension",
-    "handlers",
-    "progress",
-    "client_logging",
-    "subscriptions",
-    "tasks",
-    "resources",
-    "prompts",
+    "jupyter",
+    "protocol",
     "transports",
 )
 #: The layers below the tools, and what each may not import (besides ``UPPER``).

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_mcp_server.errors import ToolFailure
-from jupyter_mcp_server.notebook_uris import notebook_uri, path_of_uri
 from jupyter_mcp_server.workspace import Workspace
+from jupyter_mcp_server.workspace.notebook_uris import notebook_uri, path_of_uri
 
 
 @pytest.fixture

@@ -13,6 +13,6 @@ def _jupyter_server_extension_points() -> list[dict[str, object]]:
     """The Jupyter Server extension, found only once somebody enables it
     (``jupyter server extension enable jupyter_mcp_server``); importing this
     package never imports Jupyter Server."""
-    from jupyter_mcp_server.jupyter_server_extension import JupyterMCPServerApp
+    from jupyter_mcp_server.jupyter.server_extension import JupyterMCPServerApp
 
-    return [{"module": "jupyter_mcp_server.jupyter_server_extension", "app": JupyterMCPServerApp}]
+    return [{"module": "jupyter_mcp_server.jupyter.server_extension", "app": JupyterMCPServerApp}]

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .approvals import (
+from jupyter_mcp_server.calls.approvals import (
     DEFAULT_ACTIONS,
     DELETE_CELLS,
     INSTALL_PACKAGES,
@@ -32,7 +32,7 @@ from .approvals import (
     SHELL_CODE,
     approve,
 )
-from .asking import (
+from jupyter_mcp_server.calls.asking import (
     Answer,
     Elicitation,
     InputRequired,
@@ -42,10 +42,14 @@ from .asking import (
     Sampling,
     client_can,
 )
-from .asking import ask as ask_with
-from .capabilities import Capability, CapabilityRegistry
+from jupyter_mcp_server.calls.asking import ask as ask_with
+from jupyter_mcp_server.calls.detached import request_input, task_support
+from jupyter_mcp_server.policy.capabilities import Capability, CapabilityRegistry
+from jupyter_mcp_server.tools.helpers.listening import output_listener
+from jupyter_mcp_server.tools.helpers.models import ExecutionResult, Result
+from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
+
 from .config import ServerConfig
-from .detached import request_input, task_support
 from .errors import (
     ALREADY_EXISTS,
     APPROVAL_REQUIRED,
@@ -80,9 +84,6 @@ from .hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
 from .jupyter_urls import ArgumentNames, normalize_url
 from .kernels.execution import ExecutionOutcome
 from .state import state_of as _state_of
-from .tools.listening import output_listener
-from .tools.models import ExecutionResult, Result
-from .tools.results import answer, failure, tool_handler
 from .tools.running import CANCEL_INTERRUPTS, execution_result
 
 if TYPE_CHECKING:

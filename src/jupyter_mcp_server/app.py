@@ -32,12 +32,26 @@ from typing import Any
 from mcp.server.extension import Extension
 from mcp.server.mcpserver import MCPServer
 
+from jupyter_mcp_server.calls.asking import AnswersInputRequired
+from jupyter_mcp_server.policy.capabilities import (
+    CapabilityRegistry,
+    UnknownCapability,
+    parse_assignment,
+    parse_list,
+)
+from jupyter_mcp_server.protocol.argument_errors import ArgumentErrors
+from jupyter_mcp_server.protocol.client_logging import ClientLogHandler, attach_logging
+from jupyter_mcp_server.protocol.client_roots import FollowClientRoots
+from jupyter_mcp_server.protocol.masking import ResultMasking, masker, redaction_on
+from jupyter_mcp_server.protocol.profile_guard import attach_profiles
+from jupyter_mcp_server.protocol.progress import ProgressReporting
+from jupyter_mcp_server.protocol.prompts import attach_prompts
+from jupyter_mcp_server.protocol.resources import attach_resources, described_capabilities
+from jupyter_mcp_server.protocol.subscriptions import NotebookEvents, attach_subscriptions
+from jupyter_mcp_server.protocol.tasks import Tasks, TaskSupport, attach_tasks
+from jupyter_mcp_server.protocol.tool_listing import attach_compact_listing
+
 from .api import attach_extensions
-from .argument_errors import ArgumentErrors
-from .asking import AnswersInputRequired
-from .capabilities import CapabilityRegistry, UnknownCapability, parse_assignment, parse_list
-from .client_logging import ClientLogHandler, attach_logging
-from .client_roots import FollowClientRoots
 from .config import ConfigError, ServerConfig
 from .core_tools import CoreToolsExtension
 from .errors import ToolFailure
@@ -54,16 +68,8 @@ from .jupyter_urls import ArgumentNames
 from .kernels.connection_files import remove_orphaned_connection_files
 from .kernels.interpreters import NotAnInterpreter, probe_interpreter
 from .kernels.runtime import remove_orphaned_runtime_dirs
-from .masking import ResultMasking, masker, redaction_on
-from .profile_guard import attach_profiles
-from .progress import ProgressReporting
-from .prompts import attach_prompts
-from .resources import attach_resources, described_capabilities
 from .state import ServerState, ServingState
 from .store import warm_up
-from .subscriptions import NotebookEvents, attach_subscriptions
-from .tasks import Tasks, TaskSupport, attach_tasks
-from .tool_listing import attach_compact_listing
 from .version import __version__
 
 logger = logging.getLogger(__name__)

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from jupyter_mcp_server.policy.redaction import DEFAULT_SECRET_NAMES, secret_values
+from jupyter_mcp_server.workspace.history_dir import default_history_dir, given_history_dir
+
 from .errors import ToolFailure
-from .history_dir import default_history_dir, given_history_dir
 from .jupyter_urls import ArgumentNames, normalize_url
-from .redaction import DEFAULT_SECRET_NAMES, secret_values
 
 TRANSPORTS = ("stdio", "streamable-http", "json-lines")
 INSTALLERS = ("auto", "uv", "pip", "conda")

@@ -47,8 +47,8 @@ from reactor_mcp_server import (
 )
 from reactor_mcp_server import load_extensions as load_installed_extensions
 
-from jupyter_mcp_server.capabilities import Capability, CapabilityRegistry
 from jupyter_mcp_server.hooks import Hooks, observed
+from jupyter_mcp_server.policy.capabilities import Capability, CapabilityRegistry
 
 logger = logging.getLogger(__name__)
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_mcp_server.calls.input_required import INPUT_REQUIRED_OUTCOME, InputRequired
+
 from .errors import ERROR_META_KEY
-from .input_required import INPUT_REQUIRED_OUTCOME, InputRequired
 from .timestamps import iso_utc
 
 logger = logging.getLogger(__name__)

@@ -23,12 +23,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .asking import UsedStates
-from .capabilities import CapabilityRegistry
+from jupyter_mcp_server.calls.asking import UsedStates
+from jupyter_mcp_server.calls.connections import client_name_of, serving_client_named, session_of
+from jupyter_mcp_server.calls.detached import RunRegistry
+from jupyter_mcp_server.calls.scratch import ScratchOutputs
+from jupyter_mcp_server.policy.capabilities import CapabilityRegistry
+from jupyter_mcp_server.policy.redaction import (
+    DEFAULT_SECRET_NAMES,
+    REDACTION_CAPABILITY,
+    STORED,
+    Redactor,
+)
+from jupyter_mcp_server.workspace.history_dir import default_history_dir, inside
+
 from .config import ServerConfig
-from .connections import client_name_of, serving_client_named, session_of
-from .detached import RunRegistry
-from .history_dir import default_history_dir, inside
 from .hooks import Hooks
 from .kernels.backends import LocalBackend
 from .kernels.environments import Environments, Sources
@@ -36,8 +44,6 @@ from .kernels.kernel import gone_message as kernel_gone_message
 from .kernels.manager import KernelManager
 from .kernels.runtime import ServerRuntime
 from .kernels.turns import run_in_turn
-from .redaction import DEFAULT_SECRET_NAMES, REDACTION_CAPABILITY, STORED, Redactor
-from .scratch import ScratchOutputs
 from .store import NotebookStore
 from .store.contents import RemoteContents
 from .store.derived import DerivedValues

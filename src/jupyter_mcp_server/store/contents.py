@@ -35,8 +35,9 @@ from urllib.parse import quote
 
 from jupyter_core.utils import ensure_async
 
+from jupyter_mcp_server.workspace.path_names import problem_with
+
 from ..errors import ALREADY_EXISTS, INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
-from ..path_names import problem_with
 from ..timestamps import iso_utc
 from ..workspace import MAX_LIST_DEPTH, ChangedMeanwhile
 from .files import Fingerprint, Snapshot, revision_of

@@ -9,7 +9,7 @@ server's own tools arrive by the same mechanism as any extension's.
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_mcp_server.detached import task_support
+from jupyter_mcp_server.calls.detached import task_support
 from jupyter_mcp_server.tools import (
     cells,
     detaching,

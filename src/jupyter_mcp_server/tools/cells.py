@@ -12,23 +12,23 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from jupyter_mcp_server.approvals import DELETE_CELLS, approve, asks_for
+from jupyter_mcp_server.calls.approvals import DELETE_CELLS, approve, asks_for
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
-from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.store.diffs import unified_diff
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import cell_position, notebook_path
-from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
-from jupyter_mcp_server.tools.rendering import (
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.addressing import cell_position, notebook_path
+from jupyter_mcp_server.tools.helpers.rendering import (
     InlineLimits,
     bounded_outputs,
     cell_heading,
     output_blocks,
     upgrade_by_edit,
 )
-from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
+from jupyter_mcp_server.workspace.notebook_uris import output_uri
 
 MaxOutputChars = Annotated[
     int | None,

@@ -24,15 +24,15 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ContentBlock, TextContent
 from pydantic import Field
 
-from jupyter_mcp_server.connections import client_identity
-from jupyter_mcp_server.detached import Run
+from jupyter_mcp_server.calls.connections import client_identity
+from jupyter_mcp_server.calls.detached import Run
 from jupyter_mcp_server.errors import NOT_FOUND, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.timestamps import iso_utc
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.listening import listen_only
-from jupyter_mcp_server.tools.rendering import InlineLimits, bounded_outputs, output_blocks
-from jupyter_mcp_server.tools.results import answer, outcome_of, tool_handler
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.listening import listen_only
+from jupyter_mcp_server.tools.helpers.rendering import InlineLimits, bounded_outputs, output_blocks
+from jupyter_mcp_server.tools.helpers.results import answer, outcome_of, tool_handler
 
 Detach = Annotated[
     bool,

@@ -13,17 +13,17 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from jupyter_mcp_server.approvals import DELETE_CELLS, approve, asks_for
+from jupyter_mcp_server.calls.approvals import DELETE_CELLS, approve, asks_for
 from jupyter_mcp_server.state import state_of
 from jupyter_mcp_server.store.diffs import diff_text
 from jupyter_mcp_server.store.edits import MAX_OPERATIONS, EditPlan, check_batch, plan_edits
 from jupyter_mcp_server.store.store import revision_conflict
-from jupyter_mcp_server.tools import history_models as hm
-from jupyter_mcp_server.tools.addressing import notebook_path
 from jupyter_mcp_server.tools.cells import first_line
+from jupyter_mcp_server.tools.helpers import history_models as hm
+from jupyter_mcp_server.tools.helpers.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers.rendering import upgrade_by_edit
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
-from jupyter_mcp_server.tools.rendering import upgrade_by_edit
-from jupyter_mcp_server.tools.results import answer, tool_handler
 
 HISTORY_TOOLSET = "history"
 

@@ -39,11 +39,11 @@ from jupyter_mcp_server.kernels.packages import (
     top_level_modules,
 )
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import notebook_path
-from jupyter_mcp_server.tools.listening import output_listener
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers.listening import output_listener
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server.tools.notebooks import NotebookName
-from jupyter_mcp_server.tools.results import answer, tool_handler
 
 ENVIRONMENTS_TOOLSET = "environments"
 ANY_SOURCE = "packages.any-source"

@@ -18,18 +18,18 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from jupyter_mcp_server.approvals import RESTORE_REVISION, approve, asks_for
+from jupyter_mcp_server.calls.approvals import RESTORE_REVISION, approve, asks_for
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store.contents import ContentsFiles
 from jupyter_mcp_server.store.diffs import cell_diff, diff_text, metadata_diff
 from jupyter_mcp_server.store.history import EDIT_ORIGIN, NotebookHistory, Origin
 from jupyter_mcp_server.store.recording import diff_revisions, notebook_at
-from jupyter_mcp_server.tools import history_models as hm
-from jupyter_mcp_server.tools.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers import history_models as hm
+from jupyter_mcp_server.tools.helpers.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers.rendering import upgrade_by_edit
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
-from jupyter_mcp_server.tools.rendering import upgrade_by_edit
-from jupyter_mcp_server.tools.results import answer, tool_handler
 
 _REVISION = re.compile(r"^[0-9a-f]{16}$")
 _CHECKPOINT_NAME = re.compile(r"^[\w.\- ]{1,64}$")

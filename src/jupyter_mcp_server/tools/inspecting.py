@@ -23,10 +23,10 @@ from jupyter_mcp_server.errors import INVALID_ARGUMENT, KERNEL_GONE, NOT_FOUND, 
 from jupyter_mcp_server.kernels.introspection import ask, run_helper
 from jupyter_mcp_server.kernels.kernel import Kernel, gone_message
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server.tools.notebooks import NotebookName
-from jupyter_mcp_server.tools.results import answer, tool_handler
 
 INTROSPECTION_TOOLSET = "introspection"
 #: Seconds one object's __repr__ (or head, stats, dir) may take, and one call in all.

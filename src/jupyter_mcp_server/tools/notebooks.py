@@ -7,14 +7,13 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from jupyter_mcp_server.approvals import RELEASE_KERNEL, RESTART_KERNEL, approve
+from jupyter_mcp_server.calls.approvals import RELEASE_KERNEL, RESTART_KERNEL, approve
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.kernels.environments import KernelChoice
-from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path
-from jupyter_mcp_server.tools.rendering import (
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.addressing import checked_path, connection_of, notebook_path
+from jupyter_mcp_server.tools.helpers.rendering import (
     InlineLimits,
     OutputLink,
     bounded_outputs,
@@ -22,8 +21,9 @@ from jupyter_mcp_server.tools.rendering import (
     source_preview,
     upgrade_ahead,
 )
-from jupyter_mcp_server.tools.results import answer, tool_handler
-from jupyter_mcp_server.tools.staleness import states_of
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server.tools.helpers.staleness import states_of
+from jupyter_mcp_server.workspace.notebook_uris import output_uri
 
 # Undescribed in the listing, where each description is paid in every conversation:
 # use_notebook's says that tools default to the current notebook, and

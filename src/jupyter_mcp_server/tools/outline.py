@@ -19,11 +19,11 @@ from pydantic import Field
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.kernels.outputs import payload_size
 from jupyter_mcp_server.state import state_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server.tools.helpers.staleness import FRESH, states_of
 from jupyter_mcp_server.tools.notebooks import NotebookName
-from jupyter_mcp_server.tools.results import answer, tool_handler
-from jupyter_mcp_server.tools.staleness import FRESH, states_of
 
 #: Headings shown at most; deeper levels are folded first.
 MAX_HEADINGS = 30

@@ -17,14 +17,14 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.calls.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
-from jupyter_mcp_server.notebook_uris import OUTPUT_SCHEME, path_of_uri
-from jupyter_mcp_server.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.budget import MAX_OUTPUT_CHARS, budget_of
-from jupyter_mcp_server.tools.model_text import output_text
-from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.budget import MAX_OUTPUT_CHARS, budget_of
+from jupyter_mcp_server.tools.helpers.model_text import output_text
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server.workspace.notebook_uris import OUTPUT_SCHEME, path_of_uri
 
 DEFAULT_LINES = 500
 

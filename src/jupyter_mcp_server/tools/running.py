@@ -15,12 +15,13 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from jupyter_mcp_server.approvals import (
+from jupyter_mcp_server.calls.approvals import (
     SHELL_CODE,
     approve_shell_code,
     approved_already,
     shell_lines,
 )
+from jupyter_mcp_server.calls.scratch import scratch_uri
 from jupyter_mcp_server.errors import (
     EXECUTION_ERROR,
     INTERRUPTED,
@@ -33,12 +34,8 @@ from jupyter_mcp_server.errors import (
 )
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.kernels.kernel import Kernel, gone_message
-from jupyter_mcp_server.notebook_uris import output_uri
-from jupyter_mcp_server.scratch import scratch_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store import NotebookView, new_cell
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path
 from jupyter_mcp_server.tools.cells import MaxOutputChars, insertion_index
 from jupyter_mcp_server.tools.detaching import (
     Detach,
@@ -47,17 +44,20 @@ from jupyter_mcp_server.tools.detaching import (
     kernel_queue,
     notebook_queue,
 )
-from jupyter_mcp_server.tools.displays import display_writes
-from jupyter_mcp_server.tools.listening import listening, output_listener
-from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
-from jupyter_mcp_server.tools.rendering import (
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.addressing import cell_position, index_of_id, notebook_path
+from jupyter_mcp_server.tools.helpers.displays import display_writes
+from jupyter_mcp_server.tools.helpers.listening import listening, output_listener
+from jupyter_mcp_server.tools.helpers.rendering import (
     DEFAULT_INLINE,
     InlineLimits,
     OutputLink,
     output_blocks,
     upgrade_by_edit,
 )
-from jupyter_mcp_server.tools.results import answer, failure, tool_handler
+from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
+from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
+from jupyter_mcp_server.workspace.notebook_uris import output_uri
 
 Timeout = Annotated[
     float | None,

@@ -18,19 +18,19 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from jupyter_mcp_server.detached import cancelled_reason
+from jupyter_mcp_server.calls.detached import cancelled_reason
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.state import state_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import notebook_path
-from jupyter_mcp_server.tools.cell_selection import CELLS_HELP, select
 from jupyter_mcp_server.tools.cells import MaxOutputChars
 from jupyter_mcp_server.tools.detaching import Detach, detached, notebook_queue
-from jupyter_mcp_server.tools.notebook_runs import RunRequest, run_notebook
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers.cell_selection import CELLS_HELP, select
+from jupyter_mcp_server.tools.helpers.notebook_runs import RunRequest, run_notebook
+from jupyter_mcp_server.tools.helpers.rendering import InlineLimits, upgrade_by_edit
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server.tools.helpers.run_summary import run_result
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
-from jupyter_mcp_server.tools.rendering import InlineLimits, upgrade_by_edit
-from jupyter_mcp_server.tools.results import answer, tool_handler
-from jupyter_mcp_server.tools.run_summary import run_result
 from jupyter_mcp_server.tools.running import effective_timeout
 
 RUNS_TOOLSET = "runs"

@@ -40,9 +40,9 @@ from jupyter_mcp_server.errors import INVALID_ARGUMENT, TIMEOUT, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.store.files import Snapshot
 from jupyter_mcp_server.store.formats import IPYNB, format_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.model_text import joined, output_text
-from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.model_text import joined, output_text
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server.workspace import MAX_LIST_DEPTH
 
 MAX_FILES = 2000
@@ -52,7 +52,7 @@ MAX_TOTAL_BYTES = 256 * 1024 * 1024
 MAX_MATCHES = 1000
 SEARCH_SECONDS = 5.0
 LINE_CHARS = 160
-WORKER = Path(__file__).resolve().parents[1] / "regex_worker.py"
+WORKER = Path(__file__).resolve().parent / "helpers" / "regex_worker.py"
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,14 @@ from pydantic import Field
 from jupyter_mcp_server.errors import KERNEL_GONE, KERNEL_UNRESPONSIVE, ToolFailure
 from jupyter_mcp_server.kernels.kernel import Kernel
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.addressing import notebook_path
-from jupyter_mcp_server.tools.hidden_state import hidden_uses
-from jupyter_mcp_server.tools.model_text import IMAGE_TYPES, joined
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers.hidden_state import hidden_uses
+from jupyter_mcp_server.tools.helpers.model_text import IMAGE_TYPES, joined
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server.tools.helpers.staleness import code_cells_of
 from jupyter_mcp_server.tools.notebooks import NotebookName
-from jupyter_mcp_server.tools.results import answer, tool_handler
 from jupyter_mcp_server.tools.running import effective_timeout
-from jupyter_mcp_server.tools.staleness import code_cells_of
 
 DEFAULT_TIMEOUT = 300.0
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")

@@ -8,8 +8,8 @@ from pydantic import Field
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.state import state_of
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.results import answer, tool_handler
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 
 
 @tool_handler("list_files")

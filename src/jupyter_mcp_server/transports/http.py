@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from jupyter_mcp_server.extensions import parse_selection
-from jupyter_mcp_server.profile_guard import SCOPE_KEY, server_profile
-from jupyter_mcp_server.profiles import PROFILES, QUERY_KEY, rank
+from jupyter_mcp_server.policy.profiles import PROFILES, QUERY_KEY, rank
+from jupyter_mcp_server.protocol.profile_guard import SCOPE_KEY, server_profile
 from jupyter_mcp_server.transports.access_checks import AccessChecks, Receive, Scope, Send, refuse
 
 if TYPE_CHECKING:

@@ -35,7 +35,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jupyter_mcp_server.approvals import RESTART_KERNEL, SHELL_CODE, shell_lines, without_asking
+from jupyter_mcp_server.calls.approvals import (
+    RESTART_KERNEL,
+    SHELL_CODE,
+    shell_lines,
+    without_asking,
+)
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
@@ -43,12 +48,12 @@ from jupyter_mcp_server.errors import (
     UNSUPPORTED,
     ToolFailure,
 )
-from jupyter_mcp_server.masking import redaction_on
-from jupyter_mcp_server.profile_guard import server_profile
-from jupyter_mcp_server.profiles import EDIT, FULL, READ_ONLY, WHAT_IT_ALLOWS, rank
+from jupyter_mcp_server.policy.profiles import EDIT, FULL, READ_ONLY, WHAT_IT_ALLOWS, rank
+from jupyter_mcp_server.protocol.masking import redaction_on
+from jupyter_mcp_server.protocol.profile_guard import server_profile
 from jupyter_mcp_server.state import ServerState
-from jupyter_mcp_server.tools.addressing import cell_position, checked_path
-from jupyter_mcp_server.tools.displays import display_writes
+from jupyter_mcp_server.tools.helpers.addressing import cell_position, checked_path
+from jupyter_mcp_server.tools.helpers.displays import display_writes
 from jupyter_mcp_server.tools.notebooks import metadata_kernel
 from jupyter_mcp_server.tools.running import effective_timeout, execution_fields, store_outputs
 

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jupyter_mcp_server.handlers import lowlevel
+from jupyter_mcp_server.protocol.handlers import lowlevel
 from jupyter_mcp_server.transports.pipes import can_serve, pipe_streams
 
 if TYPE_CHECKING:

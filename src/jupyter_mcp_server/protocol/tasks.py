@@ -61,9 +61,8 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.types import RequestParams
 from pydantic import ConfigDict, Field
 
-from jupyter_mcp_server.client_logging import stop_hearing_this_request
-from jupyter_mcp_server.connections import client_of, header_of
-from jupyter_mcp_server.detached import (
+from jupyter_mcp_server.calls.connections import client_of, header_of
+from jupyter_mcp_server.calls.detached import (
     CANCELLED,
     COMPLETED,
     FAILED,
@@ -71,11 +70,12 @@ from jupyter_mcp_server.detached import (
     TASKS_EXTENSION,
     Run,
 )
-from jupyter_mcp_server.handlers import Handler, wrap
-from jupyter_mcp_server.input_required import InputRequired
+from jupyter_mcp_server.calls.input_required import InputRequired
+from jupyter_mcp_server.protocol.client_logging import stop_hearing_this_request
+from jupyter_mcp_server.protocol.handlers import Handler, wrap
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.timestamps import iso_utc
-from jupyter_mcp_server.tools.listening import listen_only
+from jupyter_mcp_server.tools.helpers.listening import listen_only
 
 EXTENSION = TASKS_EXTENSION
 POLL_INTERVAL_MS = 1000

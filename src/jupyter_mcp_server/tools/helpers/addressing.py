@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from jupyter_mcp_server.connections import session_of
+from jupyter_mcp_server.calls.connections import session_of
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
     INVALID_PATH,

@@ -45,8 +45,8 @@ from tornado import web
 from traitlets import Bool, Float, Int, List, Unicode
 
 from jupyter_mcp_server.app import Application, build_application
-from jupyter_mcp_server.collaboration import LiveDocuments, LiveStore
 from jupyter_mcp_server.config import INSIDE_JUPYTER, ConfigError, default_of, help_of, read_config
+from jupyter_mcp_server.jupyter.collaboration import LiveDocuments, LiveStore
 from jupyter_mcp_server.kernels.inprocess import ServerAppBackend
 from jupyter_mcp_server.store.contents import ManagerContents
 from jupyter_mcp_server.transports.http import SelectionRouter

@@ -29,12 +29,12 @@ from urllib.parse import parse_qsl
 from mcp.server.mcpserver import Context
 from mcp.types import BlobResourceContents, TextResourceContents
 
+from jupyter_mcp_server.calls.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
-from jupyter_mcp_server.handlers import Handler, wrap
-from jupyter_mcp_server.notebook_uris import OUTPUT_SCHEME, path_of_uri
-from jupyter_mcp_server.scratch import SCRATCH_SCHEME
+from jupyter_mcp_server.protocol.handlers import Handler, wrap
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.version import __version__
+from jupyter_mcp_server.workspace.notebook_uris import OUTPUT_SCHEME, path_of_uri
 
 CAPABILITIES_URI = "capabilities://"
 SELF_DESCRIPTION_URI = "jupymcp://capabilities"

@@ -33,7 +33,7 @@ from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.store import NotebookView
 from jupyter_mcp_server.store.history import HELD_ENTRY, HeldEntry
-from jupyter_mcp_server.tools.addressing import index_of_id
+from jupyter_mcp_server.tools.helpers.addressing import index_of_id
 
 logger = logging.getLogger(__name__)
 

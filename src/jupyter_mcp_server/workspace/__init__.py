@@ -40,8 +40,8 @@ from jupyter_mcp_server.errors import (
     NOT_FOUND,
     ToolFailure,
 )
-from jupyter_mcp_server.path_names import MAX_PATH_DEPTH, likely_mistakes, problem_with
 from jupyter_mcp_server.timestamps import iso_utc
+from jupyter_mcp_server.workspace.path_names import MAX_PATH_DEPTH, likely_mistakes, problem_with
 
 logger = logging.getLogger(__name__)
 

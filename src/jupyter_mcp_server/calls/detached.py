@@ -38,9 +38,9 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .errors import BUSY, UNSUPPORTED, ToolFailure
-from .hooks import Hooks
-from .kernels.outputs import PROGRESS, describe, payload_size
+from jupyter_mcp_server.errors import BUSY, UNSUPPORTED, ToolFailure
+from jupyter_mcp_server.hooks import Hooks
+from jupyter_mcp_server.kernels.outputs import PROGRESS, describe, payload_size
 
 #: Runs one queue (one kernel) holds at once, the running one included.
 MAX_QUEUED = 16

@@ -14,9 +14,9 @@ from typing import Any
 from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
 
 from jupyter_mcp_server.store import WRITTEN_VERSION, NotebookView
-from jupyter_mcp_server.tools.budget import allot, budget_of, head_and_tail
-from jupyter_mcp_server.tools.images import downscaled
-from jupyter_mcp_server.tools.model_text import IMAGE_TYPES, joined, output_text
+from jupyter_mcp_server.tools.helpers.budget import allot, budget_of, head_and_tail
+from jupyter_mcp_server.tools.helpers.images import downscaled
+from jupyter_mcp_server.tools.helpers.model_text import IMAGE_TYPES, joined, output_text
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .connections import serving_client
-from .errors import INVALID_PATH, REVISION_CONFLICT, ToolFailure
-from .presence import GLOBAL_AWARENESS_ROOM, Presence
-from .store.store import revision_conflict
+from jupyter_mcp_server.calls.connections import serving_client
+from jupyter_mcp_server.errors import INVALID_PATH, REVISION_CONFLICT, ToolFailure
+from jupyter_mcp_server.jupyter.presence import GLOBAL_AWARENESS_ROOM, Presence
+from jupyter_mcp_server.store.store import revision_conflict
 
 logger = logging.getLogger(__name__)
 

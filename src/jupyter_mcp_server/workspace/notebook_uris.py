@@ -14,7 +14,7 @@ import string
 from urllib.parse import quote, unquote_to_bytes
 
 from jupyter_mcp_server.errors import INVALID_PATH, ToolFailure
-from jupyter_mcp_server.path_names import problem_with
+from jupyter_mcp_server.workspace.path_names import problem_with
 
 URI_PREFIX = "notebook:///"
 _BROKEN_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")

@@ -27,8 +27,8 @@ from mcp.types import (
 )
 from pydantic import BaseModel
 
-from .redaction import REDACTION_CAPABILITY, Redactor
-from .state import ServerState
+from jupyter_mcp_server.policy.redaction import REDACTION_CAPABILITY, Redactor
+from jupyter_mcp_server.state import ServerState
 
 logger = logging.getLogger(__name__)
 

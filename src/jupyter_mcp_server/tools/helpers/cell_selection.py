@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
-from jupyter_mcp_server.tools.addressing import cell_position, index_of_id
+from jupyter_mcp_server.tools.helpers.addressing import cell_position, index_of_id
 
 ALL = "all"
 STALE = "stale"

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
-from jupyter_mcp_server.connections import client_name, session_of
+from jupyter_mcp_server.calls.connections import client_name, session_of
+from jupyter_mcp_server.calls.input_required import INPUT_REQUIRED_OUTCOME, InputRequired
 from jupyter_mcp_server.errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.hooks import ToolCall, ToolCallEnded, redacted
-from jupyter_mcp_server.input_required import INPUT_REQUIRED_OUTCOME, InputRequired
 from jupyter_mcp_server.state import serving_connection, state_of
 from jupyter_mcp_server.store.history import EDIT_ORIGIN, Origin
 

@@ -29,9 +29,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_mcp_server.connections import connection_key
-from jupyter_mcp_server.handlers import serve
+from jupyter_mcp_server.calls.connections import connection_key
 from jupyter_mcp_server.hooks import Hooks
+from jupyter_mcp_server.protocol.handlers import serve
 
 #: The loggers whose records reach clients.
 ROOT_LOGGER = "jupyter_mcp_server"

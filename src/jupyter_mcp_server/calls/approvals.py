@@ -29,10 +29,10 @@ import logging
 import re
 from typing import Any
 
-from .asking import Elicitation, MissingClientCapability, ask, client_can
-from .errors import APPROVAL_REQUIRED, DECLINED, ToolFailure
-from .redaction import REDACTION_CAPABILITY
-from .state import state_of
+from jupyter_mcp_server.calls.asking import Elicitation, MissingClientCapability, ask, client_can
+from jupyter_mcp_server.errors import APPROVAL_REQUIRED, DECLINED, ToolFailure
+from jupyter_mcp_server.policy.redaction import REDACTION_CAPABILITY
+from jupyter_mcp_server.state import state_of
 
 logger = logging.getLogger(__name__)
 

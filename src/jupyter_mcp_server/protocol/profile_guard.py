@@ -20,12 +20,18 @@ from typing import Any
 
 from mcp.types import CallToolResult
 
-from .errors import NOT_PERMITTED, ToolFailure
-from .handlers import Handler, tool_annotations, wrap
-from .hooks import ToolCall, ToolCallEnded, redacted
-from .profiles import FULL, PROFILE_CAPABILITY, allows, narrowest, refusal_message
-from .state import ServerState
-from .tools.results import failure
+from jupyter_mcp_server.errors import NOT_PERMITTED, ToolFailure
+from jupyter_mcp_server.hooks import ToolCall, ToolCallEnded, redacted
+from jupyter_mcp_server.policy.profiles import (
+    FULL,
+    PROFILE_CAPABILITY,
+    allows,
+    narrowest,
+    refusal_message,
+)
+from jupyter_mcp_server.protocol.handlers import Handler, tool_annotations, wrap
+from jupyter_mcp_server.state import ServerState
+from jupyter_mcp_server.tools.helpers.results import failure
 
 logger = logging.getLogger(__name__)
 

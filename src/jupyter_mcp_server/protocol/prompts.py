@@ -21,10 +21,14 @@ from mcp.types import INVALID_PARAMS, Completion, PromptReference, ResourceTempl
 from pydantic import Field
 
 from jupyter_mcp_server.errors import ToolFailure
-from jupyter_mcp_server.handlers import Handler, wrap
-from jupyter_mcp_server.resources import CELL_TEMPLATE, NOTEBOOK_TEMPLATE, OUTPUT_TEMPLATE
+from jupyter_mcp_server.protocol.handlers import Handler, wrap
+from jupyter_mcp_server.protocol.resources import CELL_TEMPLATE, NOTEBOOK_TEMPLATE, OUTPUT_TEMPLATE
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools.addressing import NOTEBOOK_SUFFIXES, checked_path, notebook_path
+from jupyter_mcp_server.tools.helpers.addressing import (
+    NOTEBOOK_SUFFIXES,
+    checked_path,
+    notebook_path,
+)
 
 CITE_PROMPT = "jupyter_cite"
 #: The protocol allows at most 100 completion values.

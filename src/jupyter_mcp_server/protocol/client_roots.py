@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .connections import STDIO_CONNECTION, session_of
-from .state import ServerState
+from jupyter_mcp_server.calls.connections import STDIO_CONNECTION, session_of
+from jupyter_mcp_server.state import ServerState
 
 logger = logging.getLogger(__name__)
 

@@ -62,8 +62,8 @@ from mcp.types import (
 )
 from mcp_types.version import is_version_at_least
 
-from .detached import current_run
-from .input_required import InputRequired
+from jupyter_mcp_server.calls.detached import current_run
+from jupyter_mcp_server.calls.input_required import InputRequired
 
 #: The first generation that asks through input_required results.
 INPUT_REQUIRED_VERSION = "2026-07-28"

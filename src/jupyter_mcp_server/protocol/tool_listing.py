@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .handlers import Handler, wrap
+from jupyter_mcp_server.protocol.handlers import Handler, wrap
 
 _NULL = {"type": "null"}
 

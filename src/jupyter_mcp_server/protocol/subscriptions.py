@@ -40,13 +40,13 @@ from typing import Any
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ResourceUpdated
 
-from jupyter_mcp_server.connections import connection_key
+from jupyter_mcp_server.calls.connections import connection_key
 from jupyter_mcp_server.errors import INVALID_PATH, ToolFailure
-from jupyter_mcp_server.handlers import serve, when_connection_closes
-from jupyter_mcp_server.notebook_uris import path_of_uri
-from jupyter_mcp_server.resources import CELL_SCHEME, OUTPUT_SCHEME, parse_part_uri
+from jupyter_mcp_server.protocol.handlers import serve, when_connection_closes
+from jupyter_mcp_server.protocol.resources import CELL_SCHEME, OUTPUT_SCHEME, parse_part_uri
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.store.files import revision_of
+from jupyter_mcp_server.workspace.notebook_uris import path_of_uri
 
 logger = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ from jupyter_mcp_server.errors import (
     TIMEOUT,
     ToolFailure,
 )
-from jupyter_mcp_server.notebook_uris import output_uri
-from jupyter_mcp_server.tools import models
-from jupyter_mcp_server.tools.budget import allot, head_and_tail
-from jupyter_mcp_server.tools.model_text import IMAGE_TYPES, output_text
-from jupyter_mcp_server.tools.notebook_runs import CellRan, RunReport
-from jupyter_mcp_server.tools.rendering import InlineLimits, upgrade_by_edit
-from jupyter_mcp_server.tools.results import answer, failure
+from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers.budget import allot, head_and_tail
+from jupyter_mcp_server.tools.helpers.model_text import IMAGE_TYPES, output_text
+from jupyter_mcp_server.tools.helpers.notebook_runs import CellRan, RunReport
+from jupyter_mcp_server.tools.helpers.rendering import InlineLimits, upgrade_by_edit
+from jupyter_mcp_server.tools.helpers.results import answer, failure
+from jupyter_mcp_server.workspace.notebook_uris import output_uri
 
 CODES = {
     "error": EXECUTION_ERROR,

@@ -29,7 +29,7 @@ from typing import Any
 from mcp.server.extension import Extension
 
 from jupyter_mcp_server.kernels.outputs import describe
-from jupyter_mcp_server.tools.listening import listening
+from jupyter_mcp_server.tools.helpers.listening import listening
 
 DEFAULT_HEARTBEAT_SECONDS = 10.0
 #: At most one notification per this many seconds (outputs are coalesced).

@@ -24,13 +24,13 @@ from jupyter_mcp_server.errors import INTERRUPTED, KERNEL_GONE, KERNEL_UNRESPONS
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.store import NotebookView
-from jupyter_mcp_server.tools.cell_selection import select
-from jupyter_mcp_server.tools.cell_writes import CellWrites, Pending
-from jupyter_mcp_server.tools.displays import display_writes
-from jupyter_mcp_server.tools.listening import announce, listening
+from jupyter_mcp_server.tools.helpers.cell_selection import select
+from jupyter_mcp_server.tools.helpers.cell_writes import CellWrites, Pending
+from jupyter_mcp_server.tools.helpers.displays import display_writes
+from jupyter_mcp_server.tools.helpers.listening import announce, listening
+from jupyter_mcp_server.tools.helpers.staleness import FRESH, NotebookStates, code_cells_of
 from jupyter_mcp_server.tools.notebooks import metadata_kernel
 from jupyter_mcp_server.tools.running import run_on, store_outputs
-from jupyter_mcp_server.tools.staleness import FRESH, NotebookStates, code_cells_of
 
 #: Statuses a cell of a run ends with besides an execution's own (ok, error, timeout, interrupted).
 CELL_GONE = "kernel_gone"
