@@ -480,8 +480,10 @@ async def test_subscriptions_hear_changes_made_on_the_jupyter_server(workspace, 
 # --- The extension: {base_url}/mcp inside Jupyter Server ---------------------------------
 
 
-def test_the_extension_is_installed_disabled():
-    """The only Jupyter config the package ships declares the extension off."""
+def test_the_extension_is_installed_enabled():
+    """The only Jupyter config the package ships declares the extension on (installed beside
+    JupyterLab, ``jupyter server`` serves /mcp behind its own authentication; tests/test_distribution.py
+    starts one from a wheel)."""
     from conftest import REPO
 
     tomllib = pytest.importorskip("tomllib")
@@ -490,7 +492,7 @@ def test_the_extension_is_installed_disabled():
     shipped = project["tool"]["setuptools"]["data-files"]
     assert list(shipped) == ["etc/jupyter/jupyter_server_config.d"]
     for relative in shipped["etc/jupyter/jupyter_server_config.d"]:
-        assert json.loads((REPO / relative).read_text()) == {"ServerApp": {"jpserver_extensions": {"jupyter_mcp_server": False}}}
+        assert json.loads((REPO / relative).read_text()) == {"ServerApp": {"jpserver_extensions": {"jupyter_mcp_server": True}}}
 
 
 @contextlib.asynccontextmanager

@@ -10,8 +10,8 @@ __all__ = ["__version__"]
 
 
 def _jupyter_server_extension_points() -> list[dict[str, object]]:
-    """The Jupyter Server extension, found only once somebody enables it
-    (``jupyter server extension enable jupyter_mcp_server``); importing this
+    """The Jupyter Server extension (enabled by the Jupyter config file the package ships;
+    ``jupyter server extension disable jupyter_mcp_server`` turns it off); importing this
     package never imports Jupyter Server."""
     from jupyter_mcp_server.jupyter.server_extension import JupyterMCPServerApp
 

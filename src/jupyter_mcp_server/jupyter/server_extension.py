@@ -1,10 +1,11 @@
 """The server inside Jupyter Server: ``{base_url}/mcp``, for agents beside a person.
 
-Enabled explicitly, never by installing the package::
+On once the package is installed beside Jupyter Server (the Jupyter config file it ships
+enables it); off with::
 
-    jupyter server --ServerApp.jpserver_extensions="{'jupyter_mcp_server': True}"
-    # or, for every later start:
-    jupyter server extension enable jupyter_mcp_server
+    jupyter server extension disable jupyter_mcp_server
+    # or, for one run:
+    jupyter server --ServerApp.jpserver_extensions="{'jupyter_mcp_server': False}"
 
 It serves the same MCP server as ``jupyter-mcp-server start --transport
 streamable-http`` (every tool, resource and prompt, toolset selection by
