@@ -65,3 +65,39 @@ def test_a_bad_variable_stops_the_server_before_it_serves(tmp_path):
     )
     assert done.returncode == 2
     assert "JUPYTER_MCP_TASK_TTL_SECONDS" in done.stderr and done.stdout == ""
+
+
+def test_every_field_of_a_setting_is_read_by_the_server():
+    """A declaration's field nobody reads is a promise nobody keeps (``Setting.jupyter`` was one)."""
+    import ast
+    from dataclasses import fields
+
+    from jupyter_mcp_server.config import Setting
+
+    read: set[str] = set()
+    for path in (REPO / "src" / "jupyter_mcp_server").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                read.add(node.attr)
+    assert [item.name for item in fields(Setting) if item.name not in read] == []
+
+
+def test_the_jupyter_traits_are_made_from_the_settings():
+    pytest.importorskip("jupyter_server")
+    from traitlets.config import Config
+
+    from jupyter_mcp_server.config import JUPYTER_SETTINGS, default_of
+    from jupyter_mcp_server.jupyter.server_extension import JupyterMCPServerApp, _given
+
+    traits = JupyterMCPServerApp.class_own_traits(config=True)
+    assert set(traits) == {setting.jupyter for setting in JUPYTER_SETTINGS} | {"use_contents_manager"}
+    for setting in JUPYTER_SETTINGS:
+        assert traits[setting.jupyter].help == setting.help, setting.name
+    # Unset, a setting the environment may set is not given (the environment, then the default,
+    # decide); one only Jupyter sets is given its default.
+    unset = _given(JupyterMCPServerApp())
+    assert unset["install_timeout"] is None and unset["python"] is None
+    assert unset["max_kernels"] == default_of("max_kernels")
+    configured = Config({"JupyterMCPServerApp": {"install_timeout": 5.0, "unresponsive_grace": 2.5, "capabilities": ["kernel.auto-restart"]}})
+    given = _given(JupyterMCPServerApp(config=configured))
+    assert (given["install_timeout"], given["unresponsive_grace"], given["capability_args"]) == (5.0, 2.5, ["kernel.auto-restart"])

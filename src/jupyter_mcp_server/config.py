@@ -56,16 +56,11 @@ class Setting:
     env: str | None = None
     #: Numbers must be finite and above 0.
     positive: bool = False
-    #: A Jupyter traitlet of the server extension (``JupyterMCPServerApp.<name>``).
-    jupyter: bool = False
-    #: Never shown: not in a repr, a log line, a result or an error.
-    secret: bool = False
+    #: The name of its trait on the Jupyter Server extension (``JupyterMCPServerApp.<jupyter>``),
+    #: made from this declaration (kind, default, help); None: Jupyter does not set it.
+    jupyter: str | None = None
     #: An empty environment value is a value (an empty list), not an unset variable.
     empty_is_a_value: bool = False
-
-
-def _declared(name: str) -> Setting:
-    return SETTINGS_BY_NAME[name]
 
 
 @dataclass(frozen=True)
@@ -167,7 +162,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Turn a capability on (NAME or NAME=on) or off (NAME=off). Repeatable.",
         list,
         flag="--capability",
-        jupyter=True,
+        jupyter="capabilities",
     ),
     Setting(
         "toolsets",
@@ -183,18 +178,18 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         env="JUPYTER_MCP_CAPABILITIES",
     ),
-    Setting("default_timeout", "Seconds per execution when a call gives none.", float, flag="--default-timeout", positive=True, jupyter=True),
-    Setting("max_timeout", "The largest timeout a call may ask for, in seconds.", float, flag="--max-timeout", positive=True, jupyter=True),
-    Setting("max_output_bytes", "Output bytes kept per execution.", int, flag="--max-output-bytes", positive=True, jupyter=True),
-    Setting("max_output_blocks", "Output blocks kept per execution.", int, flag="--max-output-blocks", positive=True, jupyter=True),
-    Setting("max_kernels", "Kernels running at once.", int, flag="--max-kernels", positive=True, jupyter=True),
+    Setting("default_timeout", "Seconds per execution when a call gives none.", float, flag="--default-timeout", positive=True, jupyter="default_timeout"),
+    Setting("max_timeout", "The largest timeout a call may ask for, in seconds.", float, flag="--max-timeout", positive=True, jupyter="max_timeout"),
+    Setting("max_output_bytes", "Output bytes kept per execution.", int, flag="--max-output-bytes", positive=True, jupyter="max_output_bytes"),
+    Setting("max_output_blocks", "Output blocks kept per execution.", int, flag="--max-output-blocks", positive=True, jupyter="max_output_blocks"),
+    Setting("max_kernels", "Kernels running at once.", int, flag="--max-kernels", positive=True, jupyter="max_kernels"),
     Setting(
         "idle_timeout",
         "Seconds before an idle notebook session's kernel is stopped.",
         float,
         flag="--idle-timeout",
         positive=True,
-        jupyter=True,
+        jupyter="idle_timeout",
     ),
     Setting(
         "unresponsive_grace",
@@ -203,7 +198,7 @@ SETTINGS: tuple[Setting, ...] = (
         float,
         flag="--unresponsive-grace",
         positive=True,
-        jupyter=True,
+        jupyter="unresponsive_grace",
     ),
     Setting(
         "mcp_token",
@@ -211,9 +206,8 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         flag="--mcp-token",
         env="JUPYTER_MCP_TOKEN",
-        secret=True,
     ),
-    Setting("audit_log", "Append a JSON line per tool call and execution to this file.", str, flag="--audit-log", jupyter=True),
+    Setting("audit_log", "Append a JSON line per tool call and execution to this file.", str, flag="--audit-log", jupyter="audit_log"),
     Setting(
         "jupyter_url",
         "Start kernels on the Jupyter Server at this URL instead of locally.",
@@ -227,7 +221,6 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         flag="--jupyter-token",
         env="JUPYTER_TOKEN",
-        secret=True,
     ),
     Setting(
         "jupyter_contents",
@@ -298,7 +291,7 @@ SETTINGS: tuple[Setting, ...] = (
         flag="--inline-budget-chars",
         env="JUPYTER_MCP_INLINE_BUDGET_CHARS",
         positive=True,
-        jupyter=True,
+        jupyter="inline_budget_chars",
     ),
     Setting(
         "secret_names",
@@ -327,7 +320,7 @@ SETTINGS: tuple[Setting, ...] = (
         "history_dir",
         "Where each notebook's history is kept (default: the platform's user state directory, "
         "~/.local/state/jupyter-mcp-server/history on Linux), never inside the workspace; 'off' keeps none.",
-        str, flag="--history-dir", env="JUPYTER_MCP_HISTORY_DIR", jupyter=True,
+        str, flag="--history-dir", env="JUPYTER_MCP_HISTORY_DIR", jupyter="history_dir",
     ),
     Setting("history_max_entries", "Entries kept per notebook's history; the oldest are dropped.", int, env="JUPYTER_MCP_HISTORY_MAX_ENTRIES", positive=True),
     Setting("history_max_bytes", "Bytes one notebook's history may take; the oldest entries are dropped.", int, env="JUPYTER_MCP_HISTORY_MAX_BYTES", positive=True),
@@ -352,7 +345,7 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         flag="--python",
         env="JUPYTER_MCP_PYTHON",
-        jupyter=True,
+        jupyter="python",
     ),
     Setting(
         "kernel",
@@ -361,7 +354,7 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         flag="--kernel",
         env="JUPYTER_MCP_KERNEL",
-        jupyter=True,
+        jupyter="kernel",
     ),
     Setting(
         "launcher_virtual_env",
@@ -389,7 +382,7 @@ SETTINGS: tuple[Setting, ...] = (
         flag="--install-timeout",
         env="JUPYTER_MCP_INSTALL_TIMEOUT",
         positive=True,
-        jupyter=True,
+        jupyter="install_timeout",
     ),
     Setting(
         "installer",
@@ -400,6 +393,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 SETTINGS_BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+#: The settings the Jupyter Server extension takes as traits (``jupyter/server_extension.py``).
+JUPYTER_SETTINGS: tuple[Setting, ...] = tuple(setting for setting in SETTINGS if setting.jupyter)
 
 
 _DEFAULTS = ServerConfig(workspace_root=Path("."))
@@ -408,10 +403,6 @@ _DEFAULTS = ServerConfig(workspace_root=Path("."))
 def default_of(name: str) -> Any:
     """A setting's default, as :class:`ServerConfig` declares it."""
     return getattr(_DEFAULTS, name)
-
-
-def help_of(name: str) -> str:
-    return _declared(name).help
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

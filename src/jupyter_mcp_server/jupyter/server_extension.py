@@ -43,10 +43,17 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import ensure_async
 from tornado import web
-from traitlets import Bool, Float, Int, List, Unicode
+from traitlets import Bool, Float, Int, List, TraitType, Unicode
 
 from jupyter_mcp_server.app import Application, build_application
-from jupyter_mcp_server.config import INSIDE_JUPYTER, ConfigError, default_of, help_of, read_config
+from jupyter_mcp_server.config import (
+    INSIDE_JUPYTER,
+    JUPYTER_SETTINGS,
+    ConfigError,
+    Setting,
+    default_of,
+    read_config,
+)
 from jupyter_mcp_server.jupyter.collaboration import LiveDocuments, LiveStore
 from jupyter_mcp_server.kernels.inprocess import ServerAppBackend
 from jupyter_mcp_server.store.contents import ManagerContents
@@ -134,22 +141,34 @@ class MCPHandler(JupyterHandler):
         await self.bridge.serve(self)
 
 
+def _trait(setting: Setting) -> TraitType[Any, Any]:
+    """A setting as a Jupyter trait: its kind, its help, and its default as ``ServerConfig``
+    declares it. A setting the environment may also set has no default here (None, or an empty
+    text: not given), so that the environment still sets it when Jupyter's config does not."""
+    if setting.kind is list:
+        return List(Unicode(), config=True, help=setting.help)
+    if setting.kind is str:
+        return Unicode("", config=True, help=setting.help)
+    kind = {float: Float, int: Int, bool: Bool}[setting.kind]
+    if setting.env:
+        return kind(None, allow_none=True, config=True, help=setting.help)
+    return kind(default_of(setting.name), config=True, help=setting.help)
+
+
+def _given(app: JupyterMCPServerApp) -> dict[str, Any]:
+    """The settings' values from the extension's traits, by setting name (None: not given)."""
+    values = {setting.name: getattr(app, setting.jupyter) for setting in JUPYTER_SETTINGS if setting.jupyter}
+    return {name: None if value in ("", None) else value for name, value in values.items()}
+
+
 class JupyterMCPServerApp(ExtensionApp):
     """jupyter-mcp-server as a Jupyter Server extension."""
 
     name = EXTENSION_NAME
     load_other_extensions = True
 
-    default_timeout = Float(default_of("default_timeout"), config=True, help=help_of("default_timeout"))
-    max_timeout = Float(default_of("max_timeout"), config=True, help=help_of("max_timeout"))
-    max_output_bytes = Int(default_of("max_output_bytes"), config=True, help=help_of("max_output_bytes"))
-    max_output_blocks = Int(default_of("max_output_blocks"), config=True, help=help_of("max_output_blocks"))
-    max_kernels = Int(default_of("max_kernels"), config=True, help=help_of("max_kernels"))
-    inline_budget_chars = Int(default_of("inline_budget_chars"), config=True, help=help_of("inline_budget_chars"))
-    idle_timeout = Float(default_of("idle_timeout"), config=True, help=help_of("idle_timeout"))
-    capabilities = List(Unicode(), config=True, help=help_of("capability_args"))
-    audit_log = Unicode("", config=True, help=help_of("audit_log"))
-    history_dir = Unicode("", config=True, help=help_of("history_dir"))
+    # One trait per setting config.SETTINGS declares for Jupyter, made from its declaration.
+    locals().update({setting.jupyter: _trait(setting) for setting in JUPYTER_SETTINGS if setting.jupyter})
     use_contents_manager = Bool(
         None,
         allow_none=True,
@@ -186,21 +205,15 @@ def configure(app: JupyterMCPServerApp) -> Application:
     assert serverapp is not None, "an extension is configured once it is linked to a ServerApp"
     root = Path(serverapp.root_dir).expanduser().resolve()
     try:
+        given = _given(app)
         config = read_config(
             {
+                **given,
                 "workspace_root": str(root),
                 "transport": "streamable-http",
-                "default_timeout": app.default_timeout,
-                "max_timeout": max(app.max_timeout, app.default_timeout),
-                "max_output_bytes": app.max_output_bytes,
-                "max_output_blocks": app.max_output_blocks,
-                "max_kernels": app.max_kernels,
-                "inline_budget_chars": app.inline_budget_chars,
-                "idle_timeout": app.idle_timeout,
+                "max_timeout": max(given["max_timeout"], given["default_timeout"]),
                 # No kernel is prestarted in somebody's Jupyter Server unless asked for.
-                "capability_args": ["kernel.prestart=off", *app.capabilities],
-                "audit_log": app.audit_log or None,
-                "history_dir": app.history_dir or None,
+                "capability_args": ["kernel.prestart=off", *given["capability_args"]],
             },
             from_environment=INSIDE_JUPYTER,
         )
