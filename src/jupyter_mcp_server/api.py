@@ -8,7 +8,9 @@ An extension is a distribution with an entry point in the
 the same results and coded errors as the server's own tools. Before
 ``on_start`` the server gives it a :class:`ServerAccess`: the configuration,
 the capabilities, the hooks, and running code on a kernel with the server's
-output limits and hooks.
+output limits and hooks. A distribution may also publish a kernel backend
+(:class:`KernelBackend`, entry-point group ``jupyter_mcp_server.kernel_backends``),
+chosen with ``--kernel-backend``.
 
 Everything an extension needs is exported here, and nothing else of the
 package is promised: other modules may change in any release.
@@ -82,6 +84,7 @@ from .extensions import (
 )
 from .hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
 from .jupyter_urls import ArgumentNames, normalize_url
+from .kernels.backends import BackendParts, KernelBackend, StartedKernel, backend_class
 from .kernels.execution import ExecutionOutcome
 from .state import state_of as _state_of
 from .tools.running import CANCEL_INTERRUPTS, execution_result
@@ -131,6 +134,7 @@ __all__ = [
     "UNSUPPORTED",
     "Answer",
     "ArgumentNames",
+    "BackendParts",
     "Capability",
     "Elicitation",
     "Execution",
@@ -140,6 +144,7 @@ __all__ = [
     "Hooks",
     "InputRequired",
     "JupyterMCPExtension",
+    "KernelBackend",
     "KernelWebSocket",
     "MissingClientCapability",
     "PluginCompatibility",
@@ -151,6 +156,7 @@ __all__ = [
     "Sampling",
     "ServerAccess",
     "ServerConfig",
+    "StartedKernel",
     "ToolCall",
     "ToolCallEnded",
     "ToolExtension",
@@ -160,6 +166,7 @@ __all__ = [
     "answer",
     "approve",
     "ask",
+    "backend_class",
     "client_can",
     "execution_result",
     "failure",

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from mcp.server.extension import Extension
@@ -64,10 +64,11 @@ from .extensions import (
 )
 from .heap import return_free_memory
 from .hooks import AuditLog, Hooks
-from .jupyter_urls import ArgumentNames
+from .kernels.backends import BackendParts, LocalBackend, backend_class
 from .kernels.connection_files import remove_orphaned_connection_files
+from .kernels.environments import Environments, Sources
 from .kernels.interpreters import NotAnInterpreter, probe_interpreter
-from .kernels.runtime import remove_orphaned_runtime_dirs
+from .kernels.runtime import ServerRuntime, remove_orphaned_runtime_dirs
 from .state import ServerState, ServingState
 from .store import warm_up
 from .version import __version__
@@ -95,9 +96,17 @@ class CapabilitiesAdvertisement(Extension):
         return described_capabilities(self.state)
 
 
-def build_state(config: ServerConfig) -> ServerState:
+def build_state(
+    config: ServerConfig,
+    serverapp: Any = None,
+    *,
+    contents: Any = None,
+    wrap_store: Callable[[Any], Any] | None = None,
+) -> ServerState:
     """The server's state from its configuration; ``ConfigError`` for a capability nobody
-    declared (nothing has started yet)."""
+    declared or a kernel backend that cannot be used (nothing has started yet). Inside Jupyter
+    Server: its ``ServerApp``, its `contents` (a ``store.contents.ContentsFiles``) when notebooks
+    are kept there, and `wrap_store` (the live documents of JupyterLab's collaboration)."""
     hooks = Hooks()
     extensions = ExtensionManager(hooks, name=SERVER_NAME, instructions=INSTRUCTIONS)
     extensions.add_all(load_extensions(config.extensions, CoreToolsExtension()))
@@ -110,14 +119,49 @@ def build_state(config: ServerConfig) -> ServerState:
         raise ConfigError(str(error)) from None
     for capability in declared_by_extensions:
         capabilities.declare(capability)
-    state = ServerState(config, capabilities, hooks, extensions)
-    check_environment_settings(state)
-    # The extensions' two Jupyter hooks: `execute_code` somewhere else, and a
-    # kernel of a sandbox variant instead of a local one.
-    state.interceptors.append(extensions.intercept_execute_code)
-    state.kernels.kernel_source = lambda kernel_name: extensions.create_code_sandbox(
-        config, logging.getLogger("jupyter_mcp_server.sandbox")
+    runtime = ServerRuntime()
+    environments = Environments(
+        Sources(
+            workspace_root=config.workspace_root,
+            python=config.python,
+            kernel=config.kernel,
+            virtual_env=config.launcher_virtual_env,
+            conda_prefix=config.launcher_conda_prefix,
+            ipython_dir=config.ipython_dir,
+        )
     )
+    parts = BackendParts(config, environments, runtime, capabilities.enabled, serverapp)
+    local_backend = LocalBackend.build(parts)
+    backend_name = kernel_backend_name(config)
+    try:
+        backend = local_backend if backend_name == LocalBackend.name else backend_class(backend_name).build(parts)
+    except ToolFailure as error:
+        raise ConfigError(error.message) from None
+    state = ServerState(
+        config,
+        capabilities,
+        hooks,
+        extensions,
+        runtime=runtime,
+        environments=environments,
+        local_backend=local_backend,
+        backend=backend,
+        # The extensions' two Jupyter hooks: a kernel of a sandbox variant instead of a
+        # local one, and `execute_code` somewhere else.
+        kernel_source=lambda kernel_name: extensions.create_code_sandbox(
+            config, logging.getLogger("jupyter_mcp_server.sandbox")
+        ),
+        interceptors=(extensions.intercept_execute_code,),
+    )
+    if backend_name == "jupyter-server":
+        # Its notebooks too with --jupyter-contents, each notebook's kernel bound in its sessions.
+        state.use_jupyter_server(backend, contents=config.jupyter_contents)
+        logger.info("Kernels start on the Jupyter Server at %s (version %s)", config.jupyter_url, getattr(backend, "version", None))
+    if contents is not None:
+        state.use_contents(contents)
+    if wrap_store is not None:
+        state.store = wrap_store(state.store)
+    check_environment_settings(state)
     if config.audit_log is not None:
 
         def masked(record: dict[str, Any]) -> dict[str, Any]:
@@ -218,6 +262,8 @@ class Application:
             # Shielded: a cancelled server must still stop what it started.
             await asyncio.shield(state.kernels.shutdown_all())
             state.local_backend.close()
+            if state.kernels.backend is not state.local_backend:
+                state.kernels.backend.close()
             state.runtime.remove()
             state.extensions.stop()
             try:
@@ -248,33 +294,23 @@ def check_environment_settings(state: ServerState) -> None:
             )
 
 
-def connect_jupyter_server(state: ServerState) -> None:
-    """Check the Jupyter Server of ``--jupyter-url`` and start later kernels on it (and keep
-    notebooks there with ``--jupyter-contents``); ``ConfigError`` when it cannot be reached or
-    refuses the token, so the server stops before it serves rather than failing every call."""
-    from .kernels.remote import (  # lazy: httpx only for remote kernels
-        JupyterServerBackend,
-        check_contents,
-        check_server,
-    )
-
-    config = state.config
-    assert config.jupyter_url is not None
-    names = ArgumentNames("--jupyter-url", "--jupyter-token")
-    try:
-        version, specs = asyncio.run(check_server(config.jupyter_url, config.jupyter_token, names=names))
-        if config.jupyter_contents:
-            asyncio.run(check_contents(config.jupyter_url, config.jupyter_token, names=names))
-    except ToolFailure as error:
-        raise ConfigError(error.message) from None
-    backend = JupyterServerBackend(config.jupyter_url, config.jupyter_token, version=version, kernelspecs=specs)
-    state.use_jupyter_server(backend, contents=config.jupyter_contents)
-    logger.info("Kernels start on the Jupyter Server at %s (version %s)", config.jupyter_url, version)
+def kernel_backend_name(config: ServerConfig) -> str:
+    """The one place the kernel backend is chosen: ``--kernel-backend``, else the Jupyter
+    Server of ``--jupyter-url``, else this machine (the Jupyter Server extension sets
+    ``jupyter-server-extension``)."""
+    return config.kernel_backend or ("jupyter-server" if config.jupyter_url else LocalBackend.name)
 
 
-def build_application(config: ServerConfig) -> Application:
-    """The whole server from its configuration: what the CLI and Jupyter Server both run."""
-    return Application(build_state(config))
+def build_application(
+    config: ServerConfig,
+    serverapp: Any = None,
+    *,
+    contents: Any = None,
+    wrap_store: Callable[[Any], Any] | None = None,
+) -> Application:
+    """The whole server from its configuration: what the CLI and Jupyter Server (with its
+    parts, see :func:`build_state`) both run."""
+    return Application(build_state(config, serverapp, contents=contents, wrap_store=wrap_store))
 
 
 def _sweep(state: ServerState) -> None:

@@ -25,7 +25,7 @@ defer_iri_grammar()
 for package in EAGER_PACKAGES:
     defer_package_exports(package)
 
-from jupyter_mcp_server.app import build_application, connect_jupyter_server  # noqa: E402
+from jupyter_mcp_server.app import build_application  # noqa: E402
 from jupyter_mcp_server.config import ConfigError, ServerConfig, add_arguments, read_config  # noqa: E402
 from jupyter_mcp_server.heap import release_large_allocations_promptly  # noqa: E402
 from jupyter_mcp_server.version import __version__  # noqa: E402
@@ -88,8 +88,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     try:
         application = build_application(config)
-        if config.jupyter_url is not None:
-            connect_jupyter_server(application.state)
     except ConfigError as error:
         fail(str(error))
     collect_garbage_less_often()

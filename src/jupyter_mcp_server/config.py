@@ -90,6 +90,9 @@ class ServerConfig:
     jupyter_url: str | None = None
     jupyter_token: str | None = field(default=None, repr=False)
     jupyter_contents: bool = False
+    #: The kernel backend kernels start on, by its entry-point name; None: ``jupyter-server``
+    #: with a ``jupyter_url``, else ``local`` (``jupyter-server-extension`` inside Jupyter Server).
+    kernel_backend: str | None = None
     #: The extensions to load by entry-point name; None loads every installed one.
     extensions: tuple[str, ...] | None = None
     log_level: str = "WARNING"
@@ -229,6 +232,15 @@ SETTINGS: tuple[Setting, ...] = (
         bool,
         flag="--jupyter-contents",
         env="JUPYTER_CONTENTS",
+    ),
+    Setting(
+        "kernel_backend",
+        "Where kernels start: a kernel backend's name (entry-point group jupyter_mcp_server.kernel_backends): "
+        "local, jupyter-server (with --jupyter-url, its default), or one an installed package publishes.",
+        str,
+        flag="--kernel-backend",
+        env="JUPYTER_MCP_KERNEL_BACKEND",
+        jupyter="kernel_backend",
     ),
     Setting(
         "extensions",

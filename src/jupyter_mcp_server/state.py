@@ -38,8 +38,8 @@ from jupyter_mcp_server.workspace.history_dir import default_history_dir, inside
 
 from .config import ServerConfig
 from .hooks import Hooks
-from .kernels.backends import LocalBackend
-from .kernels.environments import Environments, Sources
+from .kernels.backends import KernelBackend, LocalBackend
+from .kernels.environments import Environments
 from .kernels.kernel import gone_message as kernel_gone_message
 from .kernels.manager import KernelManager
 from .kernels.runtime import ServerRuntime
@@ -82,7 +82,18 @@ class ServerState:
         capabilities: CapabilityRegistry,
         hooks: Hooks,
         extensions: ExtensionManager,
+        *,
+        runtime: ServerRuntime,
+        environments: Environments,
+        local_backend: LocalBackend,
+        backend: KernelBackend | None = None,
+        kernel_source: Callable[[str], Any] | None = None,
+        interceptors: tuple[ExecutionInterceptor, ...] = (),
     ) -> None:
+        """The parts the composition root built (``app.build_state``) are handed in: the
+        runtime directory, the environments, the local backend and the one kernels start on
+        (the local one unless another was chosen), where an extension's kernels come from,
+        and who may run ``execute_code`` elsewhere."""
         self.config = config
         self.capabilities = capabilities
         self.hooks = hooks
@@ -101,30 +112,19 @@ class ServerState:
         self.store: NotebookStore = NotebookStore(self.workspace, recorder=self._recorder(self.workspace.root))
         #: This server's private runtime directory (local kernels' connection files and
         #: sockets, kernelspecs made on the fly), removed when it stops.
-        self.runtime = ServerRuntime()
-        self.environments = Environments(
-            Sources(
-                workspace_root=self.workspace.root,
-                python=config.python,
-                kernel=config.kernel,
-                virtual_env=config.launcher_virtual_env,
-                conda_prefix=config.launcher_conda_prefix,
-                ipython_dir=config.ipython_dir,
-            )
-        )
-        self.local_backend = LocalBackend(
-            self.environments,
-            self.runtime,
-            ipc=lambda: capabilities.enabled("kernel.ipc"),
-            installer=config.installer,
-        )
+        self.runtime = runtime
+        self.environments = environments
+        #: The backend of this machine's kernels and environments (the environments tools
+        #: use it whichever backend kernels start on).
+        self.local_backend = local_backend
         self.kernels = KernelManager(
             workspace_root=self.workspace.root,
             max_kernels=config.max_kernels,
             idle_timeout=config.idle_timeout,
             unresponsive_grace=config.unresponsive_grace,
             capability=capabilities.enabled,
-            backend=self.local_backend,
+            kernel_source=kernel_source,
+            backend=backend or local_backend,
         )
         #: Masks secrets in what the server sends (the redaction capability says where).
         self.redactor = Redactor((*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env))
@@ -132,7 +132,7 @@ class ServerState:
         self._env_read: set[str | None] = set()
         #: The input_required rounds already answered: none is answered twice.
         self.used_states = UsedStates()
-        self.interceptors: list[ExecutionInterceptor] = []
+        self.interceptors: tuple[ExecutionInterceptor, ...] = interceptors
         #: Calls going on without their request: detached runs and tasks.
         self.runs = RunRegistry(self.kernels, hooks, ttl_seconds=config.task_ttl_seconds)
         #: Recent outputs of execute_code, for what its results left out.
@@ -190,6 +190,10 @@ class ServerState:
             kept_out = Histories(None, off=f"the history directory {history} is inside the workspace {root}")
             return Recorder(kept_out, f"workspace:{root}")
         return Recorder(self.histories, f"workspace:{root}")
+
+    def workspace_chosen_by(self, source: str) -> None:
+        """The workspace stays, and `source` is who chose it (a client's root naming it)."""
+        self.workspace_source = source
 
     def describe_workspace(self) -> dict[str, str]:
         """The workspace as ``capabilities://`` says it: its root and who chose it."""

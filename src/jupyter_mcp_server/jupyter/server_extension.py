@@ -211,30 +211,31 @@ def configure(app: JupyterMCPServerApp) -> Application:
                 **given,
                 "workspace_root": str(root),
                 "transport": "streamable-http",
+                "kernel_backend": given["kernel_backend"] or ServerAppBackend.name,
                 "max_timeout": max(given["max_timeout"], given["default_timeout"]),
                 # No kernel is prestarted in somebody's Jupyter Server unless asked for.
                 "capability_args": ["kernel.prestart=off", *given["capability_args"]],
             },
             from_environment=INSIDE_JUPYTER,
         )
-        application = build_application(config)
+        contents = serverapp.contents_manager
+        use_contents = app.use_contents_manager
+        if use_contents is None:
+            use_contents = not _is_plain_directory(contents, root)
+        application = build_application(
+            config,
+            serverapp,
+            contents=ManagerContents(contents) if use_contents else None,
+            # A notebook JupyterLab has open is edited in its shared document.
+            wrap_store=lambda store: LiveStore(store, LiveDocuments(serverapp)),
+        )
     except ConfigError as error:
         raise RuntimeError(f"jupyter_mcp_server: {error}") from None
-    state = application.state
-    backend = ServerAppBackend(serverapp.kernel_manager, serverapp.kernel_spec_manager, root, serverapp.session_manager)
-    state.kernels.use_backend(backend)
-    if backend.remote_specs:
+    backend = application.state.kernels.backend
+    if isinstance(backend, ServerAppBackend) and backend.remote_specs:
         # Kernels on a gateway (--GatewayClient.url): ask it for its kernelspecs once the
         # server runs, so that the first notebook gets the right ones in its metadata.
         _soon(backend.refresh, app.log)
-    contents = serverapp.contents_manager
-    use_contents = app.use_contents_manager
-    if use_contents is None:
-        use_contents = not _is_plain_directory(contents, root)
-    if use_contents:
-        state.use_contents(ManagerContents(contents))
-    # A notebook JupyterLab has open is edited in its shared document.
-    state.store = LiveStore(state.store, LiveDocuments(serverapp))  # type: ignore[assignment]
     app.log.info(
         "jupyter-mcp-server: MCP endpoint at %s (kernels from this server's kernel manager; notebooks %s)",
         serverapp.base_url.rstrip("/") + MCP_PATH,

@@ -19,12 +19,15 @@ Whatever starts it, a kernel is a pair the execution layer already knows: a
 
 from __future__ import annotations
 
+import abc
 import functools
+import importlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, ClassVar, NamedTuple
 
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server.kernels.environments import (
@@ -52,35 +55,103 @@ class StartedKernel(NamedTuple):
     client: Any
 
 
-@runtime_checkable
-class KernelBackend(Protocol):
-    """Starts kernels somewhere and says what it can start."""
+@dataclass(frozen=True)
+class BackendParts:
+    """What the composition root hands a kernel backend it builds (``KernelBackend.build``)."""
 
-    #: "local", "jupyter-server" or "jupyter-server-extension".
-    name: str
+    #: The server's :class:`~jupyter_mcp_server.config.ServerConfig` (the Jupyter Server's URL
+    #: and token, the installer, ...).
+    config: Any
+    #: Installed kernelspecs and the workspace's environments.
+    environments: Environments
+    #: The server's private runtime directory (connection files, sockets, made kernelspecs).
+    runtime: ServerRuntime
+    #: Whether a capability is on, asked when it matters (never cached).
+    capability: Callable[[str], bool]
+    #: Inside Jupyter Server: its ``ServerApp`` (kernel, kernelspec and session managers).
+    serverapp: Any = None
 
+
+class KernelBackend(abc.ABC):
+    """Starts kernels somewhere and says what it can start: the seam for a new place kernels run.
+
+    A backend is a subclass published under the entry-point group
+    :data:`ENTRY_POINT_GROUP` (as jupyter_client publishes kernel provisioners), chosen by
+    name with ``--kernel-backend`` (``JUPYTER_MCP_KERNEL_BACKEND``) and built once by the
+    composition root with :meth:`build`. This package publishes its three the same way:
+    ``local``, ``jupyter-server`` and ``jupyter-server-extension``.
+
+    Optional, looked up by name: ``adopt(kernel_id)`` (share a kernel it already runs),
+    ``sessions`` (bind each notebook's kernel in a Jupyter Server's sessions),
+    ``choose(metadata)`` and ``can_start(name)`` (a notebook's kernel and whether it can run).
+    """
+
+    #: The entry-point name it is published under ("local", "jupyter-server", ...).
+    name: ClassVar[str]
+
+    @classmethod
+    @abc.abstractmethod
+    def build(cls, parts: BackendParts) -> KernelBackend:
+        """The backend from the server's parts; ``ToolFailure`` when it cannot be used (the
+        server then stops before it serves, saying why)."""
+
+    @abc.abstractmethod
     async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
         """A started, ready kernel of `kernel_name`, working in `cwd` where that means something.
 
         Raises ``ToolFailure(not_found)`` for an unknown kernelspec, naming the known ones.
         """
-        ...
 
+    @abc.abstractmethod
     def kernelspecs(self) -> list[str]:
         """The kernelspec names it can start (a remote one answers from its last look)."""
-        ...
 
+    @abc.abstractmethod
     def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
         """``{"name", "display_name", "language"}`` of one kernelspec, None when unknown."""
-        ...
 
+    @abc.abstractmethod
     def describe(self) -> dict[str, Any]:
         """What a caller may be told about it: never a secret."""
-        ...
 
+    @abc.abstractmethod
     def origin(self) -> str:
         """Where its kernels run, in a few words."""
-        ...
+
+    def close(self) -> None:  # noqa: B027 (optional: a backend that holds nothing lets go of nothing)
+        """Let go of what it holds, once the server's kernels are stopped."""
+
+
+#: The entry-point group kernel backends are published under.
+ENTRY_POINT_GROUP = "jupyter_mcp_server.kernel_backends"
+#: This package's own, as its entry points publish them: found also where its metadata is not
+#: installed (a checkout run from its sources).
+BUILT_IN_BACKENDS = {
+    "local": "jupyter_mcp_server.kernels.backends:LocalBackend",
+    "jupyter-server": "jupyter_mcp_server.kernels.remote:JupyterServerBackend",
+    "jupyter-server-extension": "jupyter_mcp_server.kernels.inprocess:ServerAppBackend",
+}
+
+
+def backend_class(name: str) -> type[KernelBackend]:
+    """The backend published under `name`; ``ToolFailure(invalid_argument)`` naming the known
+    ones when none is, or when what is published is not a :class:`KernelBackend`."""
+    from importlib import metadata
+
+    published = {entry.name: entry.value for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    known = {**BUILT_IN_BACKENDS, **published}
+    target = known.get(name)
+    if target is None:
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"No kernel backend is named {name!r}. Known: {', '.join(sorted(known))} "
+            f"(a package publishes one under the entry-point group {ENTRY_POINT_GROUP!r}).",
+        )
+    module, _, attribute = target.partition(":")
+    found = getattr(importlib.import_module(module), attribute)
+    if not (isinstance(found, type) and issubclass(found, KernelBackend)):
+        raise ToolFailure(INVALID_ARGUMENT, f"The kernel backend {name!r} ({target}) is not a KernelBackend subclass.")
+    return found
 
 
 class NotebookSessions:
@@ -170,7 +241,7 @@ def unknown_kernelspec(kernel_name: str, known: list[str], where: str = "") -> T
     )
 
 
-class LocalBackend:
+class LocalBackend(KernelBackend):
     """Kernels as processes on this machine, started through `jupyter_client`.
 
     On Linux each kernel runs under a keeper process that ends everything the
@@ -223,6 +294,15 @@ class LocalBackend:
         import zmq.asyncio
 
         return zmq.asyncio.Context()
+
+    @classmethod
+    def build(cls, parts: BackendParts) -> LocalBackend:
+        return cls(
+            parts.environments,
+            parts.runtime,
+            ipc=lambda: parts.capability("kernel.ipc"),
+            installer=parts.config.installer,
+        )
 
     def close(self) -> None:
         """Let the shared ZeroMQ context go (its kernels are stopped): its sockets, its threads."""

@@ -24,6 +24,8 @@ from jupyter_core.utils import ensure_async
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.kernels.backends import (
     READY_TIMEOUT,
+    BackendParts,
+    KernelBackend,
     NotebookSessions,
     StartedKernel,
     unknown_kernelspec,
@@ -92,10 +94,23 @@ class ServerSessions(NotebookSessions):
         await ensure_async(self.session_manager.update_session(session_id, kernel_id=kernel_id))
 
 
-class ServerAppBackend:
+class ServerAppBackend(KernelBackend):
     """Kernels started by Jupyter Server's kernel manager, in the server's process."""
 
     name = "jupyter-server-extension"
+
+    @classmethod
+    def build(cls, parts: BackendParts) -> ServerAppBackend:
+        """Jupyter Server's own kernel, kernelspec and session managers (the server extension's)."""
+        serverapp = parts.serverapp
+        if serverapp is None:
+            raise ToolFailure(INVALID_ARGUMENT, "The jupyter-server-extension kernel backend runs only inside Jupyter Server.")
+        return cls(
+            serverapp.kernel_manager,
+            serverapp.kernel_spec_manager,
+            parts.config.workspace_root,
+            serverapp.session_manager,
+        )
 
     def __init__(
         self,

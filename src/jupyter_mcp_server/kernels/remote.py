@@ -36,6 +36,8 @@ from jupyter_mcp_server.errors import (
 from jupyter_mcp_server.jupyter_urls import TOOL_ARGUMENTS, ArgumentNames, normalize_url
 from jupyter_mcp_server.kernels.backends import (
     READY_TIMEOUT,
+    BackendParts,
+    KernelBackend,
     NotebookSessions,
     StartedKernel,
     unknown_kernelspec,
@@ -408,7 +410,7 @@ class RemoteSessions(NotebookSessions):
         return None
 
 
-class JupyterServerBackend:
+class JupyterServerBackend(KernelBackend):
     """Kernels on a Jupyter Server: ``--jupyter-url`` / ``connect_to_jupyter``."""
 
     name = "jupyter-server"
@@ -443,6 +445,22 @@ class JupyterServerBackend:
         url = normalize_url(url)
         version, specs = await check_server(url, token)
         return cls(url, token, version=version, kernelspecs=specs)
+
+    @classmethod
+    def build(cls, parts: BackendParts) -> JupyterServerBackend:
+        """The server of ``--jupyter-url``, checked before anything serves (reachable, a Jupyter
+        Server, the token accepted; with ``--jupyter-contents``, one that keeps notebooks), so
+        that a wrong URL or token stops the server rather than failing every call."""
+        import asyncio
+
+        config = parts.config
+        if not config.jupyter_url:
+            raise ToolFailure(INVALID_ARGUMENT, "The jupyter-server kernel backend needs --jupyter-url (or JUPYTER_URL).")
+        names = ArgumentNames("--jupyter-url", "--jupyter-token")
+        version, specs = asyncio.run(check_server(config.jupyter_url, config.jupyter_token, names=names))
+        if config.jupyter_contents:
+            asyncio.run(check_contents(config.jupyter_url, config.jupyter_token, names=names))
+        return cls(config.jupyter_url, config.jupyter_token, version=version, kernelspecs=specs)
 
     async def refresh(self) -> None:
         self.version, self._specs = await check_server(self.url, self._token)

@@ -86,7 +86,7 @@ class FollowClientRoots:
             if directory is None:
                 continue
             if directory == self.state.workspace.root:
-                self.state.workspace_source = CLIENT_ROOTS
+                self.state.workspace_chosen_by(CLIENT_ROOTS)
                 return
             refused = self.state.use_workspace(directory, CLIENT_ROOTS)
             if refused:
