@@ -248,3 +248,55 @@ def test_only_the_configuration_reads_a_setting_from_the_environment() -> None:
             continue
         readers += [f"{name}:{node.lineno}" for node in ast.walk(ast.parse(path.read_text())) if reads_environment(node)]
     assert readers == []
+
+
+#: Modules directly in the package, besides ``__init__``: the rest live in folders named for what they hold.
+MOST_TOP_LEVEL_MODULES = 15
+
+
+def test_the_top_level_holds_few_modules() -> None:
+    top = sorted(p.stem for p in (SOURCES / PACKAGE).glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= MOST_TOP_LEVEL_MODULES, top
+
+
+def test_every_kernel_backend_uses_the_one_seam() -> None:
+    """The three backends are KernelBackend subclasses, built by ``build``, and published by
+    the same entry points an extension's backend is."""
+    import tomllib
+
+    from jupyter_mcp_server.kernels.backends import BUILT_IN_BACKENDS, KernelBackend, backend_class
+
+    published = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"][
+        "jupyter_mcp_server.kernel_backends"
+    ]
+    assert published == BUILT_IN_BACKENDS
+    for name in published:
+        backend = backend_class(name)
+        assert issubclass(backend, KernelBackend) and backend.name == name
+        assert not backend.__abstractmethods__, f"{name} leaves {sorted(backend.__abstractmethods__)} abstract"
+
+
+def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -> None:
+    """An attribute ServerState sets when it is built, or the kernel manager's backend and
+    kernel source, or the extension host's server factory, is assigned (``x.attr = ...`` on
+    anything but ``self``) only in app.py."""
+    state_source = ast.parse((SOURCES / PACKAGE / "state.py").read_text())
+    built = {"kernel_source", "server_factory"}
+    for node in ast.walk(state_source):
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store):
+                    built.add(inner.attr)
+    changed = []
+    for name, path in modules().items():
+        if name == f"{PACKAGE}.app":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                if not isinstance(target, ast.Attribute) or target.attr not in built:
+                    continue
+                if isinstance(target.value, ast.Name) and target.value.id == "self":
+                    continue
+                changed.append(f"{name}:{node.lineno} {ast.unparse(target)}")
+    assert changed == []
