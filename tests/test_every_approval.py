@@ -285,3 +285,32 @@ async def test_every_default_action_is_asked_and_a_decline_changes_nothing(tmp_p
                 assert await everything(client, scene) == before, f"{where} changed something though declined"
                 walked.append(where)
     assert len(walked) == sum(len(WALKS[action]) for action in DEFAULT_ACTIONS)
+
+
+class Approving:
+    """Approves whatever it is asked, remembering the questions."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult:
+        self.asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": True})
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_install_packages_installs_once_the_person_approves(tmp_path: Path, mode: str) -> None:
+    """The issue's case: a client that answers elicitation, tabulate into the workspace's .venv."""
+    from environments_support import make_env
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    make_env(workspace / ".venv")
+    person = Approving()
+    env = {"JUPYTER_MCP_APPROVE": INSTALL_PACKAGES, "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history")}
+    async with serve(workspace, *ARGS, mode=mode, env=env, elicitation_callback=person) as client:
+        done = await ok(client, "install_packages", {"packages": [PACKAGE], "environment": ".venv"})
+    assert [(p["name"], p["version"]) for p in done["installed"]] == [("tabulate", "0.9.0")]
+    (question,) = person.asked
+    assert PACKAGE in question and "'.venv'" in question and "uv" in question, question
+    assert list((workspace / ".venv").glob("lib/python*/site-packages/tabulate"))
