@@ -58,7 +58,7 @@ from .masking import ResultMasking, masker, redaction_on
 from .profile_guard import attach_profiles
 from .progress import ProgressReporting
 from .prompts import attach_prompts
-from .resources import attach_resources, described_capabilities
+from .resources import MalformedReadsCoded, attach_resources, described_capabilities
 from .state import ServerState, ServingState
 from .store import warm_up
 from .subscriptions import NotebookEvents, attach_subscriptions
@@ -168,6 +168,7 @@ class Application:
         argument_errors.server = server
         server.middleware.append(ServingState())
         server.middleware.append(ResultMasking(state))
+        server.middleware.append(MalformedReadsCoded())
         server.middleware.append(AnswersInputRequired())
         server.middleware.append(self.client_roots)
         attach_logging(server, self.client_log)
