@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -405,5 +406,44 @@ def _serve_output_contents(server: Any) -> None:
 
 def described_capabilities(state: ServerState) -> dict[str, Any]:
     """``capabilities://`` and ``server/discover``'s capabilities extension: the capabilities,
-    and the workspace with who chose it (``cli``, ``cwd``, ``client-roots``)."""
-    return {**state.capabilities.describe(), "workspace": state.describe_workspace()}
+    the workspace with who chose it (``cli``, ``cwd``, ``client-roots``), and whether the
+    notebooks' history is kept."""
+    return {**state.capabilities.describe(), "workspace": state.describe_workspace(), "history": described_history(state)}
+
+
+def described_history(state: ServerState) -> dict[str, Any]:
+    """``{"on", "directory", "off"}``: whether changes are kept in their notebooks' history now;
+    ``off`` says why not (the last change's failure, none configured, or a directory that
+    cannot be written, tried now)."""
+    store = state.store
+    histories = store.recorder.histories if store.recorder is not None else None
+    root = histories.root if histories is not None else None
+    off = store.history_off or (histories.off if histories is not None else "this store keeps no history")
+    if off is None and root is not None:
+        off = _unwritable(root)
+    described: dict[str, Any] = {"on": off is None, "directory": str(root) if root is not None else None}
+    if off is not None:
+        described["off"] = off
+    return described
+
+
+def _unwritable(root: Path) -> str | None:
+    """Why no history could be written under `root` now (a file made and removed where it
+    would go; nothing is created that a write would not create), or None."""
+    import tempfile
+
+    where = root
+    while not where.exists() and where.parent != where:
+        where = where.parent  # the history makes the missing folders: the first that exists must take them
+    try:
+        if not where.is_dir():
+            raise NotADirectoryError(20, "Not a directory", str(where))
+        with tempfile.TemporaryFile(dir=where, prefix=".probe-"):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        return (
+            f"the history directory {root} cannot be written ({reason}); changes are made but not kept in "
+            "their history, so restore_notebook cannot undo them."
+        )
+    return None
