@@ -31,7 +31,8 @@ def by_name(description):
 async def test_resource_shape_and_defaults(workspace):
     async with serve(workspace) as client:
         description = await described(client)
-        assert set(description) == {"version", "capabilities", "declared", "workspace"}
+        assert set(description) == {"version", "capabilities", "declared", "workspace", "history"}
+        assert description["history"]["on"] is True and "off" not in description["history"]
         assert description["workspace"] == {"root": str(workspace.resolve()), "source": "cli"}
         assert description["version"] == "1"
         declared = by_name(description)

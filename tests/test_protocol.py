@@ -22,8 +22,11 @@ from typing import Any
 import nbformat
 import pytest
 from conftest import ok, serve, server_command, server_environment, text_of
+from fixtures import extensions_site
 from mcp.shared.exceptions import MCPError
-from mcp.types import PromptReference, ResourceTemplateReference
+from mcp.types import PromptReference, ReadResourceResult, ResourceTemplateReference
+
+__all__ = ["extensions_site"]
 
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
@@ -690,6 +693,15 @@ def resource_refusals(workspace: Path) -> list[tuple[str, str, bool]]:
         ("notebook-cell:///missing.ipynb?cell=a", "not_found", True),
         (f"notebook-cell:///{base}?cell=nope", "not_found", True),
         (f"notebook-output:///{base}?cell=show&output=9", "not_found", True),
+        ("notebook-output:///missing.ipynb?cell=a&output=0", "not_found", True),
+        ("notebook-output:///../outside.ipynb?cell=a&output=0", "invalid_path", False),
+        ("notebook-cell:///../outside.ipynb?cell=a", "invalid_path", False),
+        ("notebook-cell:///a.ipynb#cell=a", "invalid_path", False),
+        ("capabilities://nope", "not_found", True),
+        ("jupymcp://nope", "not_found", True),
+        ("jupymcp://capabilities/..", "not_found", True),
+        ("scratch-output:///nope?output=0", "not_found", True),
+        ("scratch-output:///nope", "invalid_argument", False),
         ("nothing://here", "not_found", True),
     ]
 
@@ -703,6 +715,7 @@ async def check_resource_refusals(client: Any, refusals: list[tuple[str, str, bo
         expected = -32002 if missing and legacy else -32602
         assert error.code == expected, (uri, error)
         assert isinstance(error.data, dict) and error.data["code"] == code, (uri, error)
+        assert error.data["uri"] == uri, (uri, error)
         assert error.message.startswith(f"{code}:"), (uri, error)
 
 
@@ -711,6 +724,36 @@ async def test_resource_refusals_are_coded(workspace: Path, mode: str) -> None:
     refusals = resource_refusals(workspace)
     async with serve(workspace, mode=mode) as client:
         await check_resource_refusals(client, refusals, legacy=mode == "legacy")
+
+
+@MODES
+async def test_a_read_without_a_uri_and_an_extensions_refusal_are_coded(workspace: Path, extensions_site: Path, mode: str) -> None:
+    """Refused before any handler (params that are not a URI), or by an extension's resource
+    raising the contract's ToolFailure (the SDK would call it a crash, -32603, its message withheld)."""
+    from fixtures import python_path
+
+    env = {"PYTHONPATH": python_path(extensions_site), "JUPYTER_MCP_EXTENSIONS": "fx-optin"}
+    async with serve(workspace, "--toolsets", "extras", mode=mode, env=env) as client:
+        assert (await client.read_resource("fixture://extras")).contents[0].text == "extras resource"
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("fixture://refusing/wings")
+        error = refused.value.error
+        assert error.code == (-32002 if mode == "legacy" else -32602), error
+        assert error.data == {"code": "not_found", "uri": "fixture://refusing/wings"}, error
+        assert "There is no extra named 'wings'" in error.message, error
+        for params in ({}, {"uri": 5}):
+            with pytest.raises(MCPError) as refused:
+                await client.session.send_request(_raw_read(params), ReadResourceResult)
+            error = refused.value.error
+            assert error.code == -32602 and isinstance(error.data, dict), error
+            assert error.data["code"] == "invalid_argument" and "params.uri" in error.message, error
+
+
+def _raw_read(params: dict[str, Any]) -> Any:
+    """A resources/read request with `params` as they are, past the client's own checks."""
+    from mcp.types import Request
+
+    return Request[Any, Any].model_construct(method="resources/read", params=params)
 
 
 async def test_resource_refusals_are_coded_over_http(workspace: Path) -> None:

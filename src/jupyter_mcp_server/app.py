@@ -46,7 +46,11 @@ from jupyter_mcp_server.protocol.masking import ResultMasking, masker, redaction
 from jupyter_mcp_server.protocol.profile_guard import attach_profiles
 from jupyter_mcp_server.protocol.progress import ProgressReporting
 from jupyter_mcp_server.protocol.prompts import attach_prompts
-from jupyter_mcp_server.protocol.resources import attach_resources, described_capabilities
+from jupyter_mcp_server.protocol.resources import (
+    MalformedReadsCoded,
+    attach_resources,
+    described_capabilities,
+)
 from jupyter_mcp_server.protocol.subscriptions import NotebookEvents, attach_subscriptions
 from jupyter_mcp_server.protocol.tasks import Tasks, TaskSupport, attach_tasks
 from jupyter_mcp_server.protocol.tool_listing import attach_compact_listing
@@ -218,6 +222,7 @@ class Application:
         argument_errors.server = server
         server.middleware.append(ServingState())
         server.middleware.append(ResultMasking(state))
+        server.middleware.append(MalformedReadsCoded())
         server.middleware.append(AnswersInputRequired())
         server.middleware.append(self.client_roots)
         attach_logging(server, self.client_log)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from jupyter_mcp_server.calls.asking import Elicitation, MissingClientCapability, ask, client_can
@@ -149,5 +150,17 @@ async def approve_shell_code(ctx: Any, code: str, where: str) -> None:
     lines = shell_lines(code)
     if not lines:
         return
-    shown = "; ".join(f"`{line[:160]}`" for line in lines[:8]) + (f" and {len(lines) - 8} more" if len(lines) > 8 else "")
-    await approve(ctx, SHELL_CODE, f"Run code {where} that runs shell commands: {shown}.")
+    await approve(ctx, SHELL_CODE, f"Run code {where} that runs shell commands: {_shown(lines)}.")
+
+
+async def approve_shell_cells(ctx: Any, cells: Iterable[tuple[str, str]], where: str) -> None:
+    """Ask before running cells (id, source) of which some run shell commands, naming each
+    such line with its cell: a whole-notebook run asks once, for all of them."""
+    lines = [f"{cell_id}: {line}" for cell_id, source in cells for line in shell_lines(source)]
+    if not lines:
+        return
+    await approve(ctx, SHELL_CODE, f"Run cells {where} that run shell commands: {_shown(lines)}.")
+
+
+def _shown(lines: list[str]) -> str:
+    return "; ".join(f"`{line[:160]}`" for line in lines[:8]) + (f" and {len(lines) - 8} more" if len(lines) > 8 else "")

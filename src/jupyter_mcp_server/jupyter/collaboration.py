@@ -294,7 +294,7 @@ class LiveStore:
                     self.live.presence.show(room.document.awareness, key, room.ycell(written), serving_client())
                 if await room.save(notebook):
                     view = await self._store.read(key)
-                    note = note or self._store.after_outside_write(view, before.revision)
+                    note = self._store.history_said(note or self._store.after_outside_write(view, before.revision))
                     self._store.announce_write(key, view.revision)
                     view = dataclasses.replace(view, previous_revision=before.revision, history_off=note)
                     if before.older_format is not None and view.older_format is None:

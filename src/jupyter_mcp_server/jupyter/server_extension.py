@@ -24,7 +24,7 @@ contents manager when that is not a plain directory on this machine. Each
 notebook's kernel is bound to it in the server's sessions (JupyterLab shows
 it; a person opening the notebook gets it), and where JupyterLab's
 collaboration extension is loaded, the agent's edits appear live in the open
-notebook (:mod:`jupyter_mcp_server.collaboration`).
+notebook (:mod:`jupyter_mcp_server.jupyter.collaboration`).
 
 Limits and capabilities are configured like any Jupyter setting, e.g.
 ``--JupyterMCPServerApp.max_kernels=4`` or

@@ -5,7 +5,7 @@
 names the profile) before anything runs: before a task is made of it, before
 an extension's wrapper or the tool sees its arguments. Both sit around the
 low-level handlers, so every tool on a server is covered, whoever offered it
-(:mod:`jupyter_mcp_server.profiles` says which tools a profile allows).
+(:mod:`jupyter_mcp_server.policy.profiles` says which tools a profile allows).
 
 The profile of a request is the server's (the ``profile`` capability),
 narrowed by the HTTP connection's (``?profile=`` in the URL, kept for the

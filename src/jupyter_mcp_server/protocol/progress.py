@@ -14,7 +14,7 @@ When a ``tools/call`` carries a progress token, the server sends
 
 ``progress`` counts the notifications sent, so it only grows; there is no
 ``total``. Without a progress token nothing is sent. The kernel layer hears
-about outputs through :mod:`jupyter_mcp_server.tools.listening`, a context
+about outputs through :mod:`jupyter_mcp_server.tools.helpers.listening`, a context
 variable the execution tools pass to ``run_code`` as its ``on_output``.
 """
 

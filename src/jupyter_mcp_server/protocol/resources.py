@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from mcp.server.mcpserver import Context
@@ -35,6 +36,9 @@ from jupyter_mcp_server.protocol.handlers import Handler, wrap
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.version import __version__
 from jupyter_mcp_server.workspace.notebook_uris import OUTPUT_SCHEME, path_of_uri
+
+if TYPE_CHECKING:
+    from mcp.shared.exceptions import MCPError
 
 CAPABILITIES_URI = "capabilities://"
 SELF_DESCRIPTION_URI = "jupymcp://capabilities"
@@ -189,7 +193,7 @@ async def read_notebook_resource(ctx: Any) -> str:
 RESOURCE_NOT_FOUND = -32002
 
 
-def _resource_error(code: str, message: str, uri: str = "") -> Exception:
+def _resource_error(code: str, message: str, uri: str = "") -> MCPError:
     """A refused read: invalid params, the stable code in ``error.data``.
 
     `refusals_coded` gives a missing resource the generation's own code; raised
@@ -223,7 +227,13 @@ def _refusals_coded(original: Handler) -> Handler:
             uri = str(getattr(params, "uri", ""))
             data = error.error.data if isinstance(error.error.data, dict) else {}
             code = data.get("code")
-            if code is None and error.error.code == INVALID_PARAMS:
+            failure = _failure_under(error)
+            if code is None and failure is not None:
+                # A resource (an extension's) raised the contract's own failure: the SDK called
+                # it a crash (-32603, the message withheld); it is a refusal with its code.
+                code = failure.code
+                error = _resource_error(code, failure.message, uri)
+            elif code is None and error.error.code == INVALID_PARAMS:
                 code = INVALID_PATH if uri.split(":", 1)[0] in OUR_SCHEMES else NOT_FOUND
                 message = (
                     f"{code}: {uri!r} is not a notebook:///, notebook-cell:/// or notebook-output:/// URI "
@@ -237,6 +247,35 @@ def _refusals_coded(original: Handler) -> Handler:
             raise error from None
 
     return read
+
+
+def _failure_under(error: BaseException) -> ToolFailure | None:
+    """The ToolFailure a resource raised, under the SDK's ResourceError and the MCPError it made of it."""
+    seen: BaseException | None = error
+    for _ in range(4):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if isinstance(seen, ToolFailure):
+            return seen
+    return None
+
+
+class MalformedReadsCoded:
+    """Middleware: a ``resources/read`` whose params are not even a URI (none, a number) is
+    refused by the SDK before any handler, as bare invalid params; it gets its code too."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        from pydantic import ValidationError
+
+        if getattr(ctx, "method", None) != "resources/read":
+            return await call_next(ctx)
+        try:
+            return await call_next(ctx)
+        except ValidationError:
+            raise _resource_error(
+                INVALID_ARGUMENT,
+                "resources/read needs params.uri, a URI string such as 'notebook:///analysis.ipynb'; "
+                "resources/list and resources/templates/list say what exists.",
+            ) from None
 
 
 # --- cells and outputs ----------------------------------------------------------
@@ -304,14 +343,14 @@ def scratch_contents(state: ServerState, uri: str) -> list[TextResourceContents 
     key = rest.removeprefix("///")
     raw = dict(parse_qsl(query, keep_blank_values=True)).get("output", "")
     if not raw.isdigit():
-        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs ?output=N, the output's 0-based index.")
+        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs ?output=N, the output's 0-based index.", uri)
     outputs = state.scratch.get(key)
     if outputs is None:
         raise _resource_error(
-            NOT_FOUND, f"The scratch outputs {key!r} are gone (only recent ones are kept); run the code again."
+            NOT_FOUND, f"The scratch outputs {key!r} are gone (only recent ones are kept); run the code again.", uri
         )
     if int(raw) >= len(outputs):
-        raise _resource_error(NOT_FOUND, f"That execution has {len(outputs)} outputs; output {raw} does not exist.")
+        raise _resource_error(NOT_FOUND, f"That execution has {len(outputs)} outputs; output {raw} does not exist.", uri)
     return representations(uri, outputs[int(raw)])
 
 
@@ -367,5 +406,44 @@ def _serve_output_contents(server: Any) -> None:
 
 def described_capabilities(state: ServerState) -> dict[str, Any]:
     """``capabilities://`` and ``server/discover``'s capabilities extension: the capabilities,
-    and the workspace with who chose it (``cli``, ``cwd``, ``client-roots``)."""
-    return {**state.capabilities.describe(), "workspace": state.describe_workspace()}
+    the workspace with who chose it (``cli``, ``cwd``, ``client-roots``), and whether the
+    notebooks' history is kept."""
+    return {**state.capabilities.describe(), "workspace": state.describe_workspace(), "history": described_history(state)}
+
+
+def described_history(state: ServerState) -> dict[str, Any]:
+    """``{"on", "directory", "off"}``: whether changes are kept in their notebooks' history now;
+    ``off`` says why not (the last change's failure, none configured, or a directory that
+    cannot be written, tried now)."""
+    store = state.store
+    histories = store.recorder.histories if store.recorder is not None else None
+    root = histories.root if histories is not None else None
+    off = store.history_off or (histories.off if histories is not None else "this store keeps no history")
+    if off is None and root is not None:
+        off = _unwritable(root)
+    described: dict[str, Any] = {"on": off is None, "directory": str(root) if root is not None else None}
+    if off is not None:
+        described["off"] = off
+    return described
+
+
+def _unwritable(root: Path) -> str | None:
+    """Why no history could be written under `root` now (a file made and removed where it
+    would go; nothing is created that a write would not create), or None."""
+    import tempfile
+
+    where = root
+    while not where.exists() and where.parent != where:
+        where = where.parent  # the history makes the missing folders: the first that exists must take them
+    try:
+        if not where.is_dir():
+            raise NotADirectoryError(20, "Not a directory", str(where))
+        with tempfile.TemporaryFile(dir=where, prefix=".probe-"):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        return (
+            f"the history directory {root} cannot be written ({reason}); changes are made but not kept in "
+            "their history, so restore_notebook cannot undo them."
+        )
+    return None

@@ -279,7 +279,7 @@ def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
             await events.subscribe(key, ctx.session, str(params.uri))
             # The session may end without unsubscribing (DELETE, expiry, a client
             # killed): its subscriptions, and the watcher they keep, end with it.
-            when_connection_closes(ctx, "jupyter_mcp_server.subscriptions", lambda: events.forget_connection(key))
+            when_connection_closes(ctx, "jupyter_mcp_server.protocol.subscriptions", lambda: events.forget_connection(key))
         except ToolFailure as error:
             raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}", data={"code": error.code}) from None
         return EmptyResult()

@@ -21,7 +21,7 @@ answer escalates at once (``required``) or after the rest of the grace
 (``optional``, which may still answer as usual). Once it is a task, ``ask``
 asks through the task (``input_required``, ``tasks/update``).
 
-A task is a detached run (:mod:`jupyter_mcp_server.detached`): the same
+A task is a detached run (:mod:`jupyter_mcp_server.calls.detached`): the same
 mechanism as ``detach=true`` and ``get_run``, answered in the extension's shape:
 
 - ``tasks/get`` answers the task: ``working`` (with the latest output as

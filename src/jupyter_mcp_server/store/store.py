@@ -22,6 +22,7 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -81,6 +82,11 @@ class _Document:
         return self.snapshot.revision
 
 
+#: What a call's changes could not keep in their notebooks' histories: a list the tool runner
+#: sets for the call (``tools.results.tool_handler``), added to by every write made for it, so
+#: that its result says history is off, whatever tool it is.
+HISTORY_OFF_NOTES: ContextVar[list[str] | None] = ContextVar("history_off_notes", default=None)
+
 #: Seconds between two reads of a file that is being saved.
 TORN_READ_PAUSE = 0.02
 
@@ -108,6 +114,8 @@ class NotebookStore:
         #: Called with ``(path, revision)`` after this store wrote a file
         #: (subscriptions hear about the server's own changes this way).
         self.observers: list[Callable[[str, str], None]] = []
+        #: Why the last change this store made is not in its notebook's history (None: it is).
+        self.history_off: str | None = None
 
     async def read(self, path: str) -> NotebookView:
         """The notebook at ``path``, re-read only if the file changed since last time."""
@@ -122,7 +130,7 @@ class NotebookStore:
         async with self._lock(key):
             document = await self._current(key, fmt)
             note = await self._before_write(key, document.notebook, document.revision, self._texts(key))
-            return _view(key, document), note
+            return _view(key, document), self.history_said(note)
 
     def locate(self, path: str) -> str:
         """The canonical relative path of a notebook or directory; ``invalid_path`` for one
@@ -160,7 +168,7 @@ class NotebookStore:
                 ) from failure
             document = _Document(notebook, fmt, Snapshot(fingerprint, revision, checked_ns))
             self._documents[key] = document
-            note = note or self._written(key, revision, None)
+            note = self.history_said(note or self._written(key, revision, None))
             self.announce_write(key, document.revision)
             return replace(_view(key, document), history_off=note)
 
@@ -237,7 +245,7 @@ class NotebookStore:
             revision = revision_of(data)
             if revision == document.revision:  # same bytes: leave the file be
                 texts.take_written()
-                return result, replace(_view(key, document), previous_revision=revision, history_off=note)
+                return result, replace(_view(key, document), previous_revision=revision, history_off=self.history_said(note))
             note = self._will_write(key, document.notebook, revision, document.revision, texts, note)
             checked_ns = time.time_ns()
             fingerprint = await self.files.write(key, data, unchanged_since=document.snapshot)
@@ -250,7 +258,7 @@ class NotebookStore:
         upgraded_from, previous = document.older_format, document.revision
         document = _Document(document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns))
         self._documents[key] = document
-        note = note or self._written(key, revision, previous)
+        note = self.history_said(note or self._written(key, revision, previous))
         self.announce_write(key, revision)
         return result, replace(
             _view(key, document), upgraded_from=upgraded_from, previous_revision=previous, history_off=note
@@ -258,6 +266,15 @@ class NotebookStore:
 
     # The notebook's history (:mod:`.recording`): a history never fails an edit;
     # what could not be kept is said as the note a view carries in ``history_off``.
+
+    def history_said(self, note: str | None) -> str | None:
+        """`note`, the last word on whether a change is in its history: kept for
+        ``capabilities://``, and told to the call the change was made for."""
+        self.history_off = note
+        heard = HISTORY_OFF_NOTES.get()
+        if note is not None and heard is not None and note not in heard:
+            heard.append(note)
+        return note
 
     def _texts(self, key: str) -> CellTexts:
         texts = self._cell_texts.get(key)
@@ -288,7 +305,7 @@ class NotebookStore:
         if self.recorder is None or document is None:
             held.before.pop(key, None)
             return None
-        return self.recorder.release(key, document.notebook, document.revision, self._texts(key), held)
+        return self.history_said(self.recorder.release(key, document.notebook, document.revision, self._texts(key), held))
 
     async def before_outside_write(self, view: NotebookView) -> str | None:
         """Before another writer (a JupyterLab room's loader) saves a change made for this

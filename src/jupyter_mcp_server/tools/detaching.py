@@ -1,7 +1,7 @@
 """``detach=true``, ``get_run`` and ``cancel_run``: long runs that never time out a client.
 
 Any execution tool given ``detach=true`` answers at once with a ``run_id``
-and goes on as a run of the server's (:mod:`jupyter_mcp_server.detached`),
+and goes on as a run of the server's (:mod:`jupyter_mcp_server.calls.detached`),
 whatever happens to the connection that started it: its outputs are stored
 in the notebook as they would have been. ``get_run`` answers where the run
 is (its place in its notebook's queue), the outputs added since

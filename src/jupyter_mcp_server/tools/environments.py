@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import shlex
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.calls.approvals import INSTALL_PACKAGES, approve
 from jupyter_mcp_server.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
@@ -177,6 +179,15 @@ async def install_packages(
             listener({"output_type": "stream", "name": "stdout", "text": line})
 
     command = installer.command(arguments)
+    # Asked once the request is known to be valid, before anything runs: on 2026-07-28 this
+    # call is made again from the start with the person's answer.
+    await approve(
+        ctx,
+        INSTALL_PACKAGES,
+        f"Install {', '.join(packages)} into the environment '{env.name}' ({env.prefix or env.interpreter}) "
+        f"with {installer.name}" + (f", which the kernel of '{path}' runs in" if kernel is not None else "")
+        + f": `{shlex.join(command)}`.",
+    )
     ran = await run_installer(command, timeout=seconds, on_line=on_line, cwd=server.workspace.root)
     if ran.returncode != 0:
         raise ToolFailure(

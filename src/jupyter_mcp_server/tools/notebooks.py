@@ -95,6 +95,20 @@ async def use_notebook(
     # Looked up here only for a new notebook; on an existing one, attach also adopts a kernel the
     # Jupyter Server runs that this server did not start (a person's).
     shared = server.kernels.get(kernel_id) if kernel_id is not None and mode == "create" else None
+    before_id = server.kernels.kernel_id_of(path)
+    before = server.kernels.kernels_by_id().get(before_id) if before_id else None
+    before_name = before.kernel_name if before is not None else None
+    if before is not None and (
+        (kernel_id is not None and kernel_id != before.kernel_id)
+        or (kernel_id is None and kernel_name is not None and kernel_name != before.kernel_name)
+    ):
+        # Moving to another kernel releases this one, as unuse_notebook does.
+        wanted = f"the running kernel {kernel_id}" if kernel_id is not None else f"a new {kernel_name} kernel"
+        await approve(
+            ctx, RELEASE_KERNEL,
+            f"Move '{path}' from its kernel {before.kernel_id} ({before.kernel_name}) to {wanted}: the old kernel is "
+            "shut down unless another notebook shares it, and the variables it holds are lost.",
+        )
     if mode == "create":
         # A refused kernel must not leave behind a notebook the caller cannot
         # "create" again once the kernel question is settled.
@@ -111,9 +125,6 @@ async def use_notebook(
         view = await server.store.create(path, spec)
     else:
         view = await server.store.read(path)
-    before_id = server.kernels.kernel_id_of(path)
-    before = server.kernels.kernels_by_id().get(before_id) if before_id else None
-    before_name = before.kernel_name if before is not None else None
     try:
         if kernel_id is not None:
             kernel = await server.kernels.attach(path, kernel_id=kernel_id)

@@ -18,6 +18,13 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.calls.approvals import (
+    RESTART_KERNEL,
+    SHELL_CODE,
+    approve,
+    approve_shell_cells,
+    approved_already,
+)
 from jupyter_mcp_server.calls.detached import cancelled_reason
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.state import state_of
@@ -25,7 +32,7 @@ from jupyter_mcp_server.tools.cells import MaxOutputChars
 from jupyter_mcp_server.tools.detaching import Detach, detached, notebook_queue
 from jupyter_mcp_server.tools.helpers import models
 from jupyter_mcp_server.tools.helpers.addressing import notebook_path
-from jupyter_mcp_server.tools.helpers.cell_selection import CELLS_HELP, select
+from jupyter_mcp_server.tools.helpers.cell_selection import CELLS_HELP, Selection, select
 from jupyter_mcp_server.tools.helpers.notebook_runs import RunRequest, run_notebook
 from jupyter_mcp_server.tools.helpers.rendering import InlineLimits, upgrade_by_edit
 from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
@@ -64,6 +71,10 @@ async def run_cells(
     path = notebook_path(ctx, notebook_name)
     if detach:
         return await _detached_run(ctx, path, cells, up_to_cell, restart, stop_on_error, timeout, max_output_chars)
+
+    async def approved(notebook: Any, selection: Selection) -> None:
+        await _approve_run(ctx, path, notebook, selection, restart)
+
     request = RunRequest(
         path=path,
         cells=cells,
@@ -72,6 +83,7 @@ async def run_cells(
         stop_on_error=stop_on_error,
         timeout=seconds,
         stop_requested=cancelled_reason,
+        approve=approved,
     )
     # One run of a notebook at a time, in order with its detached runs: cells of two runs never interleave.
     async with server.runs.turn(notebook_queue(path)):
@@ -96,6 +108,9 @@ async def _detached_run(
     server = state_of(ctx)
     view = await server.store.read(path)
     selection = select(view.notebook, cells, up_to_cell)
+    # Asked now, while the caller is there to answer; the run itself comes later.
+    await _approve_run(ctx, path, view.notebook, selection, restart)
+    approved_already(RESTART_KERNEL, SHELL_CODE)
 
     async def call() -> CallToolResult:
         return await run_cells(
@@ -109,6 +124,19 @@ async def _detached_run(
         fresh_skipped=0,
     ).model_dump()
     return await detached(ctx, "run_cells", call, queue=notebook_queue(path), notebook=path, started=started)
+
+
+async def _approve_run(ctx: Context | None, path: str, notebook: Any, selection: Selection, restart: bool) -> None:
+    """Ask the person before a run restarts the notebook's kernel or runs cells with shell commands."""
+    server = state_of(ctx)
+    attached = server.kernels.kernel_id_of(path)
+    if restart and attached is not None:
+        await approve(
+            ctx, RESTART_KERNEL,
+            f"Restart the kernel of '{path}' (kernel {attached}) before running its cells: every variable it holds is lost.",
+        )
+    chosen = (notebook.cells[index] for index in selection.indices)
+    await approve_shell_cells(ctx, ((str(cell.get("id", "")), cell.get("source", "")) for cell in chosen), f"of '{path}'")
 
 
 @tool_handler("clear_outputs")

@@ -28,6 +28,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server.calls.approvals import approve_shell_cells
 from jupyter_mcp_server.errors import KERNEL_GONE, KERNEL_UNRESPONSIVE, ToolFailure
 from jupyter_mcp_server.kernels.kernel import Kernel
 from jupyter_mcp_server.state import ServerState, state_of
@@ -115,6 +116,8 @@ async def verify_notebook(
     code_cells = code_cells_of(view.notebook)
     stored = {str(cell.get("id", "")): list(cell.get("outputs") or []) for cell in view.notebook.cells if cell.get("cell_type") == "code"}
     kernel_name = server.kernels.choose(view.notebook.get("metadata")).kernel_name
+    # The notebook's own code runs, whatever its shell lines do to the person's files.
+    await approve_shell_cells(ctx, ((cell_id, source) for _, cell_id, source in code_cells), f"of '{path}' in a throwaway kernel")
     hidden = hidden_uses(code_cells) if _is_python(view.notebook) else []
     report = models.Verification(
         status="ok", kernel_name=kernel_name, revision=view.revision, cells_run=0, seconds=0.0,

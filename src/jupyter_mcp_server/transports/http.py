@@ -3,7 +3,7 @@
 `/mcp?only=notebooks` is a server built for exactly that selection,
 `/mcp?sandboxes` the defaults plus sandboxes. The server for a selection is
 built once and kept. `?profile=read-only` (or `edit`) narrows what the
-connection may do (jupyter_mcp_server.profiles): kept for its session, put in
+connection may do (jupyter_mcp_server.policy.profiles): kept for its session, put in
 each request's scope for the profile guard, and refused with 403 when it is
 wider than the server's own. The reactor router forgets its applications whenever the
 host changes (another client's URL waking an extension), which drops every

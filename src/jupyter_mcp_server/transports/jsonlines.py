@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 from jupyter_mcp_server.store import WRITTEN_VERSION
 
 METHODS = ("open", "status", "execute", "save", "interrupt", "restart", "shutdown")
-#: The narrowest profile (jupyter_mcp_server.profiles) each method is allowed under.
+#: The narrowest profile (jupyter_mcp_server.policy.profiles) each method is allowed under.
 NEEDS_PROFILE = {
     "open": READ_ONLY, "status": READ_ONLY, "shutdown": READ_ONLY,
     "save": EDIT, "interrupt": EDIT, "restart": EDIT,

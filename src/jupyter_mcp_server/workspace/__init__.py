@@ -1,7 +1,7 @@
 """The workspace boundary: every file the server touches goes through here.
 
 Agents name notebooks with paths they make up. A path is first checked on
-its own (:mod:`jupyter_mcp_server.path_names`: relative, no ``..``, bounded
+its own (:mod:`jupyter_mcp_server.workspace.path_names`: relative, no ``..``, bounded
 depth, likely mistakes named), and then must not resolve outside the root
 through a symlink. Checking
 a path and then opening it leaves a window in which a directory can be

@@ -42,9 +42,10 @@ def _without_a_default(schema: dict[str, Any]) -> None:
 
 
 class FormatUpgradeField(Result):
-    """Says when a notebook's older nbformat was, or will be, saved as 4.5.
+    """Says when a notebook's older nbformat was, or will be, saved as 4.5, and when a
+    change could not be kept in the notebook's history.
 
-    The field is left out when there is nothing to say, so the results for
+    Each field is left out when there is nothing to say, so the results for
     notebooks already in 4.5 stay as they were and the schema need not allow null.
     """
 
@@ -53,10 +54,19 @@ class FormatUpgradeField(Result):
         description="Set when this call saved (a read: the next edit will save) an older nbformat as 4.5.",
         json_schema_extra=_without_a_default,
     )
+    #: Set by the tool runner (``results.history_off_said``), for every tool alike.
+    history_off: str | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Set when this call's change could not be kept in the notebook's history (history is off), "
+        "saying why: restore_notebook cannot undo it.",
+        json_schema_extra=_without_a_default,
+    )
 
     @model_serializer(mode="wrap")
     def _without_an_absent_upgrade(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = serialize(self)
+        if data.get("history_off", "") is None:
+            data.pop("history_off")
         upgraded = data.pop("format_upgraded", None)
         if "run_id" in data and data["run_id"] is None:
             data.pop("run_id")  # only a detached call's answer has one (RunIdField)

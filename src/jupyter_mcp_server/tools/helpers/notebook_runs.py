@@ -17,14 +17,15 @@ cancelled; the report says where and why.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from jupyter_mcp_server.errors import INTERRUPTED, KERNEL_GONE, KERNEL_UNRESPONSIVE, ToolFailure
 from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.store import NotebookView
-from jupyter_mcp_server.tools.helpers.cell_selection import select
+from jupyter_mcp_server.tools.helpers.cell_selection import Selection, select
 from jupyter_mcp_server.tools.helpers.cell_writes import CellWrites, Pending
 from jupyter_mcp_server.tools.helpers.displays import display_writes
 from jupyter_mcp_server.tools.helpers.listening import announce, listening
@@ -95,6 +96,9 @@ class RunRequest:
     timeout: float = 120.0
     #: Asked before each cell: a reason to stop now (a cancelled run), or None.
     stop_requested: Callable[[], str | None] = lambda: None
+    #: Awaited with the notebook and the selection the run will run, before anything happens
+    #: (the person's approval of exactly these cells; it raises to refuse).
+    approve: Callable[[Any, Selection], Awaitable[None]] | None = None
 
 
 async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
@@ -106,6 +110,8 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
     selection = select(view.notebook, request.cells, request.up_to_cell)
     code_cells = code_cells_of(view.notebook)
     sources = {index: (cell_id, source) for index, cell_id, source in code_cells}
+    if request.approve is not None:
+        await request.approve(view.notebook, selection)
     notes = []
     if request.restart:
         await server.kernels.restart(path, metadata_kernel=named_kernel)

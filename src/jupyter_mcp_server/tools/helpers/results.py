@@ -24,6 +24,7 @@ from jupyter_mcp_server.errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFail
 from jupyter_mcp_server.hooks import ToolCall, ToolCallEnded, redacted
 from jupyter_mcp_server.state import serving_connection, state_of
 from jupyter_mcp_server.store.history import EDIT_ORIGIN, Origin
+from jupyter_mcp_server.store.store import HISTORY_OFF_NOTES
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,21 @@ def failure(
     )
 
 
+def history_off_said(result: CallToolResult, notes: list[str]) -> CallToolResult:
+    """`result` saying that its changes are not in their notebooks' history (`notes`: why):
+    ``history_off`` in its structured content, and a sentence a model reads."""
+    said = " ".join(notes)
+    if isinstance(result.structured_content, dict):
+        result.structured_content = {**result.structured_content, "history_off": said}
+    sentence = f"History is off: {said} restore_notebook cannot undo this change."
+    text = next((block for block in result.content if isinstance(block, TextContent)), None)
+    if text is None:
+        result.content = [TextContent(type="text", text=sentence), *result.content]
+    elif said not in text.text:
+        text.text = f"{text.text}\n{sentence}"
+    return result
+
+
 def outcome_of(result: CallToolResult) -> str:
     """``ok``, or the error code a result carries."""
     if not result.is_error:
@@ -85,6 +101,9 @@ def tool_handler(name: str) -> Callable[[F], F]:
                     connection=session_of(ctx) if ctx is not None else serving_connection(),
                 )
             )
+            # What its writes could not keep in the histories, for its result to say.
+            unkept: list[str] = []
+            heard = HISTORY_OFF_NOTES.set(unkept)
             hooks.fire(hooks.before_tool, ToolCall(tool=name, arguments=arguments))
             started = time.monotonic()
             outcome = "crashed"
@@ -101,8 +120,9 @@ def tool_handler(name: str) -> Callable[[F], F]:
                     outcome = INPUT_REQUIRED_OUTCOME
                     raise
                 outcome = outcome_of(result)
-                return result
+                return history_off_said(result, unkept) if unkept else result
             finally:
+                HISTORY_OFF_NOTES.reset(heard)
                 EDIT_ORIGIN.reset(origin)
                 # Also when the call crashed or was cancelled: an audit trail
                 # with holes is worse than none.
