@@ -32,7 +32,6 @@ from .history import (
     HeldEntry,
     Histories,
     NotebookHistory,
-    Origin,
     digest_of,
 )
 from .layout import CellTexts, NotPlainJson, Verbatim, indented_json
