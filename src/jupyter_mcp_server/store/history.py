@@ -394,8 +394,18 @@ class NotebookHistory:
         process that reads the file first): the write's id, which its entry carries too."""
         write = write or secrets.token_hex(8)
         record = {"revision": revision, "previous_revision": previous, "write": write, **asdict(origin or Origin())}
+        data = json.dumps(record).encode()
         with self.locked():
-            self._write_file(self.directory / "pending.json", json.dumps(record).encode())
+            # Rewritten in place, not replaced: a note comes before every write (each cell's
+            # outputs in a run), and creating and renaming a file costs a millisecond or more
+            # on some disks. Readers hold the lock; a process killed between the write and the
+            # truncation leaves a note that does not parse, which is no note.
+            fd = os.open(self.directory / "pending.json", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
+            finally:
+                os.close(fd)
         return write
 
     def pending(self) -> dict[str, Any] | None:
