@@ -288,3 +288,108 @@ def test_entries_kept_after_an_append_match_the_file_when_two_processes_append(t
         assert one_view == two_view == [f"r{k}" for k in range(i + 1)]
     parsed = [json.loads(line) for line in (one.directory / "entries.jsonl").read_bytes().splitlines()]
     assert one.entries() == parsed and two.entries() == parsed
+
+
+def newest_is(listed: dict, path: Path) -> dict:
+    """The newest entry, checked to be the file on disk (and the revision the answer names)."""
+    on_disk = revision_of(path.read_bytes())
+    assert listed["revision"] == on_disk
+    assert listed["entries"][0]["revision"] == on_disk, f"the newest entry is not the file ({on_disk}): {listed['entries'][:3]}"
+    return listed["entries"][0]
+
+
+async def test_restores_of_five_edits_in_random_order_are_each_recorded_as_the_file(tmp_path, workspace, history_toolset):
+    env = history_dir(tmp_path)
+    path = workspace / "five.ipynb"
+    async with serve(workspace, *history_toolset, env=env) as client:
+        await ok(client, "use_notebook", {"notebook_name": "five.ipynb", "mode": "create"})
+        for i in range(4):
+            await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": f"x{i} = {i}"})
+        revisions = [revision_of(path.read_bytes())]
+        # Five edits: an insert, a find-and-replace, a batch that moves a cell and tags another,
+        # a deletion, an overwrite.
+        await ok(client, "insert_cell", {"cell_index": 1, "cell_type": "markdown", "cell_source": "# Notes"})
+        revisions.append(revision_of(path.read_bytes()))
+        await ok(client, "edit_cell_source", {"cell_index": 0, "old_string": "x0", "new_string": "renamed"})
+        revisions.append(revision_of(path.read_bytes()))
+        ids = [cell["id"] for cell in cells_json(path.read_bytes())]
+        batch = await ok(client, "apply_edits", {"operations": [
+            {"op": "move", "cell_id": ids[0], "to_index": 3},
+            {"op": "set_cell_metadata", "cell_id": ids[2], "tags": ["keep"]},
+        ]})
+        revisions.append(batch["revision"])
+        await ok(client, "delete_cell", {"cell_indices": [2]})
+        revisions.append(revision_of(path.read_bytes()))
+        await ok(client, "overwrite_cell_source", {"cell_index": 0, "cell_source": "rewritten = True"})
+        revisions.append(revision_of(path.read_bytes()))
+        assert len(set(revisions)) == 6
+        total = (await ok(client, "notebook_history", {"limit": 100}))["total"]
+
+        rng = random.Random(30)
+        orders = [rng.sample(revisions[:-1], 5) for _ in range(3)]  # each earlier revision, three times over
+        for wanted in [revision for order in orders for revision in order]:
+            before = revision_of(path.read_bytes())
+            restored = await ok(client, "restore_notebook", {"revision": wanted})
+            assert restored["revision"] == revision_of(path.read_bytes()) == wanted  # byte for byte
+            listed = await ok(client, "notebook_history", {"limit": 100})
+            newest = newest_is(listed, path)
+            assert (newest["tool"], newest["restored_from"], newest["previous_revision"]) == ("restore_notebook", wanted, before)
+            total += 1
+            assert listed["total"] == total  # one entry per restore, none skipped
+    # After the last restore, and after a restart, the file's revision is the newest entry.
+    async with serve(workspace, *history_toolset, env=env) as client:
+        newest_is(await ok(client, "notebook_history", {"notebook_name": "five.ipynb"}), path)
+
+
+async def test_an_undo_then_a_redo_leaves_the_history_at_the_file(tmp_path, workspace, history_toolset):
+    env = history_dir(tmp_path)
+    path = workspace / "redo.ipynb"
+    async with serve(workspace, *history_toolset, env=env) as client:
+        await ok(client, "use_notebook", {"notebook_name": "redo.ipynb", "mode": "create"})
+        first = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "a = 1"})
+        second = await ok(client, "overwrite_cell_source", {"cell_index": 0, "cell_source": "a = 2"})
+        for _ in range(2):  # back and forward, twice: the same two revisions each time
+            await ok(client, "restore_notebook", {"revision": first["revision"]})
+            newest = newest_is(await ok(client, "notebook_history", {}), path)
+            assert newest["restored_from"] == first["revision"] and newest["previous_revision"] == second["revision"]
+            redone = await ok(client, "restore_notebook", {"revision": second["revision"]})
+            assert redone["revision"] == second["revision"] == (await ok(client, "get_notebook_revision", {}))["revision"]
+            newest = newest_is(await ok(client, "notebook_history", {}), path)
+            assert newest["restored_from"] == second["revision"] and newest["previous_revision"] == first["revision"]
+        # The same edit made again after an undo is recorded again, too.
+        await ok(client, "restore_notebook", {"revision": first["revision"]})
+        await ok(client, "overwrite_cell_source", {"cell_index": 0, "cell_source": "a = 2"})
+        newest = newest_is(await ok(client, "notebook_history", {}), path)
+        assert newest["tool"] == "overwrite_cell_source" and newest["revision"] == second["revision"]
+
+
+def test_two_processes_record_one_change_once_and_a_repeated_change_each_time(tmp_path):
+    # Two server processes' views of one notebook's history. The writer says its write is
+    # coming; the other reads the file before the writer's entry and records the change
+    # from the note; the writer's entry is then not added again.
+    from jupyter_mcp_server.store.history import Content
+
+    def content(revision: str) -> Content:
+        return Content(header={"nbformat": 4, "nbformat_minor": 5, "metadata": {}}, ids=[revision], digests=["0" * 24], texts=["{}"])
+
+    writer = Histories(tmp_path / "history").of("ns", "n.ipynb")
+    reader = Histories(tmp_path / "history").of("ns", "n.ipynb")
+    assert writer is not None and reader is not None
+    writer.store("a", content("a"))
+    writer.append("a", None, None)
+    sequence = ["b", "a", "b", "a"]  # an edit, an undo, a redo, an undo
+    previous = "a"
+    for step, revision in enumerate(sequence):
+        writer.store(revision, content(revision))
+        write = writer.intend(revision, previous, Origin(tool=f"tool{step}"))
+        if step % 2 == 0:  # the other process reads the file first
+            reader.reconcile(revision, lambda r=revision: content(r))
+        writer.append(revision, previous, Origin(tool=f"tool{step}"), write)
+        previous = revision
+    entries = writer.entries()
+    assert [(e["revision"], e["tool"]) for e in entries] == [("a", None)] + [(r, f"tool{i}") for i, r in enumerate(sequence)]
+    assert reader.entries() == entries
+    assert writer.pending() is None  # each note went with its entry
+    # An outside change: recorded as nobody's; the file as it is, the newest entry.
+    reader.reconcile("c", lambda: content("c"))
+    assert writer.entries()[-1]["revision"] == "c" and writer.entries()[-1]["tool"] is None

@@ -160,3 +160,186 @@ def test_a_hundred_killed_batches(tmp_path):
     assert figures["trials"] == 100
     # Kills landed on both sides of the write.
     assert figures["landed_before"] > 0 and figures["landed_after"] > 0
+
+
+# SIGKILL during every kind of call that writes a notebook, with outside writes between.
+
+MIXED_ARGS = ("--toolsets", "history,runs", "--capability", "kernel.prestart=off")
+#: The kinds of call killed, in turn: an undo is a restore of the revision before the current
+#: one, a redo the restore of what the undo replaced.
+KINDS = ("apply_edits", "execute_cell", "run_cells", "undo", "redo")
+TOOL_OF = {"undo": "restore_notebook", "redo": "restore_notebook"}
+RUN_CELLS = 5
+
+
+def seed_mixed(path: Path, rng: random.Random) -> None:
+    """Filler to make a write take a few milliseconds, and a few short cells to run (random
+    outputs, so that no two runs write the same revision)."""
+    notebook = nbformat.v4.new_notebook()
+    for index in range(120):
+        notebook.cells.append(nbformat.v4.new_markdown_cell(f"# filler {index}\n" + "text " * rng.randint(10, 300)))
+    for index in range(RUN_CELLS):
+        source = f"import random, time\ntime.sleep(0.05)\nprint('cell {index}', random.random())"
+        notebook.cells.append(nbformat.v4.new_code_cell(source, id=f"run-{index}"))
+    nbformat.write(notebook, path)
+
+
+def write_outside(path: Path, trial: int) -> str:
+    """A person's change, saved in another layout than the server's: its revision."""
+    notebook = json.loads(path.read_text())
+    notebook["cells"].insert(0, {"id": f"outside-{trial}", "cell_type": "markdown", "metadata": {}, "source": [f"outside {trial}"]})
+    path.write_text(json.dumps(notebook, indent=2))
+    return revision_of(path.read_bytes())
+
+
+class MixedTrials:
+    """One notebook, a server per trial, each trial's call of one kind killed at random."""
+
+    def __init__(self, tmp_path: Path, rng: random.Random) -> None:
+        self.rng = rng
+        self.workspace = tmp_path / "workspace"
+        self.workspace.mkdir()
+        self.history_root = tmp_path / "history"
+        self.env = {"JUPYTER_MCP_HISTORY_DIR": str(self.history_root)}
+        self.path = self.workspace / NOTEBOOK
+        seed_mixed(self.path, rng)
+        self.latencies: dict[str, float] = {}
+        #: The revision the last undo replaced (what a redo brings back), when it landed.
+        self.undone: str | None = None
+        self.figures = {"trials": 0, "changed": 0, "unchanged": 0, "outside_writes": 0, "from_note": 0}
+
+    def arguments(self, server: RawServer, kind: str, listed: dict) -> dict | None:
+        """The call of `kind` on the notebook as it is now (None: nothing to do)."""
+        if kind == "apply_edits":
+            ids = [c["id"] for c in json.loads(self.path.read_text())["cells"] if not c["id"].startswith("run-")]
+            return {"notebook_name": NOTEBOOK, "operations": batch(self.rng, ids, f"k{self.figures['trials']}")[:12]}
+        if kind == "execute_cell":
+            return {"notebook_name": NOTEBOOK, "cell_id": f"run-{self.rng.randrange(RUN_CELLS)}"}
+        if kind == "run_cells":
+            return {"notebook_name": NOTEBOOK}
+        if kind == "undo":
+            if len(listed["entries"]) < 2:
+                return None
+            return {"notebook_name": NOTEBOOK, "revision": listed["entries"][1]["revision"]}
+        if self.undone is None:
+            return None
+        return {"notebook_name": NOTEBOOK, "revision": self.undone}
+
+    def started(self) -> tuple[RawServer, dict]:
+        """A server on the notebook as the last trial left it, checked: its history ends at
+        the file (and reads back whole). The server and its history's newest entries."""
+        server = RawServer(self.workspace, *MIXED_ARGS, env=self.env)
+        listed = server.ok("notebook_history", {"notebook_name": NOTEBOOK, "limit": 2})
+        on_disk = revision_of(self.path.read_bytes())
+        assert listed["revision"] == on_disk
+        assert listed["entries"][0]["revision"] == on_disk, f"the history's newest entry is not the file: {listed}"
+        check_history(self.history_root, on_disk)
+        return server, listed
+
+    def warmed(self, server: RawServer, kind: str) -> None:
+        """The notebook's kernel started before a call that runs cells, so that the kill lands in
+        the run and the write of its outputs, not in the kernel's start."""
+        if kind in ("execute_cell", "run_cells"):
+            server.ok("execute_code", {"notebook_name": NOTEBOOK, "code": "1"}, timeout=120)
+
+    def uncut(self, server: RawServer, kind: str, listed: dict) -> dict:
+        """A call of `kind` left to finish (what it takes here): the history's newest entries after it."""
+        arguments = self.arguments(server, kind, listed)
+        assert arguments is not None
+        self.warmed(server, kind)
+        before = revision_of(self.path.read_bytes())
+        started = time.monotonic()
+        done = server.ok(TOOL_OF.get(kind, kind), arguments, timeout=120)
+        self.latencies[kind] = time.monotonic() - started
+        now = revision_of(self.path.read_bytes())
+        if kind == "undo":
+            self.undone = before
+        elif kind == "redo":
+            assert done["revision"] == now == self.undone
+            self.undone = None
+        listed = server.ok("notebook_history", {"notebook_name": NOTEBOOK, "limit": 2})
+        newest = listed["entries"][0]
+        assert newest["revision"] == now and newest["previous_revision"] == before, (kind, listed)
+        assert newest["tool"] == TOOL_OF.get(kind, kind), (kind, listed)
+        return listed
+
+    def killed(self, server: RawServer, kind: str, listed: dict) -> tuple[RawServer, dict]:
+        """A call of `kind` killed at a random moment of it, then maybe an outside write; the
+        next server's history must end at the file, attributed to whoever made it. That server,
+        for the next trial, and its history's newest entries."""
+        arguments = self.arguments(server, kind, listed)
+        if arguments is None:
+            return server, listed
+        try:
+            self.warmed(server, kind)
+            before = revision_of(self.path.read_bytes())
+            request = server.start("tools/call", {"name": TOOL_OF.get(kind, kind), "arguments": arguments})
+            time.sleep(self.rng.uniform(0.2, 2.5) * self.latencies[kind])
+            answered = server.poll_answer(request)
+        finally:
+            server.kill()
+        self.figures["trials"] += 1
+        now = revision_of(self.path.read_bytes())
+        nbformat.validate(nbformat.reads(self.path.read_text(), as_version=nbformat.NO_CONVERT))
+        if answered is not None:
+            assert not answered["result"].get("isError"), answered
+        changed = now != before
+        self.figures["changed" if changed else "unchanged"] += 1
+        if kind == "undo" and changed:
+            self.undone = before
+        elif kind == "redo" and changed:
+            self.undone = None
+        outside = self.rng.random() < 0.5
+        if outside:
+            now = write_outside(self.path, self.figures["trials"])
+            self.figures["outside_writes"] += 1
+            self.undone = None  # a redo now would write over the person's change
+        server, listed = self.started()
+        newest = listed["entries"][0]
+        try:
+            if outside:
+                assert newest["tool"] is None and newest["revision"] == now, listed
+            elif changed:
+                # The killed call's own change, from its entry or (killed before it) its pending note.
+                assert newest["tool"] == TOOL_OF.get(kind, kind) and newest["revision"] == now, (kind, listed)
+                if answered is None:
+                    self.figures["from_note"] += 1
+            else:
+                assert newest["revision"] == before
+        except BaseException:
+            server.kill()
+            raise
+        return server, listed
+
+
+def run_mixed_trials(tmp_path: Path, cycles: int, rng_seed: int) -> dict:
+    trials = MixedTrials(tmp_path, random.Random(rng_seed))
+    server, listed = trials.started()
+    try:
+        # A first cycle left to finish: what each kind of call takes here, and an undo then a redo.
+        for kind in KINDS:
+            listed = trials.uncut(server, kind, listed)
+        server.close()
+        server, listed = trials.started()
+        for _ in range(cycles):
+            for kind in KINDS:
+                server, listed = trials.killed(server, kind, listed)
+    finally:
+        if server.process.poll() is None:
+            server.kill()
+    trials.figures["ms"] = {kind: round(seconds * 1000) for kind, seconds in trials.latencies.items()}
+    return trials.figures
+
+
+def test_killed_edits_runs_and_restores_leave_the_history_ending_at_the_file(tmp_path):
+    figures = run_mixed_trials(tmp_path, 1, rng_seed=30)
+    print(f"\nmixed kills: {figures}")
+    assert figures["trials"] >= 4
+
+
+@pytest.mark.slow
+def test_many_killed_edits_runs_and_restores(tmp_path):
+    figures = run_mixed_trials(tmp_path, 20, rng_seed=31)
+    print(f"\nmixed kills: {figures}")
+    assert figures["trials"] >= 80
+    assert figures["changed"] > 0 and figures["unchanged"] > 0

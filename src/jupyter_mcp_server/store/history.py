@@ -22,6 +22,14 @@ kept (the workspace root, or a Jupyter Server's contents) and its path:
 
 Content is written before the notebook file, and the entry after: a process
 killed at any point leaves a history whose every entry can be restored.
+Before the history answers or a write is made, it is reconciled with the file
+(:meth:`NotebookHistory.reconcile`): a file that is not at the newest entry's
+revision is recorded, as the pending write's change when that write landed,
+and otherwise as a change made outside the server. So the newest entry is
+always the file's revision once anyone looks, after a crash, a restore or an
+outside write. An entry is never skipped for holding a revision seen before
+(an undo then a redo writes the same revisions again); what two processes
+must not both record, one change, is known by its write's id.
 Every file is replaced atomically (or appended in one ``write``), under an
 ``flock`` of the notebook's history directory, so two server processes can
 share it. The history is bounded by entries and bytes per notebook: the
@@ -41,7 +49,7 @@ import secrets
 import shutil
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -87,6 +95,8 @@ class HeldEntry:
 
     #: Per notebook written, the revision before the first of these writes.
     before: dict[str, str | None] = field(default_factory=dict)
+    #: The id of these writes in their pending notes and their entry (see `NotebookHistory.intend`).
+    write: str = field(default_factory=lambda: secrets.token_hex(8))
 
 
 #: Set while writes whose entry is held are made (see `HeldEntry`).
@@ -233,40 +243,49 @@ class NotebookHistory:
 
     def store(self, revision: str, content: Content) -> None:
         """Keep ``content`` as ``revision``'s (its new texts first, then the revision that names them)."""
-        path = self._revision_path(revision)
-        if path.exists():
-            with contextlib.suppress(OSError):
-                os.utime(path)  # young again: not collected before its entry is written
+        if self._kept_already(revision):
             return
         with self.locked():
-            where = self._known_packs()
-            new: dict[str, str] = {}
-            for digest, text in zip(content.digests, content.texts, strict=True):
-                if digest not in where and digest not in new:
-                    new[digest] = text
-            if new:
-                self._write_file(self._pack_path(revision), _packed(new))
-                where.update(dict.fromkeys(new, revision))
-            packs: list[str] = []
-            numbered: dict[str, int] = {}
-            at = []
-            for digest in content.digests:
-                pack = where[digest]
-                number = numbered.get(pack)
-                if number is None:
-                    number = numbered[pack] = len(packs)
-                    packs.append(pack)
-                at.append(number)
-            # Ids (letters, digits, '-', '_') one a line and digests end to end: strings
-            # encode at C speed, where a pair per cell of a 2,000-cell notebook does not.
-            record = {
-                "header": content.header,
-                "ids": "\n".join(content.ids),
-                "digests": "".join(content.digests),
-                "packs": packs,
-                "at": at,
-            }
-            self._write_file(path, _packed(record))
+            self._store(revision, content)
+
+    def _kept_already(self, revision: str) -> bool:
+        path = self._revision_path(revision)
+        if not path.exists():
+            return False
+        with contextlib.suppress(OSError):
+            os.utime(path)  # young again: not collected before its entry is written
+        return True
+
+    def _store(self, revision: str, content: Content) -> None:
+        """Under the lock (see `store`)."""
+        where = self._known_packs()
+        new: dict[str, str] = {}
+        for digest, text in zip(content.digests, content.texts, strict=True):
+            if digest not in where and digest not in new:
+                new[digest] = text
+        if new:
+            self._write_file(self._pack_path(revision), _packed(new))
+            where.update(dict.fromkeys(new, revision))
+        packs: list[str] = []
+        numbered: dict[str, int] = {}
+        at = []
+        for digest in content.digests:
+            pack = where[digest]
+            number = numbered.get(pack)
+            if number is None:
+                number = numbered[pack] = len(packs)
+                packs.append(pack)
+            at.append(number)
+        # Ids (letters, digits, '-', '_') one a line and digests end to end: strings
+        # encode at C speed, where a pair per cell of a 2,000-cell notebook does not.
+        record = {
+            "header": content.header,
+            "ids": "\n".join(content.ids),
+            "digests": "".join(content.digests),
+            "packs": packs,
+            "at": at,
+        }
+        self._write_file(self._revision_path(revision), _packed(record))
 
     def _known_packs(self) -> dict[str, str]:
         """Which pack holds each text of the latest revision (under the lock)."""
@@ -368,10 +387,26 @@ class NotebookHistory:
                     return str(entry["revision"])
         return None
 
-    def intend(self, revision: str | None, previous: str | None, origin: Origin | None) -> None:
-        """Say which write comes next, for a process that dies before its entry."""
-        record = {"revision": revision, "previous_revision": previous, **asdict(origin or Origin())}
-        self._write_file(self.directory / "pending.json", json.dumps(record).encode())
+    def intend(
+        self, revision: str | None, previous: str | None, origin: Origin | None, write: str | None = None
+    ) -> str:
+        """Say which write comes next, for a process that dies before its entry (and for another
+        process that reads the file first): the write's id, which its entry carries too."""
+        write = write or secrets.token_hex(8)
+        record = {"revision": revision, "previous_revision": previous, "write": write, **asdict(origin or Origin())}
+        data = json.dumps(record).encode()
+        with self.locked():
+            # Rewritten in place, not replaced: a note comes before every write (each cell's
+            # outputs in a run), and creating and renaming a file costs a millisecond or more
+            # on some disks. Readers hold the lock; a process killed between the write and the
+            # truncation leaves a note that does not parse, which is no note.
+            fd = os.open(self.directory / "pending.json", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
+            finally:
+                os.close(fd)
+        return write
 
     def pending(self) -> dict[str, Any] | None:
         try:
@@ -380,31 +415,56 @@ class NotebookHistory:
             return None
         return record if isinstance(record, dict) else None
 
-    def append(
-        self,
-        revision: str,
-        previous: str | None,
-        origin: Origin | None,
-    ) -> None:
-        """Add the entry of a change (unless the history already ends at ``revision``, or has it)."""
+    def _forget_pending(self, write: str | None) -> None:
+        """Under the lock: the note of write ``write`` has its entry (another write's note stays)."""
+        if write is not None and (self.pending() or {}).get("write") == write:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.directory / "pending.json")
+
+    def append(self, revision: str, previous: str | None, origin: Origin | None, write: str | None = None) -> None:
+        """Add the entry of a change, unless the history already ends at ``revision`` or holds
+        this very write (``write``: its id, from `intend`), recorded by another process."""
         with self.locked():
             try:
-                self._append(revision, previous, origin)
+                self._append(revision, previous, origin, write)
             finally:
                 # After the entry, never before: a process killed in between would leave the
-                # change to be recorded as someone else's. A note left behind by a kill after
-                # the entry names a previous revision the history no longer ends at: unused.
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.directory / "pending.json")
+                # change to be recorded as someone else's.
+                self._forget_pending(write)
 
-    def _append(self, revision: str, previous: str | None, origin: Origin | None) -> None:
+    def reconcile(self, revision: str, content: Callable[[], Content]) -> None:
+        """The file is at ``revision`` (``content``: its content, made only if needed): the
+        history ends there. A revision it does not end at is recorded: as the change of the
+        pending write, when that is the write that landed (its process died before its entry,
+        or has not written it yet), and otherwise as a change made outside the server."""
+        if self.last_revision() == revision:
+            return  # the common case, without the lock: the entries are cached by their file's status
+        with self.locked():
+            last = self.last_revision()
+            if last == revision:
+                return
+            pending = self.pending()
+            origin, write = None, None
+            if pending and pending.get("revision") in (None, revision) and pending.get("previous_revision") == last:
+                origin = Origin(
+                    pending.get("tool"), pending.get("client"), pending.get("connection"), pending.get("restored_from")
+                )
+                write = pending.get("write")
+            if not self._kept_already(revision):
+                self._store(revision, content())
+            self._append(revision, last, origin, write)
+            # Its change is recorded: the note could only be mistaken for a later one's.
+            self._forget_pending(write)
+
+    def _append(self, revision: str, previous: str | None, origin: Origin | None, write: str | None) -> None:
         """Under the lock (see `append`)."""
         entries = self.entries()
         if entries and entries[-1]["revision"] == revision:
             return
-        # Another server process may have recorded this very change already (it read
-        # the file before this one added the entry): once is enough.
-        if any(e["revision"] == revision and e.get("previous_revision") == previous for e in entries[-64:]):
+        # Another server process may have recorded this very write already (it read the file
+        # before this one added the entry, and found the pending note): once is enough. Only
+        # the write's id says so: the same revisions come again in an undo then a redo.
+        if write is not None and any(e.get("write") == write and e["revision"] == revision for e in entries):
             return
         index = self.index()
         if not (self.directory / "index.json").exists() or index.get("missing"):
@@ -422,6 +482,8 @@ class NotebookHistory:
         }
         if origin.restored_from is not None:
             entry["restored_from"] = origin.restored_from
+        if write is not None:
+            entry["write"] = write
         line = json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
         path = self.directory / "entries.jsonl"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)

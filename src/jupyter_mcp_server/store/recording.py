@@ -1,11 +1,14 @@
 """What the store tells a notebook's history, and how a kept revision is read back.
 
-:class:`Recorder` is the store's side of :mod:`.history`: before a write, the
-revision being changed is in the history (the first time, as a revision seen,
-without a tool); the new revision's content is kept before the file is
-written, and its entry added after. A change someone else made is recorded
-when the store reads it. Nothing here ever fails an edit: a history that
-cannot be written is logged, and the answer says that history is off and why.
+:class:`Recorder` is the store's side of :mod:`.history`: before a write, and
+before the history answers, the history is reconciled with the file, so that
+it ends at the revision being changed (the first time, as a revision seen,
+without a tool; a revision the history does not end at, as the change of the
+write that landed or as someone else's); the new revision's content is kept
+before the file is written, and its entry added after. A change someone else
+made is recorded when the store reads it, too. Nothing here ever fails an
+edit: a history that cannot be written is logged, and the answer says that
+history is off and why.
 
 A revision's content is its header and its cells' texts; the texts are the
 ones the store just encoded to write the file (:class:`.layout.CellTexts`),
@@ -29,7 +32,6 @@ from .history import (
     HeldEntry,
     Histories,
     NotebookHistory,
-    Origin,
     digest_of,
 )
 from .layout import CellTexts, NotPlainJson, Verbatim, indented_json
@@ -107,6 +109,9 @@ class Recorder:
     def __init__(self, histories: Histories, namespace: str) -> None:
         self.histories = histories
         self.namespace = namespace
+        #: Per notebook, the id of the write said to be coming (`will_write`), for its entry
+        #: (`written`). The store's lock of the notebook holds between the two.
+        self._writes: dict[str, str] = {}
 
     def history(self, key: str) -> NotebookHistory | None:
         return self.histories.of(self.namespace, key)
@@ -121,26 +126,12 @@ class Recorder:
         return f"the history directory {where} could not be written ({reason}); the change was made but is not in its history."
 
     def noticed(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts) -> str | None:
-        """The store read a revision it did not write: keep it, if the notebook has a history.
-
-        It is the server's own when a write said so before it happened (a live
-        document saved for it, or a process that died between writing the file
-        and its entry); otherwise someone else's change."""
+        """The store read a revision it did not write: the history ends there, if the notebook has one."""
         history = self.history(key)
         try:
             if history is None or not history.exists():
                 return None
-            last = history.last_revision()
-            if last == revision:
-                return None
-            pending = history.pending()
-            origin = None
-            if pending and pending.get("revision") in (None, revision) and pending.get("previous_revision") == last:
-                origin = Origin(
-                    pending.get("tool"), pending.get("client"), pending.get("connection"), pending.get("restored_from")
-                )
-            history.store(revision, encoded_content(notebook, texts))
-            history.append(revision, last, origin)
+            history.reconcile(revision, lambda: encoded_content(notebook, texts))
         except Exception as error:  # a history never fails what the store was asked to do
             return self._off(key, error)
         return None
@@ -148,8 +139,10 @@ class Recorder:
     async def before_write(
         self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts, stat: Any
     ) -> str | None:
-        """Make sure the revision about to change is kept: the first time, as a revision seen
-        (or, for a notebook renamed outside the server, at the end of its old history)."""
+        """Make sure the history ends at the revision about to change, the file's: the first
+        time, as a revision seen (or, for a notebook renamed outside the server, at the end of
+        its old history); later, reconciled (`NotebookHistory.reconcile`). Before the history
+        answers, too (the store's `remember`)."""
         held = HELD_ENTRY.get()
         if held is not None and key in held.before:
             return None  # what the held writes change was kept before the first of them
@@ -161,11 +154,14 @@ class Recorder:
                 return None
             if not history.exists():
                 await self.renamed_here(key, revision, stat)
-            # The first time: the revision seen. Later, a revision the history does not end
-            # at was noticed when read (or replaced meanwhile by another process, and the
-            # write will find out): its content is kept, so that it can be restored.
-            history.store(revision, encoded_content(notebook, texts))
-            if not history.exists():
+                history = self.history(key)  # the one that followed the notebook here, if any
+                assert history is not None
+            if history.exists():
+                # A revision read while another process replaced the file is recorded too: it
+                # was on disk; the write then finds the file changed and reads it again.
+                history.reconcile(revision, lambda: encoded_content(notebook, texts))
+            else:
+                history.store(revision, encoded_content(notebook, texts))
                 history.append(revision, None, None)
         except Exception as error:
             return self._off(key, error)
@@ -175,17 +171,21 @@ class Recorder:
         self, key: str, notebook: NotebookNode | None, revision: str | None, previous: str | None, written: Any
     ) -> str | None:
         """Keep the content of the revision about to be written, and say it is coming."""
-        held = HELD_ENTRY.get()
-        if held is not None:
-            held.before.setdefault(key, previous)  # the entry comes when they are done: `release`
-            return None
         history = self.history(key)
         if history is None:
             return self.histories.off
+        held = HELD_ENTRY.get()
         try:
+            if held is not None:
+                # The entry comes when they are done (`release`); the note says that each of
+                # these writes is theirs, should the process die before. Not the content: the
+                # next read keeps it, from the file.
+                held.before.setdefault(key, previous)
+                history.intend(revision, history.last_revision(), EDIT_ORIGIN.get(), held.write)
+                return None
             if revision is not None and notebook is not None:
                 history.store(revision, content_of(notebook, written))
-            history.intend(revision, previous, EDIT_ORIGIN.get())
+            self._writes[key] = history.intend(revision, previous, EDIT_ORIGIN.get())
         except Exception as error:
             return self._off(key, error)
         return None
@@ -199,7 +199,7 @@ class Recorder:
         if history is None:
             return self.histories.off
         try:
-            history.append(revision, previous, EDIT_ORIGIN.get())
+            history.append(revision, previous, EDIT_ORIGIN.get(), self._writes.pop(key, None))
         except Exception as error:
             return self._off(key, error)
         return None
@@ -214,10 +214,15 @@ class Recorder:
         if history is None:
             return self.histories.off
         try:
-            if history.last_revision() == revision:
+            last = history.last_revision()
+            if last == revision:
                 return None
+            if last != previous:
+                # The history was reconciled meanwhile (someone looked, or changed the notebook,
+                # during the run): the run's entry follows what it recorded.
+                previous = last
             history.store(revision, encoded_content(notebook, texts))
-            history.append(revision, previous, EDIT_ORIGIN.get())
+            history.append(revision, previous, EDIT_ORIGIN.get(), held.write)
         except Exception as error:
             return self._off(key, error)
         return None
