@@ -21,6 +21,7 @@ from pydantic import Field
 from jupyter_mcp_server.approvals import RESTORE_REVISION, approve, asks_for
 from jupyter_mcp_server.errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
+from jupyter_mcp_server.storage_errors import storage_failure
 from jupyter_mcp_server.store.contents import ContentsFiles
 from jupyter_mcp_server.store.diffs import cell_diff, diff_text, metadata_diff
 from jupyter_mcp_server.store.history import EDIT_ORIGIN, NotebookHistory, Origin
@@ -44,6 +45,14 @@ def history_of(server: ServerState, key: str, note: str | None = None) -> Notebo
     recorder = getattr(server.store, "recorder", None)
     history = recorder.history(key) if recorder is not None else None
     if history is None or note is not None:
+        failed = recorder.failure_of(key) if recorder is not None and note is not None else None
+        if isinstance(failed, OSError):
+            refused = storage_failure(
+                failed, f"The history of {key}", server.histories.root or "", "The notebook itself was not changed."
+            )
+            if refused is not None:
+                refused.details["path"] = key
+                raise refused
         reason = note or server.histories.off or "history is off"
         raise ToolFailure(
             UNSUPPORTED,
@@ -233,6 +242,10 @@ async def checkpoint(
     try:
         history.checkpoint(name, view.revision)
     except OSError as error:
+        where = server.histories.root or ""
+        refused = storage_failure(error, f"Checkpoint {name!r} of {view.path}", where, "The notebook and its history are unchanged.")
+        if refused is not None:
+            raise refused from error
         raise ToolFailure(UNSUPPORTED, f"The checkpoint could not be kept: {error.strerror or error}.") from error
     said = ""
     jupyter = None

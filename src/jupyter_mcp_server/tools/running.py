@@ -36,6 +36,7 @@ from jupyter_mcp_server.kernels.kernel import Kernel, gone_message
 from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.scratch import scratch_uri
 from jupyter_mcp_server.state import ServerState, state_of
+from jupyter_mcp_server.storage_errors import STORAGE_CODES
 from jupyter_mcp_server.store import NotebookView, new_cell
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import cell_position, index_of_id, notebook_path
@@ -263,6 +264,15 @@ async def run_cell(
             link=scratch_link(server, outcome),
         )
         error.details.setdefault("current_revision", await _revision_or_none(server, path))
+        if error.code in STORAGE_CODES:
+            # The code did run: say so before what the disk said, so that nobody runs it twice
+            # thinking it did not.
+            error = ToolFailure(
+                error.code,
+                f"Cell {cell_id} ran (status {outcome.status}; its outputs are below) but its outputs "
+                f"were not stored in {path}: {error.message}",
+                **error.details,
+            )
         return failure(error, structured=result.structured_content, content=result.content[:])
     upgraded, said = upgrade_by_edit(view if view.upgraded_from else written)
     return execution_result(
