@@ -48,6 +48,7 @@ from .extensions import (
     load_extensions,
     parse_selection,
 )
+from .handlers import ConnectionEnds
 from .heap import return_free_memory
 from .hooks import AuditLog, Hooks
 from .jupyter_urls import ArgumentNames
@@ -167,6 +168,7 @@ class Application:
         )
         argument_errors.server = server
         server.middleware.append(ServingState())
+        server.middleware.append(ConnectionEnds(state.connection_ended))
         server.middleware.append(ResultMasking(state))
         server.middleware.append(AnswersInputRequired())
         server.middleware.append(self.client_roots)
