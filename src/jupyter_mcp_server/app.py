@@ -73,6 +73,7 @@ from .kernels.connection_files import remove_orphaned_connection_files
 from .kernels.environments import Environments, Sources
 from .kernels.interpreters import NotAnInterpreter, probe_interpreter
 from .kernels.runtime import ServerRuntime, remove_orphaned_runtime_dirs
+from .protocol.handlers import ConnectionEnds
 from .state import ServerState, ServingState
 from .store import warm_up
 from .version import __version__
@@ -221,6 +222,7 @@ class Application:
         )
         argument_errors.server = server
         server.middleware.append(ServingState())
+        server.middleware.append(ConnectionEnds(state.connection_ended))
         server.middleware.append(ResultMasking(state))
         server.middleware.append(MalformedReadsCoded())
         server.middleware.append(AnswersInputRequired())

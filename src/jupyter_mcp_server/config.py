@@ -105,6 +105,8 @@ class ServerConfig:
     inline_budget_chars: int = 16_384
     http_head_timeout: float = 10.0
     http_body_timeout: float = 30.0
+    #: Seconds an HTTP session may go without a request before it expires (its client gone).
+    session_timeout: float = 3600.0
     #: ``--python``: an interpreter (or an environment's directory) to offer, and to run
     #: new notebooks on when the workspace has no environment of its own.
     python: str | None = None
@@ -349,6 +351,17 @@ SETTINGS: tuple[Setting, ...] = (
         float,
         env="JUPYTER_MCP_HTTP_BODY_TIMEOUT",
         positive=True,
+    ),
+    Setting(
+        "session_timeout",
+        "HTTP: seconds a session may go without a request (and without an open stream) before it "
+        "expires, as if its client had sent DELETE: what it held is released and its notebooks' kernels "
+        "are left to --idle-timeout; a client that comes back gets 404 and initializes again.",
+        float,
+        flag="--session-timeout",
+        env="JUPYTER_MCP_SESSION_TIMEOUT",
+        positive=True,
+        jupyter="session_timeout",
     ),
     Setting(
         "python",

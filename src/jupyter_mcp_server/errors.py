@@ -34,6 +34,12 @@ NOT_PERMITTED = "not_permitted"
 BUSY = "busy"
 #: The kernel did not go idle after an interrupt; the message names ``restart_notebook``.
 KERNEL_UNRESPONSIVE = "kernel_unresponsive"
+#: The file system holding a file is full, or the user's quota on it is used up (nothing written).
+DISK_FULL = "disk_full"
+#: The file system holding a file is mounted read-only (nothing written).
+READ_ONLY = "read_only"
+#: The operating system refused the server access to a file or its directory (nothing written).
+PERMISSION_DENIED = "permission_denied"
 
 ERROR_CODES = frozenset(
     {
@@ -54,6 +60,9 @@ ERROR_CODES = frozenset(
         NOT_PERMITTED,
         BUSY,
         KERNEL_UNRESPONSIVE,
+        DISK_FULL,
+        READ_ONLY,
+        PERMISSION_DENIED,
     }
 )
 

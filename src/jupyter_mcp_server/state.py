@@ -16,6 +16,7 @@ never share a "current notebook".
 from __future__ import annotations
 
 import contextvars
+import logging
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -55,7 +56,10 @@ if TYPE_CHECKING:
     from .extensions import ExtensionManager
     from .kernels.execution import ExecutionOutcome
 
-#: How many connections' choices are remembered at once.
+logger = logging.getLogger(__name__)
+
+#: How many connections' choices are remembered at once, at most: each is forgotten when its
+#: connection ends (`ServerState.connection_ended`); this bounds those whose end cannot be heard.
 MAX_CONNECTIONS = 1024
 
 #: Runs `execute_code` somewhere else (a sandbox) or answers None to decline.
@@ -141,9 +145,10 @@ class ServerState:
         self.search_texts: DerivedValues[Any] = DerivedValues(SEARCH_TEXTS_WEIGHT)
         #: The Jupyter Server kernels start on, when not local (its backend).
         self.jupyter: Any = None
-        #: By connection key, oldest first; bounded, since HTTP sessions end
-        #: without telling the tools.
+        #: By connection key, oldest first: each until its connection ends (`connection_ended`).
         self._connections: OrderedDict[str, ConnectionState] = OrderedDict()
+        #: Told `(key, what it had chosen or None)` when a connection ends (the HTTP router).
+        self.connection_ends: list[Callable[[str, ConnectionState | None], None]] = []
 
     def use_jupyter_server(self, backend: Any, *, contents: bool = False) -> None:
         """Start later kernels on a Jupyter Server (``--jupyter-url``, ``connect_to_jupyter``);
@@ -275,6 +280,20 @@ class ServerState:
         else:
             self._connections.move_to_end(key)
         return state
+
+    def connection_ended(self, key: str) -> None:
+        """The connection `key` is gone (an HTTP session deleted or expired): what it chose
+        goes with it, and the observers hear of it."""
+        state = self._connections.pop(key, None)
+        for observer in list(self.connection_ends):
+            try:
+                observer(key, state)
+            except Exception:  # one observer never keeps the others from hearing
+                logger.exception("An observer of connection %s ending failed", key[:16])
+
+    def connections_kept(self) -> int:
+        """How many connections' choices are kept now."""
+        return len(self._connections)
 
 
 #: The user expression an execution's reply carries when redaction reads the kernel's environment.

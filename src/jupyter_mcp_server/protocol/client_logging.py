@@ -31,7 +31,7 @@ from typing import Any
 
 from jupyter_mcp_server.calls.connections import connection_key
 from jupyter_mcp_server.hooks import Hooks
-from jupyter_mcp_server.protocol.handlers import serve
+from jupyter_mcp_server.protocol.handlers import serve, when_connection_closes
 
 #: The loggers whose records reach clients.
 ROOT_LOGGER = "jupyter_mcp_server"
@@ -166,11 +166,20 @@ class ClientLogHandler(logging.Handler):
         """``logging/setLevel`` (2025-11-25): this connection's level from now on."""
         from mcp.types import EmptyResult
 
-        self.listeners[connection_key(ctx)] = _Listener(
+        key = connection_key(ctx)
+        self.listeners[key] = _Listener(
             session=ctx.session, level=PYTHON_LEVELS[params.level], loop=asyncio.get_running_loop()
         )
+        # A session that ends (DELETE, expiry) takes its listener with it, and the session object
+        # the listener holds, rather than leaving it until a record fails to reach it.
+        when_connection_closes(ctx, "jupyter_mcp_server.protocol.client_logging", lambda: self.forget(key))
         self.refresh_level()
         return EmptyResult()
+
+    def forget(self, key: str) -> None:
+        """The connection `key` is gone: nothing is sent to it any more."""
+        if self.listeners.pop(key, None) is not None:
+            self.refresh_level()
 
 
 async def _send(session: Any, level: str, data: str, name: str) -> bool:

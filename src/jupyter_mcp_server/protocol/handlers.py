@@ -63,6 +63,26 @@ def when_connection_closes(ctx: Any, name: str, callback: Callable[[], Any]) -> 
     return True
 
 
+class ConnectionEnds:
+    """Middleware: `ended(session_id)` is called once when an HTTP session's connection closes,
+    however it ends (a DELETE, its idle expiry, a crash, the server stopping).
+
+    Registered from the session's first request (``initialize``, which has no session
+    header yet: the connection knows its id), so a client that initializes and goes away
+    is heard of too.
+    """
+
+    def __init__(self, ended: Callable[[str], Any]) -> None:
+        self.ended = ended
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        connection = getattr(getattr(ctx, "session", None), "_connection", None)
+        session_id = getattr(connection, "session_id", None)
+        if isinstance(session_id, str) and session_id:
+            when_connection_closes(ctx, "jupyter_mcp_server.connection_ends", lambda: self.ended(session_id))
+        return await call_next(ctx)
+
+
 def tool_annotations(server: Any, name: str) -> tuple[bool, Any]:
     """(whether `server` has a tool `name`, its annotations): read off the SDK's tool
     registry, which `MCPServer` reaches only through a private attribute."""

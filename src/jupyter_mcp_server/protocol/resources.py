@@ -75,6 +75,10 @@ def self_description(state: ServerState) -> dict[str, Any]:
             "shared_kernels": "pass the same kernel_id to use_notebook",
             "idle_timeout_seconds": config.idle_timeout,
             "auto_restart": state.capabilities.enabled("kernel.auto-restart"),
+            # HTTP: an idle session expires (--session-timeout); what the connections chose is
+            # kept only while they last.
+            "http_session_timeout_seconds": config.session_timeout,
+            "connections_kept": state.connections_kept(),
         },
         "cancellation": {
             "mcp_request": True,

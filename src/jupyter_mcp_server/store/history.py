@@ -214,9 +214,15 @@ class NotebookHistory:
     def _write_file(self, path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        with open(temporary, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
+        try:
+            with open(temporary, "wb") as file:
+                file.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            # A full or read-only disk: the history is off for now, but leaves no litter behind.
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
         if self._bytes is not None:
             self._bytes += len(data)
 
@@ -491,7 +497,15 @@ class NotebookHistory:
             size = os.fstat(fd).st_size
             if size and not _ends_with_newline(path, size):
                 line = b"\n" + line  # after a torn line: start a whole one
-            os.write(fd, line)
+            try:
+                view = memoryview(line)
+                while view:  # a write cut short by a filling disk goes on (and then fails)
+                    view = view[os.write(fd, view) :]
+            except OSError:
+                # The disk filled up part way: no torn line is left for the next append.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
             status = os.fstat(fd)
         finally:
             os.close(fd)

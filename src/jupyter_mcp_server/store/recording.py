@@ -23,6 +23,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..workspace.storage_errors import is_storage_error
 from . import formats
 from .diffs import cell_diff, metadata_diff
 from .history import (
@@ -112,6 +113,8 @@ class Recorder:
         #: Per notebook, the id of the write said to be coming (`will_write`), for its entry
         #: (`written`). The store's lock of the notebook holds between the two.
         self._writes: dict[str, str] = {}
+        #: Each notebook's last history failure, until a write of its history succeeds.
+        self._failures: dict[str, BaseException] = {}
 
     def history(self, key: str) -> NotebookHistory | None:
         return self.histories.of(self.namespace, key)
@@ -120,10 +123,20 @@ class Recorder:
         return CellTexts(digest_of)
 
     def _off(self, key: str, error: BaseException) -> str:
-        logger.warning("The history of %s could not be written: %s", key, error, exc_info=error)
         where = self.histories.root
+        self._failures[key] = error
+        if is_storage_error(error):
+            # The disk is full, read-only or forbidden: said in one line, no traceback; the
+            # person can act on it, and nothing here is a bug.
+            logger.warning("The history of %s could not be written in %s: %s", key, where, error)
+        else:
+            logger.warning("The history of %s could not be written: %s", key, error, exc_info=error)
         reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
         return f"the history directory {where} could not be written ({reason}); the change was made but is not in its history."
+
+    def failure_of(self, key: str) -> BaseException | None:
+        """Why the last write to `key`'s history failed, until one succeeds again."""
+        return self._failures.get(key)
 
     def noticed(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts) -> str | None:
         """The store read a revision it did not write: the history ends there, if the notebook has one."""
@@ -202,6 +215,7 @@ class Recorder:
             history.append(revision, previous, EDIT_ORIGIN.get(), self._writes.pop(key, None))
         except Exception as error:
             return self._off(key, error)
+        self._failures.pop(key, None)
         return None
 
     def release(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts, held: HeldEntry) -> str | None:
@@ -225,6 +239,7 @@ class Recorder:
             history.append(revision, previous, EDIT_ORIGIN.get(), held.write)
         except Exception as error:
             return self._off(key, error)
+        self._failures.pop(key, None)
         return None
 
     def missing(self, key: str) -> None:

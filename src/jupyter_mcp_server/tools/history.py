@@ -30,6 +30,7 @@ from jupyter_mcp_server.tools.helpers.addressing import notebook_path
 from jupyter_mcp_server.tools.helpers.rendering import upgrade_by_edit
 from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName
+from jupyter_mcp_server.workspace.storage_errors import storage_failure
 
 _REVISION = re.compile(r"^[0-9a-f]{16}$")
 _CHECKPOINT_NAME = re.compile(r"^[\w.\- ]{1,64}$")
@@ -44,6 +45,14 @@ def history_of(server: ServerState, key: str, note: str | None = None) -> Notebo
     recorder = getattr(server.store, "recorder", None)
     history = recorder.history(key) if recorder is not None else None
     if history is None or note is not None:
+        failed = recorder.failure_of(key) if recorder is not None and note is not None else None
+        if isinstance(failed, OSError):
+            refused = storage_failure(
+                failed, f"The history of {key}", server.histories.root or "", "The notebook itself was not changed."
+            )
+            if refused is not None:
+                refused.details["path"] = key
+                raise refused
         reason = note or server.histories.off or "history is off"
         raise ToolFailure(
             UNSUPPORTED,
@@ -233,6 +242,10 @@ async def checkpoint(
     try:
         history.checkpoint(name, view.revision)
     except OSError as error:
+        where = server.histories.root or ""
+        refused = storage_failure(error, f"Checkpoint {name!r} of {view.path}", where, "The notebook and its history are unchanged.")
+        if refused is not None:
+            raise refused from error
         raise ToolFailure(UNSUPPORTED, f"The checkpoint could not be kept: {error.strerror or error}.") from error
     said = ""
     jupyter = None

@@ -58,6 +58,7 @@ from jupyter_mcp_server.tools.helpers.rendering import (
 from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
 from jupyter_mcp_server.workspace.notebook_uris import output_uri
+from jupyter_mcp_server.workspace.storage_errors import STORAGE_CODES
 
 Timeout = Annotated[
     float | None,
@@ -263,6 +264,15 @@ async def run_cell(
             link=scratch_link(server, outcome),
         )
         error.details.setdefault("current_revision", await _revision_or_none(server, path))
+        if error.code in STORAGE_CODES:
+            # The code did run: say so before what the disk said, so that nobody runs it twice
+            # thinking it did not.
+            error = ToolFailure(
+                error.code,
+                f"Cell {cell_id} ran (status {outcome.status}; its outputs are below) but its outputs "
+                f"were not stored in {path}: {error.message}",
+                **error.details,
+            )
         return failure(error, structured=result.structured_content, content=result.content[:])
     upgraded, said = upgrade_by_edit(view if view.upgraded_from else written)
     return execution_result(

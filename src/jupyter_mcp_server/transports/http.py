@@ -9,6 +9,13 @@ wider than the server's own. The reactor router forgets its applications wheneve
 host changes (another client's URL waking an extension), which drops every
 live session with them; here a session is routed by its id to the application
 that issued it, for as long as it lives, whatever other clients select.
+
+A session whose client went away without ``DELETE`` (a closed laptop, a killed
+client) expires after ``--session-timeout`` seconds without a request: the SDK
+ends it, and its end is handled as a DELETE's (``ServerState.connection_ended``:
+its choices, subscriptions and log level go, its notebooks' kernels are left to
+``--idle-timeout``) and logged. A client that comes back gets the protocol's
+404 and initializes a new session.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -32,6 +40,7 @@ from jupyter_mcp_server.transports.access_checks import AccessChecks, Receive, S
 
 if TYPE_CHECKING:
     from jupyter_mcp_server.app import Application
+    from jupyter_mcp_server.state import ConnectionState
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +59,11 @@ class SelectionRouter:
         self._lock = asyncio.Lock()
         self._tasks: Any = None
         self._closing: asyncio.Event | None = None
+        #: When each live session's last request ended (monotonic), to say how long it idled.
+        self._last_request: dict[str, float] = {}
+        #: The sessions a DELETE is ending right now.
+        self._deleting: set[str] = set()
+        application.state.connection_ends.append(self._session_ended)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -65,6 +79,7 @@ class SelectionRouter:
                 self._closing.set()
                 self._apps.clear()
                 self._sessions.clear()
+                self._last_request.clear()
 
     async def _serve(self, app: Any, *, task_status: Any) -> None:
         assert self._closing is not None
@@ -87,6 +102,7 @@ class SelectionRouter:
                 app = built.server.streamable_http_app(
                     streamable_http_path=MCP_PATH,
                     transport_security=_checks_are_ours(),
+                    session_idle_timeout=self.application.config.session_timeout,
                 )
                 await self._tasks.start(self._serve, app)
                 self._apps[key] = app
@@ -120,6 +136,8 @@ class SelectionRouter:
         if profile is not None:
             scope[SCOPE_KEY] = profile
         method = scope.get("method")
+        if method == "DELETE" and remembered is not None and session_id:
+            self._deleting.add(session_id)  # before the session can end, and be heard ending
 
         async def remembering(message: Any) -> None:
             if message["type"] == "http.response.start":
@@ -127,11 +145,58 @@ class SelectionRouter:
                 status = message.get("status", 500)
                 if issued and status < 400 and method != "DELETE":
                     self._sessions[issued] = (app, profile)
-                elif session_id and (method == "DELETE" or status == 404):
+                    self._last_request[issued] = time.monotonic()
+                elif session_id and status == 404:
+                    self._forget(session_id)
+                elif session_id and method == "DELETE":
+                    # The rest goes when the session's end is heard (`_session_ended`), which
+                    # then knows that a DELETE ended it.
                     self._sessions.pop(session_id, None)
             await send(message)
 
-        await app(scope, receive, remembering)
+        try:
+            await app(scope, receive, remembering)
+        finally:
+            if session_id and session_id in self._sessions:
+                self._last_request[session_id] = time.monotonic()
+
+    def _forget(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+        self._last_request.pop(session_id, None)
+        self._deleting.discard(session_id)
+
+    def _session_ended(self, session_id: str, chosen: ConnectionState | None) -> None:
+        """A session's connection closed: nothing of it is kept, and the log says how it ended."""
+        deleted = session_id in self._deleting
+        last = self._last_request.get(session_id)
+        self._forget(session_id)
+        if self._closing is None or self._closing.is_set():
+            return  # the server is stopping: every session ends with it
+        config = self.application.config
+        notebooks = sorted({*(chosen.names.values() if chosen else ()), *([chosen.current] if chosen and chosen.current else [])})
+        kernels = (
+            f"the kernels of {', '.join(notebooks[:5])}{' …' if len(notebooks) > 5 else ''} keep running for "
+            f"any client until --idle-timeout ({config.idle_timeout:g} s unused) stops them"
+            if notebooks
+            else "it had chosen no notebook"
+        )
+        shown = session_id[:8]
+        if deleted:
+            logger.info("HTTP session %s… ended by its client (DELETE); %s", shown, kernels)
+            return
+        idle = time.monotonic() - last if last is not None else None
+        if idle is not None and idle < config.session_timeout * 0.9:
+            logger.info("HTTP session %s… ended without a DELETE after %.0f s (its connection closed); %s", shown, idle, kernels)
+            return
+        logger.warning(
+            "HTTP session %s… expired: no request for %s s (--session-timeout %g s), its client gone without "
+            "a DELETE. Released as on DELETE (its notebook choices, subscriptions and log level); %s. "
+            "A client that comes back gets 404 and initializes a new session.",
+            shown,
+            f"{idle:.0f}" if idle is not None else f"at least {config.session_timeout:g}",
+            config.session_timeout,
+            kernels,
+        )
 
 
 def _header(holder: Any, name: bytes) -> str | None:

@@ -42,6 +42,7 @@ from jupyter_mcp_server.errors import (
 )
 from jupyter_mcp_server.timestamps import iso_utc
 from jupyter_mcp_server.workspace.path_names import MAX_PATH_DEPTH, likely_mistakes, problem_with
+from jupyter_mcp_server.workspace.storage_errors import storage_failure
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +201,24 @@ class Workspace:
                 raise self._reject(relative, _OS_REASONS[error.errno], _CHECK_IT) from error
             raise
 
+    @contextlib.contextmanager
+    def _refused_write(self, relative: str, names: tuple[str, ...]) -> Iterator[None]:
+        """A write the file system refuses (full, quota, read-only, forbidden) said as such:
+        the temporary file is gone by then, and the file is as it was."""
+        try:
+            yield
+        except OSError as error:
+            failure = storage_failure(
+                error,
+                repr(relative),
+                self.root.joinpath(*names[:-1]),
+                "The file on disk is unchanged (its last good version) and no temporary file is left.",
+            )
+            if failure is None:
+                raise
+            failure.details["path"] = relative
+            raise failure from error
+
     def _open_directory(self, names: tuple[str, ...], *, create_missing: bool) -> int:
         """A descriptor of root/names, reached without following any symlink."""
         fd = os.open(self.root, _DIRECTORY_FLAGS)
@@ -268,7 +287,7 @@ class Workspace:
         """
         names = self._names_of(relative)
         name = names[-1]
-        with self._explained(relative):
+        with self._explained(relative), self._refused_write(relative, names):
             directory = self._open_directory(names[:-1], create_missing=True)
             try:
                 existing = self._existing(directory, name, relative, exclusive=exclusive)
