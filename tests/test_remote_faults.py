@@ -3,7 +3,9 @@
 Each fault is real: the remote process SIGKILLed (and started again on the
 same port), every connection cut by a TCP proxy between the two servers,
 every byte the remote sends held back 2 s by that proxy, the remote refusing
-new kernels (a gateway at its kernel limit, a server that is not running).
+new kernels (a gateway at its kernel limit, a remote that is not running).
+The gateway's 2 s-late variant is marked slow (a kernel start alone is
+four round trips); the rest run in the default suite.
 Against each, every call ends with a stable code within seconds of the fault
 being detectable (a refused connection, a closed socket), never at the end
 of its timeout: a kernel that died with its server is ``kernel_gone``, not a
@@ -185,12 +187,16 @@ async def test_a_remote_killed_mid_run_is_kernel_gone_within_seconds_then_restar
             took = time.monotonic() - killed_at
             assert error_code(result) == "kernel_gone", text_of(result)
             assert took < PROMPTLY, f"kernel_gone came {took:.1f}s after the remote died"
-            assert "restart_notebook" in text_of(result)
+            # It says why: the server is not running (the kernel ended with it), and what to do.
+            assert "refused connections" in text_of(result) and "restart_notebook" in text_of(result), text_of(result)
             # The next call is told at once; a restart while the remote is down says it cannot reach it.
             asked = time.monotonic()
             await refused(client, "execute_code", {"code": "kept"}, "kernel_gone")
             restart = await client.call_tool("restart_notebook", {})
             assert error_code(restart) == "not_found" and "Could not reach" in text_of(restart), text_of(restart)
+            # A remote that is not running refuses new kernels: said at once, naming what to check.
+            other = await refused(client, "use_notebook", {"notebook_name": "other.ipynb", "mode": "create"}, "not_found")
+            assert "Could not reach" in text_of(other) and "the server is running" in text_of(other), text_of(other)
             assert time.monotonic() - asked < PROMPTLY
             orphans = end_orphans(tmp_path)
             # The remote again, on the same port: a restart starts a kernel there, and it runs.
@@ -199,7 +205,10 @@ async def test_a_remote_killed_mid_run_is_kernel_gone_within_seconds_then_restar
             restarted = await ok(client, "restart_notebook", {})
             assert restarted["kernel_id"]
             assert text_of(await client.call_tool("execute_code", {"code": "'back'"})) == "'back'"
+            await ok(client, "use_notebook", {"notebook_name": "other.ipynb"})
+            assert text_of(await client.call_tool("execute_code", {"code": "6 * 7"})) == "42"
             await ok(client, "unuse_notebook", {"notebook_name": "killed.ipynb"})
+            await ok(client, "unuse_notebook", {"notebook_name": "other.ipynb"})
     print(f"\n{kind}: kernel_gone {took:.1f}s after SIGKILL; kernels the killed remote left running: {len(orphans)}")
     text = log.read_text()
     assert "refused connections" in text, text[-3000:]
@@ -246,10 +255,10 @@ async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output
 # --- Every answer 2 s late ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", ["jupyter-server", pytest.param("kernel-gateway", marks=pytest.mark.slow)])
 async def test_a_remote_whose_every_answer_is_2s_late_is_slow_not_broken(workspace, tmp_path, kind):
     port = free_port()
-    with remote(kind, tmp_path, port, []) as (url, root):
+    with remote(kind, tmp_path, port, []) as (url, _):
         proxy = FaultyProxy(url, delay=2.0)
         proxied = await proxy.start()
         log = tmp_path / "server.log"
@@ -289,23 +298,3 @@ async def test_a_gateway_refusing_new_kernels_is_kernel_limit_at_once(workspace,
             assert "Resource Limit" in text_of(result) and "unuse_notebook" in text_of(result), text_of(result)
             # The first kernel is unharmed.
             assert text_of(await client.call_tool("execute_code", {"notebook_name": "one.ipynb", "code": "6 * 7"})) == "42"
-
-
-@pytest.mark.parametrize("kind", KINDS)
-async def test_a_remote_that_is_not_running_refuses_new_kernels_at_once(workspace, tmp_path, kind):
-    port = free_port()
-    started: list[Any] = []
-    log = tmp_path / "server.log"
-    with contextlib.ExitStack() as stack:
-        url, _ = stack.enter_context(remote(kind, tmp_path, port, started))
-        async with serve_logged(workspace, log, "--jupyter-url", url, *NO_PRESTART, env={"JUPYTER_TOKEN": token_of(kind)}) as client:
-            stack.close()  # stopped after this server checked it at start
-            began = time.monotonic()
-            result = await refused(client, "use_notebook", {"notebook_name": "down.ipynb", "mode": "create"}, "not_found")
-            assert time.monotonic() - began < PROMPTLY
-            assert "Could not reach" in text_of(result) and "--jupyter-url" in text_of(result), text_of(result)
-            # Back on the same port: the next start goes through.
-            stack.enter_context(remote(kind, tmp_path, port, started))
-            await ok(client, "use_notebook", {"notebook_name": "down.ipynb"})
-            assert text_of(await client.call_tool("execute_code", {"code": "6 * 7"})) == "42"
-            await ok(client, "unuse_notebook", {"notebook_name": "down.ipynb"})
