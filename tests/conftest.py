@@ -133,10 +133,12 @@ def jupyter_server_process(
     base_url: str = "/",
     env: dict[str, str] | None = None,
     started: list[Any] | None = None,
+    port: int | None = None,
 ) -> Iterator[tuple[str, Path, Path]]:
     """A real `jupyter server` (from PyPI) on loopback with a token, up once
     ``/api/status`` answers: yields (url with base_url, root_dir, log file).
-    Its process is appended to `started`, for a test that stops it itself."""
+    Its process is appended to `started`, for a test that stops it itself;
+    `port` (a free one by default) lets a test start it again where it was."""
     import importlib.util
     import subprocess
     import time
@@ -147,7 +149,7 @@ def jupyter_server_process(
         pytest.skip("jupyter_server is not installed (scripts/install test installs it)")
     root = tmp_path / "jupyter-root"
     root.mkdir(exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     log = tmp_path / "jupyter.log"
     environment = {
         **os.environ,
@@ -163,7 +165,7 @@ def jupyter_server_process(
     }
     (tmp_path / "data").mkdir(exist_ok=True)
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), environment.get("PYTHONPATH", "")) if p)
-    with log.open("wb") as output:
+    with log.open("ab") as output:
         process = subprocess.Popen(
             [
                 sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1", "--no-browser",

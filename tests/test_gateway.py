@@ -51,13 +51,17 @@ TOKEN = "gateway-test-token-7c1d9e"
 
 
 @contextlib.contextmanager
-def kernel_gateway(tmp_path: Path, *args: str) -> Iterator[tuple[str, Path, Path]]:
-    """A real Jupyter Kernel Gateway on loopback with a token: (url, its directory, its log)."""
+def kernel_gateway(
+    tmp_path: Path, *args: str, port: int | None = None, started: list[Any] | None = None
+) -> Iterator[tuple[str, Path, Path]]:
+    """A real Jupyter Kernel Gateway on loopback with a token: (url, its directory, its log).
+    Its process is appended to `started`, for a test that stops it itself; `port` (a free
+    one by default) lets a test start it again where it was."""
     if importlib.util.find_spec("kernel_gateway") is None:
         pytest.skip("jupyter-kernel-gateway is not installed (scripts/install test installs it)")
     root = tmp_path / "gateway-root"
     root.mkdir(exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     log = tmp_path / "gateway.log"
     environment = {
         **os.environ,
@@ -67,7 +71,7 @@ def kernel_gateway(tmp_path: Path, *args: str) -> Iterator[tuple[str, Path, Path
         "JUPYTER_DATA_DIR": str(tmp_path / "gateway-data"),
         "JUPYTER_CONFIG_DIR": str(tmp_path / "gateway-config"),
     }
-    with log.open("wb") as output:
+    with log.open("ab") as output:
         process = subprocess.Popen(
             [
                 sys.executable, "-m", "kernel_gateway", "--KernelGatewayApp.ip=127.0.0.1",
@@ -76,9 +80,11 @@ def kernel_gateway(tmp_path: Path, *args: str) -> Iterator[tuple[str, Path, Path
             ],
             cwd=root, stdout=output, stderr=subprocess.STDOUT, env=environment,
         )
+    if started is not None:
+        started.append(process)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # its start alone took over 60 s on a loaded machine
         while True:
             if process.poll() is not None:
                 pytest.fail(f"the kernel gateway exited with {process.returncode}:\n{log.read_text()}")
@@ -90,7 +96,8 @@ def kernel_gateway(tmp_path: Path, *args: str) -> Iterator[tuple[str, Path, Path
             time.sleep(0.1)
         yield url, root, log
     finally:
-        process.terminate()
+        if process.poll() is None:
+            process.terminate()
         try:
             process.wait(15)
         except subprocess.TimeoutExpired:

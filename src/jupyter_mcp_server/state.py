@@ -247,7 +247,8 @@ class ServerState:
             on_output=on_output,
             interrupt_on_cancel=interrupt_on_cancel,
             on_death=on_death or (lambda: self.kernels.mark_lost(kernel)),
-            gone_message=gone_message or (lambda: kernel_gone_message(notebook or f"kernel {kernel.kernel_id}")),
+            gone_message=gone_message
+            or (lambda: kernel_gone_message(notebook or f"kernel {kernel.kernel_id}", getattr(kernel, "lost_because", None))),
             user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression} if read_env else None,
             on_reply=lambda outcome: self._learned_secrets(outcome, stored=redaction == STORED),
         )

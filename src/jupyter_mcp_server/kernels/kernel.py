@@ -70,14 +70,20 @@ class Kernel:
         await self.manager.interrupt_kernel()
 
     @property
+    def lost_because(self) -> str | None:
+        """Why its backend lost it, when the backend knows (a remote server that stopped answering)."""
+        because = getattr(self.manager, "lost_because", None)
+        return because if isinstance(because, str) else None
+
+    @property
     def state(self) -> str:
         return "busy" if self.busy or self.still_running is not None else "idle"
 
 
-def gone_message(notebook: str) -> str:
+def gone_message(notebook: str, because: str | None = None) -> str:
     """What a caller reads when a notebook's kernel has disappeared (docs/capabilities.md: kernel.auto-restart)."""
     return (
-        f"The kernel of '{notebook}' is gone, and its session — every variable, "
+        f"The kernel of '{notebook}' is gone{f' ({because})' if because else ''}, and its session — every variable, "
         "import and definition — went with it. Call restart_notebook to start a fresh "
         f"one, or enable the '{AUTO_RESTART}' capability to have replacements started "
         "automatically."

@@ -337,7 +337,8 @@ class KernelManager:
             await self._forget(kernel)
             self._lost.add(notebook)
         if not self.capability(AUTO_RESTART):
-            raise ToolFailure(KERNEL_GONE, gone_message(notebook), notebook=notebook)
+            because = kernel.lost_because if kernel is not None else None
+            raise ToolFailure(KERNEL_GONE, gone_message(notebook, because), notebook=notebook)
         logger.warning("Kernel of %s is gone; starting a replacement (kernel.auto-restart)", notebook)
         return Attachment(await self._attach(notebook, kernel_name=name), replaced=True)
 

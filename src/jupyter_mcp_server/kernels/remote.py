@@ -237,6 +237,11 @@ class RemoteKernel:
         return f"RemoteKernel({self.server_url!r}, kernel_id={self.kernel_id!r})"
 
     @property
+    def lost_because(self) -> str | None:
+        """Why its websocket was given up, when it was (the server refused connections, ...)."""
+        return self.channels.ended_because if self.channels is not None else None
+
+    @property
     def kernel_url(self) -> str:
         return f"{self.server_url}/api/kernels/{quote(self.kernel_id)}"
 

@@ -18,6 +18,14 @@ none of the output the server still has. Messages sent meanwhile wait in an
 outbox. Only a server that no longer has the kernel (404), refuses the
 token, or stays unreachable for the whole window ends the connection.
 
+A server that refuses the connection outright (nothing listens on its port)
+is another matter: its process is gone, and the kernels it ran went with it
+(a Jupyter Server restarted on that port does not have them). Refused for
+:data:`REFUSED_WINDOW` seconds in a row, the connection is given up and the
+kernel counts as gone then, not at the end of the reconnect window, so a call
+running on it ends within seconds of the server's death rather than at its
+timeout. The short window rides out a proxy or a port being rebound.
+
 The token travels in the ``Authorization`` header only, never in the URL.
 """
 
@@ -43,6 +51,8 @@ RECONNECT_WINDOW = 60.0
 #: The first pause between attempts; it doubles up to :data:`MAX_RECONNECT_DELAY`.
 FIRST_RECONNECT_DELAY = 0.1
 MAX_RECONNECT_DELAY = 1.0
+#: How long a server may refuse connections before its kernel counts as gone with it.
+REFUSED_WINDOW = 2.0
 
 
 def decode_frame(frame: str | bytes) -> dict[str, Any]:
@@ -58,11 +68,19 @@ def decode_frame(frame: str | bytes) -> dict[str, Any]:
 class KernelWebSocket:
     """The channels of one kernel on a Jupyter Server, over its websocket."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, reconnect_window: float = RECONNECT_WINDOW) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        reconnect_window: float = RECONNECT_WINDOW,
+        refused_window: float = REFUSED_WINDOW,
+    ) -> None:
         self.session = uuid.uuid4().hex
         self.url = f"{url}?session_id={self.session}"
         self._headers = headers
         self.reconnect_window = reconnect_window
+        self.refused_window = refused_window
         self._socket: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {
@@ -135,9 +153,24 @@ class KernelWebSocket:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.reconnect_window
         delay = FIRST_RECONNECT_DELAY
+        refused_since: float | None = None
         while not self._stopping and (left := deadline - loop.time()) > 0:
             try:
                 socket = await self._open(min(10.0, left))
+            except ConnectionRefusedError:
+                now = loop.time()
+                refused_since = now if refused_since is None else refused_since
+                if now - refused_since >= self.refused_window:
+                    self.gone = True
+                    self.ended_because = (
+                        f"the Jupyter Server at {self._server()} refused connections for {now - refused_since:.1f}s: "
+                        "it is not running, and the kernel ended with it"
+                    )
+                    logger.warning("Gave up the websocket of a remote kernel: %s", self.ended_because)
+                    return False
+                await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+                delay = min(delay * 2, MAX_RECONNECT_DELAY)
+                continue
             except HTTPClientError as error:
                 if error.code == 404:
                     self.gone = True
@@ -161,6 +194,7 @@ class KernelWebSocket:
                 for frame in pending:
                     self._write(frame)
                 return True
+            refused_since = None  # something answered, or the network is away: not a dead server
             await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
             delay = min(delay * 2, MAX_RECONNECT_DELAY)
         self.ended_because = f"the Jupyter Server could not be reached again within {self.reconnect_window:g}s"
@@ -168,6 +202,12 @@ class KernelWebSocket:
 
     def _where(self) -> str:
         return self.url.split("?", 1)[0]
+
+    def _server(self) -> str:
+        """The server's address (scheme, host and port), for a message."""
+        where = self._where()
+        scheme, rest = where.split("://", 1)
+        return f"{'https' if scheme == 'wss' else 'http'}://{rest.split('/', 1)[0]}"
 
     # --- What run_code uses ----------------------------------------------------
 
