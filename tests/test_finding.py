@@ -155,3 +155,103 @@ async def test_search_answers_the_ids_every_other_tool_uses(workspace):
             assert cell["source"] == "needle = 2" and cell["cell_index"] == 1
             ids.add(match["cell_id"])
         assert len(ids) == 1
+
+
+def _one_cell(path: Path, source: str, *, cell_id: str = "only") -> None:
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(source)
+    cell.id = cell_id
+    notebook.cells = [cell]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
+
+
+async def test_search_reaches_every_depth_and_says_exactly_what_it_searched(workspace):
+    """Notebooks several folders down (another project's tests) are searched, a glob naming one
+    exactly finds it, a symlink loop is walked once, and environments are not walked at all."""
+    import os
+
+    _one_cell(workspace / "top.ipynb", "needle = 'top'")
+    _one_cell(workspace / "project" / "tests" / "files" / "a.ipynb", "needle = 'four down'")
+    deep = workspace.joinpath(*[f"level{n}" for n in range(12)], "deep.ipynb")
+    _one_cell(deep, "needle = 'twelve down'")
+    os.symlink("..", workspace / "project" / "tests" / "loop")  # project/tests/loop -> project
+    venv = workspace / "venv"
+    (venv / "lib").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    _one_cell(venv / "lib" / "packaged.ipynb", "needle = 'inside an environment'")
+    _one_cell(workspace / "web" / "node_modules" / "pkg" / "demo.ipynb", "needle = 'a package'")
+    async with serve(workspace) as client:
+        found = await ok(client, "search_notebooks", {"query": "needle ="})
+        assert found["complete"] is True and found.get("stopped") is None
+        assert sorted(m["notebook"] for m in found["matches"]) == sorted(
+            ["top.ipynb", "project/tests/files/a.ipynb", deep.relative_to(workspace).as_posix()]
+        )
+        assert found["notebooks_searched"] == 3 and found["skipped"] == 0
+        exact = await ok(client, "search_notebooks", {"query": "needle", "glob": "project/tests/files/a.ipynb"})
+        assert exact["notebooks_searched"] == 1 and exact["total"] == 1 and exact["complete"] is True
+        (match,) = exact["matches"]
+        cell = await ok(client, "read_cell", {"notebook_name": match["notebook"], "cell_id": match["cell_id"]})
+        assert cell["source"] == "needle = 'four down'"
+
+
+async def test_a_search_cut_short_says_which_limit_cut_it(workspace):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("\n".join(f"hit_{n} = {n}" for n in range(1200)))]
+    nbformat.write(notebook, workspace / "many.ipynb")
+    async with serve(workspace) as client:
+        found = await ok(client, "search_notebooks", {"query": "hit_"})
+        assert found["complete"] is False and found["total"] == 1000
+        assert "1,000-match limit" in found["stopped"]
+        result = await client.call_tool("search_notebooks", {"query": "hit_"})
+        assert "incomplete, stopped by the 1,000-match limit" in text_of(result)
+
+
+async def test_invalid_notebooks_are_skipped_and_counted_and_nothing_reaches_stderr(workspace, tmp_path):
+    """Duplicate ids, an illegal id and an invalid version 3 notebook: none is searched under ids
+    no other tool accepts (read_notebook refuses all three); each is skipped and counted, search
+    after search, and nbformat's dump of the invalid v3 document never reaches the server's stderr."""
+    import sys
+
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from rpc import environment
+
+    def cells_with_ids(ids: list[str]) -> dict:
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [nbformat.v4.new_code_cell(f"needle_{n} = 1") for n in range(len(ids))]
+        data = json.loads(nbformat.writes(notebook))
+        for cell, cell_id in zip(data["cells"], ids, strict=True):
+            cell["id"] = cell_id
+        return data
+
+    (workspace / "duplicate.ipynb").write_text(json.dumps(cells_with_ids(["same", "same"])))
+    (workspace / "illegal.ipynb").write_text(json.dumps(cells_with_ids(["has space", "ok"])))
+    v3 = {
+        "nbformat": 3, "nbformat_minor": 0, "metadata": {"name": ""},
+        "worksheets": [{"cells": [{"cell_type": "code", "input": "needle_v3 = 1", "language": "python",
+                                   "outputs": [], "collapsed": False, "metadata": {}, "bogus_key": "x" * 500}],
+                        "metadata": {}}],
+    }
+    (workspace / "old_invalid.ipynb").write_text(json.dumps(v3))
+    _one_cell(workspace / "fine.ipynb", "needle_fine = 1")
+    log = tmp_path / "server.log"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace)],
+        env=environment(),
+        cwd=str(workspace),
+    )
+    with log.open("w", encoding="utf-8") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            for name in ("duplicate.ipynb", "illegal.ipynb", "old_invalid.ipynb"):
+                await refused(client, "read_notebook", {"notebook_name": name}, "invalid_argument")
+            before = log.read_text()
+            for _ in range(2):
+                found = await ok(client, "search_notebooks", {"query": "needle_"})
+                assert [m["notebook"] for m in found["matches"]] == ["fine.ipynb"], found["matches"]
+                assert found["notebooks_searched"] == 1 and found["skipped"] == 3
+                result = await client.call_tool("search_notebooks", {"query": "needle_"})
+                assert "duplicate.ipynb (not a valid notebook)" in text_of(result)
+            said = log.read_text()[len(before):]
+    assert "bogus_key" not in said and "Notebook JSON" not in said, said[-2000:]

@@ -16,10 +16,13 @@ start fast, and jupytext is only needed once a script is touched.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
 import uuid
 from collections import deque
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -220,7 +223,8 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
         notebook = nbformat.versions[major].to_notebook_json(raw, minor=minor)
         if (major, minor) < (4, 5):
             older_format = f"{major}.{minor}"
-            notebook = nbformat.convert(notebook, 4)
+            with _upgrade_logs_left_out():
+                notebook = nbformat.convert(notebook, 4)
             notebook = nbformat.v4.upgrade(
                 notebook, from_version=4, from_minor=notebook.get("nbformat_minor")
             )
@@ -238,6 +242,31 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
             raise problem from None
         raise
     return notebook, generated, older_format
+
+
+class _NotAboutTheResult(logging.Filter):
+    """nbformat's upgrade logs the whole validation error of the older version's
+    schema (a dump of the document): the upgraded document is validated next, and
+    its verdict is what a caller hears, once, as an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Notebook JSON is not valid v")
+
+
+_QUIET = _NotAboutTheResult()
+
+
+@contextlib.contextmanager
+def _upgrade_logs_left_out() -> Iterator[None]:
+    from traitlets.log import get_logger
+
+    found = get_logger()
+    logger = found.logger if isinstance(found, logging.LoggerAdapter) else found
+    logger.addFilter(_QUIET)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_QUIET)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
