@@ -255,3 +255,81 @@ async def test_invalid_notebooks_are_skipped_and_counted_and_nothing_reaches_std
                 assert "duplicate.ipynb (not a valid notebook)" in text_of(result)
             said = log.read_text()[len(before):]
     assert "bogus_key" not in said and "Notebook JSON" not in said, said[-2000:]
+
+
+def _deep_notebook(path: Path) -> None:
+    """2,000 cells: 20 chapters of 10 sections, each section with 3 subsections (800 headings)."""
+    notebook = nbformat.v4.new_notebook()
+    for index in range(2000):
+        if index % 100 == 0:
+            cell = nbformat.v4.new_markdown_cell(f"# Chapter {index // 100}")
+        elif index % 10 == 0:
+            cell = nbformat.v4.new_markdown_cell(f"## Section {index}")
+        elif index % 10 in (3, 6, 8):
+            cell = nbformat.v4.new_markdown_cell(f"prose\n\n### Part {index}")
+        else:
+            cell = nbformat.v4.new_code_cell(f"x = {index}")
+        cell.id = f"c{index}"
+        notebook.cells.append(cell)
+    nbformat.write(notebook, path)
+
+
+async def test_outline_reaches_every_heading_of_a_2000_cell_notebook(workspace):
+    """Each heading shown says how many are folded under it; section expands one, its own
+    subsections folded the same way and expandable in turn; headings past the 30 shown
+    continue at start_index; every one of the 800 headings is reached that way."""
+    import re
+
+    _deep_notebook(workspace / "deep.ipynb")
+    async with serve(workspace) as client:
+        top = await client.call_tool("outline", {"notebook_name": "deep.ipynb"})
+        text = text_of(top)
+        assert "# Chapter 3 [300] +39" in text, text
+        assert "section=" in text
+        chapter = await client.call_tool("outline", {"notebook_name": "deep.ipynb", "section": 300})
+        said = text_of(chapter)
+        structured = chapter.structured_content
+        # The parts before the first section are the chapter's own: listed beside its sections.
+        assert [h["cell_index"] for h in structured["headings"]] == [300, 303, 306, 308, *range(310, 400, 10)], said
+        assert "## Section 350 [350] +3" in said and structured["cells"][0]["index"] == 300
+        section = await ok(client, "outline", {"notebook_name": "deep.ipynb", "section": 350})
+        assert [h["text"] for h in section["headings"]] == ["Section 350", "Part 353", "Part 356", "Part 358"]
+        assert section["headings_folded"] == 0
+
+        # Walk: every heading is reached by expanding sections and following start_index.
+        reached: set[int] = set()
+
+        async def visit(arguments: dict) -> None:
+            result = await client.call_tool("outline", {"notebook_name": "deep.ipynb", **arguments})
+            assert not result.is_error, text_of(result)
+            body = text_of(result)
+            for heading in result.structured_content["headings"]:
+                reached.add(heading["cell_index"])
+            for index, folded_under in re.findall(r"\[(\d+)\] \+(\d+)$", body, re.MULTILINE):
+                if int(index) != arguments.get("section"):
+                    await visit({"section": int(index)})
+            if more := re.search(r"start_index=(\d+)\.\)", body):
+                await visit({**arguments, "start_index": int(more.group(1))})
+
+        await visit({})
+        assert len(reached) == 800
+
+        bad = await refused(client, "outline", {"notebook_name": "deep.ipynb", "section": 301}, "invalid_argument")
+        assert "holds no heading" in text_of(bad) and "[300]" in text_of(bad)
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert "search_notebooks" in tools["outline"].description and "read_cell" in tools["outline"].description
+
+
+async def test_a_page_of_cells_names_the_headings_inside_it(workspace):
+    _deep_notebook(workspace / "deep.ipynb")
+    async with serve(workspace) as client:
+        for response_format in ("brief", "detailed"):
+            page = await client.call_tool(
+                "read_notebook",
+                {"notebook_name": "deep.ipynb", "start_index": 395, "limit": 20, "response_format": response_format},
+            )
+            lines = text_of(page).splitlines()
+            assert lines[1] == (
+                "Headings in these cells: ### Part 396 [396]; ### Part 398 [398]; # Chapter 4 [400]; "
+                "### Part 403 [403]; ### Part 406 [406]; ### Part 408 [408]; ## Section 410 [410]; ### Part 413 [413]"
+            ), lines[:3]

@@ -14,6 +14,7 @@ from jupyter_mcp_server.notebook_uris import output_uri
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools import models
 from jupyter_mcp_server.tools.addressing import checked_path, connection_of, notebook_path
+from jupyter_mcp_server.tools.headings import headings_line, headings_of
 from jupyter_mcp_server.tools.rendering import (
     InlineLimits,
     OutputLink,
@@ -306,6 +307,8 @@ async def read_notebook(
         )
         lines.append(cell_heading(index, cell) + (f", {state}" if state else ""))
         lines.append(source if detailed else source_preview(source))
+    if (headings := headings_line(headings_of(cells[start_index:stop], start_index))) is not None:
+        lines.insert(1 + bool(said), headings)
     result = models.NotebookRead(
         cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision, format_upgraded=upgraded
     )
