@@ -305,7 +305,7 @@ async def test_outline_reaches_every_heading_of_a_2000_cell_notebook(workspace):
             body = text_of(result)
             for heading in result.structured_content["headings"]:
                 reached.add(heading["cell_index"])
-            for index, folded_under in re.findall(r"\[(\d+)\] \+(\d+)$", body, re.MULTILINE):
+            for index, _folded_under in re.findall(r"\[(\d+)\] \+(\d+)$", body, re.MULTILINE):
                 if int(index) != arguments.get("section"):
                     await visit({"section": int(index)})
             if more := re.search(r"start_index=(\d+)\.\)", body):
