@@ -207,8 +207,6 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
     from nbformat.v4.rwbase import rejoin_lines, strip_transient
     from nbformat.validator import iter_validate
 
-    prepare_validator()  # at once when the warm-up did it; else nbformat's validator is the generated one
-
     # Every object a NotebookNode as it is decoded (nbformat's from_dict walks the whole
     # document again, value by value: a third of a read).
     raw = json.loads(data.decode("utf-8"), object_hook=nbformat.NotebookNode)
@@ -243,11 +241,13 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
         else:
             generated = _ids_from_disk(notebook)
         if not verdicts.known_valid(digest):
+            prepare_validator()  # at once when the warm-up did it; else nbformat's validator is the generated one
             # Public validate would silently "repair" duplicate ids; they were refused above.
             nbformat.validate(notebook)
             verdicts.remember_valid(digest)
     except (AttributeError, KeyError, TypeError):
         # A broken structure trips nbformat's readers before its schema names the problem.
+        prepare_validator()
         problem = next(iter_validate(nbformat.from_dict(raw)), None)
         if problem is not None:
             raise problem from None
