@@ -28,6 +28,8 @@ import os
 import threading
 from pathlib import Path
 
+from .schema_validator import cache_dir
+
 logger = logging.getLogger(__name__)
 
 #: Verdicts kept on disk at most; past it the oldest half is removed.
@@ -47,11 +49,9 @@ def digest_of(data: bytes) -> str:
 def _validator_folder() -> Path:
     if _folder:
         return _folder[0]
-    import fastjsonschema
+    import fastjsonschema  # lazy: nbformat and its validator are imported at the first read
     import nbformat
     from nbformat.json_compat import get_current_validator
-
-    from .schema_validator import cache_dir
 
     identity = f"{nbformat.__version__}|{fastjsonschema.VERSION}|{get_current_validator().__name__}"
     name = hashlib.sha256(identity.encode()).hexdigest()[:16]
