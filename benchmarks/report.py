@@ -92,6 +92,23 @@ METRICS: list[Metric] = [
     Metric("diff_revisions", "11 diff_notebook across 100 revisions", "s"),
     Metric("history_list", "11 notebook_history (20 entries)", "s"),
     Metric("history_bytes", "11 history on disk after the workload", "B"),
+    *(
+        metric
+        for key, label in (
+            ("find", "find a function among the notebooks"),
+            ("sections", "a 2,000-cell notebook, section by section"),
+            ("long_error", "the error ending a 200,000-line output"),
+            ("fix", "fix a cell failing inside a library"),
+            ("frame", "a 1,000-row DataFrame's head and shape"),
+            ("plot", "what a plot shows"),
+            ("rerun", "re-run, which cells changed"),
+        )
+        for metric in (
+            Metric(f"task_{key}_bytes", f"12 {label}: bytes to the model", "B"),
+            Metric(f"task_{key}_calls", f"12 {label}: calls", "calls"),
+            Metric(f"task_{key}_completed", f"12 {label}: completed (1 yes)", "calls"),
+        )
+    ),
 ]
 
 

@@ -44,6 +44,9 @@ class Sizes:
     corpus_notebook_bytes: int = 100_000
     #: Trivial cells of the notebook run whole (workload 10).
     run_cells: int = 200
+    #: Notebooks a function is looked for among, and lines of the long output (workload 12).
+    task_notebooks: int = 300
+    task_output_lines: int = 200_000
 
 
 FULL = Sizes()
@@ -60,4 +63,6 @@ QUICK = Sizes(
     history_revisions=20,
     corpus_notebooks=100,
     run_cells=50,
+    task_notebooks=30,
+    task_output_lines=20_000,
 )

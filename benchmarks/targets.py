@@ -214,6 +214,28 @@ def _memory(r: Results) -> tuple[bool, str]:
     return met_init and met_8, f"after initialize: {init}. With 8 notebooks: {eight}"
 
 
+TASK_KEYS = ("find", "sections", "long_error", "fix", "frame", "plot", "rerun")
+
+
+@target("every task completed, each on <= 1/3 of the bytes the best peer needs where it can (workload 12)")
+def _tasks(r: Results) -> tuple[bool, str]:
+    parts, met = [], True
+    for key in TASK_KEYS:
+        ours = r.median(f"task_{key}_bytes")
+        done = r.median(f"task_{key}_completed") == 1.0
+        peers = [
+            r.median(f"task_{key}_bytes", who)
+            for metric, who in r.samples
+            if metric == f"task_{key}_bytes" and who != "ours" and r.median(f"task_{key}_completed", who) == 1.0
+        ]
+        best = min(peers) if peers else None
+        ok = done and (best is None or ours * 3 <= best)
+        met = met and ok
+        against = f"{ours / best:.3f}x the best peer's {best:,.0f} B" if best else "no peer did it"
+        parts.append(f"{key} {ours:,.0f} B{'' if done else ' NOT completed'} ({against})")
+    return met, "; ".join(parts)
+
+
 def verdicts(results: Results) -> list[dict[str, Any]]:
     out = []
     for t in TARGETS:

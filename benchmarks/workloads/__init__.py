@@ -21,6 +21,7 @@ from . import (
     reading,
     runs,
     startup,
+    tasks,
 )
 
 STEPS: list[tuple[str, Workload]] = [
@@ -36,4 +37,5 @@ STEPS: list[tuple[str, Workload]] = [
     ("list variables", introspection.list_variables),
     ("a whole notebook", runs.run_all),
     ("batches and history", history.batches_and_diffs),
+    ("what an agent spends on a task", tasks.tasks),
 ]

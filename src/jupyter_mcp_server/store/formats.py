@@ -16,14 +16,18 @@ start fast, and jupytext is only needed once a script is touched.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
 import uuid
 from collections import deque
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import INVALID_ARGUMENT, INVALID_PATH, ToolFailure
+from . import verdicts
 from .layout import CellTexts, NotPlainJson, indented_json
 from .schema_validator import prepare as prepare_validator
 
@@ -200,11 +204,12 @@ def serialize_notebook(
 def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
     import nbformat
     from nbformat.reader import get_version
+    from nbformat.v4.rwbase import rejoin_lines, strip_transient
     from nbformat.validator import iter_validate
 
-    prepare_validator()  # at once when the warm-up did it; else nbformat's validator is the generated one
-
-    raw = json.loads(data.decode("utf-8"))
+    # Every object a NotebookNode as it is decoded (nbformat's from_dict walks the whole
+    # document again, value by value: a third of a read).
+    raw = json.loads(data.decode("utf-8"), object_hook=nbformat.NotebookNode)
     if b"\\u" in data and _has_lone_surrogate(raw):
         # JSON can spell half of a UTF-16 pair ("\ud800"); such a string is not
         # text, cannot be written back as UTF-8, and must not reach an answer.
@@ -215,12 +220,18 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
     if major not in nbformat.versions:
         raise ValueError(f"nbformat version {major!r} is not supported")
     older_format = None
+    digest = verdicts.digest_of(data)
     try:
-        # The version's own reader rejoins split lines and drops transient keys.
-        notebook = nbformat.versions[major].to_notebook_json(raw, minor=minor)
+        if major == 4:
+            # What v4's reader does after from_dict: split lines rejoined, transient keys dropped.
+            notebook = strip_transient(rejoin_lines(raw))
+        else:
+            # The version's own reader rejoins split lines and drops transient keys.
+            notebook = nbformat.versions[major].to_notebook_json(raw, minor=minor)
         if (major, minor) < (4, 5):
             older_format = f"{major}.{minor}"
-            notebook = nbformat.convert(notebook, 4)
+            with _upgrade_logs_left_out():
+                notebook = nbformat.convert(notebook, 4)
             notebook = nbformat.v4.upgrade(
                 notebook, from_version=4, from_minor=notebook.get("nbformat_minor")
             )
@@ -229,15 +240,44 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
             generated = list(range(len(notebook.cells)))
         else:
             generated = _ids_from_disk(notebook)
-        # Public validate would silently "repair" duplicate ids; they were refused above.
-        nbformat.validate(notebook)
+        if not verdicts.known_valid(digest):
+            prepare_validator()  # at once when the warm-up did it; else nbformat's validator is the generated one
+            # Public validate would silently "repair" duplicate ids; they were refused above.
+            nbformat.validate(notebook)
+            verdicts.remember_valid(digest)
     except (AttributeError, KeyError, TypeError):
         # A broken structure trips nbformat's readers before its schema names the problem.
+        prepare_validator()
         problem = next(iter_validate(nbformat.from_dict(raw)), None)
         if problem is not None:
             raise problem from None
         raise
     return notebook, generated, older_format
+
+
+class _NotAboutTheResult(logging.Filter):
+    """nbformat's upgrade logs the whole validation error of the older version's
+    schema (a dump of the document): the upgraded document is validated next, and
+    its verdict is what a caller hears, once, as an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Notebook JSON is not valid v")
+
+
+_QUIET = _NotAboutTheResult()
+
+
+@contextlib.contextmanager
+def _upgrade_logs_left_out() -> Iterator[None]:
+    from traitlets.log import get_logger
+
+    found = get_logger()
+    logger = found.logger if isinstance(found, logging.LoggerAdapter) else found
+    logger.addFilter(_QUIET)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_QUIET)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

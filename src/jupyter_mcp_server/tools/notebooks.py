@@ -13,6 +13,7 @@ from jupyter_mcp_server.kernels.environments import KernelChoice
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools.helpers import models
 from jupyter_mcp_server.tools.helpers.addressing import checked_path, connection_of, notebook_path
+from jupyter_mcp_server.tools.helpers.headings import headings_line, headings_of
 from jupyter_mcp_server.tools.helpers.rendering import (
     InlineLimits,
     OutputLink,
@@ -317,6 +318,8 @@ async def read_notebook(
         )
         lines.append(cell_heading(index, cell) + (f", {state}" if state else ""))
         lines.append(source if detailed else source_preview(source))
+    if (headings := headings_line(headings_of(cells[start_index:stop], start_index))) is not None:
+        lines.insert(1 + bool(said), headings)
     result = models.NotebookRead(
         cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision, format_upgraded=upgraded
     )

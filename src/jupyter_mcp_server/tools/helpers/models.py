@@ -388,6 +388,7 @@ class SearchResult(Result):
     notebooks_searched: int
     skipped: int
     complete: bool
+    stopped: str | None = Field(default=None, description="What cut the search short, when it is not complete.")
 
 
 class PackageEntry(Result):
