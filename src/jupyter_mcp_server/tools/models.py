@@ -50,7 +50,8 @@ class FormatUpgradeField(Result):
 
     format_upgraded: dict[str, str] | SkipJsonSchema[None] = Field(
         default=None,
-        description="Set when this call saved (a read: the next edit will save) an older nbformat as 4.5.",
+        description="Set when the file is not in nbformat 4.5: from its version, to the one this call saved "
+        "(a read: the next edit will save): 4.5 for an older file, its own for a newer one.",
         json_schema_extra=_without_a_default,
     )
 
