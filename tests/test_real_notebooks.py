@@ -190,3 +190,63 @@ async def test_a_run_whose_kernel_died_says_what_was_stored_and_nothing_else(wor
     assert error_code(last) == "kernel_gone", said
     assert "The outputs of the 1 cell(s) that finished are stored in the notebook" in said
     assert "Outputs are stored in the notebook" not in said
+
+
+# --- The folder a kernel runs in -----------------------------------------------------
+
+#: A cell a notebook of someone's might end with: files beside the notebook, opened by name.
+BESIDE = "import os, helpers\nprint(open('input.csv').read().strip(), helpers.VALUE, os.getcwd())"
+
+
+def notebook_in_a_folder(root: Path, folder: str) -> Path:
+    """nbclient's Factorials, in `folder` with an input file and a module beside it, and a last
+    cell that opens them by their bare names."""
+    path = copied(NBCLIENT / "Factorials.ipynb", root / folder, "analysis.ipynb")
+    (path.parent / "input.csv").write_text("a,b\n")
+    (path.parent / "helpers.py").write_text("VALUE = 42\n")
+    notebook = nbformat.read(str(path), as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(BESIDE))
+    nbformat.write(notebook, str(path))
+    return path
+
+
+@pytest.mark.parametrize("prestart", ["on", "off"])
+async def test_a_notebooks_kernel_runs_in_its_folder_as_nbclient_runs_it(workspace, tmp_path, prestart):
+    """With the prestarted kernel (started in the workspace root, then moved) and without it."""
+    pytest.importorskip("nbclient")
+    theirs = await run_by_nbclient(notebook_in_a_folder(tmp_path / "theirs", "data/analysis"))
+    path = notebook_in_a_folder(workspace, "data/analysis")
+    folder = str(path.parent.resolve())
+    async with serve(workspace, "--toolsets", "runs", "--capability", f"kernel.prestart={prestart}") as client:
+        await ok(client, "use_notebook", {"notebook_name": "data/analysis/analysis.ipynb"})
+        run = await client.call_tool("run_cells", {})
+        assert not run.is_error, text_of(run)
+        here = await client.call_tool("execute_code", {"code": "import os; print(os.getcwd())"})
+        verified = await ok(client, "verify_notebook", {})
+    assert text_of(here).strip() == folder
+    ours = nbformat.read(str(path), as_version=4)
+    assert outputs_of(ours)[:-1] == outputs_of(theirs)[:-1]
+    assert outputs_of(ours)[-1] == [("stdout", f"a,b 42 {folder}\n")]
+    assert outputs_of(theirs)[-1] == [("stdout", f"a,b 42 {(tmp_path / 'theirs/data/analysis').resolve()}\n")]
+    # verify_notebook's throwaway kernel runs there too: the last cell finds its files, and prints the same.
+    assert verified["status"] == "ok", verified
+
+
+async def test_a_kernel_follows_its_notebook_into_another_folder_and_a_shared_one_says_where_it_is(workspace):
+    notebook_in_a_folder(workspace, "data/analysis")
+    async with serve(workspace, "--capability", "kernel.prestart=off") as client:
+        first = await ok(client, "use_notebook", {"notebook_name": "data/analysis/analysis.ipynb"})
+        await ok(client, "execute_code", {"code": "x = 1"})
+        # Renamed by the person, into another folder: the notebook's kernel runs there now.
+        (workspace / "data" / "moved").mkdir()
+        (workspace / "data/analysis/analysis.ipynb").rename(workspace / "data/moved/analysis.ipynb")
+        await ok(client, "use_notebook", {"notebook_name": "data/moved/analysis.ipynb"})
+        here = await client.call_tool("execute_code", {"code": "import os; print(os.getcwd())"})
+        assert text_of(here).strip() == str((workspace / "data/moved").resolve())
+        # A notebook elsewhere sharing the first kernel shares its folder, as in Jupyter, and is told so.
+        await ok(client, "use_notebook", {"notebook_name": "top.ipynb", "mode": "create"})
+        shared = await client.call_tool("use_notebook", {"notebook_name": "top.ipynb", "kernel_id": first["kernel_id"]})
+        assert not shared.is_error, text_of(shared)
+        assert "runs in the folder 'data/analysis'" in text_of(shared)
+        there = await client.call_tool("execute_code", {"code": "import os; print(os.getcwd())"})
+        assert text_of(there).strip() == str((workspace / "data/analysis").resolve())

@@ -130,7 +130,8 @@ async def verify_notebook(
     skipping = {index for index, _, _ in code_cells if skips_execution(cells[index])}
     expecting = {cell_id for index, cell_id, _ in code_cells if expects_an_error(cells[index])}
     report.tag_skipped = [cell_id for index, cell_id, source in code_cells if index in skipping and source.strip()]
-    async with server.kernels.throwaway(kernel_name) as kernel:
+    # In the notebook's folder, as nbclient runs it: the files beside it are found.
+    async with server.kernels.throwaway(kernel_name, folder=server.kernels.folder_for(path)) as kernel:
         for index, cell_id, source in code_cells:
             if not source.strip() or index in skipping:
                 continue
