@@ -250,3 +250,41 @@ async def test_a_kernel_follows_its_notebook_into_another_folder_and_a_shared_on
         assert "runs in the folder 'data/analysis'" in text_of(shared)
         there = await client.call_tool("execute_code", {"code": "import os; print(os.getcwd())"})
         assert text_of(there).strip() == str((workspace / "data/analysis").resolve())
+
+
+# --- Cell ids of files that store none ---------------------------------------------
+
+
+async def ids_of(client, name: str) -> list[str]:
+    read = await ok(client, "read_notebook", {"notebook_name": name, "limit": 0})
+    return [cell["cell_id"] for cell in read["cells"]]
+
+
+async def test_cell_ids_of_files_that_store_none_survive_a_restart(workspace, tmp_path):
+    """nbclient's nbformat 4.0 notebooks and jupytext's percent scripts: read, restart, read again;
+    then an edit by the server (the script's cells still store no id), restart, read again."""
+    names = ["HelloWorld.ipynb", "Factorials.ipynb"]
+    for name in names:
+        copied(NBCLIENT / name, workspace)
+    scripts = ["jupyter.py", "cat_variable.py"]
+    for name in scripts:
+        copied(JUPYTEXT / name, workspace)
+    args = ("--capability", "kernel.prestart=off", "--history-dir", str(tmp_path / "history"))
+    async with serve(workspace, *args) as client:
+        first = {name: await ids_of(client, name) for name in names + scripts}
+    async with serve(workspace, *args) as client:
+        assert {name: await ids_of(client, name) for name in names + scripts} == first
+        # The server edits a script: the edited cell keeps its id, though the file cannot hold it.
+        edited = first["jupyter.py"][1]
+        await ok(client, "use_notebook", {"notebook_name": "jupyter.py"})
+        await ok(client, "overwrite_cell_source", {"cell_id": edited, "cell_source": "a = 10\nb = 20\na + b"})
+        inserted = (await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "import math"}))["cell_id"]
+    async with serve(workspace, *args) as client:
+        assert await ids_of(client, "jupyter.py") == [inserted, *first["jupyter.py"]]
+        assert await ids_of(client, "cat_variable.py") == first["cat_variable.py"]
+    # Without a history the ids are derived from the cells (type, source): the same at every start.
+    off = ("--capability", "kernel.prestart=off", "--history-dir", "off")
+    async with serve(workspace, *off) as client:
+        derived = await ids_of(client, "cat_variable.py")
+    async with serve(workspace, *off) as client:
+        assert await ids_of(client, "cat_variable.py") == derived == first["cat_variable.py"]

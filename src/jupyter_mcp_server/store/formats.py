@@ -19,10 +19,12 @@ start fast, and jupytext is only needed once a script is touched.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
 from collections import deque
+from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -132,7 +134,11 @@ class Parsed(NamedTuple):
 
 
 def parse_notebook(
-    data: bytes, fmt: str, name: str, previous: NotebookNode | None = None
+    data: bytes,
+    fmt: str,
+    name: str,
+    previous: NotebookNode | None = None,
+    remembered: Callable[[], NotebookNode | None] | None = None,
 ) -> Parsed:
     """The validated 4.5 document in ``data``, or ``ToolFailure(invalid_argument)``.
 
@@ -141,6 +147,12 @@ def parse_notebook(
     file held before an outside change, such cells take over the id of the
     previous cell with the same type and source, in order, so ids stay
     stable while the server runs even though the file does not store them.
+    Without ``previous`` (the first read since the server started),
+    ``remembered`` is asked for the document as the notebook's history last
+    kept it, and its ids are taken over the same way (its outputs are not):
+    ids the server gave survive a restart. A cell matched by neither gets an
+    id derived from its type and source (:func:`derived_cell_id`), the same
+    at every start.
     """
     older_format = newer_format = None
     try:
@@ -156,7 +168,10 @@ def parse_notebook(
         raise
     except Exception as error:  # whatever nbformat or jupytext trip over in a broken file
         raise _invalid(name, _describe(error)) from error
-    _carry_identity(notebook, generated, previous, carry_outputs=fmt == PY_PERCENT)
+    carry_outputs = fmt == PY_PERCENT
+    if generated and previous is None and remembered is not None:
+        previous, carry_outputs = remembered(), False
+    _carry_identity(notebook, generated, previous, carry_outputs=carry_outputs)
     return Parsed(notebook, older_format, newer_format)
 
 
@@ -353,10 +368,24 @@ def _carry_identity(
             cell.outputs = old.get("outputs", [])
             cell.execution_count = old.get("execution_count")
         used.add(cell.id)
+    occurrences: dict[tuple[str, str | None], int] = {}
     for cell in unmatched:
-        while cell.id in used:
-            cell.id = new_cell_id()
+        content = (cell.cell_type, cell.get("source"))
+        occurrence = occurrences[content] = occurrences.get(content, 0) + 1
+        attempt = 0
+        cell.id = derived_cell_id(*content, occurrence)
+        while cell.id in used:  # a stored id it collides with, however unlikely: the next one
+            attempt += 1
+            cell.id = derived_cell_id(*content, occurrence, attempt)
         used.add(cell.id)
+
+
+def derived_cell_id(cell_type: str, source: str | None, occurrence: int, attempt: int = 0) -> str:
+    """The id of a cell whose file stores none: 8 hex characters (as nbformat's) of a digest of
+    its type, source and which occurrence of that content it is. The same file gives the same
+    ids at every start of every server, so an id a caller noted still names its cell."""
+    text = f"{cell_type}\0{source or ''}\0{occurrence}\0{attempt}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
 def disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, Any]:

@@ -379,7 +379,10 @@ class NotebookStore:
             data = await self.files.read_bytes(key)
         previous = document.notebook if document is not None else None
         try:
-            notebook, older_format, newer_format = formats.parse_notebook(data, fmt, key, previous)
+            remembered = None
+            if previous is None and self.recorder is not None:
+                remembered = functools.partial(self.recorder.last_kept, key)
+            notebook, older_format, newer_format = formats.parse_notebook(data, fmt, key, previous, remembered)
         except ToolFailure:
             self._retire(key)  # keep its ids for when the file is fixed
             if waited < self.torn_read_wait and formats.maybe_half_written(data, fmt):
