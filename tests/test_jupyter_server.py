@@ -433,6 +433,30 @@ async def test_notebooks_on_the_jupyter_server_keep_their_revisions(workspace, t
     assert TOKEN not in log.read_text()
 
 
+@pytest.mark.parametrize("prestart", ["on", "off"])
+async def test_a_notebooks_kernel_runs_in_its_folder_on_the_jupyter_server(workspace, tmp_path, jupyter, prestart):
+    """As JupyterLab starts it (Jupyter Server's kernel `path`): through --jupyter-contents (a
+    prestarted kernel, started in the server's root, moved there first) and inside the server."""
+    url, root = jupyter
+    folder = root / f"far-{prestart}" / "nested"
+    folder.mkdir(parents=True)
+    (folder / "input.csv").write_text("beside the notebook")
+    code = "import os; print(os.getcwd(), open('input.csv').read())"
+    expected = f"{folder.resolve()} beside the notebook"
+    remote = ("--jupyter-url", url, "--jupyter-contents", "--capability", f"kernel.prestart={prestart}")
+    async with serve_logged(workspace, tmp_path / "server.log", *remote, env={"JUPYTER_TOKEN": TOKEN}) as client:
+        await ok(client, "use_notebook", {"notebook_name": f"far-{prestart}/nested/remote.ipynb", "mode": "create"})
+        ran = await client.call_tool("execute_code", {"code": code})
+        assert not ran.is_error, text_of(ran)
+        assert text_of(ran).strip() == expected
+    async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+        await ok(client, "use_notebook", {"notebook_name": f"far-{prestart}/nested/inside.ipynb", "mode": "create"})
+        ran = await client.call_tool("execute_code", {"code": code})
+        assert not ran.is_error, text_of(ran)
+        assert text_of(ran).strip() == expected
+        await ok(client, "unuse_notebook", {"notebook_name": f"far-{prestart}/nested/inside.ipynb"})
+
+
 async def test_outline_and_search_read_the_jupyter_servers_contents(workspace, tmp_path, jupyter):
     url, root = jupyter
     (root / "found" / "deeper").mkdir(parents=True, exist_ok=True)

@@ -96,8 +96,10 @@ class KernelBackend(abc.ABC):
         server then stops before it serves, saying why)."""
 
     @abc.abstractmethod
-    async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
-        """A started, ready kernel of `kernel_name`, working in `cwd` where that means something.
+    async def start(self, kernel_name: str, cwd: Path, folder: str = "") -> StartedKernel:
+        """A started, ready kernel of `kernel_name`, working in `cwd` where that means something:
+        the notebook's folder, `folder` relative to the workspace root (a backend whose
+        notebooks are kept elsewhere, a Jupyter Server's contents, uses `folder`).
 
         Raises ``ToolFailure(not_found)`` for an unknown kernelspec, naming the known ones.
         """
@@ -355,7 +357,7 @@ class LocalBackend(KernelBackend):
     def origin(self) -> str:
         return "local"
 
-    async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
+    async def start(self, kernel_name: str, cwd: Path, folder: str = "") -> StartedKernel:
         # Lazy: jupyter_client's kernel manager is imported when the first kernel starts.
         from jupyter_client.kernelspec import KernelSpecManager
 

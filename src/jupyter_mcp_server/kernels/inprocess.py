@@ -184,7 +184,7 @@ class ServerAppBackend(KernelBackend):
             return ""
         return "" if relative == "." else relative
 
-    async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
+    async def start(self, kernel_name: str, cwd: Path, folder: str = "") -> StartedKernel:
         if self.remote_specs:
             try:
                 await self.refresh()

@@ -59,6 +59,10 @@ class Kernel:
     running: RunningCode | None = None
     #: The sockets questions about it go over (:mod:`.introspection`), once asked; closed with it.
     introspector: Any = None
+    #: The folder it was started in (or moved to before its first use), relative to the
+    #: workspace root ("": the root); None when this server did not choose it (a kernel
+    #: adopted from JupyterLab, or one an extension provided).
+    folder: str | None = ""
 
     async def is_alive(self) -> bool:
         try:

@@ -38,6 +38,7 @@ from jupyter_mcp_server.kernels.execution import (
     KernelDied,
     ended_meanwhile,
 )
+from jupyter_mcp_server.kernels.folders import existing_folder, folder_of, moved
 from jupyter_mcp_server.kernels.kernel import (
     AUTO_RESTART,
     RESTART_UNRESPONSIVE,
@@ -239,7 +240,9 @@ class KernelManager:
             # Asked for another kernelspec: like changing a notebook's kernel in
             # Jupyter, the notebook moves to a new kernel of that spec.
             await self.detach(notebook)
-        kernel = await self.start(kernel_name or metadata_kernel or self.default_kernel_name())
+        kernel = await self.start(
+            kernel_name or metadata_kernel or self.default_kernel_name(), folder=self.folder_for(notebook)
+        )
         kernel.notebooks.add(notebook)
         self._bindings[notebook] = kernel.kernel_id
         self._lost.discard(notebook)
@@ -385,26 +388,36 @@ class KernelManager:
 
     # --- Starting and stopping ---------------------------------------------------
 
-    async def start(self, kernel_name: str | None = None) -> Kernel:
-        """A started kernel (by default, of the default choice), from the warm pool when it has one of this name."""
+    def folder_for(self, notebook: str) -> str:
+        """The folder `notebook`'s kernel runs in, relative to the workspace root: the notebook's
+        own (:mod:`.folders`), where the backend's kernels see the notebooks' files; else the root."""
+        if not getattr(self.backend, "sees_notebooks", True):
+            return ""
+        if self.backend.name == "local":
+            return existing_folder(self.workspace_root, folder_of(notebook))[1]
+        return folder_of(notebook)
+
+    async def start(self, kernel_name: str | None = None, *, folder: str = "") -> Kernel:
+        """A started kernel (by default, of the default choice) working in `folder` (relative to the
+        workspace root), from the warm pool when it has one of this name."""
         kernel_name = kernel_name or self.default_kernel_name()
         async with self._start_lock:
             if len(self._kernels) >= self.max_kernels:
                 raise self._limit_reached()
             kernel = (
                 await self._provided(kernel_name)
-                or await self._take_pooled(kernel_name)
-                or await self._launch(kernel_name)
+                or await self._take_pooled(kernel_name, folder)
+                or await self._launch(kernel_name, folder)
             )
             self._kernels[kernel.kernel_id] = kernel
         self._refill_pool()
         return kernel
 
     @contextlib.asynccontextmanager
-    async def throwaway(self, kernel_name: str | None = None) -> AsyncIterator[Kernel]:
-        """A kernel bound to no notebook, for one call (``verify_notebook``): counted against
-        --max-kernels while it lives, stopped on the way out whatever happens."""
-        kernel = await self.start(kernel_name)
+    async def throwaway(self, kernel_name: str | None = None, *, folder: str = "") -> AsyncIterator[Kernel]:
+        """A kernel bound to no notebook, for one call (``verify_notebook``, in the notebook's
+        `folder`): counted against --max-kernels while it lives, stopped on the way out whatever happens."""
+        kernel = await self.start(kernel_name, folder=folder)
         try:
             yield kernel
         finally:
@@ -429,9 +442,9 @@ class KernelManager:
             kernels=sorted(self._kernels),
         )
 
-    async def _launch(self, kernel_name: str) -> Kernel:
+    async def _launch(self, kernel_name: str, folder: str = "") -> Kernel:
         backend = self.backend
-        started = await backend.start(kernel_name, self.workspace_root)
+        started = await backend.start(kernel_name, self.workspace_root / folder, folder)
         return Kernel(
             kernel_id=started.kernel_id,
             kernel_name=kernel_name,
@@ -439,6 +452,7 @@ class KernelManager:
             client=started.client,
             origin=backend.origin(),
             sessions=getattr(backend, "sessions", None),
+            folder=folder,
         )
 
     async def _adopt(self, kernel_id: str) -> Kernel | None:
@@ -470,6 +484,7 @@ class KernelManager:
                 origin=self.backend.origin(),
                 release=let_go,
                 sessions=getattr(self.backend, "sessions", None),
+                folder=None,  # wherever whoever started it chose
             )
             self._kernels[kernel.kernel_id] = kernel
         return kernel
@@ -492,13 +507,39 @@ class KernelManager:
             owned=False,
             origin=str(getattr(provided, "origin", "sandbox")),
             release=getattr(provided, "release", None),
+            folder=None,  # its own filesystem, perhaps: the provider's to say
         )
 
-    async def _take_pooled(self, kernel_name: str) -> Kernel | None:
+    async def _take_pooled(self, kernel_name: str, folder: str = "") -> Kernel | None:
+        """The prestarted kernel, in `folder`: it was started in the workspace root, before
+        anybody knew which notebook would take it, so it is moved there first (Python kernels;
+        another language's is left in the pool for a notebook in the root)."""
+        if folder and not self._can_move(kernel_name):
+            return None
         if self._first_prestart is not None and not self._first_prestart.done():
             self._handshake_done.set()  # somebody needs a kernel: no more waiting
             await asyncio.wait({self._first_prestart})
-        return await self._pool.take(kernel_name)
+        kernel = await self._pool.take(kernel_name)
+        if kernel is None or not folder or kernel.folder == folder:
+            return kernel
+        # A local kernel is told the absolute folder; a remote one, the folder relative to the
+        # server's root it started in (the same for a kernel that has run nothing of anybody's).
+        target = str(self.workspace_root / folder) if self.backend.name == "local" else folder
+        if await moved(kernel, target):
+            logger.debug("The prestarted kernel %s moved to %r for its notebook", kernel.kernel_id, folder)
+            kernel.folder = folder
+            return kernel
+        logger.warning("The prestarted kernel could not change to %r; starting another there", folder)
+        await self._shutdown_quietly(kernel)
+        return None
+
+    def _can_move(self, kernel_name: str) -> bool:
+        """Whether a kernel of `kernel_name` can be moved to another folder (Python: os.chdir)."""
+        try:
+            language = str((self.backend.kernelspec(kernel_name) or {}).get("language", "")).lower()
+        except Exception:
+            return False
+        return language == "python"
 
     def _refill_pool(self, delay: float | None = None) -> None:
         """Start the next kernel, of the default choice, before anybody asks (the

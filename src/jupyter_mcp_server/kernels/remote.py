@@ -511,13 +511,21 @@ class JupyterServerBackend(KernelBackend):
         kernel.channels = channels
         return StartedKernel(kernel_id, kernel, channels), name
 
-    async def start(self, kernel_name: str, cwd: Path) -> StartedKernel:
-        # Kernels start in the server's root directory: a local path means nothing there.
+    @property
+    def sees_notebooks(self) -> bool:
+        """Whether its kernels see the notebooks' files: only when the notebooks are kept on
+        the same server (``--jupyter-contents``); a local folder means nothing there."""
+        return self.sessions is not None
+
+    async def start(self, kernel_name: str, cwd: Path, folder: str = "") -> StartedKernel:
+        # In the notebook's folder on the server (Jupyter Server's `path`, relative to its root)
+        # when the notebooks are kept there; else in its root: a local path means nothing there.
         if self._specs and kernel_name not in self._specs:
             with contextlib.suppress(ToolFailure):
                 await self.refresh()
             if kernel_name not in self._specs:
                 raise unknown_kernelspec(kernel_name, self.kernelspecs(), f" on the Jupyter Server at {self.url}")
         # path "" is the server's root directory (without it, wherever the server process runs).
-        kernel, channels = await open_remote_kernel(self.url, self._token, kernel_name, READY_TIMEOUT, path="")
+        path = folder if self.sees_notebooks else ""
+        kernel, channels = await open_remote_kernel(self.url, self._token, kernel_name, READY_TIMEOUT, path=path)
         return StartedKernel(kernel.kernel_id, kernel, channels)

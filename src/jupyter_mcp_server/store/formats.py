@@ -8,7 +8,10 @@ does not validate again, because every change goes through tools that keep
 the document valid and re-validating thousands of cells per edit is slow.
 A file in an older nbformat (2, 3, 4.0 to 4.4) is upgraded in memory and
 written as 4.5 at its next write, which older tools may no longer open: the
-parse names its version (``Parsed.older_format``) so the user hears of it.
+parse names its version (``Parsed.older_format``) so the user hears of it. A
+file in a newer 4.x (4.99: cells of types 4.5 does not know) is kept in its own
+version, which this server cannot convert: the parse names that too
+(``Parsed.newer_format``), and every result says so.
 
 nbformat and jupytext are imported inside the functions: the server must
 start fast, and jupytext is only needed once a script is touched.
@@ -17,12 +20,13 @@ start fast, and jupytext is only needed once a script is touched.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import re
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -127,10 +131,17 @@ class Parsed(NamedTuple):
     #: The file's nbformat version ("3.0", "4.4") when it is older than
     #: :data:`WRITTEN_VERSION`: the next write upgrades the file to it.
     older_format: str | None = None
+    #: The file's nbformat version ("4.99") when it is newer than
+    #: :data:`WRITTEN_VERSION`: it is written back in that version.
+    newer_format: str | None = None
 
 
 def parse_notebook(
-    data: bytes, fmt: str, name: str, previous: NotebookNode | None = None
+    data: bytes,
+    fmt: str,
+    name: str,
+    previous: NotebookNode | None = None,
+    remembered: Callable[[], NotebookNode | None] | None = None,
 ) -> Parsed:
     """The validated 4.5 document in ``data``, or ``ToolFailure(invalid_argument)``.
 
@@ -139,11 +150,20 @@ def parse_notebook(
     file held before an outside change, such cells take over the id of the
     previous cell with the same type and source, in order, so ids stay
     stable while the server runs even though the file does not store them.
+    Without ``previous`` (the first read since the server started),
+    ``remembered`` is asked for the document as the notebook's history last
+    kept it, and its ids are taken over the same way (its outputs are not):
+    ids the server gave survive a restart. A cell matched by neither gets an
+    id derived from its type and source (:func:`derived_cell_id`), the same
+    at every start.
     """
-    older_format = None
+    older_format = newer_format = None
     try:
         if fmt == IPYNB:
             notebook, generated, older_format = _parse_ipynb(data)
+            minor = notebook.get("nbformat_minor")
+            if isinstance(minor, int) and minor > int(WRITTEN_VERSION.split(".")[1]):
+                newer_format = f"{notebook.get('nbformat')}.{minor}"
         else:
             notebook = _parse_percent(data)
             generated = list(range(len(notebook.cells)))
@@ -151,8 +171,11 @@ def parse_notebook(
         raise
     except Exception as error:  # whatever nbformat or jupytext trip over in a broken file
         raise _invalid(name, _describe(error)) from error
-    _carry_identity(notebook, generated, previous, carry_outputs=fmt == PY_PERCENT)
-    return Parsed(notebook, older_format)
+    carry_outputs = fmt == PY_PERCENT
+    if generated and previous is None and remembered is not None:
+        previous, carry_outputs = remembered(), False
+    _carry_identity(notebook, generated, previous, carry_outputs=carry_outputs)
+    return Parsed(notebook, older_format, newer_format)
 
 
 def maybe_half_written(data: bytes, fmt: str) -> bool:
@@ -196,9 +219,40 @@ def serialize_notebook(
                 ensure_ascii=False,
             )
         return (text + "\n").encode("utf-8")
-    import jupytext
+    return _percent_script(notebook).encode("utf-8")
 
-    return jupytext.writes(notebook, fmt=PY_PERCENT).encode("utf-8")
+
+def _percent_script(notebook: NotebookNode) -> str:
+    """The script jupytext writes, with the header the file was read with.
+
+    jupytext puts its own ``text_representation`` (its version, the format's) into
+    every header it writes. A script read from disk carries in memory whatever its
+    header held: written back as it is, a person's header (a kernelspec, or none)
+    stays as they wrote it, where jupytext would add six lines to it at the first
+    edit. The ``text_representation`` jupytext's reader supplies for a header that
+    had none (no ``format_version``) is left out. A notebook the server made (no
+    ``jupytext`` metadata) gets jupytext's usual header.
+    """
+    import jupytext
+    from jupytext import header
+
+    representation = (notebook["metadata"].get("jupytext") or {}).get("text_representation")
+    if representation is None:
+        return str(jupytext.writes(notebook, fmt=PY_PERCENT))
+    if "format_version" not in representation:
+        section = {k: v for k, v in notebook["metadata"]["jupytext"].items() if k != "text_representation"}
+        metadata = {k: v for k, v in notebook["metadata"].items() if k != "jupytext"}
+        if section:
+            metadata["jupytext"] = section
+        notebook = type(notebook)({**notebook, "metadata": type(notebook["metadata"])(metadata)})
+    # Module state, but writes run on the event loop's thread, one at a time, and
+    # nothing awaits in between.
+    inserting = header.INSERT_AND_CHECK_VERSION_NUMBER
+    header.INSERT_AND_CHECK_VERSION_NUMBER = False
+    try:
+        return str(jupytext.writes(notebook, fmt=PY_PERCENT))
+    finally:
+        header.INSERT_AND_CHECK_VERSION_NUMBER = inserting
 
 
 def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
@@ -353,10 +407,24 @@ def _carry_identity(
             cell.outputs = old.get("outputs", [])
             cell.execution_count = old.get("execution_count")
         used.add(cell.id)
+    occurrences: dict[tuple[str, str | None], int] = {}
     for cell in unmatched:
-        while cell.id in used:
-            cell.id = new_cell_id()
+        content = (cell.cell_type, cell.get("source"))
+        occurrence = occurrences[content] = occurrences.get(content, 0) + 1
+        attempt = 0
+        cell.id = derived_cell_id(*content, occurrence)
+        while cell.id in used:  # a stored id it collides with, however unlikely: the next one
+            attempt += 1
+            cell.id = derived_cell_id(*content, occurrence, attempt)
         used.add(cell.id)
+
+
+def derived_cell_id(cell_type: str, source: str | None, occurrence: int, attempt: int = 0) -> str:
+    """The id of a cell whose file stores none: 8 hex characters (as nbformat's) of a digest of
+    its type, source and which occurrence of that content it is. The same file gives the same
+    ids at every start of every server, so an id a caller noted still names its cell."""
+    text = f"{cell_type}\0{source or ''}\0{occurrence}\0{attempt}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
 def disk_form(notebook: NotebookNode, *, with_cells: bool = True) -> dict[str, Any]:

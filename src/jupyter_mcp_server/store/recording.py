@@ -138,6 +138,19 @@ class Recorder:
         """Why the last write to `key`'s history failed, until one succeeds again."""
         return self._failures.get(key)
 
+    def last_kept(self, key: str) -> NotebookNode | None:
+        """The notebook as its history last kept it (None without one): where the ids of a file
+        that stores none (a percent script, nbformat before 4.5) are found after a restart."""
+        history = self.history(key)
+        try:
+            if history is None or not history.exists():
+                return None
+            revision = history.last_revision()
+            return notebook_at(history, revision) if revision else None
+        except Exception:  # a history never fails a read: the ids are derived instead
+            logger.debug("The history of %s could not be read for its cell ids", key, exc_info=True)
+            return None
+
     def noticed(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts) -> str | None:
         """The store read a revision it did not write: the history ends there, if the notebook has one."""
         history = self.history(key)

@@ -58,6 +58,8 @@ class NotebookView:
     #: The file's nbformat version when older than 4.5 ("3.0", "4.4"): the
     #: next write saves it as 4.5.
     older_format: str | None = None
+    #: The file's nbformat version when newer than 4.5 ("4.99"): kept at every write.
+    newer_format: str | None = None
     #: On the view a mutation answers with: the version that write upgraded the file from.
     upgraded_from: str | None = None
     #: On the view a mutation answers with: the revision it was applied to.
@@ -76,6 +78,8 @@ class _Document:
     stale: bool = False
     #: The file's older nbformat version, until this store writes it as 4.5.
     older_format: str | None = None
+    #: The file's newer nbformat version (4.99), which its writes keep.
+    newer_format: str | None = None
 
     @property
     def revision(self) -> str:
@@ -256,7 +260,9 @@ class NotebookStore:
             self._retire(key)
             raise
         upgraded_from, previous = document.older_format, document.revision
-        document = _Document(document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns))
+        document = _Document(
+            document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns), newer_format=document.newer_format
+        )
         self._documents[key] = document
         note = self.history_said(note or self._written(key, revision, previous))
         self.announce_write(key, revision)
@@ -390,7 +396,10 @@ class NotebookStore:
             data = await self.files.read_bytes(key)
         previous = document.notebook if document is not None else None
         try:
-            notebook, older_format = formats.parse_notebook(data, fmt, key, previous)
+            remembered = None
+            if previous is None and self.recorder is not None:
+                remembered = functools.partial(self.recorder.last_kept, key)
+            notebook, older_format, newer_format = formats.parse_notebook(data, fmt, key, previous, remembered)
         except ToolFailure:
             self._retire(key)  # keep its ids for when the file is fixed
             if waited < self.torn_read_wait and formats.maybe_half_written(data, fmt):
@@ -407,6 +416,7 @@ class NotebookStore:
             fmt,
             Snapshot(fingerprint, revision_of(data), checked_ns),
             older_format=older_format,
+            newer_format=newer_format,
         )
         self._documents[key] = document
         # Parsing a big notebook takes a while: a revision another process replaced
@@ -423,7 +433,7 @@ class NotebookStore:
 
 def _view(key: str, document: _Document) -> NotebookView:
     return NotebookView(
-        key, document.notebook, document.revision, document.format, document.older_format
+        key, document.notebook, document.revision, document.format, document.older_format, document.newer_format
     )
 
 

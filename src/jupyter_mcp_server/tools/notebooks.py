@@ -164,6 +164,7 @@ async def use_notebook(
     state.names[notebook_name] = path
     state.current = path
     upgraded, said = upgrade_ahead(view)
+    changed += elsewhere(server, kernel, path)
     result = models.NotebookUsed(
         notebook_name=notebook_name,
         notebook_path=path,
@@ -181,6 +182,18 @@ async def use_notebook(
         f"{verb} '{path}' ({result.cell_count} cells, revision {view.revision}) as '{notebook_name}' "
         f"on kernel {kernel.kernel_id}. It is now this connection's current notebook.{said}{changed}\n"
         f"Kernel: {kernel.kernel_name}{why}.",
+    )
+
+
+def elsewhere(server: Any, kernel: Any, path: str) -> str:
+    """What a notebook sharing a kernel started for a notebook in another folder must know:
+    a kernel has one working folder, as in Jupyter, and relative paths resolve there."""
+    here = server.kernels.folder_for(path)
+    if kernel.folder is None or kernel.folder == here:
+        return ""
+    return (
+        f" Kernel {kernel.kernel_id} runs in the folder '{kernel.folder or '.'}' (it was started for another "
+        f"notebook), not in '{here or '.'}' where this notebook is: relative paths resolve there."
     )
 
 

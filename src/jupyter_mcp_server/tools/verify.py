@@ -34,6 +34,7 @@ from jupyter_mcp_server.kernels.kernel import Kernel
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools.helpers import models
 from jupyter_mcp_server.tools.helpers.addressing import notebook_path
+from jupyter_mcp_server.tools.helpers.cell_tags import expects_an_error, skips_execution
 from jupyter_mcp_server.tools.helpers.hidden_state import hidden_uses
 from jupyter_mcp_server.tools.helpers.model_text import IMAGE_TYPES, joined
 from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
@@ -128,15 +129,22 @@ async def verify_notebook(
         stopped_at=None, stop_reason=None,
     )
     started = time.monotonic()
-    async with server.kernels.throwaway(kernel_name) as kernel:
+    cells = view.notebook.cells
+    skipping = {index for index, _, _ in code_cells if skips_execution(cells[index])}
+    expecting = {cell_id for index, cell_id, _ in code_cells if expects_an_error(cells[index])}
+    report.tag_skipped = [cell_id for index, cell_id, source in code_cells if index in skipping and source.strip()]
+    # In the notebook's folder, as nbclient runs it: the files beside it are found.
+    async with server.kernels.throwaway(kernel_name, folder=server.kernels.folder_for(path)) as kernel:
         for index, cell_id, source in code_cells:
-            if not source.strip():
+            if not source.strip() or index in skipping:
                 continue
             left = seconds - (time.monotonic() - started)
             if left <= 0:
                 report.stopped_at, report.stop_reason = models.CellRef(index=index, cell_id=cell_id), "the run's timeout"
                 break
-            stop = await _run_one(server, kernel, index, cell_id, source, left, stored.get(cell_id, []), report)
+            stop = await _run_one(
+                server, kernel, index, cell_id, source, left, stored.get(cell_id, []), report, cell_id in expecting
+            )
             if stop is not None:
                 report.stopped_at, report.stop_reason = models.CellRef(index=index, cell_id=cell_id), stop
                 break
@@ -152,9 +160,10 @@ async def verify_notebook(
 
 async def _run_one(
     server: ServerState, kernel: Kernel, index: int, cell_id: str, source: str, left: float,
-    stored: list[dict[str, Any]], report: models.Verification,
+    stored: list[dict[str, Any]], report: models.Verification, error_expected: bool = False,
 ) -> str | None:
-    """Run one cell in the throwaway kernel and note what it says; a reason to stop, or None."""
+    """Run one cell in the throwaway kernel and note what it says; a reason to stop, or None.
+    `error_expected`: the cell is tagged ``raises-exception``, so its error is no failure."""
     try:
         outcome = await server.run_in_turn(
             kernel, source, left, None,
@@ -168,7 +177,9 @@ async def _run_one(
     error = outcome.outputs.error
     if outcome.status == "timeout":
         return "the run's timeout (the cell was interrupted)"
-    if error is not None or outcome.status != "ok":
+    if error_expected and outcome.status == "error":
+        report.expected_errors.append(cell_id)
+    elif error is not None or outcome.status != "ok":
         ename = error.ename if error else outcome.status
         evalue = error.evalue if error else ""
         report.failures.append(models.CellFailure(index=index, cell_id=cell_id, ename=ename, evalue=evalue))
@@ -215,6 +226,11 @@ def _answer(path: str, report: models.Verification) -> CallToolResult:
         lines.append(f"Hidden state: [{use.index}] {use.cell_id} uses {', '.join(use.names)} before any cell above defines it{below}.")
     for diff in report.differences:
         lines.append(f"Differs: [{diff.index}] {diff.cell_id}: stored {diff.stored!r}, now {diff.now!r}")
+    if report.tag_skipped:
+        lines.append(f"Not run, tagged skip-execution (as nbclient does): {', '.join(report.tag_skipped)}.")
+    if report.expected_errors:
+        lines.append(f"Raised, as their raises-exception tag expects (not failures): {', '.join(report.expected_errors)}.")
     if report.status == "ok":
-        lines.append("Every cell ran, and every output matches the stored one.")
+        every = "Every other cell" if report.tag_skipped else "Every cell"
+        lines.append(f"{every} ran, and every output matches the stored one.")
     return answer(report.model_dump(), "\n".join(lines))

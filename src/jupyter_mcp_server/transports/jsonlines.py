@@ -200,6 +200,8 @@ class JsonLinesServer:
         if view.older_format is not None:
             # The first save writes it in the newer version: said before, not after.
             answer["format_upgraded"] = {"from": view.older_format, "to": WRITTEN_VERSION}
+        elif view.newer_format is not None:  # 4.99: kept in its own version
+            answer["format_upgraded"] = {"from": view.newer_format, "to": view.newer_format}
         return answer
 
     async def do_status(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -317,11 +319,13 @@ class JsonLinesServer:
 
         _, view = await self.state.store.mutate(opened.path, replace, expected_revision=revision)
         opened.notebook, opened.revision, opened.dirty = copy.deepcopy(view.notebook), view.revision, False
-        if view.upgraded_from is not None:
+        if view.upgraded_from is not None or view.newer_format is not None:
             return {
                 "path": opened.path,
                 "revision": view.revision,
-                "format_upgraded": {"from": view.upgraded_from, "to": WRITTEN_VERSION},
+                "format_upgraded": {"from": view.upgraded_from, "to": WRITTEN_VERSION}
+                if view.upgraded_from is not None
+                else {"from": view.newer_format, "to": view.newer_format},
             }
         return {"path": opened.path, "revision": view.revision}
 

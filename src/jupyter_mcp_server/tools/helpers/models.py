@@ -51,7 +51,8 @@ class FormatUpgradeField(Result):
 
     format_upgraded: dict[str, str] | SkipJsonSchema[None] = Field(
         default=None,
-        description="Set when this call saved (a read: the next edit will save) an older nbformat as 4.5.",
+        description="Set when the file is not in nbformat 4.5: from its version, to the one this call saved "
+        "(a read: the next edit will save): 4.5 for an older file, its own for a newer one.",
         json_schema_extra=_without_a_default,
     )
     #: Set by the tool runner (``results.history_off_said``), for every tool alike.
@@ -436,7 +437,13 @@ class RunCell(Result):
     execution_count: int | None
     output: str = Field(description="Its outputs as text, cut to its share of the inline budget (images named, not inlined).")
     error: str | None = Field(description="'Name: message' of the exception it raised, if any.")
-    stored: bool = Field(description="Whether its outputs are in the notebook (not when it was edited or deleted meanwhile).")
+    stored: bool = Field(
+        description="Whether its outputs are in the notebook (not when it was edited or deleted meanwhile; "
+        "a percent script's are kept in memory only)."
+    )
+    expected_error: bool = Field(
+        default=False, description="It raised, as its raises-exception tag says it should; the run went on."
+    )
 
 
 class CellRef(Result):
@@ -457,6 +464,9 @@ class NotebookRun(Written):
     stop_reason: str | None
     not_run: list[str] = Field(description="Ids of selected cells that did not run (after the stop).")
     fresh_skipped: int = Field(description='cells="stale": fresh cells passed over.')
+    tag_skipped: list[str] = Field(
+        default_factory=list, description="Ids of cells tagged skip-execution, not run (as nbclient does)."
+    )
     run_id: str | SkipJsonSchema[None] = _run_id_field()
 
 
@@ -519,3 +529,9 @@ class Verification(Revisioned):
     hidden_state: list[HiddenState]
     stopped_at: CellRef | None
     stop_reason: str | None
+    tag_skipped: list[str] = Field(
+        default_factory=list, description="Ids of cells tagged skip-execution, not run (as nbclient does)."
+    )
+    expected_errors: list[str] = Field(
+        default_factory=list, description="Ids of cells tagged raises-exception that raised: not failures."
+    )

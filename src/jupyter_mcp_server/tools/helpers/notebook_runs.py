@@ -9,9 +9,11 @@ notebook open, then written into the cell by id (``cell_writes``).
 
 Whoever follows the call hears each cell's outputs and a line per cell
 ("cell 3 of 10 …: ok"). The run stops at the first cell that does not end
-``ok`` when ``stop_on_error`` (the default), at an interrupt, when its kernel
+``ok`` when ``stop_on_error`` (the default; a cell tagged ``raises-exception``
+may raise), at an interrupt, when its kernel
 dies (``kernel_gone``: the cells that ran are kept), and when it is
-cancelled; the report says where and why.
+cancelled; the report says where and why. Cells tagged ``skip-execution`` are
+passed over, as nbclient passes over them (``cell_tags``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from jupyter_mcp_server.kernels.execution import ExecutionOutcome
 from jupyter_mcp_server.state import ServerState
 from jupyter_mcp_server.store import NotebookView
 from jupyter_mcp_server.tools.helpers.cell_selection import Selection, select
+from jupyter_mcp_server.tools.helpers.cell_tags import expects_an_error, skips_execution
 from jupyter_mcp_server.tools.helpers.cell_writes import CellWrites, Pending
 from jupyter_mcp_server.tools.helpers.displays import display_writes
 from jupyter_mcp_server.tools.helpers.listening import announce, listening
@@ -48,6 +51,8 @@ class CellRan:
     outcome: ExecutionOutcome | None = None
     #: Why its outputs are not in the notebook, when they are not.
     not_stored: str | None = None
+    #: It raised, as its ``raises-exception`` tag says it should: the run went on.
+    expected_error: bool = False
 
 
 @dataclass
@@ -60,6 +65,8 @@ class RunReport:
     kernel_id: str
     selected: int
     said: str
+    #: The file kind (``ipynb``, ``py:percent``): a script stores no outputs.
+    format: str = "ipynb"
     cells: list[CellRan] = field(default_factory=list)
     #: The cell it stopped at, and why (None: it ran every cell selected).
     stopped_at: CellRan | None = None
@@ -67,6 +74,8 @@ class RunReport:
     #: Cells selected and not run: after the stop, or fresh ones a stale run passed over.
     not_run: list[str] = field(default_factory=list)
     fresh_skipped: int = 0
+    #: Ids of selected cells tagged ``skip-execution``, not run (as nbclient does).
+    tag_skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: The notebook after the last write, when anything was written.
     written: NotebookView | None = None
@@ -80,7 +89,7 @@ class RunReport:
             return self.stopped_at.status
         if self.stop_reason is not None:
             return "cancelled"
-        failed = next((cell for cell in self.cells if cell.status != "ok"), None)
+        failed = next((cell for cell in self.cells if cell.status != "ok" and not cell.expected_error), None)
         return failed.status if failed is not None else "ok"
 
 
@@ -133,10 +142,18 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
         kernel_id=kernel.kernel_id,
         selected=len(selection.indices),
         said=selection.said,
+        format=view.format,
         notes=notes,
     )
     writes = CellWrites(server, path, store_outputs)
     planned = [index for index in selection.indices if sources[index][1].strip()]
+    # nbclient's tags, read now (the document changes under later awaits). Cells the caller
+    # named by id run whatever their tags: the caller chose them.
+    chosen = isinstance(request.cells, list)
+    skipping = {index for index in planned if not chosen and skips_execution(view.notebook.cells[index])}
+    expecting = {index for index in planned if expects_an_error(view.notebook.cells[index])}
+    report.tag_skipped = [sources[index][0] for index in planned if index in skipping]
+    planned = [index for index in planned if index not in skipping]
     try:
         for position, index in enumerate(planned):
             cell_id, source = sources[index]
@@ -166,10 +183,12 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
             runs.ran(cell_id, source, kernel.kernel_id, outcome.status)
             writes.add(Pending(cell_id, source, outcome, display_writes(runs, kernel.kernel_id, cell_id, outcome)))
             ran = CellRan(index, cell_id, outcome.status, outcome)
+            ran.expected_error = outcome.status == "error" and index in expecting
             report.cells.append(ran)
             count = f" [{outcome.execution_count}]" if outcome.execution_count is not None else ""
             announce(f"{step}: {outcome.status}{count}")
-            if outcome.status != "ok" and (request.stop_on_error or outcome.status == INTERRUPTED):
+            failed = outcome.status != "ok" and not ran.expected_error
+            if failed and (request.stop_on_error or outcome.status == INTERRUPTED):
                 report.stopped_at = ran
                 report.stop_reason = stop_reason(ran)
                 report.not_run = [sources[i][0] for i in planned[position + 1 :]]

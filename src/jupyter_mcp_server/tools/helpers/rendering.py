@@ -191,6 +191,8 @@ def source_preview(source: str, limit: int = 160) -> str:
 def upgrade_by_edit(view: NotebookView) -> tuple[dict[str, str] | None, str]:
     """What an edit answered with ``view`` says of the format it saved: the field, and a sentence."""
     older = view.upgraded_from
+    if view.newer_format is not None:
+        return _kept_newer(view.newer_format, "this edit saved it in that version")
     if older is None:
         return None, ""
     return (
@@ -203,10 +205,22 @@ def upgrade_by_edit(view: NotebookView) -> tuple[dict[str, str] | None, str]:
 def upgrade_ahead(view: NotebookView) -> tuple[dict[str, str] | None, str]:
     """What a read says of the file's older format, before any edit: the field, and a sentence."""
     older = view.older_format
+    if view.newer_format is not None:
+        return _kept_newer(view.newer_format, "edits save it in that version")
     if older is None:
         return None, ""
     return (
         {"from": older, "to": WRITTEN_VERSION},
         f" The file is in nbformat {older}; the first edit will save it as nbformat "
         f"{WRITTEN_VERSION}, keeping its content.",
+    )
+
+
+def _kept_newer(version: str, saved: str) -> tuple[dict[str, str], str]:
+    """The notice of a file in a newer nbformat than this server writes (4.99): in the
+    same field as an older one's, ``to`` its own version, since it is not converted."""
+    return (
+        {"from": version, "to": version},
+        f" The file is in nbformat {version}, newer than the {WRITTEN_VERSION} this server knows; "
+        f"{saved}, and cells of types {WRITTEN_VERSION} does not know are kept as they are.",
     )

@@ -23,6 +23,7 @@ from jupyter_mcp_server.errors import (
     TIMEOUT,
     ToolFailure,
 )
+from jupyter_mcp_server.store.formats import IPYNB
 from jupyter_mcp_server.tools.helpers import models
 from jupyter_mcp_server.tools.helpers.budget import allot, head_and_tail
 from jupyter_mcp_server.tools.helpers.model_text import IMAGE_TYPES, output_text
@@ -53,6 +54,7 @@ def run_result(report: RunReport, revision: str, limits: InlineLimits) -> CallTo
             output=texts[position],
             error=_error_of(ran),
             stored=ran.outcome is not None and ran.not_stored is None,
+            expected_error=ran.expected_error,
         )
         for position, ran in enumerate(report.cells)
     ]
@@ -70,6 +72,7 @@ def run_result(report: RunReport, revision: str, limits: InlineLimits) -> CallTo
         stop_reason=report.stop_reason,
         not_run=report.not_run,
         fresh_skipped=report.fresh_skipped,
+        tag_skipped=report.tag_skipped,
         format_upgraded=upgraded,
     )
     headline = _headline(report, revision) + said
@@ -100,19 +103,44 @@ def _headline(report: RunReport, revision: str) -> str:
     elif report.stop_reason is not None:
         said = f"{counted}; stopped before the next cell: {reason}."
     elif report.status != "ok":
-        failed = sum(1 for cell in report.cells if cell.status != "ok")
+        failed = sum(1 for cell in report.cells if cell.status != "ok" and not cell.expected_error)
         said = f"{counted}; {failed} cell(s) failed (stop_on_error was off, so the run went on)."
+    elif any(cell.expected_error for cell in report.cells):
+        expected = sum(1 for cell in report.cells if cell.expected_error)
+        said = f"{counted}: every cell ran as expected ({expected} raised, as its raises-exception tag says it should)."
     else:
         said = f"{counted}: every cell ran ok."
+    if report.tag_skipped:
+        said += (
+            f" {len(report.tag_skipped)} cell(s) tagged skip-execution were not run, as nbclient does "
+            f"({', '.join(report.tag_skipped[:5])}); execute_cell runs one, or name it in cells."
+        )
     if report.not_run:
         said += f" {len(report.not_run)} selected cell(s) did not run."
-    not_stored = [cell.cell_id for cell in report.cells if cell.outcome is not None and cell.not_stored]
-    if not_stored:
-        said += (
-            f" The outputs of {len(not_stored)} cell(s) were not stored ({', '.join(not_stored[:5])}): "
-            f"the notebook changed meanwhile; the run ran it as read at revision {report.read_revision}."
+    return f"{said}{_where_outputs_are(report)} Revision {revision}."
+
+
+def _where_outputs_are(report: RunReport) -> str:
+    """What became of the outputs, true of the file kind and of each cell: a script keeps
+    none on disk, and a cell whose kernel died has none to keep."""
+    finished = [cell for cell in report.cells if cell.outcome is not None]
+    if not finished:
+        return " No cell finished, so no outputs were stored."
+    if report.format != IPYNB:
+        return (
+            f" A {report.format} script stores no outputs: they are returned here and kept in memory "
+            "while the server runs (read_cell shows them), and the file is left as it was."
         )
-    return f"{said} Outputs are stored in the notebook; revision {revision}."
+    changed = [cell.cell_id for cell in finished if cell.not_stored]
+    if not changed:
+        return f" The outputs of the {len(finished)} cell(s) that finished are stored in the notebook."
+    said = (
+        f" The outputs of {len(changed)} cell(s) were not stored ({', '.join(changed[:5])}): "
+        f"the notebook changed meanwhile; the run ran it as read at revision {report.read_revision}."
+    )
+    if len(changed) < len(finished):
+        said += f" Those of the other {len(finished) - len(changed)} are stored in the notebook."
+    return said
 
 
 def _cell_lines(cells: list[models.RunCell]) -> list[str]:
@@ -145,7 +173,8 @@ def _cell_lines(cells: list[models.RunCell]) -> list[str]:
 def _heading(cell: models.RunCell) -> str:
     count = f" [{cell.execution_count}]" if cell.execution_count is not None else ""
     stored = "" if cell.stored else " (outputs not stored)"
-    return f"[{cell.index}] id={cell.cell_id} {cell.status}{count}{stored}"
+    expected = " (expected: tagged raises-exception)" if cell.expected_error else ""
+    return f"[{cell.index}] id={cell.cell_id} {cell.status}{count}{expected}{stored}"
 
 
 def _error_of(ran: CellRan) -> str | None:
