@@ -37,10 +37,10 @@ MAX_CYCLE = 4
 MIN_REPEATS = 3
 
 _FRAME = re.compile(r"^\s*(?:Cell In\[|Input In \[|File |<ipython-input-)")
-_PATH = re.compile(r"^\s*File \"?([^\s\",:]+)")
+_PATH = re.compile(r"^\s*File \"?([^\s\",:]+|<frozen [\w.]+>)")
 _INSTALLED = re.compile(r"(?:site|dist)-packages/([A-Za-z0-9_.-]+)")
 _STANDARD = re.compile(r"/lib/(?:python3[.\d]*|pypy3[.\d]*)/([A-Za-z0-9_.-]+)")
-_DASHES = re.compile(r"^\s*-{20,}\s*$")
+_DASHES = re.compile(r"^\s*-{3,}\s*$")
 _MARKED = re.compile(r"^\s*-*>\s*\d+")
 
 
@@ -64,8 +64,15 @@ def library_of(entry: str) -> str | None:
     match = _PATH.match(entry)
     if match is None:
         return None
-    found = _INSTALLED.search(match.group(1)) or _STANDARD.search(match.group(1))
-    return found.group(1).removesuffix(".py") if found else None
+    path = match.group(1)
+    found = _INSTALLED.search(path) or _STANDARD.search(path)
+    if found:
+        return found.group(1).removesuffix(".py")
+    if path.startswith("<frozen "):  # the import system, frozen into the interpreter
+        return path[len("<frozen ") : -1].split(".")[0]
+    if path.endswith((".pyx", ".pxi", ".pxd")) and not path.startswith(("/", "~")):
+        return path.split("/", 1)[0]  # a compiled extension's source, named from its package
+    return None
 
 
 def compact_traceback(entries: list[str]) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 PLOTLY = "application/vnd.plotly.v1+json"
 BOKEH_EXEC = "application/vnd.bokehjs_exec.v0+json"
 BOKEH_LOAD = "application/vnd.bokehjs_load.v0+json"
-_VEGA = re.compile(r"^application/vnd\.vega(lite)?\.v\d+(?:\.\d+)*\+json$")
+_VEGA = re.compile(r"^application/vnd\.vega(lite)?\.v\d+(?:\.\d+)*(?:\+json|\.json)$")
 
 #: At most this many traces (layers, renderers) are named one by one.
 MAX_TRACES_NAMED = 8
@@ -235,9 +235,9 @@ def _bokeh_objects(document: dict[str, Any]) -> list[dict[str, Any]]:
         if isinstance(node, dict):
             if node.get("type") == "object":
                 found.append(node)
-            stack.extend(node.values())
+            stack.extend(reversed(list(node.values())))
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend(reversed(node))
     return found
 
 
