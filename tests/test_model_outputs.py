@@ -129,7 +129,7 @@ async def test_charts_read_as_what_they_show_and_widgets_say_they_are_widgets(wo
         assert shown["bokeh (Bokeh 3.9.2, output_notebook)"].splitlines() == [
             "Bokeh plot 'Bokeh lines' (interactive; a browser showing the notebook draws it)",
             "2 glyph renderer(s): Line, Scatter; 7 point(s) in all",
-            "Axes: 'time', 'value'",
+            "Axes: x axis 'time', y axis 'value'",
         ]
         widget = shown["widget (ipywidgets 8.1.9)"].splitlines()
         assert widget[0] == "IntSlider(value=3, description='n')"
@@ -249,7 +249,7 @@ async def test_bad_html_and_json_read_bounded_within_a_read(workspace: Path) -> 
             "nested": prelude + "display(HTML('<div>' * 10_000 + 'deep inside' + '</div>' * 10_000))",
             "nested lists": prelude + "display(HTML('<ul><li>' * 10_000 + 'deepest'))",
             "huge table": prelude + (
-                "rows = ''.join(f'<tr><td>{i}</td><td>{i * 2}</td><td>row {i}</td></tr>' for i in range(850_000))\n"
+                "rows = ''.join(f'<tr><td>{i}</td><td>{i * 2}</td><td>row {i}</td></tr>' for i in range(870_000))\n"
                 "display(HTML('<table><thead><tr><th>i</th><th>j</th><th>k</th></tr></thead><tbody>' + rows + '</tbody></table>'))\n"
                 "print(len(rows) // 1_000_000, 'MB')"
             ),
@@ -266,7 +266,7 @@ async def test_bad_html_and_json_read_bounded_within_a_read(workspace: Path) -> 
         assert shown["nested"] == "deep inside"
         assert shown["nested lists"].strip().endswith("- deepest")
         huge = shown["huge table"]
-        assert huge.startswith("Table: 850000 rows × 3 columns (the first ") and "\n50 MB" in huge
+        assert huge.startswith("Table: 870000 rows × 3 columns (the first ") and "\n50 MB" in huge
         assert "more table rows are among them]" in huge and len(huge) <= 16_384 + 400
         assert shown["invalid json"].startswith("[jupyter-mcp-server: this application/json output is not valid JSON")
         assert '{"total": 42,' in shown["invalid json"]
@@ -277,4 +277,4 @@ async def test_bad_html_and_json_read_bounded_within_a_read(workspace: Path) -> 
         started = time.monotonic()
         read = await client.call_tool("read_cell", {"cell_index": 0})
         assert time.monotonic() - started < 15
-        assert "\n".join(texts(read)).count("Table: 850000 rows × 3 columns") == 1
+        assert "\n".join(texts(read)).count("Table: 870000 rows × 3 columns") == 1

@@ -197,14 +197,16 @@ def bokeh_summary(script: str) -> str:
     glyphs = [_name_of(_attributes(item).get("glyph")) for item in renderers]
     points = [_bokeh_points(_attributes(item).get("data_source")) for item in renderers]
     axes = [
-        str(_attributes(item).get("axis_label"))
-        for item in objects
-        if str(item.get("name", "")).endswith("Axis") and _attributes(item).get("axis_label")
+        f"{letter} axis {_text_of(_attributes(axis).get('axis_label'))!r}"
+        for plot in plots
+        for side, letter in (("below", "x"), ("above", "x"), ("left", "y"), ("right", "y"))
+        for axis in _attributes(plot).get(side) or []
+        if isinstance(axis, dict) and _text_of(_attributes(axis).get("axis_label"))
     ]
     lines = [f"Bokeh plot{_titled(title)} ({_NOTE})"]
     lines.append(f"{len(renderers)} glyph renderer(s): {_counted(glyphs) or 'none'}; {sum(points)} point(s) in all")
     if axes:
-        lines.append("Axes: " + ", ".join(repr(label) for label in axes))
+        lines.append("Axes: " + ", ".join(axes))
     return "\n".join(lines)
 
 
