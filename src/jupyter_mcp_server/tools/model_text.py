@@ -141,8 +141,5 @@ def widget_text(view: Any, text: str | None) -> str:
     """A widget: its text form (``IntSlider(value=3)``), and the word that only a browser shows it."""
     model = view.get("model_id") if isinstance(view, dict) else None
     said = f" (model {model})" if model else ""
-    note = (
-        f"[jupyter-mcp-server: an interactive Jupyter widget{said}: only a browser running the "
-        "notebook's kernel shows it; above is its text form]"
-    )
-    return f"{text}\n{note}" if text else note
+    note = f"[jupyter-mcp-server: an interactive Jupyter widget{said}: only a browser running the notebook's kernel shows it"
+    return f"{text}\n{note}; above is its text form]" if text else f"{note}; it has no text form]"
