@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import nbformat.reader
+import nbformat.validator
 import pytest
 from conftest import ok, serve, text_of
 from mcp.types import ImageContent, ResourceLink, TextContent
@@ -42,7 +44,18 @@ QUICK = [
     "nbclient-0.11.0/update-display-id.ipynb",
     "nbclient-0.11.0/SVG.ipynb",
 ]
-ALL = sorted(str(path.relative_to(CORPUS)) for path in CORPUS.glob("*/*.ipynb"))
+def valid(path: Path) -> bool:
+    """nbformat's own verdict; an invalid notebook is refused by every tool (docs/protocol.md)."""
+    notebook = nbformat.convert(nbformat.reader.reads(path.read_text(encoding="utf-8")), 4)
+    notebook.nbformat_minor = 5  # as the store checks it: against the version it writes
+    for index, cell in enumerate(notebook.cells):
+        cell.setdefault("id", f"cell-{index}")
+    return nbformat.validator.isvalid(notebook)
+
+
+#: Every notebook of the corpus that nbformat deems valid (nbclient's Output.ipynb is not: its
+#: kernelspec has no name; tests/test_corpora.py covers how invalid notebooks are refused).
+ALL = sorted(str(path.relative_to(CORPUS)) for path in CORPUS.glob("*/*.ipynb") if valid(path))
 _MARKED = re.compile(r"^-+> ?\s*\d+ ", re.MULTILINE)
 # The checks stand on their own: nothing of the code under test decides what they expect.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
