@@ -146,6 +146,7 @@ async def check_notebooks(workspace: Path, names: list[str]) -> None:
             if said > BUDGET + 8_192:  # the outputs' budget, and a line per cell around them
                 problems.append(f"{name} (run_cells): {said} characters")
             problems.extend(await read_every_cell(client, workspace, name, "run here"))
+            await ok(client, "unuse_notebook", {"notebook_name": name})  # its kernel freed
     assert not problems, "\n".join(problems)
 
 
