@@ -25,7 +25,7 @@ RUNS = ("--toolsets", "runs", "--capability", "kernel.prestart=off")
 
 def comparable(output: dict) -> dict:
     """An output as both sides store it: no transient ids, no timings; an error by name and value
-    (our tracebacks keep the innermost entries only)."""
+    (our tracebacks are folded, docs/protocol.md)."""
     kind = output["output_type"]
     if kind == "error":
         return {"output_type": kind, "ename": output["ename"], "evalue": output["evalue"]}

@@ -67,7 +67,7 @@ def test_html_tables_read_as_markdown_with_their_shape():
     text = output_text({"output_type": "execute_result", "data": {"text/html": frame._repr_html_(), "text/plain": str(frame)}})
     assert text is not None
     lines = text.splitlines()
-    assert lines[0] == "Table: 3 rows × 3 columns"
+    assert lines[0] == "Table: 3 rows × 2 columns", "the index is not one of its columns"
     assert lines[1] == "|  | a | b\\|c |"
     assert lines[3] == "| 0 | 1 | x |"
     big = pandas.DataFrame({"v": range(1000)})

@@ -231,7 +231,7 @@ IPYTHON_TRACEBACK = [
 ]
 
 
-def test_errors_are_stripped_of_ansi_and_keep_the_four_innermost_lines():
+def test_errors_are_stripped_of_ansi_and_lose_only_the_row_of_dashes():
     info, removed = normalise_error(
         f"{RED}ZeroDivisionError{RESET}", "division by zero", IPYTHON_TRACEBACK, 1 << 20
     )
@@ -251,7 +251,7 @@ def test_errors_are_stripped_of_ansi_and_keep_the_four_innermost_lines():
     assert removed > 0
 
 
-def test_the_users_cell_frame_is_kept_when_the_innermost_are_all_in_libraries():
+def test_the_users_cell_frame_is_kept_and_library_frames_folded_when_the_innermost_are_all_in_libraries():
     traceback = [
         "-----",
         "ValueError    Traceback (most recent call last)",
@@ -262,14 +262,16 @@ def test_the_users_cell_frame_is_kept_when_the_innermost_are_all_in_libraries():
         "ValueError: bad",
     ]
     info, removed = normalise_error("ValueError", "bad", traceback, 1 << 20)
-    assert info.traceback == [traceback[2], *traceback[-3:]]
+    assert info.traceback == [
+        traceback[1], traceback[2], "[… 2 library frame(s) folded: pandas]", *traceback[-2:]
+    ]
     original = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": traceback}
     assert removed == size_of(original) - size_of({"output_type": "error", **info.as_dict()})
 
 
 def test_a_traceback_without_the_exception_line_gets_one():
     info, _ = normalise_error("KeyError", "'x'", ["frame 1", "frame 2", "frame 3", "frame 4"], 4096)
-    assert info.traceback == ["frame 2", "frame 3", "frame 4", "KeyError: 'x'"]
+    assert info.traceback == ["frame 1", "frame 2", "frame 3", "frame 4", "KeyError: 'x'"]
     qualified, _ = normalise_error(
         "JSONDecodeError", "bad", ["json.decoder.JSONDecodeError: bad"], 4096
     )
@@ -280,9 +282,9 @@ def test_error_fields_are_capped_by_the_byte_limit():
     info, removed = normalise_error("E" * 300, "v" * 5000, ["t" * 5000] * 6, 1 << 20)
     assert info.ename == "E" * 127 + "…"
     assert info.evalue == "v" * 1023 + "…"
-    assert len(info.traceback) == 4
-    assert info.traceback[:3] == ["t" * 1023 + "…"] * 3
-    assert info.traceback[3] == ("E" * 300 + ": " + "v" * 5000)[:1023] + "…"
+    assert len(info.traceback) == 7
+    assert info.traceback[:6] == ["t" * 1023 + "…"] * 6
+    assert info.traceback[6] == ("E" * 300 + ": " + "v" * 5000)[:1023] + "…"
     original = {
         "output_type": "error",
         "ename": "E" * 300,

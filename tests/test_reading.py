@@ -122,7 +122,7 @@ async def test_outputs_read_as_a_person_sees_them(workspace):
             {"cell_index": -1, "cell_source": "import pandas as pd\npd.DataFrame({'city': ['Oslo', 'Lima'], 'temp': [3.5, 19.0]})"},
         )
         assert output_texts(frame) == [
-            "Table: 2 rows × 3 columns\n|  | city | temp |\n| --- | --- | --- |\n| 0 | Oslo | 3.5 |\n| 1 | Lima | 19.0 |"
+            "Table: 2 rows × 2 columns\n|  | city | temp |\n| --- | --- | --- |\n| 0 | Oslo | 3.5 |\n| 1 | Lima | 19.0 |"
         ]
         # The notebook keeps the raw bundle.
         stored = json.loads((workspace / "look.ipynb").read_text())["cells"][0]["outputs"][0]["data"]

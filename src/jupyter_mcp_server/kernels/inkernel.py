@@ -402,6 +402,39 @@ def _callable_tasks(value, limit):
     }
 
 
+def _is_cell_file(filename):
+    return filename.startswith("<") or "ipykernel_" in filename
+
+
+def _package_of(filename):
+    """The installed package or standard-library module a file belongs to, else its name."""
+    path = filename.replace("\\", "/")
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1].split("/", 1)[0].replace(".py", "")
+    parts = path.split("/")
+    for index, part in enumerate(parts[:-1]):
+        if part.startswith("python3") and index > 0 and parts[index - 1] == "lib":
+            return parts[index + 1].replace(".py", "")
+    return parts[-1]
+
+
+def _chosen_frames(is_cell, max_frames):
+    """Which frames a report shows, at most `max_frames`: the notebook's own cells first (the
+    outermost, the line the agent ran, and the innermost), then the innermost of the rest."""
+    cells = [index for index, cell in enumerate(is_cell) if cell]
+    room = max(max_frames - 1, 1) if len(is_cell) > len(cells) else max_frames
+    if len(cells) > room:
+        outer = max(room // 2, 1)
+        cells = cells[:outer] + cells[len(cells) - (room - outer) :] if room > outer else cells[:outer]
+    chosen = set(cells)
+    for index in range(len(is_cell) - 1, -1, -1):
+        if len(chosen) >= max_frames:
+            break
+        chosen.add(index)
+    return sorted(chosen)[-max_frames:] if len(chosen) > max_frames else sorted(chosen)
+
+
 def _debug(request, namespace):
     traceback = getattr(sys, "last_traceback", None)
     if traceback is None:
@@ -417,9 +450,11 @@ def _debug(request, namespace):
             frames.append((frame, traceback.tb_lineno))
         traceback = traceback.tb_next
     total = len(frames)
-    frames = frames[-request.get("max_frames", 10) :]
+    chosen = _chosen_frames([_is_cell_file(frame.f_code.co_filename) for frame, _ in frames], request.get("max_frames", 10))
     described, tasks, slots = [], [], []
-    for frame, line in frames:
+    previous = -1
+    for position in chosen:
+        frame, line = frames[position]
         filename = frame.f_code.co_filename
         lines = linecache.getlines(filename)
         first = max(line - context, 1)
@@ -430,7 +465,12 @@ def _debug(request, namespace):
             "first_line": first,
             "source": [_plain_cut(text.rstrip("\n"), 300) for text in lines[first - 1 : line + context]],
         }
-        if filename.startswith("<") or "ipykernel_" in filename:
+        if position > previous + 1:
+            skipped = frames[previous + 1 : position]
+            packages = sorted({_package_of(f.f_code.co_filename) for f, _ in skipped})
+            entry["folded_before"] = {"frames": len(skipped), "packages": packages}
+        previous = position
+        if _is_cell_file(filename):
             entry["cell_source"] = _plain_cut("".join(lines), 20000)
         if frame.f_locals is namespace or frame.f_globals is frame.f_locals:
             entry["locals"] = None  # the notebook's namespace: list_variables shows it

@@ -20,9 +20,12 @@ leaves out, so the output schema 1.0 ``truncation`` object is exact:
   Omitted payloads are measured and dropped, never held.
 - An error payload is the exception to the gap: it is always kept, normalised
   and size-bounded, because the error is the one thing a caller must see.
-  Its traceback keeps the four innermost entries, the first of them the
-  user's own cell frame when the other three are all further in (a library's).
-  Normalisation shortens it; the bytes it removed count as omitted bytes.
+  Its traceback is folded from the whole of it (``tracebacks``): every frame
+  of the user's own cells whole, library frames folded with a count and their
+  package names, repeats counted, the exception line kept; at most
+  ``tracebacks.MAX_ENTRIES`` entries, each shortened to the byte limit's
+  share keeping a frame's location and failing line. Normalisation shortens
+  it; the bytes it removed count as omitted bytes.
 - No synthetic stderr stream announces a truncation: clients read
   ``truncation``, and cannot mistake a server limit for the notebook's stderr.
 """
@@ -36,8 +39,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_mcp_server.kernels.tracebacks import compact_traceback, shorten_entry
+
 ENAME_MAX_CHARS = 128
-TRACEBACK_MAX_LINES = 4
 FIELD_MIN_CHARS = 32
 FIELD_MAX_CHARS = 1024
 ELLIPSIS = "…"
@@ -72,7 +76,7 @@ class Truncation:
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    """A kernel error, normalised: plain text, bounded, innermost frames."""
+    """A kernel error, normalised: plain text, bounded, its traceback folded (``tracebacks``)."""
 
     ename: str
     evalue: str
@@ -124,11 +128,11 @@ def normalise_error(
     lines = [strip_ansi(line) for line in raw_lines]
     if not _ends_with_exception_line(lines, name) and (name or value):
         lines.append(f"{name}: {value}" if value else name)
-    lines = _innermost(lines)
+    lines = compact_traceback(lines)
     name = _shorten(name, ENAME_MAX_CHARS)
     cap = min(max(max_bytes // 16, FIELD_MIN_CHARS), FIELD_MAX_CHARS)
     while True:
-        info = ErrorInfo(name, _shorten(value, cap), [_shorten(line, cap) for line in lines])
+        info = ErrorInfo(name, _shorten(value, cap), [shorten_entry(line, cap, ELLIPSIS) for line in lines])
         size = payload_size(_error_output(info.ename, info.evalue, info.traceback))
         if size <= max_bytes or cap <= FIELD_MIN_CHARS:
             return info, max(0, original - size)
@@ -359,23 +363,6 @@ def cut_stream(payload: dict[str, Any], room: int) -> dict[str, Any] | None:
         if keep == 0:
             return None
         keep = max(0, keep - int(over / per_char) - 8)
-
-
-def _innermost(lines: list[str]) -> list[str]:
-    """The ``TRACEBACK_MAX_LINES`` innermost entries; when they are all inside libraries, the
-    innermost frame of the user's own cell takes the first place, so a model still sees
-    which line of its code led there."""
-    kept = lines[-TRACEBACK_MAX_LINES:]
-    if len(lines) <= TRACEBACK_MAX_LINES or any(_is_cell_frame(line) for line in kept):
-        return kept
-    cell = next((line for line in reversed(lines[:-TRACEBACK_MAX_LINES]) if _is_cell_frame(line)), None)
-    return kept if cell is None else [cell, *lines[-(TRACEBACK_MAX_LINES - 1) :]]
-
-
-def _is_cell_frame(entry: str) -> bool:
-    # IPython 8 and later: "Cell In[3], line 2"; IPython 7: "Input In [3]" or "<ipython-input-3-…>".
-    stripped = entry.lstrip()
-    return stripped.startswith(("Cell In[", "Input In [")) or "<ipython-input-" in stripped.split("\n", 1)[0]
 
 
 def _error_output(ename: str, evalue: str, traceback: list[str]) -> dict[str, Any]:

@@ -217,7 +217,7 @@ async def complete(
 async def debug_error(
     notebook_name: NotebookName = None,
     context_lines: Annotated[int, Field(ge=0, le=20, description="Source lines shown before and after each frame's line.")] = 3,
-    max_frames: Annotated[int, Field(ge=1, le=50, description="At most this many frames, the innermost.")] = 10,
+    max_frames: Annotated[int, Field(ge=1, le=50, description="At most this many frames: the notebook's own cells first (the line that ran among them), then the innermost; the rest folded.")] = 10,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ErrorReport]:
     """After a cell raised: the last traceback's frames (cell or file, line, function, source around it) with each frame's local variables as short reprs, read from the Python kernel post mortem. Nothing is run again."""
@@ -233,6 +233,9 @@ async def debug_error(
         return answer(result.model_dump(), f"No error has been raised in the kernel of '{path}' yet.")
     lines = [f"{result.error['ename']}: {result.error['evalue']}"]
     for frame in frames:
+        folded = frame.get("folded_before")
+        if folded:
+            lines.append(f"\n[… {folded['frames']} frame(s) folded: {', '.join(folded['packages'])}]")
         place = f"cell {frame['cell_index']}" if frame.get("cell_index") is not None else frame["file"]
         lines.append(f"\n{place}, line {frame['line']}, in {frame['function']}")
         for number, source in enumerate(frame["source"], start=frame["first_line"]):

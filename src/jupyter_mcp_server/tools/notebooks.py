@@ -13,7 +13,9 @@ from jupyter_mcp_server.kernels.environments import KernelChoice
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.tools.helpers import models
 from jupyter_mcp_server.tools.helpers.addressing import checked_path, connection_of, notebook_path
+from jupyter_mcp_server.tools.helpers.budget import allot, head_and_tail
 from jupyter_mcp_server.tools.helpers.headings import headings_line, headings_of
+from jupyter_mcp_server.tools.helpers.model_text import output_text
 from jupyter_mcp_server.tools.helpers.rendering import (
     InlineLimits,
     OutputLink,
@@ -306,6 +308,7 @@ async def read_notebook(
     server = state_of(ctx)
     limits = InlineLimits.of(server.config)
     states = states_of(server.kernels, path, view.notebook)
+    errors: list[tuple[int, str, str]] = []  # (line, uri, text) of each error output shown
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
@@ -331,6 +334,16 @@ async def read_notebook(
         )
         lines.append(cell_heading(index, cell) + (f", {state}" if state else ""))
         lines.append(source if detailed else source_preview(source))
+        if detailed:
+            for number, output in enumerate(cell.get("outputs") or []):
+                if output.get("output_type") == "error":
+                    errors.append((len(lines), output_uri(path, cell.get("id", ""), number), output_text(output) or ""))
+                    lines.append("")
+    # The text shows each error where it was raised (its folded traceback), within the budget;
+    # the other outputs are in the structured cells, and read_cell shows them.
+    shares = allot([len(text) for _, _, text in errors], limits.budget_chars)
+    for (line, uri, text), share in zip(errors, shares, strict=True):
+        lines[line] = "[error output]\n" + head_and_tail(text, share, uri)
     if (headings := headings_line(headings_of(cells[start_index:stop], start_index))) is not None:
         lines.insert(1 + bool(said), headings)
     result = models.NotebookRead(

@@ -103,6 +103,10 @@ def first_difference(stored: list[tuple[str, ...]], now: list[tuple[str, ...]]) 
     return "", ""
 
 
+#: The first this many failures show where they failed (their folded tracebacks) in the text.
+SHOWN_TRACEBACKS = 5
+
+
 @tool_handler("verify_notebook")
 async def verify_notebook(
     notebook_name: NotebookName = None,
@@ -182,7 +186,8 @@ async def _run_one(
     elif error is not None or outcome.status != "ok":
         ename = error.ename if error else outcome.status
         evalue = error.evalue if error else ""
-        report.failures.append(models.CellFailure(index=index, cell_id=cell_id, ename=ename, evalue=evalue))
+        traceback = list(error.traceback) if error else []
+        report.failures.append(models.CellFailure(index=index, cell_id=cell_id, ename=ename, evalue=evalue, traceback=traceback))
         missing = _MISSING_MODULE.search(evalue or "")
         if ename in ("ModuleNotFoundError", "ImportError") and missing:
             module = missing.group(1).split(".")[0]
@@ -217,8 +222,12 @@ def _answer(path: str, report: models.Verification) -> CallToolResult:
     ]
     if report.stopped_at is not None:
         lines.append(f"Stopped at cell [{report.stopped_at.index}] ({report.stopped_at.cell_id}): {report.stop_reason}.")
-    for fail in report.failures:
+    for number, fail in enumerate(report.failures):
         lines.append(f"Fails: [{fail.index}] {fail.cell_id}: {fail.ename}: {fail.evalue}")
+        if number < SHOWN_TRACEBACKS:
+            # Where it failed: the folded traceback but its last entry (the exception line, above).
+            shown = "\n".join(fail.traceback[:-1]).strip("\n")
+            lines.extend("    " + line for line in shown.split("\n") if shown)
     if report.missing_modules:
         lines.append(f"Missing modules: {', '.join(report.missing_modules)}.")
     for use in report.hidden_state:

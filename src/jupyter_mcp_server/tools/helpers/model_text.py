@@ -1,21 +1,30 @@
 """An output as the text a model reads: what a person would see, in the fewest tokens.
 
 The notebook keeps the raw MIME bundle untouched; only what a result carries
-is rendered here. A pandas DataFrame's HTML is a Markdown table with its
-shape said, other HTML is its text, JSON is compact, terminal escapes are
-gone and a progress bar redrawn with ``\\r`` is its last state. The same text
-is what ``read_output`` pages, so the line numbers a cut result names are
-the ones it reads.
+is rendered here, choosing among a bundle's representations the one that
+holds the content. A ``text/plain`` that is only an object's repr
+(``<IPython.core.display.HTML object>``, ``<Foo at 0x7f…>``) loses to any
+readable type: HTML reads as its text (``html_text``: tables as Markdown with
+their exact shape), JSON compact, Markdown and LaTeX as they are. A chart
+(Plotly, Vega-Lite, Bokeh) reads as a summary of what it shows
+(``chart_text``), a widget as its text form said to be a widget. Terminal
+escapes are gone and a progress bar redrawn with ``\\r`` is its last state;
+a traceback is folded from the whole of it (``kernels.tracebacks``). No
+output reads as nothing: one with no readable type says what it holds. The
+same text is what ``read_output`` pages, so the line numbers a cut result
+names are the ones it reads.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from html.parser import HTMLParser
 from typing import Any
 
 from jupyter_mcp_server.kernels.outputs import strip_ansi
+from jupyter_mcp_server.kernels.tracebacks import compact_traceback
+from jupyter_mcp_server.tools.helpers.chart_text import chart_text, html_chart_text
+from jupyter_mcp_server.tools.helpers.html_text import MAX_HTML_CHARS, html_as_text
 
 IMAGE_TYPES = ("image/png", "image/jpeg")
 
@@ -23,7 +32,9 @@ IMAGE_TYPES = ("image/png", "image/jpeg")
 # before it on that line is overwritten (as the collector does on storage;
 # notebooks written elsewhere may still hold the whole redraw history).
 _OVERWRITTEN = re.compile(r"[^\n]*\r(?=[^\n])")
-_PANDAS_SHAPE = re.compile(r"(\d+)\s+rows\s+×\s+(\d+)\s+columns")
+WIDGET = "application/vnd.jupyter.widget-view+json"
+# An object's default repr: all it says is the object's type (and where it lives).
+_BARE_REPR = re.compile(r"^<[^<>\n]*?(?:\bobject\b|\bat 0x[0-9a-fA-F]+)[^<>\n]*>$")
 
 
 def joined(value: Any) -> str:
@@ -48,177 +59,87 @@ def output_text(output: Any) -> str | None:
     if kind == "error":
         traceback = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
         return "\n".join(compact_traceback([plain(str(entry)) for entry in traceback]))
-    data = output.get("data") or {}
+    return bundle_text(output.get("data") or {})
+
+
+def is_bare_repr(text: str) -> bool:
+    """Whether `text` is only an object's default repr (``<… object>``, ``<… at 0x…>``), maybe
+    followed by a renderer's advice (Altair's "If you see this message…")."""
+    lines = text.strip().splitlines()
+    if not lines or not _BARE_REPR.match(lines[0].strip()):
+        return False
+    return len(lines) == 1 or "renderer" in text
+
+
+def bundle_text(data: dict[str, Any]) -> str | None:
+    """The text of a display's MIME bundle: the representation that holds its content."""
     has_image = any(mime in data for mime in IMAGE_TYPES)
+    text = plain(joined(data["text/plain"])) if "text/plain" in data else None
+    if WIDGET in data:
+        return widget_text(data[WIDGET], text)
+    chart = chart_text(data)
+    if chart is not None:
+        return chart
     html = joined(data["text/html"]) if "text/html" in data else None
-    if html is not None and "<table" in html.lower():
-        table = html_tables_as_markdown(html)
-        if table:
-            return table
+    if html is not None and ("Plotly.newPlot" in html or "vegaEmbed" in html):
+        chart = html_chart_text(html)
+        if chart is not None:
+            return chart
+    bare = text is not None and is_bare_repr(text)
+    if html is not None and "<table" in html[:MAX_HTML_CHARS].lower():
+        return html_as_text(html)
     if "text/markdown" in data:
         return joined(data["text/markdown"])
-    if "text/plain" in data and not has_image:
-        return plain(joined(data["text/plain"]))
-    if "application/json" in data:
-        value = data["application/json"]
-        if isinstance(value, str):
-            return value
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if text is not None and not bare and not has_image:
+        return text
+    rich = _rich_text(data, html)
+    if rich is not None:
+        return rich
+    if text is not None and not has_image:
+        return text
+    if has_image:
+        return None
+    kinds = ", ".join(sorted(data)) or "no representation at all"
+    return f"[jupyter-mcp-server: an output in {kinds}, with no text to read]"
+
+
+def _rich_text(data: dict[str, Any], html: str | None) -> str | None:
+    """The first readable representation other than text/plain, in the order a person reads them."""
     if html is not None:
-        return html_as_text(html)
+        shown = html_as_text(html)
+        if shown:
+            return shown
+    if "application/json" in data:
+        return json_text(data["application/json"])
     if "text/latex" in data:
         return joined(data["text/latex"])
+    if "image/svg+xml" in data:
+        words = html_as_text(joined(data["image/svg+xml"]))
+        said = f"; the text in it: {' '.join(words.split())[:500]}" if words else ""
+        return f"[an SVG image{said}]"
+    if html is not None:
+        return f"[jupyter-mcp-server: HTML with no visible text ({len(html)} characters of markup, scripts or styles for a browser)]"
+    if "application/javascript" in data:
+        return f"[jupyter-mcp-server: JavaScript for a browser to run ({len(joined(data['application/javascript']))} characters), no text to read]"
     return None
 
 
-_LIBRARY_FRAME = re.compile(r"^\s*File \"?([^\s\",:]+)")
-_INSTALLED = re.compile(r"(?:site|dist)-packages/([A-Za-z0-9_.-]+)")
-_STANDARD = re.compile(r"/lib/python3[.\d]*/([A-Za-z0-9_.-]+)")
-
-
-def compact_traceback(entries: list[str]) -> list[str]:
-    """IPython's traceback entries with library frames folded: the code the user wrote in
-    full, each run of frames inside installed packages or the standard library as one line
-    naming them and counting them. The innermost frame and the exception line are kept."""
-    kept: list[str] = []
-    run: list[str] = []
-
-    def fold() -> None:
-        if run:
-            names = sorted({name for name in run if name})
-            kept.append(f"[… {len(run)} library frame(s) folded: {', '.join(names) or 'library'}]")
-            run.clear()
-
-    for position, entry in enumerate(entries):
-        match = _LIBRARY_FRAME.match(entry)
-        package = (_INSTALLED.search(match.group(1)) or _STANDARD.search(match.group(1))) if match else None
-        innermost = position >= len(entries) - 2
-        if package is not None and not innermost:
-            run.append(package.group(1).removesuffix(".py"))
-            continue
-        fold()
-        kept.append(entry)
-    fold()
-    return kept
-
-
-class _Tables(HTMLParser):
-    """Rows of cell texts of every <table>, and the text around them."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tables: list[list[list[str]]] = []
-        self.outside: list[str] = []
-        self._depth = 0
-        self._row: list[str] | None = None
-        self._cell: list[str] | None = None
-        self._colspan = 1
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style"):
-            self._skip += 1
-        elif tag == "table":
-            self._depth += 1
-            if self._depth == 1:
-                self.tables.append([])
-        elif tag == "tr" and self._depth == 1:
-            self._row = []
-        elif tag in ("td", "th") and self._row is not None:
-            self._cell = []
-            span = dict(attrs).get("colspan") or "1"
-            self._colspan = int(span) if span.isdigit() and 0 < int(span) < 64 else 1
-        elif tag in ("br", "p", "div") and self._depth == 0:
-            self.outside.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style"):
-            self._skip = max(0, self._skip - 1)
-        elif tag == "table":
-            self._depth = max(0, self._depth - 1)
-        elif tag in ("td", "th") and self._cell is not None and self._row is not None:
-            text = " ".join("".join(self._cell).split())
-            self._row.extend([text] + [""] * (self._colspan - 1))
-            self._cell = None
-        elif tag == "tr" and self._row is not None and self._depth == 1:
-            self.tables[-1].append(self._row)
-            self._row = None
-
-    def handle_data(self, data: str) -> None:
-        if self._skip:
-            return
-        if self._cell is not None:
-            self._cell.append(data)
-        elif self._depth == 0:
-            self.outside.append(data)
-
-
-def html_tables_as_markdown(html: str) -> str | None:
-    """Every table of `html` as a Markdown table with its shape, and the text around them."""
-    parser = _Tables()
+def json_text(value: Any) -> str:
+    """JSON compact; a string that is not JSON as it is, said to be so."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return f"[jupyter-mcp-server: this application/json output is not valid JSON; its text follows]\n{value}"
     try:
-        parser.feed(html)
-        parser.close()
-    except Exception:
-        return None
-    tables = [rows for rows in parser.tables if rows]
-    if not tables:
-        return None
-    around = " ".join("".join(parser.outside).split())
-    said = _PANDAS_SHAPE.search(around)
-    parts = []
-    for rows in tables:
-        width = max(len(row) for row in rows)
-        header, body = rows[0], rows[1:]
-        if said is not None and len(tables) == 1:
-            shape = f"{said.group(1)} rows × {said.group(2)} columns (some elided in this view)"
-        else:
-            shape = f"{len(body)} rows × {width} columns"
-        lines = [f"Table: {shape}", _markdown_row(header, width), "|" + " --- |" * width]
-        lines.extend(_markdown_row(row, width) for row in body)
-        parts.append("\n".join(lines))
-    text = "\n\n".join(parts)
-    rest = _PANDAS_SHAPE.sub("", around).strip()
-    return text + ("\n" + rest if rest else "")
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
 
 
-def _markdown_row(cells: list[str], width: int) -> str:
-    padded = [cell.replace("|", "\\|") for cell in cells] + [""] * (width - len(cells))
-    return "| " + " | ".join(padded) + " |"
-
-
-class _Text(HTMLParser):
-    _BLOCKS = frozenset({"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "table"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style"):
-            self._skip += 1
-        elif tag in self._BLOCKS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style"):
-            self._skip = max(0, self._skip - 1)
-        elif tag in self._BLOCKS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.parts.append(data)
-
-
-def html_as_text(html: str) -> str:
-    """The text a browser would show of `html`, one block per line, scripts and styles left out."""
-    parser = _Text()
-    try:
-        parser.feed(html)
-        parser.close()
-    except Exception:
-        return html
-    lines = (" ".join(line.split()) for line in "".join(parser.parts).split("\n"))
-    return "\n".join(line for line in lines if line)
+def widget_text(view: Any, text: str | None) -> str:
+    """A widget: its text form (``IntSlider(value=3)``), and the word that only a browser shows it."""
+    model = view.get("model_id") if isinstance(view, dict) else None
+    said = f" (model {model})" if model else ""
+    note = f"[jupyter-mcp-server: an interactive Jupyter widget{said}: only a browser running the notebook's kernel shows it"
+    return f"{text}\n{note}; above is its text form]" if text else f"{note}; it has no text form]"

@@ -329,7 +329,8 @@ class ErrorReport(Result):
     error: dict[str, Any] | None = Field(description="ename and evalue of the last error; null when none was raised.")
     frames: list[dict[str, Any]] = Field(
         description="Innermost last: file, cell_index and cell_id when it is a cell of the notebook, line, "
-        "function, source around the line, locals (bounded reprs; null for the notebook's namespace)."
+        "function, source around the line, locals (bounded reprs; null for the notebook's namespace); "
+        "folded_before (frames, packages) where frames between this one and the one before are left out."
     )
     frames_total: int
 
@@ -498,6 +499,10 @@ class CellFailure(Result):
     cell_id: str
     ename: str
     evalue: str
+    traceback: list[str] = Field(
+        default_factory=list,
+        description="The traceback folded as execution results carry it: the cells' frames whole, library frames folded.",
+    )
 
 
 class OutputDifference(Result):
