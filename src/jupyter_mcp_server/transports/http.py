@@ -184,8 +184,13 @@ class SelectionRouter:
         if deleted:
             logger.info("HTTP session %s… ended by its client (DELETE); %s", shown, kernels)
             return
-        idle = time.monotonic() - last if last is not None else None
-        if idle is not None and idle < config.session_timeout * 0.9:
+        if last is None:
+            # Already forgotten (answered 404 once the SDK dropped it) or never told its id:
+            # it ended without a DELETE, and nothing says it idled.
+            logger.info("HTTP session %s… ended without a DELETE; %s", shown, kernels)
+            return
+        idle = time.monotonic() - last
+        if idle < config.session_timeout * 0.9:
             logger.info("HTTP session %s… ended without a DELETE after %.0f s (its connection closed); %s", shown, idle, kernels)
             return
         logger.warning(
@@ -193,7 +198,7 @@ class SelectionRouter:
             "a DELETE. Released as on DELETE (its notebook choices, subscriptions and log level); %s. "
             "A client that comes back gets 404 and initializes a new session.",
             shown,
-            f"{idle:.0f}" if idle is not None else f"at least {config.session_timeout:g}",
+            f"{idle:.0f}",
             config.session_timeout,
             kernels,
         )
