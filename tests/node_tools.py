@@ -10,6 +10,7 @@ Whatever cannot be had makes the calling test skip and say why.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -64,13 +65,19 @@ def package(spec: str, command: str) -> tuple[str, Path, dict[str, str]]:
     env = environment(binary)
     prefix = CACHE / re.sub(r"[^A-Za-z0-9@._-]", "_", spec)
     executable = prefix / "node_modules" / ".bin" / command
-    if not executable.exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [*npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel", "error",
-             "--cache", str(CACHE / "_cache"), spec],
-            capture_output=True, text=True, env=env, timeout=600,
-        )
-        if done.returncode != 0 or not executable.exists():
-            pytest.skip(f"npm could not install {spec}: {done.stderr.strip()[-500:]}")
+    prefix.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two test workers install one package once
+        if not executable.exists():
+            _install(npm, prefix, spec, env, executable)
     return binary, executable, env
+
+
+def _install(npm: list[str], prefix: Path, spec: str, env: dict[str, str], executable: Path) -> None:
+    done = subprocess.run(
+        [*npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel", "error",
+         "--cache", str(CACHE / "_cache"), spec],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    if done.returncode != 0 or not executable.exists():
+        pytest.skip(f"npm could not install {spec}: {done.stderr.strip()[-500:]}")
