@@ -56,7 +56,16 @@ def build(name: str) -> Path:
     subprocess.run([uv(), "venv", "--quiet", "--python", python, str(target)], check=True)
     subprocess.run(
         # Compiled as pip compiles at install: a server's first start must not pay for it.
-        [uv(), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(target / "bin" / "python"), *PACKAGES[name]],
+        [
+            uv(),
+            "pip",
+            "install",
+            "--quiet",
+            "--compile-bytecode",
+            "--python",
+            str(target / "bin" / "python"),
+            *PACKAGES[name],
+        ],
         check=True,
     )
     return target

@@ -129,14 +129,22 @@ class Profile:
 
 #: The operations our server serves only with an opt-in toolset, which the workloads that use
 #: them ask for on ``OURS`` alone.
-TOOLSET_OPERATIONS = ("list_variables", "run_all", "apply_edits", "diff_notebook", "notebook_history")
+TOOLSET_OPERATIONS = (
+    "list_variables",
+    "run_all",
+    "apply_edits",
+    "diff_notebook",
+    "notebook_history",
+)
 
 
 def load_profile(path: str) -> Profile:
     data = json.loads(Path(path).read_text())
     if data.get("tools") == "ours":
         # This server in another environment: the default tools, driven as ours are.
-        data["tools"] = {op: call for op, call in OURS.tools.items() if op not in TOOLSET_OPERATIONS}
+        data["tools"] = {
+            op: call for op, call in OURS.tools.items() if op not in TOOLSET_OPERATIONS
+        }
     profile = Profile.from_dict(data)
     if profile.name in ("ours", "floor"):
         raise SystemExit(f"{path}: a profile cannot be named {profile.name!r}")
@@ -196,8 +204,12 @@ OURS = Profile.from_dict(
             # Served with the runs toolset only (workloads/runs.py asks for it).
             "run_all": _call("run_cells", notebook_name="{notebook}", cells="all"),
             # Served with the history toolset only (workloads/history.py asks for it).
-            "apply_edits": _call("apply_edits", notebook_name="{notebook}", operations="{operations}"),
-            "diff_notebook": _call("diff_notebook", notebook_name="{notebook}", from_revision="{revision}"),
+            "apply_edits": _call(
+                "apply_edits", notebook_name="{notebook}", operations="{operations}"
+            ),
+            "diff_notebook": _call(
+                "diff_notebook", notebook_name="{notebook}", from_revision="{revision}"
+            ),
             "notebook_history": _call("notebook_history", notebook_name="{notebook}"),
         },
     }

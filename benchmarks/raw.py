@@ -67,7 +67,12 @@ def _drive(spec: dict[str, Any]) -> list[float]:
 
     def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_id = next(ids)
-        server.stdin.write((json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n").encode())  # type: ignore[union-attr]
+        server.stdin.write(
+            (
+                json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+                + "\n"
+            ).encode()
+        )  # type: ignore[union-attr]
         server.stdin.flush()  # type: ignore[union-attr]
         while True:
             line = server.stdout.readline()  # type: ignore[union-attr]
@@ -80,7 +85,14 @@ def _drive(spec: dict[str, Any]) -> list[float]:
                 return message["result"]
 
     try:
-        request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}})
+        request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         server.stdin.flush()
         call = {"name": spec["tool"], "arguments": spec["arguments"]}

@@ -72,7 +72,9 @@ METRICS: list[Metric] = [
     Metric("search", "5 search the workspace (literal)", "s", floor_key="read_detailed"),
     Metric("search_first", "5 first search of the corpus", "s", floor_key="search_floor"),
     Metric("search_repeat", "5 repeated search of the corpus", "s", floor_key="search_floor"),
-    Metric("search_changed", "5 search right after an outside change", "s", floor_key="search_floor"),
+    Metric(
+        "search_changed", "5 search right after an outside change", "s", floor_key="search_floor"
+    ),
     Metric("search_bytes", "5 response bytes, corpus search", "B"),
     Metric("search_floor", "5 read and parse the corpus (JSON)", "s"),
     Metric("print_one", "6 big print, one line", "s"),
@@ -84,7 +86,9 @@ METRICS: list[Metric] = [
     Metric("rss_settled", "7 server RSS, idle after settle", "MB", floor_key="rss_init"),
     Metric("rss_8", "7 server RSS with 8 notebooks on 8 kernels", "MB", floor_key="rss_init"),
     Metric("concurrent_sleep", "8 eight notebooks sleep(1) at once", "s"),
-    Metric("list_variables", "9 list_variables, 1,000 names, page of 500", "s", floor_key="round_trip"),
+    Metric(
+        "list_variables", "9 list_variables, 1,000 names, page of 500", "s", floor_key="round_trip"
+    ),
     Metric("run_all", "10 run_cells(all) of the trivial notebook", "s"),
     Metric("run_all_cells", "10 same cells, one execute_cell each", "s", floor_key="run_all"),
     Metric("insert_single", "11 insert_cell at the big notebook (history on)", "s"),
@@ -134,7 +138,11 @@ def table(results: Results, names: list[str]) -> tuple[str, list[dict[str, Any]]
         floor_median = statistics.median(floor_values) if floor_values else None
         # Variants of ours measured beside it (ours-tcp: the kernel over TCP) are shown as profiles are.
         variants = sorted(
-            {who for key, who in results.samples if key == metric.key and who.startswith("ours-") and who not in names}
+            {
+                who
+                for key, who in results.samples
+                if key == metric.key and who.startswith("ours-") and who not in names
+            }
         )
         for who in ["ours", *variants, *names]:
             values = results.samples.get((metric.key, who))

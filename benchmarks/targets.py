@@ -120,7 +120,10 @@ def _search(r: Results) -> tuple[bool, str]:
     first, repeated = r.median("search_first"), r.median("search_repeat")
     found = r.notes.get("search_changed_found", ["not checked"])
     met = first < 5.0 and repeated < 0.2 and found == ["yes"]
-    return met, f"first {first:.2f} s, repeated {repeated * 1e3:.0f} ms; change found: {', '.join(found)}"
+    return (
+        met,
+        f"first {first:.2f} s, repeated {repeated * 1e3:.0f} ms; change found: {', '.join(found)}",
+    )
 
 
 @target("8 concurrent sleep(1) < 1.5 s wall")
@@ -165,16 +168,24 @@ def _peer_of(r: Results, who: str) -> str:
 
 
 def _ours(r: Results, metric: str) -> list[str]:
-    return sorted(who for key, who in r.samples if key == metric and (who == "ours" or who.startswith("ours-")))
+    return sorted(
+        who
+        for key, who in r.samples
+        if key == metric and (who == "ours" or who.startswith("ours-"))
+    )
 
 
-def _each_of_ours(r: Results, metric: str, limit: Callable[[str], float], unit: str = "ms") -> tuple[bool, str]:
+def _each_of_ours(
+    r: Results, metric: str, limit: Callable[[str], float], unit: str = "ms"
+) -> tuple[bool, str]:
     parts, met = [], True
     for who in _ours(r, metric):
         value, bound = r.median(metric, who), limit(who)
         met = met and value <= bound
         scale = 1e3 if unit == "ms" else 1
-        parts.append(f"{who} {value * scale:.1f} {unit} against {bound * scale:.1f} {unit} {_margin(value, bound)}")
+        parts.append(
+            f"{who} {value * scale:.1f} {unit} against {bound * scale:.1f} {unit} {_margin(value, bound)}"
+        )
     if not parts:
         raise KeyError(f"no samples of {metric} for ours")
     return met, "; ".join(parts)
@@ -209,7 +220,9 @@ for _metric, _which in (
 
 @target("server RSS after initialize and with 8 notebooks <= jupymcp's (issue 22)")
 def _memory(r: Results) -> tuple[bool, str]:
-    met_init, init = _each_of_ours(r, "rss_init", lambda who: r.median("rss_init", _peer_of(r, who)), "MiB")
+    met_init, init = _each_of_ours(
+        r, "rss_init", lambda who: r.median("rss_init", _peer_of(r, who)), "MiB"
+    )
     met_8, eight = _each_of_ours(r, "rss_8", lambda who: r.median("rss_8", _peer_of(r, who)), "MiB")
     return met_init and met_8, f"after initialize: {init}. With 8 notebooks: {eight}"
 
@@ -217,7 +230,9 @@ def _memory(r: Results) -> tuple[bool, str]:
 TASK_KEYS = ("find", "sections", "long_error", "fix", "frame", "plot", "rerun")
 
 
-@target("every task completed, each on <= 1/3 of the bytes the best peer needs where it can (workload 12)")
+@target(
+    "every task completed, each on <= 1/3 of the bytes the best peer needs where it can (workload 12)"
+)
 def _tasks(r: Results) -> tuple[bool, str]:
     parts, met = [], True
     for key in TASK_KEYS:
@@ -226,7 +241,9 @@ def _tasks(r: Results) -> tuple[bool, str]:
         peers = [
             r.median(f"task_{key}_bytes", who)
             for metric, who in r.samples
-            if metric == f"task_{key}_bytes" and who != "ours" and r.median(f"task_{key}_completed", who) == 1.0
+            if metric == f"task_{key}_bytes"
+            and who != "ours"
+            and r.median(f"task_{key}_completed", who) == 1.0
         ]
         best = min(peers) if peers else None
         ok = done and (best is None or ours * 3 <= best)

@@ -33,7 +33,15 @@ ERROR_KEY = "io.jupyter-mcp/error"
 
 
 def server_command(workspace: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace), *args]
+    return [
+        sys.executable,
+        "-m",
+        "jupyter_mcp_server",
+        "start",
+        "--workspace-root",
+        str(workspace),
+        *args,
+    ]
 
 
 @contextlib.asynccontextmanager
@@ -74,11 +82,15 @@ async def ok(client: Client, tool: str, arguments: dict[str, Any] | None = None)
     return result.structured_content
 
 
-async def refused(client: Client, tool: str, arguments: dict[str, Any], code: str) -> CallToolResult:
+async def refused(
+    client: Client, tool: str, arguments: dict[str, Any], code: str
+) -> CallToolResult:
     """Call a tool that must fail with `code`; answer the result."""
     result = await client.call_tool(tool, arguments)
     assert result.is_error, f"{tool} succeeded but should fail with {code}: {text_of(result)}"
-    assert error_code(result) == code, f"{tool}: expected {code}, got {error_code(result)}: {text_of(result)}"
+    assert error_code(result) == code, (
+        f"{tool}: expected {code}, got {error_code(result)}: {text_of(result)}"
+    )
     assert text_of(result).strip(), "an error must say what went wrong"
     return result
 
@@ -102,8 +114,19 @@ def install_packages(target: Path, *packages: Path) -> Path:
     import subprocess
 
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "--target", str(target), *map(str, packages)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            *map(str, packages),
+        ],
         check=True,
         capture_output=True,
     )
@@ -164,15 +187,29 @@ def jupyter_server_process(
         **(env or {}),
     }
     (tmp_path / "data").mkdir(exist_ok=True)
-    environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), environment.get("PYTHONPATH", "")) if p)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO / "src"), environment.get("PYTHONPATH", "")) if p
+    )
     with log.open("ab") as output:
         process = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1", "--no-browser",
-                "--allow-root", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-                "--ServerApp.port_retries=0", f"--ServerApp.base_url={base_url}", *args,
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                f"--port={port}",
+                "--ip=127.0.0.1",
+                "--no-browser",
+                "--allow-root",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.port_retries=0",
+                f"--ServerApp.base_url={base_url}",
+                *args,
             ],
-            cwd=root, stdout=output, stderr=subprocess.STDOUT, env=environment,
+            cwd=root,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=environment,
         )
     if started is not None:
         started.append(process)
@@ -183,7 +220,12 @@ def jupyter_server_process(
             if process.poll() is not None:
                 pytest.fail(f"jupyter server exited with {process.returncode}:\n{log.read_text()}")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=1).status_code == 200:
+                if (
+                    httpx.get(
+                        f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=1
+                    ).status_code
+                    == 200
+                ):
                     break
             if time.monotonic() > deadline:
                 pytest.fail(f"jupyter server did not start:\n{log.read_text()}")
@@ -202,16 +244,37 @@ def jupyter_server_process(
 #: The notebooks toolset's tools, as README.md names them.
 CORE_TOOLS = frozenset(
     {
-        "list_files", "list_kernels", "use_notebook", "list_notebooks", "restart_notebook",
-        "unuse_notebook", "outline", "search_notebooks", "read_notebook", "get_notebook_revision", "insert_cell",
-        "overwrite_cell_source", "edit_cell_source", "move_cell", "delete_cell",
-        "clear_cell_output", "read_cell", "read_output", "execute_cell", "insert_execute_code_cell",
-        "execute_code", "interrupt_kernel", "interrupt_notebook_session", "connect_to_jupyter",
+        "list_files",
+        "list_kernels",
+        "use_notebook",
+        "list_notebooks",
+        "restart_notebook",
+        "unuse_notebook",
+        "outline",
+        "search_notebooks",
+        "read_notebook",
+        "get_notebook_revision",
+        "insert_cell",
+        "overwrite_cell_source",
+        "edit_cell_source",
+        "move_cell",
+        "delete_cell",
+        "clear_cell_output",
+        "read_cell",
+        "read_output",
+        "execute_cell",
+        "insert_execute_code_cell",
+        "execute_code",
+        "interrupt_kernel",
+        "interrupt_notebook_session",
+        "connect_to_jupyter",
     }
 )
 
 
-def wait_until_healthy(process: Any, base: str, log: Callable[[], str], seconds: float = 60) -> None:
+def wait_until_healthy(
+    process: Any, base: str, log: Callable[[], str], seconds: float = 60
+) -> None:
     """Wait for an HTTP server process to answer /healthz; fail with its log if it exits or never does."""
     import time
 

@@ -49,10 +49,14 @@ def make_env(prefix: Path, *packages: str, seed: bool = False) -> Path:
 def _run(command: list[str]) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
-        pytest.fail(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        pytest.fail(
+            f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        )
 
 
 def server_lacks(module: str) -> None:
     import importlib.util
 
-    assert importlib.util.find_spec(module) is None, f"the server's environment has {module}: pick another package"
+    assert importlib.util.find_spec(module) is None, (
+        f"the server's environment has {module}: pick another package"
+    )

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-CACHE = Path(os.environ.get("JUPYTER_MCP_NPM_CACHE", Path.home() / ".cache" / "jupyter-mcp-server" / "npm"))
+CACHE = Path(
+    os.environ.get("JUPYTER_MCP_NPM_CACHE", Path.home() / ".cache" / "jupyter-mcp-server" / "npm")
+)
 MINIMUM_NODE = 22
 
 
@@ -73,11 +75,27 @@ def package(spec: str, command: str) -> tuple[str, Path, dict[str, str]]:
     return binary, executable, env
 
 
-def _install(npm: list[str], prefix: Path, spec: str, env: dict[str, str], executable: Path) -> None:
+def _install(
+    npm: list[str], prefix: Path, spec: str, env: dict[str, str], executable: Path
+) -> None:
     done = subprocess.run(
-        [*npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel", "error",
-         "--cache", str(CACHE / "_cache"), spec],
-        capture_output=True, text=True, env=env, timeout=600,
+        [
+            *npm,
+            "install",
+            "--prefix",
+            str(prefix),
+            "--no-audit",
+            "--no-fund",
+            "--loglevel",
+            "error",
+            "--cache",
+            str(CACHE / "_cache"),
+            spec,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     if done.returncode != 0 or not executable.exists():
         pytest.skip(f"npm could not install {spec}: {done.stderr.strip()[-500:]}")

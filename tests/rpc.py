@@ -40,9 +40,14 @@ def environment(**extra: str) -> dict[str, str]:
     # the actions that ask, every other test's server asks about none.
     env["JUPYTER_MCP_APPROVE"] = ""
     # Histories of the tests' throwaway notebooks stay out of the user's state directory.
-    env.setdefault("JUPYTER_MCP_HISTORY_DIR", os.path.join(tempfile.gettempdir(), f"jupyter-mcp-test-history-{os.getuid()}"))
+    env.setdefault(
+        "JUPYTER_MCP_HISTORY_DIR",
+        os.path.join(tempfile.gettempdir(), f"jupyter-mcp-test-history-{os.getuid()}"),
+    )
     env.update(extra)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p
+    )
     return env
 
 
@@ -64,7 +69,15 @@ class RawServer:
         self.workspace = workspace
         self._stderr_path = stderr
         self._stderr = open(stderr, "ab") if stderr else subprocess.DEVNULL  # noqa: SIM115
-        command = [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace), *args]
+        command = [
+            sys.executable,
+            "-m",
+            "jupyter_mcp_server",
+            "start",
+            "--workspace-root",
+            str(workspace),
+            *args,
+        ]
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -96,7 +109,11 @@ class RawServer:
     def initialize(self, version: str = LEGACY) -> dict[str, Any]:
         answer = self.request(
             "initialize",
-            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "rpc", "version": "0"}},
+            {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "rpc", "version": "0"},
+            },
             timeout=60,
         )
         self.notify("notifications/initialized")
@@ -114,7 +131,13 @@ class RawServer:
         self.send_raw((json.dumps(message) + "\n").encode())
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        self.send({"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "method": method,
+                **({"params": params} if params is not None else {}),
+            }
+        )
 
     def start(self, method: str, params: dict[str, Any] | None = None) -> int:
         """Send a request without waiting; answers its id."""
@@ -133,7 +156,9 @@ class RawServer:
         try:
             return json.loads(line)
         except json.JSONDecodeError as error:
-            raise AssertionError(f"the server wrote something that is not JSON on stdout: {line[:200]!r}") from error
+            raise AssertionError(
+                f"the server wrote something that is not JSON on stdout: {line[:200]!r}"
+            ) from error
 
     def wait(self, request_id: Any, timeout: float = 60) -> dict[str, Any]:
         """The answer to `request_id` (a result or an error message), whatever arrives first."""
@@ -159,18 +184,24 @@ class RawServer:
                     self.notifications.append(message)
         return self._pending.pop(request_id, None)
 
-    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60) -> dict[str, Any]:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 60
+    ) -> dict[str, Any]:
         """The result of a request; an error answer raises."""
         answer = self.wait(self.start(method, params), timeout)
         if "error" in answer:
             raise RuntimeError(f"{method} failed: {answer['error']}")
         return answer["result"]
 
-    def call(self, tool: str, arguments: dict[str, Any] | None = None, timeout: float = 60) -> dict[str, Any]:
+    def call(
+        self, tool: str, arguments: dict[str, Any] | None = None, timeout: float = 60
+    ) -> dict[str, Any]:
         """A tools/call result (successful or not)."""
         return self.request("tools/call", {"name": tool, "arguments": arguments or {}}, timeout)
 
-    def ok(self, tool: str, arguments: dict[str, Any] | None = None, timeout: float = 60) -> dict[str, Any]:
+    def ok(
+        self, tool: str, arguments: dict[str, Any] | None = None, timeout: float = 60
+    ) -> dict[str, Any]:
         result = self.call(tool, arguments, timeout)
         assert not result.get("isError"), f"{tool} failed: {result}"
         return result["structuredContent"]

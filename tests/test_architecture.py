@@ -59,7 +59,9 @@ def is_type_checking(node: ast.If) -> bool:
 def imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Every import statement that runs, and whether it is inside a function."""
 
-    def walk(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    def walk(
+        node: ast.AST, in_function: bool
+    ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and is_type_checking(child):
                 for orelse in child.orelse:
@@ -67,12 +69,18 @@ def imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]
                 continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 yield child, in_function
-            yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+            yield from walk(
+                child,
+                in_function
+                or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)),
+            )
 
     yield from walk(tree, False)
 
 
-def targets(node: ast.Import | ast.ImportFrom, importer: str, is_package: bool, known: set[str]) -> set[str]:
+def targets(
+    node: ast.Import | ast.ImportFrom, importer: str, is_package: bool, known: set[str]
+) -> set[str]:
     """The package's modules an import statement loads (a name that is a submodule counts as it)."""
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
@@ -181,7 +189,9 @@ def test_no_arrow_points_up_from_the_store_the_kernels_or_the_tools() -> None:
         if layer not in LOWER:
             continue
         forbidden = (*UPPER, *LOWER[layer])
-        upward += [f"{module} -> {target}" for target in sorted(loaded) if layer_of(target) in forbidden]
+        upward += [
+            f"{module} -> {target}" for target in sorted(loaded) if layer_of(target) in forbidden
+        ]
     assert upward == []
 
 
@@ -232,7 +242,11 @@ def reads_environment(node: ast.AST) -> bool:
     """``os.getenv(...)``, ``os.environ.get(...)`` or ``os.environ[...]`` read."""
     if isinstance(node, ast.Attribute) and node.attr in ("getenv", "environb"):
         return True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+    ):
         return isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "environ"
     if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
         return isinstance(node.value, ast.Attribute) and node.value.attr == "environ"
@@ -246,7 +260,11 @@ def test_only_the_configuration_reads_a_setting_from_the_environment() -> None:
     for name, path in modules().items():
         if name == f"{PACKAGE}.config":
             continue
-        readers += [f"{name}:{node.lineno}" for node in ast.walk(ast.parse(path.read_text())) if reads_environment(node)]
+        readers += [
+            f"{name}:{node.lineno}"
+            for node in ast.walk(ast.parse(path.read_text()))
+            if reads_environment(node)
+        ]
     assert readers == []
 
 
@@ -273,7 +291,9 @@ def test_every_kernel_backend_uses_the_one_seam() -> None:
     for name in published:
         backend = backend_class(name)
         assert issubclass(backend, KernelBackend) and backend.name == name
-        assert not backend.__abstractmethods__, f"{name} leaves {sorted(backend.__abstractmethods__)} abstract"
+        assert not backend.__abstractmethods__, (
+            f"{name} leaves {sorted(backend.__abstractmethods__)} abstract"
+        )
 
 
 def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -> None:
@@ -292,7 +312,13 @@ def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -
         if name == f"{PACKAGE}.app":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                else []
+            )
             for target in targets:
                 if not isinstance(target, ast.Attribute) or target.attr not in built:
                     continue

@@ -40,11 +40,18 @@ class Client:
         self.asked.append(params.message)
         fields = params.requested_schema.get("properties", {})
         content = {name: ("blue" if name == "color" else "Ada") for name in fields}
-        return ElicitResult(action=self.action, content=content if self.action == "accept" else None)
+        return ElicitResult(
+            action=self.action, content=content if self.action == "accept" else None
+        )
 
     async def sample(self, context: Any, params: Any) -> CreateMessageResult:
         self.asked.append(params.messages[0].content.text)
-        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="Paris"), model="test", stop_reason="endTurn")
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(type="text", text="Paris"),
+            model="test",
+            stop_reason="endTurn",
+        )
 
     async def roots(self, context: Any) -> ListRootsResult:
         self.asked.append("roots")
@@ -59,7 +66,11 @@ def serving(workspace: Path, site: Path, mode: str, client: Client | None, **cal
 @pytest.mark.parametrize("mode", MODES)
 async def test_elicitation_sampling_and_roots(workspace: Path, site: Path, mode: str) -> None:
     person = Client()
-    callbacks = {"elicitation_callback": person.elicit, "sampling_callback": person.sample, "list_roots_callback": person.roots}
+    callbacks = {
+        "elicitation_callback": person.elicit,
+        "sampling_callback": person.sample,
+        "list_roots_callback": person.roots,
+    }
     async with serving(workspace, site, mode, person, **callbacks) as client:
         answered = await client.call_tool("test_input_required_result_multiple_inputs", {})
         assert text_of(answered) == "name=Ada, greeting=Paris, roots=1"
@@ -74,7 +85,9 @@ async def test_elicitation_sampling_and_roots(workspace: Path, site: Path, mode:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_a_declined_or_cancelled_question(workspace: Path, site: Path, mode: str, action: str) -> None:
+async def test_a_declined_or_cancelled_question(
+    workspace: Path, site: Path, mode: str, action: str
+) -> None:
     person = Client(action)
     async with serving(workspace, site, mode, person, elicitation_callback=person.elicit) as client:
         answered = await client.call_tool("test_elicitation", {"message": "Who are you?"})
@@ -96,13 +109,17 @@ async def test_no_callback_is_a_missing_capability(workspace: Path, site: Path, 
 class _Request:
     """Just enough of a 2026-07-28 tools/call context for ``ask``."""
 
-    def __init__(self, request_state: str | None = None, input_responses: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, request_state: str | None = None, input_responses: dict[str, Any] | None = None
+    ) -> None:
         from types import SimpleNamespace
 
         from mcp.types import ClientCapabilities, ElicitationCapability
 
         self.protocol_version = "2026-07-28"
-        self.session = SimpleNamespace(client_capabilities=ClientCapabilities(elicitation=ElicitationCapability()))
+        self.session = SimpleNamespace(
+            client_capabilities=ClientCapabilities(elicitation=ElicitationCapability())
+        )
         self.request_state = request_state
         self.input_responses = input_responses
 
@@ -118,10 +135,18 @@ async def test_a_task_gathers_before_it_is_one_then_asks_through_itself() -> Non
 
     runs, used = RunRegistry(None, Hooks()), UsedStates()
     name = Elicitation("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
-    color = Elicitation("Your colour?", {"type": "object", "properties": {"color": {"type": "string"}}})
+    color = Elicitation(
+        "Your colour?", {"type": "object", "properties": {"color": {"type": "string"}}}
+    )
 
     # Round 1: the question ends the run; nothing gathered.
-    first = runs.start(owner="me", tool="t", call=lambda: ask(_Request(), {"name": name}, used=used), answerable=True, gathering=True)
+    first = runs.start(
+        owner="me",
+        tool="t",
+        call=lambda: ask(_Request(), {"name": name}, used=used),
+        answerable=True,
+        gathering=True,
+    )
     await runs.gather(first, 5)
     assert first.runner is not None
     asked = first.runner.exception()
@@ -129,7 +154,9 @@ async def test_a_task_gathers_before_it_is_one_then_asks_through_itself() -> Non
     assert not first.gathered.is_set() and list(asked.result.input_requests) == ["name"]
 
     # Round 2 brings the answer: the run has gathered, then (a task now) asks the rest through itself.
-    answered = _Request(asked.result.request_state, {"name": {"action": "accept", "content": {"name": "Alice"}}})
+    answered = _Request(
+        asked.result.request_state, {"name": {"action": "accept", "content": {"name": "Alice"}}}
+    )
 
     async def call() -> Any:
         gathered = await ask(answered, {"name": name}, used=used)
@@ -145,7 +172,9 @@ async def test_a_task_gathers_before_it_is_one_then_asks_through_itself() -> Non
         await asyncio.sleep(0.01)
     assert second.status == "input_required"
     [(key, request)] = second.input_requests.items()
-    assert request["method"] == "elicitation/create" and request["params"]["message"] == "Your colour?"
+    assert (
+        request["method"] == "elicitation/create" and request["params"]["message"] == "Your colour?"
+    )
     second.answer({key: {"action": "accept", "content": {"color": "blue"}}})
     gathered, more = await second.runner  # type: ignore[misc]
     assert gathered["name"].content == {"name": "Alice"}

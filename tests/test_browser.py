@@ -77,7 +77,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, P
     # No "would you like news?" toast over the notebook in the screenshots.
     settings = tmp / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     with jupyter_server_process(
         tmp,
         TOKEN,
@@ -109,11 +111,27 @@ async def browser(chromium: str) -> AsyncIterator[Any]:
 
 def write_notebook(path: Path, *sources: str) -> None:
     cells = [
-        {"cell_type": "code", "id": f"cell-{i}", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+        {
+            "cell_type": "code",
+            "id": f"cell-{i}",
+            "metadata": {},
+            "source": source,
+            "outputs": [],
+            "execution_count": None,
+        }
         for i, source in enumerate(sources)
     ]
     kernelspec = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    path.write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": kernelspec}, "nbformat": 4, "nbformat_minor": 5}))
+    path.write_text(
+        json.dumps(
+            {
+                "cells": cells,
+                "metadata": {"kernelspec": kernelspec},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
 
 
 async def open_in_jupyterlab(chromium_browser: Any, url: str, path: str) -> Any:
@@ -123,7 +141,9 @@ async def open_in_jupyterlab(chromium_browser: Any, url: str, path: str) -> Any:
     workspace = Path(path).stem
     await page.goto(f"{url}/lab/workspaces/{workspace}/tree/{path}?token={TOKEN}")
     await page.wait_for_selector(".jp-NotebookPanel .jp-Cell .cm-content", timeout=60_000)
-    await page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    await page.wait_for_selector(
+        ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000
+    )
     # Set once: still there at the end means the page was never reloaded.
     await page.evaluate("window.openedOnce = true")
     return page
@@ -190,15 +210,30 @@ async def test_the_agents_cells_appear_run_and_stream_in_the_page_on_the_pages_k
             assert used["kernel_id"] == pages_kernel
 
             answered = time.monotonic()
-            ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "answer = 6 * 7\nprint('the agent says', answer)"})
+            ran = await ok(
+                client,
+                "insert_execute_code_cell",
+                {
+                    "cell_index": -1,
+                    "cell_source": "answer = 6 * 7\nprint('the agent says', answer)",
+                },
+            )
             assert ran["status"] == "ok"
             # The output and the finished prompt arrive as separate changes of the document.
             cells = await shows(
-                page, lambda cells: len(cells) == 2 and "the agent says 42" in cells[1]["output"] and cells[1]["prompt"] == "[1]:"
+                page,
+                lambda cells: (
+                    len(cells) == 2
+                    and "the agent says 42" in cells[1]["output"]
+                    and cells[1]["prompt"] == "[1]:"
+                ),
             )
             assert time.monotonic() - answered < 5
             assert cells[1]["source"] == "answer = 6 * 7\nprint('the agent says', answer)"
-            assert cells[1]["prompt"] == "[1]:" and cells[0]["source"] == "notes = 'the person was here first'"
+            assert (
+                cells[1]["prompt"] == "[1]:"
+                and cells[0]["source"] == "notes = 'the person was here first'"
+            )
 
             # The person's next cell, run in the page, sees the agent's variable: one kernel.
             await page.locator(".jp-NotebookPanel .jp-Cell").nth(0).locator(".cm-content").click()
@@ -209,8 +244,19 @@ async def test_the_agents_cells_appear_run_and_stream_in_the_page_on_the_pages_k
 
             # A cell that runs a while: marked running, its first line shown before it ends.
             code = "import time\nprint('first', flush=True)\ntime.sleep(2)\nprint('second')"
-            running = asyncio.create_task(client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": code}))
-            cells = await shows(page, lambda cells: len(cells) == 3 and cells[2]["prompt"] == "[*]:" and "first" in cells[2]["output"])
+            running = asyncio.create_task(
+                client.call_tool(
+                    "insert_execute_code_cell", {"cell_index": -1, "cell_source": code}
+                )
+            )
+            cells = await shows(
+                page,
+                lambda cells: (
+                    len(cells) == 3
+                    and cells[2]["prompt"] == "[*]:"
+                    and "first" in cells[2]["output"]
+                ),
+            )
             assert not running.done() and "second" not in cells[2]["output"]
             # The agent is a named collaborator: its caret, in its colour, in the cell it runs,
             # with its name on the flag; and in the collaborators panel, with the notebook.
@@ -219,13 +265,20 @@ async def test_the_agents_cells_appear_run_and_stream_in_the_page_on_the_pages_k
             flag = page.locator(".jp-remote-userFlag-name", has_text=f"{AGENT} (agent)")
             await flag.wait_for(state="attached", timeout=5_000)
             await page.click("li[data-id='jp-collaboration-panel']")
-            collaborator = page.locator(".jp-CollaboratorsList .jp-Collaborator", has_text=f"{AGENT} (agent)")
+            collaborator = page.locator(
+                ".jp-CollaboratorsList .jp-Collaborator", has_text=f"{AGENT} (agent)"
+            )
             await collaborator.wait_for(timeout=5_000)
             assert not running.done()
             await screenshot(page, "side-by-side-running.png")
             result = await running
             assert not result.is_error
-            cells = await shows(page, lambda cells: cells[2]["output"] == "first\nsecond\n" and cells[2]["prompt"] == "[3]:")
+            cells = await shows(
+                page,
+                lambda cells: (
+                    cells[2]["output"] == "first\nsecond\n" and cells[2]["prompt"] == "[3]:"
+                ),
+            )
             await screenshot(page, "side-by-side.png")
             # A few seconds after the agent's last edit, it is no longer shown.
             await collaborator.wait_for(state="detached", timeout=(LINGER + 5) * 1000)
@@ -236,7 +289,9 @@ async def test_the_agents_cells_appear_run_and_stream_in_the_page_on_the_pages_k
         assert sessions(url)["side.ipynb"] == pages_kernel
 
 
-async def test_a_person_typing_in_the_page_while_the_agent_edits_and_runs_keeps_every_keystroke(lab):
+async def test_a_person_typing_in_the_page_while_the_agent_edits_and_runs_keeps_every_keystroke(
+    lab,
+):
     """Typed through the browser's keyboard, a key every 10 ms or so, from before the agent's
     first edit to after its last: the page keeps every key in order (the cursor never thrown),
     the file gets them all, and the extension never reloads the file over the document. Then
@@ -267,9 +322,17 @@ async def test_a_person_typing_in_the_page_while_the_agent_edits_and_runs_keeps_
         try:
             await asyncio.sleep(0.2)
             for step in range(3):
-                ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": f"print({step} * 7)"})
+                ran = await ok(
+                    client,
+                    "insert_execute_code_cell",
+                    {"cell_index": -1, "cell_source": f"print({step} * 7)"},
+                )
                 assert ran["status"] == "ok"
-                await ok(client, "overwrite_cell_source", {"cell_id": "cell-1", "cell_source": f"x = {step + 1}"})
+                await ok(
+                    client,
+                    "overwrite_cell_source",
+                    {"cell_id": "cell-1", "cell_source": f"x = {step + 1}"},
+                )
                 await asyncio.sleep(0.5)  # the extension polls the file meanwhile
         finally:
             stop.set()
@@ -277,7 +340,12 @@ async def test_a_person_typing_in_the_page_while_the_agent_edits_and_runs_keeps_
         expected = "# notes: " + "".join(typed)
         assert len(typed) > 50, len(typed)
         cells = await shows(page, lambda cells: cells[0]["source"] == expected and len(cells) == 5)
-        assert [cell["source"] for cell in cells[1:]] == ["x = 3", "print(0 * 7)", "print(1 * 7)", "print(2 * 7)"]
+        assert [cell["source"] for cell in cells[1:]] == [
+            "x = 3",
+            "print(0 * 7)",
+            "print(1 * 7)",
+            "print(2 * 7)",
+        ]
         assert [cell["output"] for cell in cells[2:]] == ["0\n", "7\n", "14\n"]
         await eventually_on_disk(root / "typed.ipynb", [cell["source"] for cell in cells])
         await screenshot(page, "side-by-side-typing.png")
@@ -289,13 +357,19 @@ async def test_a_person_typing_in_the_page_while_the_agent_edits_and_runs_keeps_
         # (A notification may still be on its way for an earlier save: read after each.)
         deadline = time.monotonic() + 15
         while True:
-            await updates.wait_for("notebook:///typed.ipynb", seconds=max(0.1, deadline - time.monotonic()))
+            await updates.wait_for(
+                "notebook:///typed.ipynb", seconds=max(0.1, deadline - time.monotonic())
+            )
             updates.uris.clear()
             read = await ok(client, "read_notebook", {"response_format": "detailed"})
             if read["cells"][0]["source"] == expected:
                 break
         # The agent's next edit keeps it, in the page and in the file.
-        await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "markdown", "cell_source": "Done."})
+        await ok(
+            client,
+            "insert_cell",
+            {"cell_index": -1, "cell_type": "markdown", "cell_source": "Done."},
+        )
         cells = await shows(page, lambda cells: len(cells) == 6)
         assert cells[0]["source"] == expected
         await eventually_on_disk(root / "typed.ipynb", [cell["source"] for cell in cells])

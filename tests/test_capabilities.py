@@ -42,13 +42,19 @@ async def test_resource_shape_and_defaults(workspace):
         assert description["capabilities"] == sorted(n for n, e in declared.items() if e["enabled"])
         assert "kernel.auto-restart" not in description["capabilities"]
 
-        self_described = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
+        self_described = json.loads(
+            (await client.read_resource("jupymcp://capabilities")).contents[0].text
+        )
         assert self_described["schema_version"] == "1.0"
         assert self_described["output_schema_version"] == "1.0"
         assert self_described["server"]["name"] == "jupyter-mcp-server"
         assert set(self_described["limits"]) == {
-            "default_timeout_seconds", "max_timeout_seconds", "max_output_bytes",
-            "max_output_blocks", "max_kernels", "idle_timeout_seconds",
+            "default_timeout_seconds",
+            "max_timeout_seconds",
+            "max_output_bytes",
+            "max_output_blocks",
+            "max_kernels",
+            "idle_timeout_seconds",
         }
         assert self_described["limits"]["max_kernels"] == 8
         assert self_described["kernelspecs"] == sorted(self_described["kernelspecs"])
@@ -60,14 +66,28 @@ async def test_layers_and_precedence(workspace):
     env = {"JUPYTER_MCP_CAPABILITIES": "kernel.auto-restart,kernel.prestart=off"}
     async with serve(workspace, env=env) as client:
         declared = by_name(await described(client))
-        assert (declared["kernel.auto-restart"]["enabled"], declared["kernel.auto-restart"]["source"]) == (True, "env")
-        assert (declared["kernel.prestart"]["enabled"], declared["kernel.prestart"]["source"]) == (False, "env")
+        assert (
+            declared["kernel.auto-restart"]["enabled"],
+            declared["kernel.auto-restart"]["source"],
+        ) == (True, "env")
+        assert (declared["kernel.prestart"]["enabled"], declared["kernel.prestart"]["source"]) == (
+            False,
+            "env",
+        )
     args = ["--capability", "kernel.auto-restart=OFF", "--capability", "kernel.prestart"]
     async with serve(workspace, *args, env=env) as client:
         declared = by_name(await described(client))
-        assert (declared["kernel.auto-restart"]["enabled"], declared["kernel.auto-restart"]["source"]) == (False, "cli")
-        assert (declared["kernel.prestart"]["enabled"], declared["kernel.prestart"]["source"]) == (True, "cli")
-        described_limits = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
+        assert (
+            declared["kernel.auto-restart"]["enabled"],
+            declared["kernel.auto-restart"]["source"],
+        ) == (False, "cli")
+        assert (declared["kernel.prestart"]["enabled"], declared["kernel.prestart"]["source"]) == (
+            True,
+            "cli",
+        )
+        described_limits = json.loads(
+            (await client.read_resource("jupymcp://capabilities")).contents[0].text
+        )
         assert described_limits["sessions"]["auto_restart"] is False
 
 
@@ -87,8 +107,12 @@ def test_unknown_names_stop_the_server(workspace):
         ([], {"JUPYTER_MCP_CAPABILITIES": "kernel.auto-restart,bogus.thing=off"}),
     ):
         started = subprocess.run(
-            server_command(workspace, *args), env=server_environment(**env),
-            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            server_command(workspace, *args),
+            env=server_environment(**env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
         )
         assert started.returncode == 2, started.stderr
         assert "kernel.auto-restart" in started.stderr and "Known capabilities" in started.stderr
@@ -104,9 +128,25 @@ async def test_server_discover_carries_the_capabilities(workspace):
 
 
 async def kernel_pid(client, notebook):
-    result = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os; x = 41; os.getpid()", "notebook_name": notebook})
+    result = await ok(
+        client,
+        "insert_execute_code_cell",
+        {
+            "cell_index": -1,
+            "cell_source": "import os; x = 41; os.getpid()",
+            "notebook_name": notebook,
+        },
+    )
     assert result["status"] == "ok"
-    read = await ok(client, "read_cell", {"cell_index": -1 + len((await ok(client, "read_notebook", {"notebook_name": notebook}))["cells"]), "notebook_name": notebook})
+    read = await ok(
+        client,
+        "read_cell",
+        {
+            "cell_index": -1
+            + len((await ok(client, "read_notebook", {"notebook_name": notebook}))["cells"]),
+            "notebook_name": notebook,
+        },
+    )
     return int(read["outputs"][0]["data"]["text/plain"])
 
 
@@ -138,14 +178,23 @@ async def test_killed_kernel_with_auto_restart_off_and_on(workspace):
 
 async def test_cancellation_follows_its_capability(workspace):
     cell = "import time\ntime.sleep(2.5)\nfinished = True"
-    for args, expect_finished in (([], True), (["--capability", "execution.cancel-interrupts"], False)):
+    for args, expect_finished in (
+        ([], True),
+        (["--capability", "execution.cancel-interrupts"], False),
+    ):
         async with serve(workspace, *args) as client:
-            await ok(client, "use_notebook", {"notebook_name": "c.ipynb", "mode": "create" if not args else "connect"})
+            await ok(
+                client,
+                "use_notebook",
+                {"notebook_name": "c.ipynb", "mode": "create" if not args else "connect"},
+            )
             call = asyncio.create_task(client.call_tool("execute_code", {"code": cell}))
             await asyncio.sleep(1.0)
             call.cancel()
             started = time.monotonic()
-            check = await client.call_tool("execute_code", {"code": "print(globals().get('finished', False))"})
+            check = await client.call_tool(
+                "execute_code", {"code": "print(globals().get('finished', False))"}
+            )
             assert text_of(check).strip().endswith(str(expect_finished)), text_of(check)
             if not expect_finished:
                 assert time.monotonic() - started < 2.0
@@ -157,7 +206,9 @@ PROBE = "print(len(In), repr(_), len(Out), sorted(k for k in globals() if k.star
 async def fresh_kernel_state(workspace, *args):
     async with serve(workspace, *args) as client:
         await ok(client, "use_notebook", {"notebook_name": "fresh.ipynb", "mode": "create"})
-        result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": PROBE})
+        result = await client.call_tool(
+            "insert_execute_code_cell", {"cell_index": -1, "cell_source": PROBE}
+        )
         assert not result.is_error, text_of(result)
         return result.structured_content["execution_count"], text_of(result)
 
@@ -167,6 +218,8 @@ async def test_a_prestarted_kernel_is_as_fresh_as_one_started_on_demand(tmp_path
     (tmp_path / "pooled").mkdir()
     (tmp_path / "on-demand").mkdir()
     pooled = await fresh_kernel_state(tmp_path / "pooled", "--capability", "kernel.prestart")
-    on_demand = await fresh_kernel_state(tmp_path / "on-demand", "--capability", "kernel.prestart=off")
+    on_demand = await fresh_kernel_state(
+        tmp_path / "on-demand", "--capability", "kernel.prestart=off"
+    )
     assert pooled == on_demand
     assert pooled[0] == 1

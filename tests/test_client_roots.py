@@ -23,7 +23,11 @@ class Roots:
         self.directories = list(directories)
 
     async def __call__(self, context: Any) -> ListRootsResult:
-        return ListRootsResult(roots=[Root(uri=directory.as_uri(), name=directory.name) for directory in self.directories])
+        return ListRootsResult(
+            roots=[
+                Root(uri=directory.as_uri(), name=directory.name) for directory in self.directories
+            ]
+        )
 
 
 async def workspace_of(client: Client) -> dict[str, str]:
@@ -63,7 +67,10 @@ async def test_the_first_root_is_the_workspace_and_follows_changes(tmp_path: Pat
     cwd, project_a, project_b = folders(tmp_path)
     roots = Roots(project_a, project_b)
     async with started_without_a_root(cwd, roots) as client:
-        assert await until_workspace(client, project_a) == {"root": str(project_a.resolve()), "source": "client-roots"}
+        assert await until_workspace(client, project_a) == {
+            "root": str(project_a.resolve()),
+            "source": "client-roots",
+        }
         listed = await ok(client, "list_files", {})
         assert "project-a.txt" in json.dumps(listed) and "started-in.txt" not in json.dumps(listed)
         roots.directories = [project_b]
@@ -81,7 +88,9 @@ async def test_the_first_root_is_the_workspace_and_follows_changes(tmp_path: Pat
 
 async def test_a_given_workspace_root_wins(tmp_path: Path) -> None:
     cwd, project_a, _ = folders(tmp_path)
-    async with serve(cwd, "--capability", "kernel.prestart=off", list_roots_callback=Roots(project_a)) as client:
+    async with serve(
+        cwd, "--capability", "kernel.prestart=off", list_roots_callback=Roots(project_a)
+    ) as client:
         await asyncio.sleep(0.5)
         assert await workspace_of(client) == {"root": str(cwd.resolve()), "source": "cli"}
     async with started_without_a_root(cwd, Roots(tmp_path / "missing")) as client:

@@ -35,7 +35,9 @@ REVISION = re.compile(r"[0-9a-f]{16}")
 @dataclass
 class Writer:
     name: str
-    acknowledged: dict[str, tuple[float, float]] = field(default_factory=dict)  # source -> (sent, answered)
+    acknowledged: dict[str, tuple[float, float]] = field(
+        default_factory=dict
+    )  # source -> (sent, answered)
     conflicts: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -48,11 +50,20 @@ def sources_on_disk(path: Path) -> list[str]:
 
 def server_writes(server: RawServer, writer: Writer, count: int, with_revision: bool) -> None:
     try:
-        revision = server.ok("get_notebook_revision", {"notebook_name": NOTEBOOK})["revision"] if with_revision else None
+        revision = (
+            server.ok("get_notebook_revision", {"notebook_name": NOTEBOOK})["revision"]
+            if with_revision
+            else None
+        )
         for index in range(count):
             source = f"{writer.name} {index}"
             for _attempt in range(50):
-                arguments = {"notebook_name": NOTEBOOK, "cell_index": -1, "cell_type": "markdown", "cell_source": source}
+                arguments = {
+                    "notebook_name": NOTEBOOK,
+                    "cell_index": -1,
+                    "cell_type": "markdown",
+                    "cell_source": source,
+                }
                 if revision is not None:
                     arguments["expected_revision"] = revision
                 sent = time.monotonic()
@@ -66,9 +77,15 @@ def server_writes(server: RawServer, writer: Writer, count: int, with_revision: 
                     writer.failures.append(f"{source}: {error_code(result)}: {text_of_raw(result)}")
                     return
                 writer.conflicts += 1
-                current = (result.get("_meta") or {}).get("io.jupyter-mcp/error", {}).get("current_revision")
+                current = (
+                    (result.get("_meta") or {})
+                    .get("io.jupyter-mcp/error", {})
+                    .get("current_revision")
+                )
                 if not (isinstance(current, str) and REVISION.fullmatch(current)):
-                    writer.failures.append(f"{source}: a conflict without current_revision: {result}")
+                    writer.failures.append(
+                        f"{source}: a conflict without current_revision: {result}"
+                    )
                     return
                 if with_revision:
                     revision = current
@@ -105,7 +122,9 @@ def directory_lock(path: Path, locking: bool) -> Iterator[None]:
         os.close(fd)
 
 
-def editor_saves(path: Path, editor: Editor, count: int, stop: threading.Event, locking: bool) -> None:
+def editor_saves(
+    path: Path, editor: Editor, count: int, stop: threading.Event, locking: bool
+) -> None:
     """An editor that reloads, appends a cell and saves atomically, as JupyterLab does.
 
     A careful one: it replaces the file only if it still holds what it loaded.
@@ -155,19 +174,28 @@ def run_writers(
             for server, writer in zip((first, second), writers, strict=True)
         ]
         if editor_count:
-            threads.append(threading.Thread(target=editor_saves, args=(path, editor, editor_count, stop, locking)))
+            threads.append(
+                threading.Thread(
+                    target=editor_saves, args=(path, editor, editor_count, stop, locking)
+                )
+            )
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(120)
         stop.set()
         # Both servers still serve, and see the same file.
-        revisions = {server.ok("get_notebook_revision", {"notebook_name": NOTEBOOK})["revision"] for server in (first, second)}
+        revisions = {
+            server.ok("get_notebook_revision", {"notebook_name": NOTEBOOK})["revision"]
+            for server in (first, second)
+        }
         assert len(revisions) == 1, revisions
     return writers, editor, sources_on_disk(path)
 
 
-def assert_nothing_lost(writers: list[Writer], editor: Editor, final: list[str], locking: bool = True) -> int:
+def assert_nothing_lost(
+    writers: list[Writer], editor: Editor, final: list[str], locking: bool = True
+) -> int:
     """Every acknowledged update is in `final`; answers how many a non-locking editor's race explains."""
     for writer in writers:
         assert not writer.failures, writer.failures
@@ -194,13 +222,17 @@ def assert_nothing_lost(writers: list[Writer], editor: Editor, final: list[str],
     assert not unexplained, f"acknowledged updates lost silently: {sorted(unexplained)}"
     spans = [span for writer in writers for span in writer.acknowledged.values()]
     renamed = dict(zip(editor.saves, editor.renames, strict=True))
-    unexplained_saves = [save for save in lost_saves if not overlaps((renamed[save], renamed[save]), spans)]
+    unexplained_saves = [
+        save for save in lost_saves if not overlaps((renamed[save], renamed[save]), spans)
+    ]
     assert not unexplained_saves, f"editor saves lost outside any server write: {unexplained_saves}"
     return len(lost) + len(lost_saves)
 
 
 def test_two_servers_without_revisions_lose_nothing(workspace):
-    writers, editor, final = run_writers(workspace, per_server=60, with_revision=False, editor_count=0)
+    writers, editor, final = run_writers(
+        workspace, per_server=60, with_revision=False, editor_count=0
+    )
     assert_nothing_lost(writers, editor, final)
     assert sum(len(w.acknowledged) for w in writers) == 120
     assert len(final) == 120
@@ -216,17 +248,23 @@ def test_two_servers_plain_inserts_never_conflict(workspace):
     The servers race each other on every write; the one that loses the race
     re-reads and writes again instead of answering revision_conflict.
     """
-    writers, editor, final = run_writers(workspace, per_server=PLAIN_INSERTS, with_revision=False, editor_count=0)
+    writers, editor, final = run_writers(
+        workspace, per_server=PLAIN_INSERTS, with_revision=False, editor_count=0
+    )
     assert_nothing_lost(writers, editor, final)
     conflicts = sum(writer.conflicts for writer in writers)
     print(f"\nplain inserts: {2 * PLAIN_INSERTS}, revision_conflict answers: {conflicts}")
-    assert conflicts == 0, f"{conflicts} of {2 * PLAIN_INSERTS} plain inserts were answered revision_conflict"
+    assert conflicts == 0, (
+        f"{conflicts} of {2 * PLAIN_INSERTS} plain inserts were answered revision_conflict"
+    )
     assert sum(len(w.acknowledged) for w in writers) == 2 * PLAIN_INSERTS
     assert len(final) == 2 * PLAIN_INSERTS
 
 
 def test_two_servers_with_expected_revision_conflict_and_retry(workspace):
-    writers, editor, final = run_writers(workspace, per_server=40, with_revision=True, editor_count=0)
+    writers, editor, final = run_writers(
+        workspace, per_server=40, with_revision=True, editor_count=0
+    )
     assert_nothing_lost(writers, editor, final)
     assert len(final) == 80
     assert sum(w.conflicts for w in writers) > 0, "two writers racing on revisions never conflicted"
@@ -237,7 +275,9 @@ def test_two_servers_with_expected_revision_conflict_and_retry(workspace):
 
 
 def test_two_servers_and_an_editor_taking_the_lock(workspace):
-    writers, editor, final = run_writers(workspace, per_server=50, with_revision=False, editor_count=25)
+    writers, editor, final = run_writers(
+        workspace, per_server=50, with_revision=False, editor_count=25
+    )
     assert_nothing_lost(writers, editor, final)
     assert len(editor.saves) == 25
     assert len(final) == 125
@@ -263,10 +303,14 @@ async def test_outputs_survive_edits_from_another_server_and_the_editor(workspac
         async with serve(workspace, *SERVER_ARGS) as client:
             await ok(client, "use_notebook", {"notebook_name": NOTEBOOK})
             slow = "import time\nopen('go', 'w').close()\ntime.sleep(3)\nprint('ran to the end')"
-            cell = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": slow})
+            cell = await ok(
+                client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": slow}
+            )
             import asyncio
 
-            running = asyncio.create_task(client.call_tool("execute_cell", {"cell_id": cell["cell_id"]}))
+            running = asyncio.create_task(
+                client.call_tool("execute_cell", {"cell_id": cell["cell_id"]})
+            )
             deadline = time.monotonic() + 60
             while not (workspace / "go").exists():
                 assert time.monotonic() < deadline, "the cell never started"
@@ -276,11 +320,18 @@ async def test_outputs_survive_edits_from_another_server_and_the_editor(workspac
                 await asyncio.to_thread(
                     other.ok,
                     "insert_cell",
-                    {"notebook_name": NOTEBOOK, "cell_index": 0, "cell_type": "markdown", "cell_source": f"other {index}"},
+                    {
+                        "notebook_name": NOTEBOOK,
+                        "cell_index": 0,
+                        "cell_type": "markdown",
+                        "cell_source": f"other {index}",
+                    },
                 )
             first_id = nbformat.read(path, as_version=4).cells[5].id
             await asyncio.to_thread(
-                other.ok, "overwrite_cell_source", {"notebook_name": NOTEBOOK, "cell_id": first_id, "cell_source": "first, edited"}
+                other.ok,
+                "overwrite_cell_source",
+                {"notebook_name": NOTEBOOK, "cell_id": first_id, "cell_source": "first, edited"},
             )
             # And the editor appends one.
             edited = nbformat.read(path, as_version=4)
@@ -292,7 +343,11 @@ async def test_outputs_survive_edits_from_another_server_and_the_editor(workspac
             final = nbformat.read(path, as_version=4)
             nbformat.validate(final)
             sources = [c.source for c in final.cells]
-            assert sources == [f"other {i}" for i in reversed(range(5))] + ["first, edited", slow, "from the editor"]
+            assert sources == [f"other {i}" for i in reversed(range(5))] + [
+                "first, edited",
+                slow,
+                "from the editor",
+            ]
             ran = final.cells[6]
             assert ran.id == cell["cell_id"]
             assert "".join(ran.outputs[0]["text"]) == "ran to the end\n"

@@ -20,7 +20,10 @@ REPO = Path(__file__).resolve().parents[1]
 def test_every_setting_is_in_the_readme_and_in_help():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "jupyter_mcp_server", "start", "--help"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "jupyter_mcp_server", "start", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     for setting in SETTINGS:
@@ -32,7 +35,11 @@ def test_every_setting_is_in_the_readme_and_in_help():
 
 
 def test_the_environment_fills_what_the_command_line_leaves(tmp_path):
-    environ = {"JUPYTER_MCP_HEARTBEAT_SECONDS": "2.5", "JUPYTER_MCP_EXTENSIONS": "", "JUPYTER_MCP_TOKEN": "env-token"}
+    environ = {
+        "JUPYTER_MCP_HEARTBEAT_SECONDS": "2.5",
+        "JUPYTER_MCP_EXTENSIONS": "",
+        "JUPYTER_MCP_TOKEN": "env-token",
+    }
     config = read_config({"workspace_root": str(tmp_path), "mcp_token": "flag-token"}, environ)
     assert config.heartbeat_seconds == 2.5
     assert config.extensions == ()  # set but empty: no extension besides the core tools
@@ -57,7 +64,11 @@ def test_a_bad_environment_value_is_named(tmp_path, environ, named):
 def test_a_bad_variable_stops_the_server_before_it_serves(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(tmp_path)],
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src"), "JUPYTER_MCP_TASK_TTL_SECONDS": "0"},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(REPO / "src"),
+            "JUPYTER_MCP_TASK_TTL_SECONDS": "0",
+        },
         capture_output=True,
         text=True,
         timeout=60,
@@ -90,7 +101,9 @@ def test_the_jupyter_traits_are_made_from_the_settings():
     from jupyter_mcp_server.jupyter.server_extension import JupyterMCPServerApp, _given
 
     traits = JupyterMCPServerApp.class_own_traits(config=True)
-    assert set(traits) == {setting.jupyter for setting in JUPYTER_SETTINGS} | {"use_contents_manager"}
+    assert set(traits) == {setting.jupyter for setting in JUPYTER_SETTINGS} | {
+        "use_contents_manager"
+    }
     for setting in JUPYTER_SETTINGS:
         assert traits[setting.jupyter].help == setting.help, setting.name
     # Unset, a setting the environment may set is not given (the environment, then the default,
@@ -98,6 +111,18 @@ def test_the_jupyter_traits_are_made_from_the_settings():
     unset = _given(JupyterMCPServerApp())
     assert unset["install_timeout"] is None and unset["python"] is None
     assert unset["max_kernels"] == default_of("max_kernels")
-    configured = Config({"JupyterMCPServerApp": {"install_timeout": 5.0, "unresponsive_grace": 2.5, "capabilities": ["kernel.auto-restart"]}})
+    configured = Config(
+        {
+            "JupyterMCPServerApp": {
+                "install_timeout": 5.0,
+                "unresponsive_grace": 2.5,
+                "capabilities": ["kernel.auto-restart"],
+            }
+        }
+    )
     given = _given(JupyterMCPServerApp(config=configured))
-    assert (given["install_timeout"], given["unresponsive_grace"], given["capability_args"]) == (5.0, 2.5, ["kernel.auto-restart"])
+    assert (given["install_timeout"], given["unresponsive_grace"], given["capability_args"]) == (
+        5.0,
+        2.5,
+        ["kernel.auto-restart"],
+    )

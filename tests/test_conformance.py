@@ -64,14 +64,30 @@ def conformance_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Htt
 def run_conformance(server: HttpServer, revision: str, output: Path) -> dict[str, list[dict]]:
     node, conformance, env = package(CONFORMANCE, "conformance")
     done = subprocess.run(
-        [node, str(conformance), "server", "--url", server.url(), "--requirements", revision, "-o", str(output)],
-        capture_output=True, text=True, env=env, timeout=600, cwd=output,
+        [
+            node,
+            str(conformance),
+            "server",
+            "--url",
+            server.url(),
+            "--requirements",
+            revision,
+            "-o",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=output,
     )
     scenarios: dict[str, list[dict]] = {}
     for checks in sorted(output.glob("server-*/checks.json")):
         name = checks.parent.name.removeprefix("server-").rsplit("-", 6)[0]
         scenarios[name] = json.loads(checks.read_text())
-    assert scenarios, f"the conformance suite ran nothing:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert scenarios, (
+        f"the conformance suite ran nothing:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     return scenarios
 
 
@@ -79,7 +95,11 @@ def run_conformance(server: HttpServer, revision: str, output: Path) -> dict[str
 def test_conformance_suite(conformance_server, revision: str, tmp_path: Path) -> None:
     scenarios = run_conformance(conformance_server, revision, tmp_path)
     failing = {
-        name: [f"{c['id']}: {c.get('errorMessage', '')[:200]}" for c in checks if c.get("status") == "FAILURE"]
+        name: [
+            f"{c['id']}: {c.get('errorMessage', '')[:200]}"
+            for c in checks
+            if c.get("status") == "FAILURE"
+        ]
         for name, checks in scenarios.items()
     }
     failing = {name: problems for name, problems in failing.items() if problems}
@@ -90,9 +110,13 @@ def test_conformance_suite(conformance_server, revision: str, tmp_path: Path) ->
     stale = sorted(name for name in expected if name in scenarios and name not in failing)
     checks = sum(len(c) for c in scenarios.values())
     passed = sum(1 for c in scenarios.values() for check in c if check.get("status") == "SUCCESS")
-    print(f"\nconformance {revision}: {len(scenarios)} scenarios, {checks} checks, {passed} passed; "
-          f"{len(failing)} scenarios failing, all in the baseline: {not unexpected}")
-    assert not unexpected, f"new conformance failures for {revision}: {json.dumps(unexpected, indent=1)}"
+    print(
+        f"\nconformance {revision}: {len(scenarios)} scenarios, {checks} checks, {passed} passed; "
+        f"{len(failing)} scenarios failing, all in the baseline: {not unexpected}"
+    )
+    assert not unexpected, (
+        f"new conformance failures for {revision}: {json.dumps(unexpected, indent=1)}"
+    )
     assert not stale, f"these now pass; remove them from baseline-{revision}.yml: {stale}"
 
 
@@ -103,11 +127,16 @@ def test_inspector_strict_tool_schemas(workspace: Path) -> None:
     command = server_command(workspace, "--capability", "kernel.prestart=off")
     done = subprocess.run(
         [node, str(inspector), "--cli", "--method", "tools/list", "--strict", *command],
-        capture_output=True, text=True, env=env, timeout=300, cwd=workspace,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=workspace,
     )
-    assert done.returncode == 0, f"--strict found tool-schema problems (exit {done.returncode}):\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, (
+        f"--strict found tool-schema problems (exit {done.returncode}):\n{done.stderr[-4000:]}"
+    )
     tools = json.loads(done.stdout)["tools"]
     assert len(tools) >= 20 and {"list_files", "execute_code"} <= {tool["name"] for tool in tools}
     assert "error" not in done.stderr.lower(), done.stderr[-2000:]
     print(f"\ninspector --strict: {len(tools)} tools, no portability problem")
-

@@ -32,10 +32,16 @@ print("ok")
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("rfc3987_syntax") is None, reason="rfc3987-syntax is not installed here")
+@pytest.mark.skipif(
+    importlib.util.find_spec("rfc3987_syntax") is None,
+    reason="rfc3987-syntax is not installed here",
+)
 def test_reading_a_notebook_does_not_build_the_iri_grammar_and_iris_still_validate():
     done = subprocess.run(
-        [sys.executable, "-c", CHECK.format(src=str(SRC))], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", CHECK.format(src=str(SRC))],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
@@ -79,7 +85,10 @@ def test_the_server_starts_without_the_web_host_its_plugin_platform_re_exports(t
 def test_a_package_whose_init_does_more_than_re_export_is_imported_normally(tmp_path: Path):
     from jupyter_mcp_server.deferred_imports import _reexports
 
-    assert _reexports(ast.parse('"""doc"""\nfrom .a import b as c, d\n__all__ = ["c", "d"]\n')) == {"c": "a", "d": "a"}
+    assert _reexports(ast.parse('"""doc"""\nfrom .a import b as c, d\n__all__ = ["c", "d"]\n')) == {
+        "c": "a",
+        "d": "a",
+    }
     assert _reexports(ast.parse("from .a import b\nSETTING = load()\n")) is None
     assert _reexports(ast.parse("from .a import *\n")) is None
     assert _reexports(ast.parse("import os\nfrom .a import b\n")) is None

@@ -32,7 +32,9 @@ async def poll(client: Client, run_id: str, seconds: float = 90) -> dict:
     since = 0
     seen: list[str] = []
     while True:
-        state = await ok(client, "get_run", {"run_id": run_id, "since_output": since, "wait_seconds": 5})
+        state = await ok(
+            client, "get_run", {"run_id": run_id, "since_output": since, "wait_seconds": 5}
+        )
         assert state["next_output"] >= since
         seen.extend(json.dumps(output) for output in state["outputs"])
         since = state["next_output"]
@@ -44,7 +46,11 @@ async def poll(client: Client, run_id: str, seconds: float = 90) -> dict:
 
 async def test_a_detached_run_outlives_its_connection(workspace):
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("x = 41"), nbformat.v4.new_code_cell(TWENTY_SECONDS), nbformat.v4.new_code_cell("x + 1")]
+    notebook.cells = [
+        nbformat.v4.new_code_cell("x = 41"),
+        nbformat.v4.new_code_cell(TWENTY_SECONDS),
+        nbformat.v4.new_code_cell("x + 1"),
+    ]
     nbformat.write(notebook, str(workspace / "long.ipynb"))
     with http_server(workspace, "--capability", "kernel.prestart=off") as base:
         url = base + "?runs"
@@ -90,13 +96,19 @@ async def test_cancel_queue_and_limits(workspace):
         long = await ok(
             client,
             "insert_execute_code_cell",
-            {"cell_index": -1, "cell_source": "import time\nprint('go', flush=True)\ntime.sleep(60)", "detach": True},
+            {
+                "cell_index": -1,
+                "cell_source": "import time\nprint('go', flush=True)\ntime.sleep(60)",
+                "detach": True,
+            },
         )
         assert long["status"] == "running" and long["cell_id"] and long["execution_count"] is None
         queued = await ok(client, "execute_code", {"code": "print('second')", "detach": True})
         behind = await ok(client, "get_run", {"run_id": queued["run_id"]})
         assert behind["status"] == "queued" and behind["queue_position"] == 1
-        while "go" not in json.dumps((await ok(client, "get_run", {"run_id": long["run_id"], "wait_seconds": 5}))["outputs"]):
+        while "go" not in json.dumps(
+            (await ok(client, "get_run", {"run_id": long["run_id"], "wait_seconds": 5}))["outputs"]
+        ):
             pass
         # Cancelled: the kernel is interrupted, the cell keeps what it printed, the queue moves on.
         started = time.monotonic()
@@ -114,7 +126,11 @@ async def test_cancel_queue_and_limits(workspace):
 
         # A queue holds 16 runs; the 17th is refused with the limit named.
         runs = [
-            (await ok(client, "execute_code", {"code": "import time\ntime.sleep(30)", "detach": True}))["run_id"]
+            (
+                await ok(
+                    client, "execute_code", {"code": "import time\ntime.sleep(30)", "detach": True}
+                )
+            )["run_id"]
             for _ in range(16)
         ]
         full = await client.call_tool("execute_code", {"code": "1", "detach": True})
@@ -133,7 +149,9 @@ async def test_a_bad_detached_call_is_refused_at_once(workspace):
         await ok(client, "use_notebook", {"notebook_name": "bad.ipynb"})
         await refused(client, "run_cells", {"cells": "5-9", "detach": True}, "invalid_argument")
         await refused(client, "execute_cell", {"cell_index": 0, "detach": True}, "invalid_argument")
-        await refused(client, "execute_code", {"code": "1", "timeout": -1, "detach": True}, "invalid_argument")
+        await refused(
+            client, "execute_code", {"code": "1", "timeout": -1, "detach": True}, "invalid_argument"
+        )
         await asyncio.sleep(0)
 
 
@@ -144,7 +162,9 @@ async def test_finished_runs_expire(workspace):
         run = await ok(client, "execute_code", {"code": "print('kept a while')", "detach": True})
         done = await poll(client, run["run_id"])
         assert done["status"] == "completed" and done["outputs"] == []
-        assert "kept a while" in text_of(await client.call_tool("get_run", {"run_id": run["run_id"]}))
+        assert "kept a while" in text_of(
+            await client.call_tool("get_run", {"run_id": run["run_id"]})
+        )
         await asyncio.sleep(1.5)
         gone = await refused(client, "get_run", {"run_id": run["run_id"]}, "not_found")
         assert "1 s" in text_of(gone)
@@ -163,16 +183,23 @@ async def test_run_cells_as_a_task(workspace):
     nbformat.write(notebook, str(workspace / "task.ipynb"))
     async with serve(workspace, *RUNS, mode="auto", env=TASK_ENV, extensions=[Tasks()]) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert (tools["run_cells"].meta or {}).get("io.modelcontextprotocol/tasks") == {"taskSupport": "optional"}
+        assert (tools["run_cells"].meta or {}).get("io.modelcontextprotocol/tasks") == {
+            "taskSupport": "optional"
+        }
         assert "io.modelcontextprotocol/tasks" not in (tools["get_run"].meta or {})
         await ok(client, "use_notebook", {"notebook_name": "task.ipynb"})
         created = await client.session.call_tool("run_cells", {}, allow_claimed=True)
         assert isinstance(created, CreatedTask)
         deadline = time.monotonic() + 30
-        while "cell 1 of 2" not in (task := await get_task(client, created.task_id)).get("statusMessage", ""):
+        while "cell 1 of 2" not in (task := await get_task(client, created.task_id)).get(
+            "statusMessage", ""
+        ):
             assert task["status"] == "working" and time.monotonic() < deadline, task
             await asyncio.sleep(0.2)
         done = await until_done(client, created.task_id)
         assert done["status"] == "completed"
         result = done["result"]["structuredContent"]
-        assert result["status"] == "ok" and [c["output"] for c in result["cells"]] == ["first", "second"]
+        assert result["status"] == "ok" and [c["output"] for c in result["cells"]] == [
+            "first",
+            "second",
+        ]

@@ -21,23 +21,49 @@ def test_no_final_newline_is_said_not_run_together():
         assert diff.endswith("\n")
         for line in diff.splitlines():
             assert line[:1] in ("-", "+", " ", "@", "\\"), line
-        assert list(difflib.restore(difflib.ndiff(before.splitlines(True), after.splitlines(True)), 2)) == after.splitlines(True)
+        assert list(
+            difflib.restore(difflib.ndiff(before.splitlines(True), after.splitlines(True)), 2)
+        ) == after.splitlines(True)
 
 
 def test_cell_diff_by_id():
-    a = {"id": "a", "cell_type": "code", "source": "1", "outputs": [], "metadata": {}, "execution_count": None}
+    a = {
+        "id": "a",
+        "cell_type": "code",
+        "source": "1",
+        "outputs": [],
+        "metadata": {},
+        "execution_count": None,
+    }
     b = {"id": "b", "cell_type": "markdown", "source": "# B", "metadata": {}}
-    c = {"id": "c", "cell_type": "code", "source": "c = 1\n", "outputs": [], "metadata": {}, "execution_count": None}
+    c = {
+        "id": "c",
+        "cell_type": "code",
+        "source": "c = 1\n",
+        "outputs": [],
+        "metadata": {},
+        "execution_count": None,
+    }
     d = {"id": "d", "cell_type": "raw", "source": "raw", "metadata": {}}
-    c2 = {**c, "source": "c = 2\n", "metadata": {"tags": ["parameters"]},
-          "outputs": [{"output_type": "stream", "name": "stdout", "text": "2"}], "execution_count": 3}
+    c2 = {
+        **c,
+        "source": "c = 2\n",
+        "metadata": {"tags": ["parameters"]},
+        "outputs": [{"output_type": "stream", "name": "stdout", "text": "2"}],
+        "execution_count": 3,
+    }
     diff = cell_diff([a, b, c], [c2, a, d])
     assert [x["cell_id"] for x in diff["added"]] == ["d"]
     assert [x["cell_id"] for x in diff["removed"]] == ["b"]
     assert [x["cell_id"] for x in diff["moved"]] == ["c"]
     (changed,) = diff["changed"]
     assert changed["cell_id"] == "c" and "-c = 1\n+c = 2\n" in changed["source_diff"]
-    assert changed["metadata"] == ["tags"] and changed["outputs"] == "0 output(s) -> 1 output(s) (stdout)"
+    assert (
+        changed["metadata"] == ["tags"]
+        and changed["outputs"] == "0 output(s) -> 1 output(s) (stdout)"
+    )
     text = diff_text(diff)
-    assert "added raw cell d" in text and "removed markdown cell b" in text and "moved cell c" in text
+    assert (
+        "added raw cell d" in text and "removed markdown cell b" in text and "moved cell c" in text
+    )
     assert diff_text(cell_diff([a], [a])) == "(no change)"

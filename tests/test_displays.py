@@ -33,7 +33,9 @@ def comparable(output: dict) -> dict:
     if "text" in kept and isinstance(kept["text"], list):
         kept["text"] = "".join(kept["text"])
     if "data" in kept:
-        kept["data"] = {mime: "".join(v) if isinstance(v, list) else v for mime, v in kept["data"].items()}
+        kept["data"] = {
+            mime: "".join(v) if isinstance(v, list) else v for mime, v in kept["data"].items()
+        }
     return json.loads(json.dumps(kept))
 
 
@@ -41,7 +43,12 @@ async def nbclient_outputs(path: Path) -> list[list[dict]]:
     from nbclient import NotebookClient
 
     notebook = nbformat.read(str(path), as_version=4)
-    client = NotebookClient(notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook,
+        timeout=60,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     await client.async_execute()
     return [[comparable(o) for o in cell.get("outputs", [])] for cell in notebook.cells]
 

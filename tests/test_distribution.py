@@ -56,8 +56,18 @@ def distributions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     shutil.copytree(REPO, source, ignore=NEVER_COPIED, symlinks=True)
     # No isolated build environment: it would download setuptools; the test environment has it.
     built = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tree / "dist"), str(source)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--no-isolation",
+            "--outdir",
+            str(tree / "dist"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert built.returncode == 0, built.stdout + built.stderr
     (sdist,) = (tree / "dist").glob("*.tar.gz")
@@ -71,24 +81,34 @@ def test_the_version_is_declared_once(distributions: tuple[Path, Path]) -> None:
     assert "version" not in project and "version" in project["dynamic"]
     sdist, wheel = distributions
     version = declared_version()
-    assert wheel.name.startswith(f"jupyter_mcp_server-{version}-") and sdist.name == f"jupyter_mcp_server-{version}.tar.gz"
+    assert (
+        wheel.name.startswith(f"jupyter_mcp_server-{version}-")
+        and sdist.name == f"jupyter_mcp_server-{version}.tar.gz"
+    )
 
 
 def is_cache(name: str) -> bool:
     parts = name.split("/")
     return name.endswith((".pyc", ".pyo")) or any(
-        part in ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis") for part in parts
+        part in ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis")
+        for part in parts
     )
 
 
-def test_the_wheel_ships_the_package_and_its_jupyter_config_only(distributions: tuple[Path, Path]) -> None:
+def test_the_wheel_ships_the_package_and_its_jupyter_config_only(
+    distributions: tuple[Path, Path],
+) -> None:
     _sdist, wheel = distributions
     names = zipfile.ZipFile(wheel).namelist()
     version = declared_version()
     data = f"jupyter_mcp_server-{version}.data/data/"
     assert [name for name in names if is_cache(name)] == []
     tops = {name.split("/")[0] for name in names}
-    assert tops == {"jupyter_mcp_server", f"jupyter_mcp_server-{version}.dist-info", f"jupyter_mcp_server-{version}.data"}
+    assert tops == {
+        "jupyter_mcp_server",
+        f"jupyter_mcp_server-{version}.dist-info",
+        f"jupyter_mcp_server-{version}.data",
+    }
     assert [name for name in names if name.startswith(data)] == [data + CONFIG_FILE]
     shipped = json.loads(zipfile.ZipFile(wheel).read(data + CONFIG_FILE))
     assert shipped == {"ServerApp": {"jpserver_extensions": {"jupyter_mcp_server": True}}}
@@ -97,13 +117,19 @@ def test_the_wheel_ships_the_package_and_its_jupyter_config_only(distributions: 
         assert f"jupyter_mcp_server/{script}" in names
 
 
-def test_the_sdist_builds_the_wheel_and_ships_no_cache_and_no_part_of_the_tests(distributions: tuple[Path, Path]) -> None:
+def test_the_sdist_builds_the_wheel_and_ships_no_cache_and_no_part_of_the_tests(
+    distributions: tuple[Path, Path],
+) -> None:
     sdist, _wheel = distributions
     with tarfile.open(sdist) as archive:
         names = ["/".join(name.split("/")[1:]) for name in archive.getnames()]
     assert [name for name in names if is_cache(name)] == []
     assert [name for name in names if name.startswith("tests")] == []
-    assert {"pyproject.toml", "README.md", "jupyter-config/jupyter_server_config.d/jupyter_mcp_server.json"} <= set(names)
+    assert {
+        "pyproject.toml",
+        "README.md",
+        "jupyter-config/jupyter_server_config.d/jupyter_mcp_server.json",
+    } <= set(names)
 
 
 @pytest.fixture(scope="module")
@@ -114,12 +140,30 @@ def fresh(distributions: tuple[Path, Path], tmp_path_factory: pytest.TempPathFac
     venv.create(environment, with_pip=False)
     python = environment / "bin" / "python"
     installed = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
-         "--disable-pip-version-check", str(wheel)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    site = Path(
+        subprocess.check_output(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            text=True,
+        ).strip()
+    )
     # A plain path: the test environment's .pth files (its editable install of this checkout)
     # are not run, so the wheel's package is the only one found.
     (site / "test-environment-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -131,7 +175,11 @@ def fresh(distributions: tuple[Path, Path], tmp_path_factory: pytest.TempPathFac
 
 def user_environment(home: Path) -> dict[str, str]:
     """What a user's shell would hand on: nothing of this checkout, a Jupyter config of its own."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "JUPYTER", "VIRTUAL_ENV"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYTHON", "JUPYTER", "VIRTUAL_ENV"))
+    }
     for name in ("config", "data", "runtime"):
         (home / name).mkdir(parents=True, exist_ok=True)
     env.update(
@@ -148,15 +196,24 @@ def user_environment(home: Path) -> dict[str, str]:
 
 def test_the_installed_package_is_the_wheels(fresh: Path, tmp_path: Path) -> None:
     found = subprocess.run(
-        [str(fresh / "python"), "-c", "import jupyter_mcp_server, importlib.metadata as m; "
-         "print(jupyter_mcp_server.__file__); print(jupyter_mcp_server.__version__); print(m.version('jupyter-mcp-server'))"],
-        capture_output=True, text=True, env=user_environment(tmp_path), timeout=60,
+        [
+            str(fresh / "python"),
+            "-c",
+            "import jupyter_mcp_server, importlib.metadata as m; "
+            "print(jupyter_mcp_server.__file__); print(jupyter_mcp_server.__version__); print(m.version('jupyter-mcp-server'))",
+        ],
+        capture_output=True,
+        text=True,
+        env=user_environment(tmp_path),
+        timeout=60,
     )
     assert found.returncode == 0, found.stderr
     location, version, metadata = found.stdout.split()
     assert Path(location).is_relative_to(fresh.parent), location
     assert version == metadata == declared_version()
-    said = subprocess.run([str(fresh / "jupyter-mcp-server"), "--version"], capture_output=True, text=True, timeout=60)
+    said = subprocess.run(
+        [str(fresh / "jupyter-mcp-server"), "--version"], capture_output=True, text=True, timeout=60
+    )
     assert said.stdout.strip() == f"jupyter-mcp-server {declared_version()}"
 
 
@@ -185,9 +242,22 @@ def jupyter_server(fresh: Path, home: Path) -> Iterator[str]:
     log = home / "jupyter.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [str(fresh / "python"), "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1", "--no-browser",
-             "--allow-root", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"],
-            cwd=root, stdout=output, stderr=subprocess.STDOUT, env=user_environment(home),
+            [
+                str(fresh / "python"),
+                "-m",
+                "jupyter_server",
+                f"--port={port}",
+                "--ip=127.0.0.1",
+                "--no-browser",
+                "--allow-root",
+                f"--IdentityProvider.token={TOKEN}",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.port_retries=0",
+            ],
+            cwd=root,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=user_environment(home),
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -196,7 +266,12 @@ def jupyter_server(fresh: Path, home: Path) -> Iterator[str]:
             if process.poll() is not None:
                 pytest.fail(f"jupyter server exited with {process.returncode}:\n{log.read_text()}")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/api/status", headers={"Authorization": f"token {TOKEN}"}, timeout=1).status_code == 200:
+                if (
+                    httpx.get(
+                        f"{url}/api/status", headers={"Authorization": f"token {TOKEN}"}, timeout=1
+                    ).status_code
+                    == 200
+                ):
                     break
             if time.monotonic() > deadline:
                 pytest.fail(f"jupyter server did not start:\n{log.read_text()}")
@@ -211,21 +286,45 @@ def jupyter_server(fresh: Path, home: Path) -> Iterator[str]:
             process.wait()
 
 
-async def test_jupyter_server_beside_it_serves_mcp_with_no_configuration_until_it_is_disabled(fresh: Path, tmp_path: Path) -> None:
+async def test_jupyter_server_beside_it_serves_mcp_with_no_configuration_until_it_is_disabled(
+    fresh: Path, tmp_path: Path
+) -> None:
     home = tmp_path / "home"
     with jupyter_server(fresh, home) as url:
-        assert httpx.get(f"{url}/lab", headers={"Authorization": f"token {TOKEN}"}, timeout=30).status_code == 200, "JupyterLab is beside it"
+        assert (
+            httpx.get(
+                f"{url}/lab", headers={"Authorization": f"token {TOKEN}"}, timeout=30
+            ).status_code
+            == 200
+        ), "JupyterLab is beside it"
         refused = httpx.post(f"{url}/mcp", json={}, timeout=30)
         assert refused.status_code == 403, "Jupyter's own authentication guards /mcp"
         async with (
-            httpx2.AsyncClient(headers={"Authorization": f"token {TOKEN}"}, timeout=httpx2.Timeout(30, read=120)) as http,
+            httpx2.AsyncClient(
+                headers={"Authorization": f"token {TOKEN}"}, timeout=httpx2.Timeout(30, read=120)
+            ) as http,
             Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy") as client,
         ):
             assert {tool.name for tool in (await client.list_tools()).tools} == CORE_TOOLS
     disabled = subprocess.run(
-        [str(fresh / "python"), "-m", "jupyter_server", "extension", "disable", "jupyter_mcp_server"],
-        capture_output=True, text=True, env=user_environment(home), timeout=120,
+        [
+            str(fresh / "python"),
+            "-m",
+            "jupyter_server",
+            "extension",
+            "disable",
+            "jupyter_mcp_server",
+        ],
+        capture_output=True,
+        text=True,
+        env=user_environment(home),
+        timeout=120,
     )
     assert disabled.returncode == 0, disabled.stdout + disabled.stderr
     with jupyter_server(fresh, home) as url:
-        assert httpx.post(f"{url}/mcp", json={}, headers={"Authorization": f"token {TOKEN}"}, timeout=30).status_code == 404
+        assert (
+            httpx.post(
+                f"{url}/mcp", json={}, headers={"Authorization": f"token {TOKEN}"}, timeout=30
+            ).status_code
+            == 404
+        )

@@ -16,14 +16,24 @@ async def start(client, name: str, count: int) -> list[str]:
     await ok(client, "use_notebook", {"notebook_name": name, "mode": "create"})
     ids = []
     for index in range(count):
-        placed = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": f"x{index} = {index}\n"})
+        placed = await ok(
+            client,
+            "insert_cell",
+            {"cell_index": -1, "cell_type": "code", "cell_source": f"x{index} = {index}\n"},
+        )
         ids.append(placed["cell_id"])
     return ids
 
 
 def twenty_operations(ids: list[str]) -> list[dict]:
     return [
-        {"op": "insert", "index": 0, "cell_type": "markdown", "source": "# Title", "cell_id": "title"},
+        {
+            "op": "insert",
+            "index": 0,
+            "cell_type": "markdown",
+            "source": "# Title",
+            "cell_id": "title",
+        },
         {"op": "overwrite", "cell_id": ids[0], "source": "x0 = 'zero'\n"},
         {"op": "replace", "cell_id": ids[1], "old_string": "= 1", "new_string": "= 100"},
         {"op": "delete", "cell_id": ids[2]},
@@ -37,8 +47,18 @@ def twenty_operations(ids: list[str]) -> list[dict]:
         {"op": "delete", "cell_index": 2},
         {"op": "overwrite", "cell_index": 0, "source": "# Better title"},
         {"op": "move", "cell_id": "title", "to_index": 0},
-        {"op": "replace", "cell_id": ids[5], "old_string": "x5", "new_string": "y5", "replace_all": True},
-        {"op": "set_cell_metadata", "cell_id": ids[5], "metadata": {"jupyter": {"source_hidden": True}}},
+        {
+            "op": "replace",
+            "cell_id": ids[5],
+            "old_string": "x5",
+            "new_string": "y5",
+            "replace_all": True,
+        },
+        {
+            "op": "set_cell_metadata",
+            "cell_id": ids[5],
+            "metadata": {"jupyter": {"source_hidden": True}},
+        },
         {"op": "set_cell_metadata", "cell_id": ids[5], "metadata": {"jupyter": None}},
         {"op": "delete", "cell_id": ids[6]},
         {"op": "insert", "index": 3, "cell_type": "code", "source": "mid = 3"},
@@ -54,25 +74,41 @@ async def test_a_batch_of_twenty_is_one_revision_with_one_diff(workspace, histor
         operations = twenty_operations(ids)
         assert len(operations) == 20
 
-        dry = await ok(client, "apply_edits", {"operations": operations, "dry_run": True, "expected_revision": before})
+        dry = await ok(
+            client,
+            "apply_edits",
+            {"operations": operations, "dry_run": True, "expected_revision": before},
+        )
         assert dry["dry_run"] and dry["previous_revision"] == before
         assert (await ok(client, "get_notebook_revision"))["revision"] == before
 
-        done = await ok(client, "apply_edits", {"operations": operations, "expected_revision": before})
+        done = await ok(
+            client, "apply_edits", {"operations": operations, "expected_revision": before}
+        )
         assert done["previous_revision"] == before and not done["dry_run"]
-        assert done["revision"] == dry["revision"] == (await ok(client, "get_notebook_revision"))["revision"]
+        assert (
+            done["revision"]
+            == dry["revision"]
+            == (await ok(client, "get_notebook_revision"))["revision"]
+        )
         assert done["diff"] == dry["diff"] and len(done["operations"]) == 20
 
         cells = cells_on_disk(path)
         assert [c["id"] for c in cells][:2] == ["title", ids[3]] and cells[-1]["id"] == "tail"
         assert "".join(cells[0]["source"]) == "# Better title"
-        assert "".join(cells[-1]["source"]) == "tail = 2" and cells[-1]["metadata"] == {"collapsed": True}
+        assert "".join(cells[-1]["source"]) == "tail = 2" and cells[-1]["metadata"] == {
+            "collapsed": True
+        }
         by_id = {c["id"]: c for c in cells}
         assert ids[2] not in by_id and ids[6] not in by_id
-        assert by_id[ids[4]]["metadata"]["tags"] == ["parameters"] and by_id[ids[5]]["metadata"] == {}
+        assert (
+            by_id[ids[4]]["metadata"]["tags"] == ["parameters"] and by_id[ids[5]]["metadata"] == {}
+        )
         assert "".join(by_id[ids[1]]["source"]) == "x1 = 100\n"
         notebook = json.loads(path.read_text())
-        assert notebook["metadata"]["title"] == "Batch" and notebook["metadata"]["authors"] == [{"name": "Ada"}]
+        assert notebook["metadata"]["title"] == "Batch" and notebook["metadata"]["authors"] == [
+            {"name": "Ada"}
+        ]
 
         diff = done["diff"]
         assert {c["cell_id"] for c in diff["removed"]} == {ids[2], ids[6]}
@@ -85,18 +121,32 @@ async def test_a_batch_of_twenty_is_one_revision_with_one_diff(workspace, histor
         # read_cell shows metadata; set_cell_metadata edits it on its own.
         read = await ok(client, "read_cell", {"cell_id": ids[4]})
         assert read["metadata"] == {"tags": ["parameters"]}
-        tagged = await ok(client, "set_cell_metadata", {"cell_id": ids[0], "tags": ["setup", "slow"]})
-        assert tagged["previous_revision"] == done["revision"] and tagged["diff"]["changed"][0]["metadata"] == ["tags"]
-        assert (await ok(client, "read_cell", {"cell_id": ids[0]}))["metadata"]["tags"] == ["setup", "slow"]
+        tagged = await ok(
+            client, "set_cell_metadata", {"cell_id": ids[0], "tags": ["setup", "slow"]}
+        )
+        assert tagged["previous_revision"] == done["revision"] and tagged["diff"]["changed"][0][
+            "metadata"
+        ] == ["tags"]
+        assert (await ok(client, "read_cell", {"cell_id": ids[0]}))["metadata"]["tags"] == [
+            "setup",
+            "slow",
+        ]
 
 
-async def test_a_failing_fifteenth_operation_leaves_the_file_byte_identical(workspace, history_toolset):
+async def test_a_failing_fifteenth_operation_leaves_the_file_byte_identical(
+    workspace, history_toolset
+):
     path = workspace / "fail.ipynb"
     async with serve(workspace, *history_toolset) as client:
         ids = await start(client, "fail.ipynb", 8)
         before_bytes = path.read_bytes()
         operations = twenty_operations(ids)
-        operations[14] = {"op": "replace", "cell_id": ids[5], "old_string": "not there", "new_string": "x"}
+        operations[14] = {
+            "op": "replace",
+            "cell_id": ids[5],
+            "old_string": "not there",
+            "new_string": "x",
+        }
         result = await refused(client, "apply_edits", {"operations": operations}, "not_found")
         details = result.meta[ERROR_KEY]
         assert details["operation_index"] == 14 and details["operation"] == "replace"
@@ -105,12 +155,42 @@ async def test_a_failing_fifteenth_operation_leaves_the_file_byte_identical(work
 
         # A cell an earlier operation deleted, duplicate ids, metadata the format forbids, a huge batch.
         cases = [
-            ([{"op": "delete", "cell_id": ids[0]}, {"op": "overwrite", "cell_id": ids[0], "source": ""}], "not_found", "deleted by operation 0"),
-            ([{"op": "insert", "cell_id": ids[1], "source": ""}], "invalid_argument", "already used"),
-            ([{"op": "insert", "cell_id": "a", "source": ""}, {"op": "insert", "cell_id": "a", "source": ""}], "invalid_argument", "already used"),
-            ([{"op": "set_cell_metadata", "cell_id": ids[1], "tags": ["a,b"]}], "invalid_argument", "nbformat"),
-            ([{"op": "set_notebook_metadata", "metadata": {"kernelspec": {"name": "python3"}}}], "invalid_argument", "display_name"),
-            ([{"op": "move", "cell_id": ids[1], "to_index": 99}], "invalid_argument", "out of range"),
+            (
+                [
+                    {"op": "delete", "cell_id": ids[0]},
+                    {"op": "overwrite", "cell_id": ids[0], "source": ""},
+                ],
+                "not_found",
+                "deleted by operation 0",
+            ),
+            (
+                [{"op": "insert", "cell_id": ids[1], "source": ""}],
+                "invalid_argument",
+                "already used",
+            ),
+            (
+                [
+                    {"op": "insert", "cell_id": "a", "source": ""},
+                    {"op": "insert", "cell_id": "a", "source": ""},
+                ],
+                "invalid_argument",
+                "already used",
+            ),
+            (
+                [{"op": "set_cell_metadata", "cell_id": ids[1], "tags": ["a,b"]}],
+                "invalid_argument",
+                "nbformat",
+            ),
+            (
+                [{"op": "set_notebook_metadata", "metadata": {"kernelspec": {"name": "python3"}}}],
+                "invalid_argument",
+                "display_name",
+            ),
+            (
+                [{"op": "move", "cell_id": ids[1], "to_index": 99}],
+                "invalid_argument",
+                "out of range",
+            ),
             ([{"op": "delete", "cell_index": 0}] * 501, "invalid_argument", "at most 500"),
             ([], "invalid_argument", "empty"),
         ]
@@ -119,7 +199,10 @@ async def test_a_failing_fifteenth_operation_leaves_the_file_byte_identical(work
             assert said in text_of(result), text_of(result)
             assert path.read_bytes() == before_bytes
         stale = await refused(
-            client, "apply_edits", {"operations": [{"op": "delete", "cell_index": 0}], "expected_revision": "0" * 16}, "revision_conflict"
+            client,
+            "apply_edits",
+            {"operations": [{"op": "delete", "cell_index": 0}], "expected_revision": "0" * 16},
+            "revision_conflict",
         )
         assert stale.meta[ERROR_KEY]["current_revision"]
         assert path.read_bytes() == before_bytes

@@ -65,12 +65,21 @@ class Scene:
 def notebook(scene: Scene) -> None:
     sources = ["x0 = 0", f"!touch {scene.canary}", "x2 = 2"]
     cells = [
-        {"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
+        {
+            "cell_type": "code",
+            "id": f"c{i}",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": source,
+        }
         for i, source in enumerate(sources)
     ]
     # Its kernelspec named: the workspace's .venv (made for packages.install, without ipykernel) is not chosen.
     metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-    (scene.workspace / "a.ipynb").write_text(json.dumps({"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}))
+    (scene.workspace / "a.ipynb").write_text(
+        json.dumps({"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5})
+    )
 
 
 async def with_kernel(client: Client, scene: Scene) -> None:
@@ -84,13 +93,23 @@ async def with_kernel(client: Client, scene: Scene) -> None:
 
 async def with_two_kernels(client: Client, scene: Scene) -> None:
     await with_kernel(client, scene)
-    other = await ok(client, "use_notebook", {"notebook_name": "b.ipynb", "mode": "create", "kernel_name": "python3"})
+    other = await ok(
+        client,
+        "use_notebook",
+        {"notebook_name": "b.ipynb", "mode": "create", "kernel_name": "python3"},
+    )
     scene.other_kernel = other["kernel_id"]
 
 
 async def with_an_earlier_revision(client: Client, scene: Scene) -> None:
-    scene.first_revision = (await ok(client, "get_notebook_revision", {"notebook_name": "a.ipynb"}))["revision"]
-    await ok(client, "overwrite_cell_source", {"notebook_name": "a.ipynb", "cell_id": "c0", "cell_source": "x0 = 'later'"})
+    scene.first_revision = (
+        await ok(client, "get_notebook_revision", {"notebook_name": "a.ipynb"})
+    )["revision"]
+    await ok(
+        client,
+        "overwrite_cell_source",
+        {"notebook_name": "a.ipynb", "cell_id": "c0", "cell_source": "x0 = 'later'"},
+    )
 
 
 async def with_a_workspace_venv(client: Client, scene: Scene) -> None:
@@ -123,41 +142,88 @@ SETUPS: dict[str, Callable[[Client, Scene], Awaitable[None]]] = {
 }
 WALKS: dict[str, tuple[Walk, ...]] = {
     RESTART_KERNEL: (
-        Walk("restart_notebook", lambda s: {"notebook_name": "a.ipynb"}, lambda s: ("a.ipynb", s.kernel)),
-        Walk("run_cells", lambda s: {"notebook_name": "a.ipynb", "cells": ["c0"], "restart": True}, lambda s: ("a.ipynb", s.kernel)),
+        Walk(
+            "restart_notebook",
+            lambda s: {"notebook_name": "a.ipynb"},
+            lambda s: ("a.ipynb", s.kernel),
+        ),
+        Walk(
+            "run_cells",
+            lambda s: {"notebook_name": "a.ipynb", "cells": ["c0"], "restart": True},
+            lambda s: ("a.ipynb", s.kernel),
+        ),
     ),
     RELEASE_KERNEL: (
-        Walk("unuse_notebook", lambda s: {"notebook_name": "a.ipynb"}, lambda s: ("a.ipynb", s.kernel)),
         Walk(
-            "use_notebook", lambda s: {"notebook_name": "a.ipynb", "kernel_id": s.other_kernel},
+            "unuse_notebook",
+            lambda s: {"notebook_name": "a.ipynb"},
+            lambda s: ("a.ipynb", s.kernel),
+        ),
+        Walk(
+            "use_notebook",
+            lambda s: {"notebook_name": "a.ipynb", "kernel_id": s.other_kernel},
             lambda s: ("a.ipynb", s.kernel, s.other_kernel),
         ),
     ),
     DELETE_CELLS: (
-        Walk("delete_cell", lambda s: {"notebook_name": "a.ipynb", "cell_ids_to_delete": ["c2"]}, lambda s: ("a.ipynb", "c2", "x2 = 2")),
         Walk(
-            "apply_edits", lambda s: {"notebook_name": "a.ipynb", "operations": [{"op": "delete", "cell_id": "c2"}]},
+            "delete_cell",
+            lambda s: {"notebook_name": "a.ipynb", "cell_ids_to_delete": ["c2"]},
+            lambda s: ("a.ipynb", "c2", "x2 = 2"),
+        ),
+        Walk(
+            "apply_edits",
+            lambda s: {
+                "notebook_name": "a.ipynb",
+                "operations": [{"op": "delete", "cell_id": "c2"}],
+            },
             lambda s: ("a.ipynb", "c2", "x2 = 2"),
         ),
     ),
     RESTORE_REVISION: (
-        Walk("restore_notebook", lambda s: {"notebook_name": "a.ipynb", "revision": s.first_revision}, lambda s: ("a.ipynb", s.first_revision)),
+        Walk(
+            "restore_notebook",
+            lambda s: {"notebook_name": "a.ipynb", "revision": s.first_revision},
+            lambda s: ("a.ipynb", s.first_revision),
+        ),
     ),
     INSTALL_PACKAGES: (
         Walk(
-            "install_packages", lambda s: {"packages": [PACKAGE], "environment": ".venv"},
+            "install_packages",
+            lambda s: {"packages": [PACKAGE], "environment": ".venv"},
             lambda s: (PACKAGE, "'.venv'", str(s.workspace / ".venv")),
         ),
     ),
     SHELL_CODE: (
-        Walk("execute_cell", lambda s: {"notebook_name": "a.ipynb", "cell_id": "c1"}, lambda s: (f"!touch {s.canary}", "c1")),
         Walk(
-            "insert_execute_code_cell", lambda s: {"notebook_name": "a.ipynb", "cell_index": -1, "cell_source": f"!touch {s.canary}"},
+            "execute_cell",
+            lambda s: {"notebook_name": "a.ipynb", "cell_id": "c1"},
+            lambda s: (f"!touch {s.canary}", "c1"),
+        ),
+        Walk(
+            "insert_execute_code_cell",
+            lambda s: {
+                "notebook_name": "a.ipynb",
+                "cell_index": -1,
+                "cell_source": f"!touch {s.canary}",
+            },
             lambda s: (f"!touch {s.canary}",),
         ),
-        Walk("execute_code", lambda s: {"notebook_name": "a.ipynb", "code": f"!touch {s.canary}"}, lambda s: (f"!touch {s.canary}",)),
-        Walk("run_cells", lambda s: {"notebook_name": "a.ipynb", "cells": "all"}, lambda s: (f"c1: !touch {s.canary}", "a.ipynb")),
-        Walk("verify_notebook", lambda s: {"notebook_name": "a.ipynb"}, lambda s: (f"c1: !touch {s.canary}", "a.ipynb")),
+        Walk(
+            "execute_code",
+            lambda s: {"notebook_name": "a.ipynb", "code": f"!touch {s.canary}"},
+            lambda s: (f"!touch {s.canary}",),
+        ),
+        Walk(
+            "run_cells",
+            lambda s: {"notebook_name": "a.ipynb", "cells": "all"},
+            lambda s: (f"c1: !touch {s.canary}", "a.ipynb"),
+        ),
+        Walk(
+            "verify_notebook",
+            lambda s: {"notebook_name": "a.ipynb"},
+            lambda s: (f"c1: !touch {s.canary}", "a.ipynb"),
+        ),
     ),
 }
 
@@ -186,7 +252,9 @@ def walked_tools() -> set[str]:
 def test_every_tool_that_changes_something_is_walked_or_says_why_not() -> None:
     changing = {tool.name for tool in NOTEBOOK_TOOLS if not tool.read_only}
     unexplained = changing - walked_tools() - set(NOT_ASKED)
-    assert not unexplained, f"tools that change something, neither walked nor in NOT_ASKED: {sorted(unexplained)}"
+    assert not unexplained, (
+        f"tools that change something, neither walked nor in NOT_ASKED: {sorted(unexplained)}"
+    )
     assert set(SETUPS) == set(WALKS)
 
 
@@ -209,32 +277,45 @@ async def everything(client: Client, scene: Scene) -> dict[str, Any]:
     kernels = (await ok(client, "list_kernels"))["kernels"]
     held = {}
     for name in scene.kept_in:
-        result = await client.call_tool("execute_code", {"code": "print(kept)", "notebook_name": name})
+        result = await client.call_tool(
+            "execute_code", {"code": "print(kept)", "notebook_name": name}
+        )
         held[name] = text_of(result).strip()
     return {
         "workspace": files_of(scene.workspace),
         "history": files_of(scene.history),
-        "kernels": sorted((k["kernel_id"], k["kernel_name"], sorted(k["notebooks"])) for k in kernels),
+        "kernels": sorted(
+            (k["kernel_id"], k["kernel_name"], sorted(k["notebooks"])) for k in kernels
+        ),
         "held": held,
         "shell ran": scene.canary.exists(),
     }
 
 
-async def declined(client: Client, mode: str, person: Person, tool: str, arguments: dict[str, Any]) -> tuple[CallToolResult, str]:
+async def declined(
+    client: Client, mode: str, person: Person, tool: str, arguments: dict[str, Any]
+) -> tuple[CallToolResult, str]:
     """Call `tool`, the person declining; the result and the one question asked."""
     if mode == "legacy":
         before = len(person.asked)
         result = await client.call_tool(tool, arguments)
         asked = person.asked[before:]
-        assert len(asked) == 1, f"{tool} asked {len(asked)} questions, not one: {asked} ({text_of(result)})"
+        assert len(asked) == 1, (
+            f"{tool} asked {len(asked)} questions, not one: {asked} ({text_of(result)})"
+        )
         return result, asked[0]
     first = await client.session.call_tool(tool, arguments, allow_input_required=True)
     assert isinstance(first, InputRequiredResult), f"{tool} did not ask: {text_of(first)}"
     ((key, request),) = first.input_requests.items()
-    assert request.method == "elicitation/create" and request.params.requested_schema["required"] == ["approve"]
+    assert request.method == "elicitation/create" and request.params.requested_schema[
+        "required"
+    ] == ["approve"]
     result = await client.session.call_tool(
-        tool, arguments, input_responses={key: ElicitResult(action="decline")},
-        request_state=first.request_state, allow_input_required=True,
+        tool,
+        arguments,
+        input_responses={key: ElicitResult(action="decline")},
+        request_state=first.request_state,
+        allow_input_required=True,
     )
     assert isinstance(result, CallToolResult), f"{tool} asked again after the answer: {result}"
     return result, request.params.message
@@ -257,7 +338,9 @@ def test_every_default_action_is_walked() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_every_default_action_is_asked_and_a_decline_changes_nothing(tmp_path: Path, mode: str) -> None:
+async def test_every_default_action_is_asked_and_a_decline_changes_nothing(
+    tmp_path: Path, mode: str
+) -> None:
     """One server walks every action (a server per action cost a minute more): each setup adds
     what its action needs and leaves what the others need."""
     workspace = tmp_path / "workspace"
@@ -265,7 +348,10 @@ async def test_every_default_action_is_asked_and_a_decline_changes_nothing(tmp_p
     scene = Scene(workspace=workspace, history=tmp_path / "history", canary=tmp_path / "shell-ran")
     notebook(scene)
     person = Person()
-    env = {"JUPYTER_MCP_APPROVE": ",".join(DEFAULT_ACTIONS), "JUPYTER_MCP_HISTORY_DIR": str(scene.history)}
+    env = {
+        "JUPYTER_MCP_APPROVE": ",".join(DEFAULT_ACTIONS),
+        "JUPYTER_MCP_HISTORY_DIR": str(scene.history),
+    }
     walked = []
     async with serve(workspace, *ARGS, mode=mode, env=env, elicitation_callback=person) as client:
         for action in DEFAULT_ACTIONS:
@@ -278,11 +364,17 @@ async def test_every_default_action_is_asked_and_a_decline_changes_nothing(tmp_p
                 person.asked.clear()
                 where = f"{action} through {walk.tool}"
                 assert error_code(result) == "declined", f"{where}: {text_of(result)}"
-                assert result.meta[ERROR_KEY]["action"] == action, f"{where} asked about {result.meta[ERROR_KEY]['action']}"
+                assert result.meta[ERROR_KEY]["action"] == action, (
+                    f"{where} asked about {result.meta[ERROR_KEY]['action']}"
+                )
                 assert "nothing was done" in text_of(result)
                 for name in walk.names(scene):
-                    assert name in question, f"{where}: the question does not name {name!r}: {question}"
-                assert await everything(client, scene) == before, f"{where} changed something though declined"
+                    assert name in question, (
+                        f"{where}: the question does not name {name!r}: {question}"
+                    )
+                assert await everything(client, scene) == before, (
+                    f"{where} changed something though declined"
+                )
                 walked.append(where)
     assert len(walked) == sum(len(WALKS[action]) for action in DEFAULT_ACTIONS)
 
@@ -299,7 +391,9 @@ class Approving:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_install_packages_installs_once_the_person_approves(tmp_path: Path, mode: str) -> None:
+async def test_install_packages_installs_once_the_person_approves(
+    tmp_path: Path, mode: str
+) -> None:
     """The issue's case: a client that answers elicitation, tabulate into the workspace's .venv."""
     from environments_support import make_env
 
@@ -307,7 +401,10 @@ async def test_install_packages_installs_once_the_person_approves(tmp_path: Path
     workspace.mkdir()
     make_env(workspace / ".venv")
     person = Approving()
-    env = {"JUPYTER_MCP_APPROVE": INSTALL_PACKAGES, "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history")}
+    env = {
+        "JUPYTER_MCP_APPROVE": INSTALL_PACKAGES,
+        "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history"),
+    }
     async with serve(workspace, *ARGS, mode=mode, env=env, elicitation_callback=person) as client:
         done = await ok(client, "install_packages", {"packages": [PACKAGE], "environment": ".venv"})
     assert [(p["name"], p["version"]) for p in done["installed"]] == [("tabulate", "0.9.0")]

@@ -119,7 +119,9 @@ async def tags_of(client: Client) -> list[str]:
 
 def logged(log: Path, level: str, *fragments: str) -> bool:
     """Whether one line of the server's log has `level` and every fragment."""
-    return any(f" {level} " in line and all(f in line for f in fragments) for line in read_lines(log))
+    return any(
+        f" {level} " in line and all(f in line for f in fragments) for line in read_lines(log)
+    )
 
 
 # --- 1. The whole path, with examples/my-extension ---------------------------
@@ -132,7 +134,11 @@ async def test_example_extension_whole_path(extensions_site, workspace, tmp_path
     log = tmp_path / "server.log"
     # Only my-extension: the fixtures installed beside it are not served.
     async with served(
-        workspace, *NO_KERNEL_AHEAD, site=extensions_site, log=log, cwd=elsewhere,
+        workspace,
+        *NO_KERNEL_AHEAD,
+        site=extensions_site,
+        log=log,
+        cwd=elsewhere,
         JUPYTER_MCP_EXTENSIONS="my-extension",
     ) as client:
         tools = await tool_map(client)
@@ -160,13 +166,19 @@ async def test_example_extension_whole_path(extensions_site, workspace, tmp_path
         assert await tags_of(client) == []
 
 
-async def test_core_tools_served_whatever_the_environment_lists(extensions_site, workspace, tmp_path):
+async def test_core_tools_served_whatever_the_environment_lists(
+    extensions_site, workspace, tmp_path
+):
     populate(workspace)
 
     async def tools_when(listed: str) -> tuple[dict[str, Any], list[str]]:
         log = tmp_path / f"server-{listed or 'empty'}.log"
         async with served(
-            workspace, *NO_KERNEL_AHEAD, site=extensions_site, log=log, cwd=workspace,
+            workspace,
+            *NO_KERNEL_AHEAD,
+            site=extensions_site,
+            log=log,
+            cwd=workspace,
             JUPYTER_MCP_EXTENSIONS=listed,
         ) as client:
             tools = await tool_map(client)
@@ -174,13 +186,20 @@ async def test_core_tools_served_whatever_the_environment_lists(extensions_site,
             return tools, sorted(entry["path"] for entry in listed_files["files"])
 
     # Two servers at once: each costs a start, and there are two cores.
-    (empty, empty_files), (bogus, bogus_files) = await asyncio.gather(tools_when(""), tools_when("no-such-extension"))
+    (empty, empty_files), (bogus, bogus_files) = await asyncio.gather(
+        tools_when(""), tools_when("no-such-extension")
+    )
     for tools, files in ((empty, empty_files), (bogus, bogus_files)):
         assert set(tools) == CORE_TOOLS
         assert tools["list_files"].description != NARROWED_DESCRIPTION
         assert files == ["a.ipynb", "b.py", "notes.txt"]
     # A name that matches nothing installed is a typo worth saying so.
-    assert logged(tmp_path / "server-no-such-extension.log", "WARNING", "JUPYTER_MCP_EXTENSIONS", "'no-such-extension'")
+    assert logged(
+        tmp_path / "server-no-such-extension.log",
+        "WARNING",
+        "JUPYTER_MCP_EXTENSIONS",
+        "'no-such-extension'",
+    )
 
 
 # --- 2. Discovery order --------------------------------------------------------
@@ -195,7 +214,9 @@ def discovered(site: Path | None, listed: str | None = None) -> list[str]:
         "import json\nfrom jupyter_mcp_server.app import build_state\nfrom jupyter_mcp_server.config import read_config\n"
         "print(json.dumps(list(build_state(read_config({})).extensions.host.registered)))"
     )
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -231,8 +252,15 @@ async def test_failing_extensions_cost_only_themselves(extensions_site, workspac
     log = tmp_path / "server.log"
     markers = tmp_path / "markers"
     async with served(
-        workspace, *NO_KERNEL_AHEAD, "--toolsets", "extras", site=extensions_site, log=log, cwd=workspace,
-        JUPYTER_MCP_LOG_LEVEL="DEBUG", FIXTURE_MARKERS=str(markers),
+        workspace,
+        *NO_KERNEL_AHEAD,
+        "--toolsets",
+        "extras",
+        site=extensions_site,
+        log=log,
+        cwd=workspace,
+        JUPYTER_MCP_LOG_LEVEL="DEBUG",
+        FIXTURE_MARKERS=str(markers),
     ) as client:
         tools = await tool_map(client)
         # Everything that did not fail is served, over stdio the opt-in toolset --toolsets named too.
@@ -241,7 +269,9 @@ async def test_failing_extensions_cost_only_themselves(extensions_site, workspac
         result = await client.call_tool("extra_tool", {})
         assert text_of(result) == "extra"
         # An extension's resources() are on the stdio server too.
-        assert (await client.read_resource("fixture://extras")).contents[0].text == "extras resource"
+        assert (await client.read_resource("fixture://extras")).contents[
+            0
+        ].text == "extras resource"
 
         # Two extensions of list_kernels: fx-tag-a is registered first, but
         # declares order 20 against fx-tag-b's 10, so B applies first (innermost)
@@ -254,18 +284,30 @@ async def test_failing_extensions_cost_only_themselves(extensions_site, workspac
     assert logged(log, "ERROR", "'fx-broken-capabilities'", "capabilities")
     assert logged(log, "ERROR", "'fx-broken-start'", "on_start")
     assert logged(log, "DEBUG", "'fx-orphan'", "'no_such_tool'", "nobody offers")
-    assert not any("an extension of a tool nobody offered was applied" in line for line in read_lines(log))
+    assert not any(
+        "an extension of a tool nobody offered was applied" in line for line in read_lines(log)
+    )
 
     # Every extension after the one whose on_start raised was started; each was stopped.
     events = read_lines(markers)
-    assert [e for e in events if e.startswith("start:")] == [f"start:{name}" for name in STARTED_FIXTURES]
-    assert sorted(e for e in events if e.startswith("stop:")) == [f"stop:{name}" for name in STARTED_FIXTURES]
+    assert [e for e in events if e.startswith("start:")] == [
+        f"start:{name}" for name in STARTED_FIXTURES
+    ]
+    assert sorted(e for e in events if e.startswith("stop:")) == [
+        f"stop:{name}" for name in STARTED_FIXTURES
+    ]
 
 
-async def test_tool_extension_order_follows_the_declaration_not_the_installation(extensions_site, workspace, tmp_path):
+async def test_tool_extension_order_follows_the_declaration_not_the_installation(
+    extensions_site, workspace, tmp_path
+):
     # The same two distributions, the declared orders swapped: now A applies first.
     async with served(
-        workspace, *NO_KERNEL_AHEAD, site=extensions_site, log=tmp_path / "server.log", cwd=workspace,
+        workspace,
+        *NO_KERNEL_AHEAD,
+        site=extensions_site,
+        log=tmp_path / "server.log",
+        cwd=workspace,
         FIXTURE_TAG_ORDER="name-order",
     ) as client:
         assert await tags_of(client) == ["tag:A", "tag:B"]
@@ -279,7 +321,9 @@ class Probe(JupyterMCPExtension):
     """Offers `probe`, which answers the list its extensions append to."""
 
     def manifest(self) -> PluginManifest:
-        return PluginManifest(name="probe", version="1", compatibility=PluginCompatibility(api_version="v1"))
+        return PluginManifest(
+            name="probe", version="1", compatibility=PluginCompatibility(api_version="v1")
+        )
 
     def toolsets(self) -> tuple[Toolset, ...]:
         return (Toolset(name="probe"),)
@@ -303,7 +347,9 @@ class Tag(JupyterMCPExtension):
             self.tool_extension_order = order
 
     def manifest(self) -> PluginManifest:
-        return PluginManifest(name=f"tag-{self.tag}", version="1", compatibility=PluginCompatibility(api_version="v1"))
+        return PluginManifest(
+            name=f"tag-{self.tag}", version="1", compatibility=PluginCompatibility(api_version="v1")
+        )
 
     def toolsets(self) -> tuple[Toolset, ...]:
         return ()
@@ -319,7 +365,9 @@ class Tag(JupyterMCPExtension):
         return (("probe", extension, self.order),) if self.as_triple else (("probe", extension),)
 
 
-async def resolved_probe(*extensions: JupyterMCPExtension, hooks: Hooks | None = None) -> tuple[list[str], str, list[str]]:
+async def resolved_probe(
+    *extensions: JupyterMCPExtension, hooks: Hooks | None = None
+) -> tuple[list[str], str, list[str]]:
     """Register `extensions` in this order on a fresh manager: probe's tags, description, tool names."""
     manager = ExtensionManager(hooks)
     for extension in extensions:
@@ -353,7 +401,10 @@ async def test_tool_extension_order_in_process():
         assert names.count("probe") == 1
 
     # Equal orders: extension name decides (tag-a before tag-b), never registration.
-    for first, second in ((Tag("a", 0, True), Tag("b", 0, False)), (Tag("b", 0, False), Tag("a", 0, True))):
+    for first, second in (
+        (Tag("a", 0, True), Tag("b", 0, False)),
+        (Tag("b", 0, False), Tag("a", 0, True)),
+    ):
         tags, _, _ = await resolved_probe(Probe(), first, second)
         assert tags == ["a", "b"]
 
@@ -385,11 +436,18 @@ async def test_audit_log_and_a_raising_hook(extensions_site, workspace, tmp_path
     audit = tmp_path / "audit.jsonl"
     log = tmp_path / "server.log"
     async with served(
-        workspace, "--audit-log", str(audit), site=extensions_site, log=log, cwd=workspace,
+        workspace,
+        "--audit-log",
+        str(audit),
+        site=extensions_site,
+        log=log,
+        cwd=workspace,
     ) as client:
         # fx-hooks registered an observer that raises on every event; nothing breaks.
         await ok(client, "list_kernels")
-        assert text_of(await client.call_tool("my_tool", {"argument": "audited"})).startswith("audited @")
+        assert text_of(await client.call_tool("my_tool", {"argument": "audited"})).startswith(
+            "audited @"
+        )
         missing = await client.call_tool("read_notebook", {})
         assert error_code(missing) == "no_notebook"
         await ok(client, "use_notebook", {"notebook_name": "a.ipynb", "mode": "create"})

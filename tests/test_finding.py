@@ -18,10 +18,18 @@ def generated(path: Path, cells: int, *, seed: str = "") -> None:
         elif index % 10 == 0:
             cell = nbformat.v4.new_markdown_cell(f"## Section {index}\n```\n# not a heading\n```")
         else:
-            cell = nbformat.v4.new_code_cell(f"value_{index} = {index} * 2{seed}\nprint(value_{index})")
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{index * 2}\n" * 40)]
+            cell = nbformat.v4.new_code_cell(
+                f"value_{index} = {index} * 2{seed}\nprint(value_{index})"
+            )
+            cell.outputs = [
+                nbformat.v4.new_output("stream", name="stdout", text=f"{index * 2}\n" * 40)
+            ]
             if index % 97 == 0:
-                cell.outputs.append(nbformat.v4.new_output("error", ename="KeyError", evalue="'k'", traceback=["KeyError: 'k'"]))
+                cell.outputs.append(
+                    nbformat.v4.new_output(
+                        "error", ename="KeyError", evalue="'k'", traceback=["KeyError: 'k'"]
+                    )
+                )
         cell.id = f"c{index}"
         notebook.cells.append(cell)
     nbformat.write(notebook, path)
@@ -43,43 +51,95 @@ async def test_outline_of_a_2000_cell_notebook_is_small_and_paged(workspace):
         assert structured["headings_folded"] == 180
         assert "# Chapter 3 [300]" in text and "not a heading" not in text
         assert "1 c c1 value_1 = 1 * 2 → stdout" in text
-        page = await ok(client, "outline", {"notebook_name": "big.ipynb", "start_index": 1990, "limit": 20})
-        assert [c["index"] for c in page["cells"]] == list(range(1990, 2000)) and page["next_start_index"] is None
-        cell = next(c for c in (await ok(client, "outline", {"notebook_name": "big.ipynb", "start_index": 194, "limit": 1}))["cells"])
+        page = await ok(
+            client, "outline", {"notebook_name": "big.ipynb", "start_index": 1990, "limit": 20}
+        )
+        assert [c["index"] for c in page["cells"]] == list(range(1990, 2000)) and page[
+            "next_start_index"
+        ] is None
+        cell = next(
+            c
+            for c in (
+                await ok(
+                    client,
+                    "outline",
+                    {"notebook_name": "big.ipynb", "start_index": 194, "limit": 1},
+                )
+            )["cells"]
+        )
         assert cell["outputs"][1] == "error KeyError" and cell["outputs"][0].startswith("stdout ")
-        await refused(client, "outline", {"notebook_name": "big.ipynb", "start_index": 2001}, "invalid_argument")
+        await refused(
+            client,
+            "outline",
+            {"notebook_name": "big.ipynb", "start_index": 2001},
+            "invalid_argument",
+        )
 
 
 async def test_search_finds_sources_markdown_and_outputs_across_the_workspace(workspace):
     generated(workspace / "a.ipynb", 300)
     (workspace / "sub").mkdir()
     generated(workspace / "sub" / "b.ipynb", 50, seed=" + needle_7")
-    (workspace / "script.py").write_text("# %%\nimport os\n\n# %% [markdown]\n# A needle_7 in prose\n")
+    (workspace / "script.py").write_text(
+        "# %%\nimport os\n\n# %% [markdown]\n# A needle_7 in prose\n"
+    )
     (workspace / "broken.ipynb").write_text("{ not json")
     (workspace / "notes.txt").write_text("needle_7")
     async with serve(workspace) as client:
         found = await ok(client, "search_notebooks", {"query": "needle_7"})
         assert found["total"] == 46 and found["skipped"] == 1 and found["notebooks_searched"] == 3
-        assert found["complete"] is True and found["next_offset"] == 20 and len(found["matches"]) == 20
+        assert (
+            found["complete"] is True and found["next_offset"] == 20 and len(found["matches"]) == 20
+        )
         first = found["matches"][0]
         assert first == {
-            "notebook": "script.py", "cell_id": first["cell_id"], "cell_index": 1, "where": "source",
-            "line": 1, "text": "A needle_7 in prose",
+            "notebook": "script.py",
+            "cell_id": first["cell_id"],
+            "cell_index": 1,
+            "where": "source",
+            "line": 1,
+            "text": "A needle_7 in prose",
         }
         assert {m["notebook"] for m in found["matches"][1:]} == {"sub/b.ipynb"}
         rest = await ok(client, "search_notebooks", {"query": "needle_7", "offset": 40})
         assert len(rest["matches"]) == 6 and rest["next_offset"] is None
 
         # Outputs too, and a glob narrows the files.
-        outputs = await ok(client, "search_notebooks", {"query": "^398$", "regex": True, "glob": "a.ipynb"})
-        assert outputs["total"] == 40 and {(m["cell_id"], m["where"]) for m in outputs["matches"]} == {("c199", "output 0")}
-        errors = await ok(client, "search_notebooks", {"query": "KeyError", "glob": "*.ipynb", "limit": 100})
+        outputs = await ok(
+            client, "search_notebooks", {"query": "^398$", "regex": True, "glob": "a.ipynb"}
+        )
+        assert outputs["total"] == 40 and {
+            (m["cell_id"], m["where"]) for m in outputs["matches"]
+        } == {("c199", "output 0")}
+        errors = await ok(
+            client, "search_notebooks", {"query": "KeyError", "glob": "*.ipynb", "limit": 100}
+        )
         assert {m["cell_id"] for m in errors["matches"]} == {"c97", "c194", "c291"}
-        markdown = await ok(client, "search_notebooks", {"query": r"^## Section 2\d0$", "regex": True, "glob": "a.ipynb"})
-        assert [m["cell_id"] for m in markdown["matches"]] == ["c210", "c220", "c230", "c240", "c250", "c260", "c270", "c280", "c290"]
+        markdown = await ok(
+            client,
+            "search_notebooks",
+            {"query": r"^## Section 2\d0$", "regex": True, "glob": "a.ipynb"},
+        )
+        assert [m["cell_id"] for m in markdown["matches"]] == [
+            "c210",
+            "c220",
+            "c230",
+            "c240",
+            "c250",
+            "c260",
+            "c270",
+            "c280",
+            "c290",
+        ]
 
-        bad = await refused(client, "search_notebooks", {"query": "value_(1", "regex": True}, "invalid_argument")
-        assert "missing )" in text_of(bad) and "position 6" in text_of(bad) and "regex=false" in text_of(bad)
+        bad = await refused(
+            client, "search_notebooks", {"query": "value_(1", "regex": True}, "invalid_argument"
+        )
+        assert (
+            "missing )" in text_of(bad)
+            and "position 6" in text_of(bad)
+            and "regex=false" in text_of(bad)
+        )
 
 
 async def test_a_catastrophic_pattern_cannot_hang_the_server(workspace):
@@ -90,7 +150,9 @@ async def test_a_catastrophic_pattern_cannot_hang_the_server(workspace):
     nbformat.write(notebook, workspace / "evil.ipynb")
     async with serve(workspace) as client:
         started = time.monotonic()
-        stopped = await refused(client, "search_notebooks", {"query": "(a+)+$", "regex": True}, "timeout")
+        stopped = await refused(
+            client, "search_notebooks", {"query": "(a+)+$", "regex": True}, "timeout"
+        )
         assert time.monotonic() - started < 15
         assert "simplify it" in text_of(stopped)
         # The server answers at once afterwards.
@@ -134,14 +196,19 @@ async def test_a_repeated_search_sees_every_change_made_by_another_program(works
         os.remove(b)
         generated(workspace / "c.ipynb", 20)
         found = await ok(client, "search_notebooks", {"query": "value_17 ="})
-        assert [m["notebook"] for m in found["matches"]] == ["c.ipynb"] and found["notebooks_searched"] == 2
+        assert [m["notebook"] for m in found["matches"]] == ["c.ipynb"] and found[
+            "notebooks_searched"
+        ] == 2
 
 
 async def test_search_answers_the_ids_every_other_tool_uses(workspace):
     """Cells without ids on disk (an older notebook) get ids in the store; a match names those,
     so that read_cell finds the cell, search after search."""
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("first = 1"), nbformat.v4.new_code_cell("needle = 2")]
+    notebook.cells = [
+        nbformat.v4.new_code_cell("first = 1"),
+        nbformat.v4.new_code_cell("needle = 2"),
+    ]
     data = json.loads(nbformat.writes(notebook))
     data["nbformat_minor"] = 4
     for cell in data["cells"]:
@@ -151,7 +218,9 @@ async def test_search_answers_the_ids_every_other_tool_uses(workspace):
         ids = set()
         for _ in range(2):
             (match,) = (await ok(client, "search_notebooks", {"query": "needle"}))["matches"]
-            cell = await ok(client, "read_cell", {"notebook_name": "old.ipynb", "cell_id": match["cell_id"]})
+            cell = await ok(
+                client, "read_cell", {"notebook_name": "old.ipynb", "cell_id": match["cell_id"]}
+            )
             assert cell["source"] == "needle = 2" and cell["cell_index"] == 1
             ids.add(match["cell_id"])
         assert len(ids) == 1
@@ -188,10 +257,16 @@ async def test_search_reaches_every_depth_and_says_exactly_what_it_searched(work
             ["top.ipynb", "project/tests/files/a.ipynb", deep.relative_to(workspace).as_posix()]
         )
         assert found["notebooks_searched"] == 3 and found["skipped"] == 0
-        exact = await ok(client, "search_notebooks", {"query": "needle", "glob": "project/tests/files/a.ipynb"})
-        assert exact["notebooks_searched"] == 1 and exact["total"] == 1 and exact["complete"] is True
+        exact = await ok(
+            client, "search_notebooks", {"query": "needle", "glob": "project/tests/files/a.ipynb"}
+        )
+        assert (
+            exact["notebooks_searched"] == 1 and exact["total"] == 1 and exact["complete"] is True
+        )
         (match,) = exact["matches"]
-        cell = await ok(client, "read_cell", {"notebook_name": match["notebook"], "cell_id": match["cell_id"]})
+        cell = await ok(
+            client, "read_cell", {"notebook_name": match["notebook"], "cell_id": match["cell_id"]}
+        )
         assert cell["source"] == "needle = 'four down'"
 
 
@@ -207,7 +282,9 @@ async def test_a_search_cut_short_says_which_limit_cut_it(workspace):
         assert "incomplete, stopped by the 1,000-match limit" in text_of(result)
 
 
-async def test_invalid_notebooks_are_skipped_and_counted_and_nothing_reaches_stderr(workspace, tmp_path):
+async def test_invalid_notebooks_are_skipped_and_counted_and_nothing_reaches_stderr(
+    workspace, tmp_path
+):
     """Duplicate ids, an illegal id and an invalid version 3 notebook: none is searched under ids
     no other tool accepts (read_notebook refuses all three); each is skipped and counted, search
     after search, and nbformat's dump of the invalid v3 document never reaches the server's stderr."""
@@ -228,10 +305,25 @@ async def test_invalid_notebooks_are_skipped_and_counted_and_nothing_reaches_std
     (workspace / "duplicate.ipynb").write_text(json.dumps(cells_with_ids(["same", "same"])))
     (workspace / "illegal.ipynb").write_text(json.dumps(cells_with_ids(["has space", "ok"])))
     v3 = {
-        "nbformat": 3, "nbformat_minor": 0, "metadata": {"name": ""},
-        "worksheets": [{"cells": [{"cell_type": "code", "input": "needle_v3 = 1", "language": "python",
-                                   "outputs": [], "collapsed": False, "metadata": {}, "bogus_key": "x" * 500}],
-                        "metadata": {}}],
+        "nbformat": 3,
+        "nbformat_minor": 0,
+        "metadata": {"name": ""},
+        "worksheets": [
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "input": "needle_v3 = 1",
+                        "language": "python",
+                        "outputs": [],
+                        "collapsed": False,
+                        "metadata": {},
+                        "bogus_key": "x" * 500,
+                    }
+                ],
+                "metadata": {},
+            }
+        ],
     }
     (workspace / "old_invalid.ipynb").write_text(json.dumps(v3))
     _one_cell(workspace / "fine.ipynb", "needle_fine = 1")
@@ -253,7 +345,7 @@ async def test_invalid_notebooks_are_skipped_and_counted_and_nothing_reaches_std
                 assert found["notebooks_searched"] == 1 and found["skipped"] == 3
                 result = await client.call_tool("search_notebooks", {"query": "needle_"})
                 assert "duplicate.ipynb (not a valid notebook)" in text_of(result)
-            said = log.read_text()[len(before):]
+            said = log.read_text()[len(before) :]
     assert "bogus_key" not in said and "Notebook JSON" not in said, said[-2000:]
 
 
@@ -290,10 +382,21 @@ async def test_outline_reaches_every_heading_of_a_2000_cell_notebook(workspace):
         said = text_of(chapter)
         structured = chapter.structured_content
         # The parts before the first section are the chapter's own: listed beside its sections.
-        assert [h["cell_index"] for h in structured["headings"]] == [300, 303, 306, 308, *range(310, 400, 10)], said
+        assert [h["cell_index"] for h in structured["headings"]] == [
+            300,
+            303,
+            306,
+            308,
+            *range(310, 400, 10),
+        ], said
         assert "## Section 350 [350] +3" in said and structured["cells"][0]["index"] == 300
         section = await ok(client, "outline", {"notebook_name": "deep.ipynb", "section": 350})
-        assert [h["text"] for h in section["headings"]] == ["Section 350", "Part 353", "Part 356", "Part 358"]
+        assert [h["text"] for h in section["headings"]] == [
+            "Section 350",
+            "Part 353",
+            "Part 356",
+            "Part 358",
+        ]
         assert section["headings_folded"] == 0
 
         # Walk: every heading is reached by expanding sections and following start_index.
@@ -314,10 +417,15 @@ async def test_outline_reaches_every_heading_of_a_2000_cell_notebook(workspace):
         await visit({})
         assert len(reached) == 800
 
-        bad = await refused(client, "outline", {"notebook_name": "deep.ipynb", "section": 301}, "invalid_argument")
+        bad = await refused(
+            client, "outline", {"notebook_name": "deep.ipynb", "section": 301}, "invalid_argument"
+        )
         assert "holds no heading" in text_of(bad) and "[300]" in text_of(bad)
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert "search_notebooks" in tools["outline"].description and "read_cell" in tools["outline"].description
+        assert (
+            "search_notebooks" in tools["outline"].description
+            and "read_cell" in tools["outline"].description
+        )
 
 
 async def test_a_page_of_cells_names_the_headings_inside_it(workspace):
@@ -326,7 +434,12 @@ async def test_a_page_of_cells_names_the_headings_inside_it(workspace):
         for response_format in ("brief", "detailed"):
             page = await client.call_tool(
                 "read_notebook",
-                {"notebook_name": "deep.ipynb", "start_index": 395, "limit": 20, "response_format": response_format},
+                {
+                    "notebook_name": "deep.ipynb",
+                    "start_index": 395,
+                    "limit": 20,
+                    "response_format": response_format,
+                },
             )
             lines = text_of(page).splitlines()
             assert lines[1] == (

@@ -42,7 +42,13 @@ def v4_text(minor: int) -> str:
             "nbformat_minor": minor,
             "metadata": {"custom": {"kept": True}},
             "cells": [
-                {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": ["1 + 1"]},
+                {
+                    "cell_type": "code",
+                    "execution_count": None,
+                    "metadata": {},
+                    "outputs": [],
+                    "source": ["1 + 1"],
+                },
                 {"cell_type": "markdown", "metadata": {}, "source": ["# Title"]},
             ],
         },
@@ -63,13 +69,17 @@ def text_and_structured(result: Any) -> tuple[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("version", sorted(OLD_FORMATS))
-async def test_the_read_warns_and_the_first_edit_says_it_upgraded(workspace: Path, version: str) -> None:
+async def test_the_read_warns_and_the_first_edit_says_it_upgraded(
+    workspace: Path, version: str
+) -> None:
     path = workspace / "old.ipynb"
     path.write_text(OLD_FORMATS[version]())
     before = path.read_bytes()
     upgrade = {"from": version, "to": "4.5"}
     async with serve(workspace, *SERVER_ARGS) as client:
-        text, read = text_and_structured(await client.call_tool("read_notebook", {"notebook_name": "old.ipynb"}))
+        text, read = text_and_structured(
+            await client.call_tool("read_notebook", {"notebook_name": "old.ipynb"})
+        )
         assert read["format_upgraded"] == upgrade
         assert f"nbformat {version}" in text and "first edit will save it as nbformat 4.5" in text
         assert path.read_bytes() == before, "a read never writes"
@@ -77,7 +87,12 @@ async def test_the_read_warns_and_the_first_edit_says_it_upgraded(workspace: Pat
         text, inserted = text_and_structured(
             await client.call_tool(
                 "insert_cell",
-                {"notebook_name": "old.ipynb", "cell_index": -1, "cell_type": "markdown", "cell_source": "added"},
+                {
+                    "notebook_name": "old.ipynb",
+                    "cell_index": -1,
+                    "cell_type": "markdown",
+                    "cell_source": "added",
+                },
             )
         )
         assert inserted["format_upgraded"] == upgrade
@@ -93,10 +108,17 @@ async def test_the_read_warns_and_the_first_edit_says_it_upgraded(workspace: Pat
         again = await ok(
             client,
             "insert_cell",
-            {"notebook_name": "old.ipynb", "cell_index": -1, "cell_type": "raw", "cell_source": "again"},
+            {
+                "notebook_name": "old.ipynb",
+                "cell_index": -1,
+                "cell_type": "raw",
+                "cell_source": "again",
+            },
         )
         assert "format_upgraded" not in again
-        text, read = text_and_structured(await client.call_tool("read_notebook", {"notebook_name": "old.ipynb"}))
+        text, read = text_and_structured(
+            await client.call_tool("read_notebook", {"notebook_name": "old.ipynb"})
+        )
         assert "format_upgraded" not in read and "nbformat" not in text
 
 
@@ -110,18 +132,25 @@ async def test_the_read_warns_and_the_first_edit_says_it_upgraded(workspace: Pat
         ("clear_cell_output", {"cell_index": 0}),
     ],
 )
-async def test_every_edit_says_it_upgraded(workspace: Path, tool: str, arguments: dict[str, Any]) -> None:
+async def test_every_edit_says_it_upgraded(
+    workspace: Path, tool: str, arguments: dict[str, Any]
+) -> None:
     path = workspace / "old.ipynb"
     path.write_text(v3_text())
     async with serve(workspace, *SERVER_ARGS) as client:
-        text, result = text_and_structured(await client.call_tool(tool, {"notebook_name": "old.ipynb", **arguments}))
+        text, result = text_and_structured(
+            await client.call_tool(tool, {"notebook_name": "old.ipynb", **arguments})
+        )
         assert result["format_upgraded"] == {"from": "3.0", "to": "4.5"}
         assert "this edit saved it as nbformat 4.5" in text
     assert on_disk(path).nbformat_minor == 5
 
 
 async def test_notebooks_already_in_4_5_say_nothing(workspace: Path) -> None:
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), workspace / "new.ipynb")
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]),
+        workspace / "new.ipynb",
+    )
     async with serve(workspace, *SERVER_ARGS) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         for name in ("insert_cell", "read_notebook", "execute_cell"):
@@ -134,7 +163,12 @@ async def test_notebooks_already_in_4_5_say_nothing(workspace: Path) -> None:
         inserted = await ok(
             client,
             "insert_cell",
-            {"notebook_name": "new.ipynb", "cell_index": -1, "cell_type": "markdown", "cell_source": "x"},
+            {
+                "notebook_name": "new.ipynb",
+                "cell_index": -1,
+                "cell_type": "markdown",
+                "cell_source": "x",
+            },
         )
     assert "format_upgraded" not in read and "format_upgraded" not in inserted
 
@@ -147,12 +181,18 @@ async def test_an_execution_that_makes_the_first_edit_says_so(workspace: Path) -
         text, structured = text_and_structured(
             await client.call_tool(
                 "insert_execute_code_cell",
-                {"notebook_name": "inserted.ipynb", "cell_index": -1, "cell_source": "print(6 * 7)"},
+                {
+                    "notebook_name": "inserted.ipynb",
+                    "cell_index": -1,
+                    "cell_source": "print(6 * 7)",
+                },
             )
         )
         assert structured["format_upgraded"] == {"from": "4.4", "to": "4.5"}
         assert "was in nbformat 4.4; this edit saved it as nbformat 4.5" in text and "42" in text
-        again = await ok(client, "execute_cell", {"notebook_name": "inserted.ipynb", "cell_index": 2})
+        again = await ok(
+            client, "execute_cell", {"notebook_name": "inserted.ipynb", "cell_index": 2}
+        )
         assert "format_upgraded" not in again
 
         # Storing the outputs of a run is the edit that upgrades.

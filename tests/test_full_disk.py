@@ -38,11 +38,17 @@ TEMPORARY_SUFFIXES = (".jmcp-tmp", ".tmp")
 def mount_tmpfs(where: Path, options: str) -> Path:
     """A tmpfs mounted at `where` (unmounted by `unmount`); skips when this cannot be done."""
     if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root (run the tests as root, or in a container)")
+        pytest.skip(
+            "mounting a size-limited tmpfs needs root (run the tests as root, or in a container)"
+        )
     where.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs with {options!r} here: {mounted.stderr.strip() or mounted.returncode}")
+        pytest.skip(
+            f"cannot mount a tmpfs with {options!r} here: {mounted.stderr.strip() or mounted.returncode}"
+        )
     return where
 
 
@@ -78,7 +84,12 @@ def free_bytes(where: Path) -> int:
 
 
 def temporary_files(*roots: Path) -> list[str]:
-    return [str(p) for root in roots for p in root.rglob("*") if p.name.startswith(".") and p.name.endswith(TEMPORARY_SUFFIXES)]
+    return [
+        str(p)
+        for root in roots
+        for p in root.rglob("*")
+        if p.name.startswith(".") and p.name.endswith(TEMPORARY_SUFFIXES)
+    ]
 
 
 def remount(where: Path, mode: str) -> None:
@@ -95,7 +106,9 @@ async def serving(
     if as_anyone:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
-            pytest.skip("setpriv (util-linux) is needed to run the server as root without CAP_DAC_OVERRIDE")
+            pytest.skip(
+                "setpriv (util-linux) is needed to run the server as root without CAP_DAC_OVERRIDE"
+            )
         command = [setpriv, f"--bounding-set={AS_ANYONE}", *command]
     params = StdioServerParameters(
         command=command[0],
@@ -112,7 +125,9 @@ def cells_of(path: Path) -> list[str]:
     return ["".join(cell["source"]) for cell in json.loads(path.read_bytes())["cells"]]
 
 
-async def refused_unchanged(client: Client, tool: str, arguments: dict[str, Any], code: str, notebook: Path, *roots: Path) -> str:
+async def refused_unchanged(
+    client: Client, tool: str, arguments: dict[str, Any], code: str, notebook: Path, *roots: Path
+) -> str:
     """`tool` fails with `code`, the notebook keeps its bytes, and no temporary file is left."""
     before = notebook.read_bytes()
     result = await refused(client, tool, arguments, code)
@@ -121,57 +136,101 @@ async def refused_unchanged(client: Client, tool: str, arguments: dict[str, Any]
     return text_of(result)
 
 
-async def test_a_full_disk_refuses_every_write_with_disk_full_and_the_next_call_succeeds_once_there_is_room(tmp_path):
+async def test_a_full_disk_refuses_every_write_with_disk_full_and_the_next_call_succeeds_once_there_is_room(
+    tmp_path,
+):
     with small_filesystem(tmp_path / "disk") as disk:
         workspace = disk / "workspace"
         workspace.mkdir()
         notebook = workspace / "n.ipynb"
-        async with serving(workspace, tmp_path / "server.log", history=tmp_path / "history") as client:
+        async with serving(
+            workspace, tmp_path / "server.log", history=tmp_path / "history"
+        ) as client:
             await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create"})
-            cell = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "print(6 * 7)"})
+            cell = await ok(
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "print(6 * 7)"},
+            )
             await ok(client, "execute_cell", {"cell_id": cell["cell_id"]})
 
             # Between calls: the disk is full to the last byte.
             filler = fill(disk)
             said = await refused_unchanged(
-                client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "y = 2"}, "disk_full", notebook, disk
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "y = 2"},
+                "disk_full",
+                notebook,
+                disk,
             )
             assert "full" in said and "Free some space" in said and "unchanged" in said, said
             await refused_unchanged(
-                client, "overwrite_cell_source", {"cell_id": cell["cell_id"], "cell_source": "print(7 * 6)"}, "disk_full", notebook, disk
+                client,
+                "overwrite_cell_source",
+                {"cell_id": cell["cell_id"], "cell_source": "print(7 * 6)"},
+                "disk_full",
+                notebook,
+                disk,
             )
             await refused_unchanged(
-                client, "use_notebook", {"notebook_name": "other.ipynb", "mode": "create"}, "disk_full", notebook, disk
+                client,
+                "use_notebook",
+                {"notebook_name": "other.ipynb", "mode": "create"},
+                "disk_full",
+                notebook,
+                disk,
             )
             assert not (workspace / "other.ipynb").exists()
             # The cell runs; only storing its outputs fails, and the answer says both.
-            said = await refused_unchanged(client, "execute_cell", {"cell_id": cell["cell_id"]}, "disk_full", notebook, disk)
+            said = await refused_unchanged(
+                client, "execute_cell", {"cell_id": cell["cell_id"]}, "disk_full", notebook, disk
+            )
             assert "ran" in said and "not stored" in said and "42" in said, said
 
             # Room again: the same calls succeed on the same server.
             filler.unlink()
-            await ok(client, "overwrite_cell_source", {"cell_id": cell["cell_id"], "cell_source": "print(7 * 6)"})
-            added = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "y = 2"})
+            await ok(
+                client,
+                "overwrite_cell_source",
+                {"cell_id": cell["cell_id"], "cell_source": "print(7 * 6)"},
+            )
+            added = await ok(
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "y = 2"},
+            )
             await ok(client, "execute_cell", {"cell_id": added["cell_id"]})
             assert cells_of(notebook) == ["print(7 * 6)", "y = 2"]
             assert temporary_files(disk) == []
 
 
-async def test_a_disk_that_fills_up_during_a_call_leaves_the_last_good_notebook_and_no_temporary_file(tmp_path):
+async def test_a_disk_that_fills_up_during_a_call_leaves_the_last_good_notebook_and_no_temporary_file(
+    tmp_path,
+):
     with small_filesystem(tmp_path / "disk") as disk:
         workspace = disk / "workspace"
         workspace.mkdir()
         notebook = workspace / "n.ipynb"
-        async with serving(workspace, tmp_path / "server.log", history=tmp_path / "history") as client:
+        async with serving(
+            workspace, tmp_path / "server.log", history=tmp_path / "history"
+        ) as client:
             await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create"})
             big = "# " + "x" * 100_000
-            await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": big})
+            await ok(
+                client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": big}
+            )
 
             # The next write is ~100 KiB and only 16 KiB are left: it fails part way through.
             filler = fill(disk, leave=16_384)
             room = free_bytes(disk)
             await refused_unchanged(
-                client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Title"}, "disk_full", notebook, disk
+                client,
+                "insert_cell",
+                {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Title"},
+                "disk_full",
+                notebook,
+                disk,
             )
             assert free_bytes(disk) == room, "the half-written temporary file still takes space"
             filler.unlink()
@@ -186,40 +245,81 @@ async def test_a_disk_that_fills_up_during_a_call_leaves_the_last_good_notebook_
                 "    except OSError as e:\n"
                 "        print('filled', n, e.errno)\n"
             )
-            runs = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": filling})
-            said = await refused_unchanged(client, "execute_cell", {"cell_id": runs["cell_id"]}, "disk_full", notebook, disk)
+            runs = await ok(
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": filling},
+            )
+            said = await refused_unchanged(
+                client, "execute_cell", {"cell_id": runs["cell_id"]}, "disk_full", notebook, disk
+            )
             assert "filled" in said and str(errno.ENOSPC) in said, said
             # Code that writes no notebook frees the space again; then everything works.
-            freed = await ok(client, "execute_code", {"code": "import os; os.remove('fill.bin'); print('freed')"})
+            freed = await ok(
+                client, "execute_code", {"code": "import os; os.remove('fill.bin'); print('freed')"}
+            )
             assert freed["status"] == "ok", freed
-            done = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "print('after')"})
+            done = await ok(
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "print('after')"},
+            )
             await ok(client, "execute_cell", {"cell_id": done["cell_id"]})
             assert cells_of(notebook)[-1] == "print('after')"
             assert temporary_files(disk) == []
 
 
-async def test_a_read_only_file_system_refuses_writes_with_read_only_until_it_is_writable_again(tmp_path):
+async def test_a_read_only_file_system_refuses_writes_with_read_only_until_it_is_writable_again(
+    tmp_path,
+):
     with small_filesystem(tmp_path / "disk") as disk:
         workspace = disk / "workspace"
         workspace.mkdir()
         notebook = workspace / "n.ipynb"
-        async with serving(workspace, tmp_path / "server.log", history=tmp_path / "history") as client:
+        async with serving(
+            workspace, tmp_path / "server.log", history=tmp_path / "history"
+        ) as client:
             await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create"})
-            cell = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "1 + 1"})
+            cell = await ok(
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "1 + 1"},
+            )
             remount(disk, "ro")
             try:
                 said = await refused_unchanged(
-                    client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "2"}, "read_only", notebook, disk
+                    client,
+                    "insert_cell",
+                    {"cell_index": -1, "cell_type": "code", "cell_source": "2"},
+                    "read_only",
+                    notebook,
+                    disk,
                 )
                 assert "read-only" in said and "Remount" in said, said
-                said = await refused_unchanged(client, "execute_cell", {"cell_id": cell["cell_id"]}, "read_only", notebook, disk)
+                said = await refused_unchanged(
+                    client,
+                    "execute_cell",
+                    {"cell_id": cell["cell_id"]},
+                    "read_only",
+                    notebook,
+                    disk,
+                )
                 assert "ran" in said and "2" in said
-                await refused_unchanged(client, "use_notebook", {"notebook_name": "o.ipynb", "mode": "create"}, "read_only", notebook, disk)
+                await refused_unchanged(
+                    client,
+                    "use_notebook",
+                    {"notebook_name": "o.ipynb", "mode": "create"},
+                    "read_only",
+                    notebook,
+                    disk,
+                )
                 # Reading goes on.
                 assert (await ok(client, "read_notebook", {}))["cells"]
             finally:
                 remount(disk, "rw")
-            await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "2"})
+            await ok(
+                client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "2"}
+            )
             assert cells_of(notebook) == ["1 + 1", "2"]
 
 
@@ -229,14 +329,22 @@ async def test_a_directory_the_server_may_not_write_refuses_with_permission_deni
     notebook = workspace / "n.ipynb"
     # As root, modes bind only without CAP_DAC_OVERRIDE: the server runs without it.
     async with serving(
-        workspace, tmp_path / "server.log", history=tmp_path / "history", as_anyone=os.geteuid() == 0
+        workspace,
+        tmp_path / "server.log",
+        history=tmp_path / "history",
+        as_anyone=os.geteuid() == 0,
     ) as client:
         await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create"})
         await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "1"})
         workspace.chmod(0o555)
         try:
             said = await refused_unchanged(
-                client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "2"}, "permission_denied", notebook, workspace
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "2"},
+                "permission_denied",
+                notebook,
+                workspace,
             )
             assert "permission" in said.lower() and "write access" in said, said
         finally:
@@ -252,19 +360,32 @@ async def test_a_used_up_quota_refuses_with_disk_full(tmp_path):
         workspace = disk / "workspace"
         workspace.mkdir()
         notebook = workspace / "n.ipynb"
-        async with serving(workspace, tmp_path / "server.log", history=tmp_path / "history", as_anyone=True) as client:
+        async with serving(
+            workspace, tmp_path / "server.log", history=tmp_path / "history", as_anyone=True
+        ) as client:
             await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create"})
             filler = disk / "filler.bin"
-            filler.write_bytes(b"\0" * 300_000)  # this process ignores the quota; the server does not
+            filler.write_bytes(
+                b"\0" * 300_000
+            )  # this process ignores the quota; the server does not
             said = await refused_unchanged(
-                client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "1"}, "disk_full", notebook, disk
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "1"},
+                "disk_full",
+                notebook,
+                disk,
             )
             assert "quota" in said, said
             filler.unlink()
-            await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "1"})
+            await ok(
+                client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "1"}
+            )
 
 
-async def test_a_full_history_disk_never_fails_an_edit_and_is_logged_in_one_line(tmp_path, workspace, history_toolset):
+async def test_a_full_history_disk_never_fails_an_edit_and_is_logged_in_one_line(
+    tmp_path, workspace, history_toolset
+):
     with small_filesystem(tmp_path / "state", "1m") as state:
         history = state / "history"
         log = tmp_path / "server.log"
@@ -275,10 +396,14 @@ async def test_a_full_history_disk_never_fails_an_edit_and_is_logged_in_one_line
             await ok(client, "checkpoint", {"name": "before"})
 
             filler = fill(state)
-            done = await ok(client, "apply_edits", {"operations": [{"op": "insert", "source": "y = 2"}]})
+            done = await ok(
+                client, "apply_edits", {"operations": [{"op": "insert", "source": "y = 2"}]}
+            )
             assert done["history"] and "No space left on device" in done["history"], done
             assert cells_of(notebook) == ["x = 1", "y = 2"]
-            big = await ok(client, "apply_edits", {"operations": [{"op": "insert", "source": "z" * 50_000}]})
+            big = await ok(
+                client, "apply_edits", {"operations": [{"op": "insert", "source": "z" * 50_000}]}
+            )
             assert big["history"], big
             assert temporary_files(state) == []
             # What needs the history says why it cannot be had, with the disk's code.
@@ -288,7 +413,11 @@ async def test_a_full_history_disk_never_fails_an_edit_and_is_logged_in_one_line
             filler.unlink()
             await ok(client, "apply_edits", {"operations": [{"op": "delete", "cell_index": 2}]})
             newest = (await ok(client, "notebook_history", {}))["entries"][0]
-            assert newest["tool"] == "apply_edits" and newest["revision"] == (await ok(client, "get_notebook_revision", {}))["revision"]
+            assert (
+                newest["tool"] == "apply_edits"
+                and newest["revision"]
+                == (await ok(client, "get_notebook_revision", {}))["revision"]
+            )
             await ok(client, "checkpoint", {"name": "after"})
         logged = log.read_text()
         assert "could not be written in" in logged and "No space left on device" in logged, logged
@@ -305,7 +434,9 @@ def test_the_disk_errors_map_to_the_three_codes():
         (errno.EACCES, "permission_denied"),
         (errno.EPERM, "permission_denied"),
     ):
-        failure = storage_failure(OSError(number, os.strerror(number)), "'n.ipynb'", "/somewhere", "Nothing changed.")
+        failure = storage_failure(
+            OSError(number, os.strerror(number)), "'n.ipynb'", "/somewhere", "Nothing changed."
+        )
         assert failure is not None and failure.code == code
         assert failure.details["errno"] == errno.errorcode[number]
         assert "Nothing changed." in failure.message and "then call again" in failure.message

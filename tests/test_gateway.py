@@ -74,11 +74,20 @@ def kernel_gateway(
     with log.open("ab") as output:
         process = subprocess.Popen(
             [
-                sys.executable, "-m", "kernel_gateway", "--KernelGatewayApp.ip=127.0.0.1",
-                f"--KernelGatewayApp.port={port}", "--KernelGatewayApp.port_retries=0",
-                f"--KernelGatewayApp.auth_token={TOKEN}", "--JupyterWebsocketPersonality.list_kernels=True", *args,
+                sys.executable,
+                "-m",
+                "kernel_gateway",
+                "--KernelGatewayApp.ip=127.0.0.1",
+                f"--KernelGatewayApp.port={port}",
+                "--KernelGatewayApp.port_retries=0",
+                f"--KernelGatewayApp.auth_token={TOKEN}",
+                "--JupyterWebsocketPersonality.list_kernels=True",
+                *args,
             ],
-            cwd=root, stdout=output, stderr=subprocess.STDOUT, env=environment,
+            cwd=root,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=environment,
         )
     if started is not None:
         started.append(process)
@@ -87,9 +96,14 @@ def kernel_gateway(
         deadline = time.monotonic() + 120  # its start alone took over 60 s on a loaded machine
         while True:
             if process.poll() is not None:
-                pytest.fail(f"the kernel gateway exited with {process.returncode}:\n{log.read_text()}")
+                pytest.fail(
+                    f"the kernel gateway exited with {process.returncode}:\n{log.read_text()}"
+                )
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/api/kernelspecs", headers=headers(), timeout=1).status_code == 200:
+                if (
+                    httpx.get(f"{url}/api/kernelspecs", headers=headers(), timeout=1).status_code
+                    == 200
+                ):
                     break
             if time.monotonic() > deadline:
                 pytest.fail(f"the kernel gateway did not start:\n{log.read_text()}")
@@ -116,7 +130,11 @@ def kernels_on(url: str) -> set[str]:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """The module's gateway, at most two kernels at a time: (url, the kernels' directory)."""
-    with kernel_gateway(tmp_path_factory.mktemp("gateway"), "--KernelGatewayApp.max_kernels=2") as (url, root, _):
+    with kernel_gateway(tmp_path_factory.mktemp("gateway"), "--KernelGatewayApp.max_kernels=2") as (
+        url,
+        root,
+        _,
+    ):
         yield url, root
 
 
@@ -124,23 +142,48 @@ async def test_execution_runs_through_a_kernel_gateway(workspace, tmp_path, gate
     url, root = gateway
     log = tmp_path / "server.log"
     async with serve_logged(
-        workspace, log, "--jupyter-url", url, "--max-output-blocks", "3", *NO_PRESTART,
+        workspace,
+        log,
+        "--jupyter-url",
+        url,
+        "--max-output-blocks",
+        "3",
+        *NO_PRESTART,
         env={"JUPYTER_TOKEN": TOKEN, "KERNEL_TEAM": "gateway-testers"},
     ) as client:
         said, kernel_ids = await the_execution_essentials(client, url, root, workspace, TOKEN)
         # The server's KERNEL_* variables reach the kernel, as a gateway expects them.
-        shown = await ok(client, "execute_code", {"code": "import os\nprint(os.environ.get('KERNEL_TEAM'))"})
-        assert shown["status"] == "ok" and text_of(await client.call_tool("execute_code", {"code": "os.environ['KERNEL_TEAM']"})) == "'gateway-testers'"
-    assert not set(kernel_ids) & kernels_on(url), "the server stops the kernels it started on the gateway"
+        shown = await ok(
+            client, "execute_code", {"code": "import os\nprint(os.environ.get('KERNEL_TEAM'))"}
+        )
+        assert (
+            shown["status"] == "ok"
+            and text_of(
+                await client.call_tool("execute_code", {"code": "os.environ['KERNEL_TEAM']"})
+            )
+            == "'gateway-testers'"
+        )
+    assert not set(kernel_ids) & kernels_on(url), (
+        "the server stops the kernels it started on the gateway"
+    )
     assert TOKEN not in log.read_text() and all(TOKEN not in answer for answer in said)
 
 
-async def test_a_gateway_at_its_kernel_limit_is_kernel_limit_not_a_refused_token(workspace, gateway):
+async def test_a_gateway_at_its_kernel_limit_is_kernel_limit_not_a_refused_token(
+    workspace, gateway
+):
     url, _ = gateway
-    async with serve(workspace, "--jupyter-url", url, *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}) as client:
+    async with serve(
+        workspace, "--jupyter-url", url, *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}
+    ) as client:
         await ok(client, "use_notebook", {"notebook_name": "one.ipynb", "mode": "create"})
         await ok(client, "use_notebook", {"notebook_name": "two.ipynb", "mode": "create"})
-        result = await refused(client, "use_notebook", {"notebook_name": "three.ipynb", "mode": "create"}, "kernel_limit")
+        result = await refused(
+            client,
+            "use_notebook",
+            {"notebook_name": "three.ipynb", "mode": "create"},
+            "kernel_limit",
+        )
         text = text_of(result)
         assert "Resource Limit" in text and "token" not in text, text
         assert "unuse_notebook" in text and "max_kernels" in text and 'mode="connect"' in text, text
@@ -162,7 +205,9 @@ def test_jupyter_contents_against_a_gateway_stops_saying_it_keeps_no_notebooks(w
         timeout=60,
     )
     assert started.returncode == 2, started.stderr
-    assert "no contents API" in started.stderr and "without --jupyter-contents" in started.stderr, started.stderr
+    assert "no contents API" in started.stderr and "without --jupyter-contents" in started.stderr, (
+        started.stderr
+    )
     assert TOKEN not in started.stderr + started.stdout
 
 
@@ -178,8 +223,12 @@ async def test_a_kernel_the_gateway_culls_is_kernel_gone(workspace, tmp_path, au
         "--MappingKernelManager.cull_connected=True",
     ) as (url, _, _):
         capability = ("--capability", "kernel.auto-restart") if auto_restart else ()
-        async with serve(workspace, "--jupyter-url", url, *NO_PRESTART, *capability, env={"JUPYTER_TOKEN": TOKEN}) as client:
-            used = await ok(client, "use_notebook", {"notebook_name": "culled.ipynb", "mode": "create"})
+        async with serve(
+            workspace, "--jupyter-url", url, *NO_PRESTART, *capability, env={"JUPYTER_TOKEN": TOKEN}
+        ) as client:
+            used = await ok(
+                client, "use_notebook", {"notebook_name": "culled.ipynb", "mode": "create"}
+            )
             await ok(client, "execute_code", {"code": "kept = 1"})
             deadline = time.monotonic() + 20
             while used["kernel_id"] in kernels_on(url):
@@ -188,7 +237,9 @@ async def test_a_kernel_the_gateway_culls_is_kernel_gone(workspace, tmp_path, au
             result = await client.call_tool("execute_code", {"code": "'after'"})
             if auto_restart:
                 assert not result.is_error, text_of(result)
-                assert "replacement" in text_of(result) and "'after'" in text_of(result), text_of(result)
+                assert "replacement" in text_of(result) and "'after'" in text_of(result), text_of(
+                    result
+                )
             else:
                 assert error_code(result) == "kernel_gone", text_of(result)
                 assert "restart_notebook" in text_of(result)
@@ -207,17 +258,30 @@ async def test_jupyter_server_with_the_gateway_as_its_kernels_serves_mcp(tmp_pat
     ) as (server_url, root, log):
         before = kernels_on(url)
         async with connect(f"{server_url}/mcp", "server-token-5b2e", "legacy") as client:
-            used = await ok(client, "use_notebook", {"notebook_name": "via-gateway.ipynb", "mode": "create"})
+            used = await ok(
+                client, "use_notebook", {"notebook_name": "via-gateway.ipynb", "mode": "create"}
+            )
             assert used["kernel_id"] in kernels_on(url) - before, "the kernel is not the gateway's"
-            ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\n6 * 7"})
-            assert ran["status"] == "ok" and text_of(await client.call_tool("read_cell", {"cell_index": 0})), ran
+            ran = await ok(
+                client,
+                "insert_execute_code_cell",
+                {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\n6 * 7"},
+            )
+            assert ran["status"] == "ok" and text_of(
+                await client.call_tool("read_cell", {"cell_index": 0})
+            ), ran
             assert (root / "via-gateway.ipynb").is_file(), "the notebook is the Jupyter Server's"
             stored = await ok(client, "read_notebook", {"response_format": "detailed"})
             outputs: list[Any] = stored["cells"][0]["outputs"]
             assert any(str(gateway_root) in str(output) for output in outputs), outputs
-            timed = await client.call_tool("execute_code", {"code": "import time\ntime.sleep(30)", "timeout": 2})
+            timed = await client.call_tool(
+                "execute_code", {"code": "import time\ntime.sleep(30)", "timeout": 2}
+            )
             assert error_code(timed) == "timeout", text_of(timed)
-            assert text_of(await client.call_tool("execute_code", {"code": "'still here'"})) == "'still here'"
+            assert (
+                text_of(await client.call_tool("execute_code", {"code": "'still here'"}))
+                == "'still here'"
+            )
             await ok(client, "unuse_notebook", {"notebook_name": "via-gateway.ipynb"})
         assert used["kernel_id"] not in kernels_on(url)
         text = log.read_text(errors="replace")

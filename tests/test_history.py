@@ -36,15 +36,29 @@ def history_dir(tmp_path: Path) -> dict[str, str]:
     return {"JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "state" / "history")}
 
 
-async def random_edits(store: NotebookStore, path: str, count: int, rng: random.Random, on_disk: Path) -> dict[str, bytes]:
+async def random_edits(
+    store: NotebookStore, path: str, count: int, rng: random.Random, on_disk: Path
+) -> dict[str, bytes]:
     """`count` random edits; each revision's file bytes."""
     seen = {}
     for step in range(count):
+
         def change(notebook, step=step):
             cells = notebook.cells
-            kind = rng.choice(["insert", "insert", "overwrite", "delete", "move", "metadata", "outputs"]) if cells else "insert"
+            kind = (
+                rng.choice(
+                    ["insert", "insert", "overwrite", "delete", "move", "metadata", "outputs"]
+                )
+                if cells
+                else "insert"
+            )
             if kind == "insert":
-                cells.insert(rng.randint(0, len(cells)), new_cell(rng.choice(["code", "markdown"]), f"step {step}\n" * rng.randint(1, 4)))
+                cells.insert(
+                    rng.randint(0, len(cells)),
+                    new_cell(
+                        rng.choice(["code", "markdown"]), f"step {step}\n" * rng.randint(1, 4)
+                    ),
+                )
             elif kind == "overwrite":
                 rng.choice(cells)["source"] = f"rewritten {step}"
             elif kind == "delete":
@@ -57,7 +71,9 @@ async def random_edits(store: NotebookStore, path: str, count: int, rng: random.
             else:
                 code = [c for c in cells if c.cell_type == "code"]
                 if code:
-                    code[0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": f"out {step}\n"}]
+                    code[0]["outputs"] = [
+                        {"output_type": "stream", "name": "stdout", "text": f"out {step}\n"}
+                    ]
                     code[0]["execution_count"] = step
 
         _, view = await store.mutate(path, change)
@@ -84,7 +100,10 @@ async def test_restoring_any_revision_gives_byte_identical_cells(tmp_path):
         assert serialize_notebook(restored, IPYNB) == data
         assert revision_of(serialize_notebook(restored, IPYNB)) == revision
     # Cells are stored once however many revisions hold them.
-    stored = sum(len(json.loads(zlib.decompress(p.read_bytes()))) for p in (history.directory / "packs").iterdir())
+    stored = sum(
+        len(json.loads(zlib.decompress(p.read_bytes())))
+        for p in (history.directory / "packs").iterdir()
+    )
     cells_held = sum(len(cells_json(data)) for data in seen.values())
     assert 0 < stored < cells_held / 4
     # A diff across many revisions reads only the cells that differ.
@@ -96,7 +115,9 @@ async def test_restoring_any_revision_gives_byte_identical_cells(tmp_path):
 async def test_the_history_is_bounded_dropping_the_oldest_and_saying_so(tmp_path):
     root = tmp_path / "ws"
     root.mkdir()
-    histories = Histories(tmp_path / "history", Limits(max_entries=10, max_bytes=10**9, young_seconds=0))
+    histories = Histories(
+        tmp_path / "history", Limits(max_entries=10, max_bytes=10**9, young_seconds=0)
+    )
     store = NotebookStore(Workspace(root), recorder=Recorder(histories, "test"))
     await store.create("n.ipynb")
     seen = await random_edits(store, "n.ipynb", 40, random.Random(3), root / "n.ipynb")
@@ -108,55 +129,106 @@ async def test_the_history_is_bounded_dropping_the_oldest_and_saying_so(tmp_path
     gone = next(r for r in seen if r not in kept)
     with pytest.raises(Exception) as refused_:
         notebook_at(history, gone)
-    assert refused_.value.code == "not_found" and refused_.value.details["oldest_kept"] == entries[0]["revision"]
+    assert (
+        refused_.value.code == "not_found"
+        and refused_.value.details["oldest_kept"] == entries[0]["revision"]
+    )
     # By bytes, too: the oldest go until the rest fits.
-    small = Histories(tmp_path / "small", Limits(max_entries=1000, max_bytes=15_000, young_seconds=0))
+    small = Histories(
+        tmp_path / "small", Limits(max_entries=1000, max_bytes=15_000, young_seconds=0)
+    )
     store = NotebookStore(Workspace(root), recorder=Recorder(small, "test"))
     await random_edits(store, "n.ipynb", 60, random.Random(4), root / "n.ipynb")
     history = store.recorder.history("n.ipynb")
     assert history.size() <= 15_000 and history.index()["dropped"] > 0
 
 
-async def test_a_history_directory_that_cannot_be_written_never_fails_an_edit(tmp_path, workspace, history_toolset):
+async def test_a_history_directory_that_cannot_be_written_never_fails_an_edit(
+    tmp_path, workspace, history_toolset
+):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     env = {"JUPYTER_MCP_HISTORY_DIR": str(blocker / "history")}
     async with serve(workspace, *history_toolset, env=env) as client:
         await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create"})
-        done = await ok(client, "apply_edits", {"operations": [{"op": "insert", "source": "x = 1"}]})
+        done = await ok(
+            client, "apply_edits", {"operations": [{"op": "insert", "source": "x = 1"}]}
+        )
         assert done["history"] and "could not be written" in done["history"]
-        assert "".join(json.loads((workspace / "n.ipynb").read_text())["cells"][0]["source"]) == "x = 1"
+        assert (
+            "".join(json.loads((workspace / "n.ipynb").read_text())["cells"][0]["source"])
+            == "x = 1"
+        )
         result = await refused(client, "notebook_history", {}, "unsupported")
         assert "history-dir" in text_of(result)
     async with serve(workspace, *history_toolset, env={"JUPYTER_MCP_HISTORY_DIR": "off"}) as client:
-        done = await ok(client, "apply_edits", {"notebook_name": "n.ipynb", "operations": [{"op": "insert", "source": "y"}]})
+        done = await ok(
+            client,
+            "apply_edits",
+            {"notebook_name": "n.ipynb", "operations": [{"op": "insert", "source": "y"}]},
+        )
         assert "off" in done["history"]
 
 
 def test_a_history_directory_inside_the_workspace_stops_the_server(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(tmp_path), "--history-dir", str(tmp_path / ".history")],
+        [
+            sys.executable,
+            "-m",
+            "jupyter_mcp_server",
+            "start",
+            "--workspace-root",
+            str(tmp_path),
+            "--history-dir",
+            str(tmp_path / ".history"),
+        ],
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")},
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2 and "inside the workspace" in done.stderr
 
 
-async def test_history_survives_a_restart_records_outside_edits_and_restores(tmp_path, workspace, history_toolset):
+async def test_history_survives_a_restart_records_outside_edits_and_restores(
+    tmp_path, workspace, history_toolset
+):
     env = history_dir(tmp_path)
     path = workspace / "h.ipynb"
     async with serve(workspace, *history_toolset, env=env) as client:
         await ok(client, "use_notebook", {"notebook_name": "h.ipynb", "mode": "create"})
-        first = await ok(client, "apply_edits", {"operations": [
-            {"op": "insert", "source": "a = 1", "cell_id": "a"},
-            {"op": "insert", "cell_type": "markdown", "source": "# Notes", "cell_id": "notes"},
-        ]})
+        first = await ok(
+            client,
+            "apply_edits",
+            {
+                "operations": [
+                    {"op": "insert", "source": "a = 1", "cell_id": "a"},
+                    {
+                        "op": "insert",
+                        "cell_type": "markdown",
+                        "source": "# Notes",
+                        "cell_id": "notes",
+                    },
+                ]
+            },
+        )
         marked = await ok(client, "checkpoint", {"name": "two cells"})
         assert marked["revision"] == first["revision"]
-        second = await ok(client, "apply_edits", {"operations": [{"op": "replace", "cell_id": "a", "old_string": "1", "new_string": "2"}]})
+        second = await ok(
+            client,
+            "apply_edits",
+            {
+                "operations": [
+                    {"op": "replace", "cell_id": "a", "old_string": "1", "new_string": "2"}
+                ]
+            },
+        )
     # A person edits the file while no server runs.
     notebook = json.loads(path.read_text())
-    notebook["cells"].append({"id": "person", "cell_type": "markdown", "metadata": {}, "source": ["by hand"]})
+    notebook["cells"].append(
+        {"id": "person", "cell_type": "markdown", "metadata": {}, "source": ["by hand"]}
+    )
     path.write_text(json.dumps(notebook, indent=1))
     outside_revision = revision_of(path.read_bytes())
 
@@ -164,48 +236,106 @@ async def test_history_survives_a_restart_records_outside_edits_and_restores(tmp
         listed = await ok(client, "notebook_history", {"notebook_name": "h.ipynb"})
         entries = listed["entries"]
         assert listed["revision"] == outside_revision
-        assert [e["revision"] for e in entries[:3]] == [outside_revision, second["revision"], first["revision"]]
+        assert [e["revision"] for e in entries[:3]] == [
+            outside_revision,
+            second["revision"],
+            first["revision"],
+        ]
         assert entries[0]["tool"] is None and entries[0]["previous_revision"] == second["revision"]
-        assert entries[1]["tool"] == "apply_edits" and entries[1]["client"] and entries[1]["connection"] == "stdio"
-        assert entries[2]["checkpoints"] == ["two cells"] and listed["checkpoints"] == {"two cells": first["revision"]}
+        assert (
+            entries[1]["tool"] == "apply_edits"
+            and entries[1]["client"]
+            and entries[1]["connection"] == "stdio"
+        )
+        assert entries[2]["checkpoints"] == ["two cells"] and listed["checkpoints"] == {
+            "two cells": first["revision"]
+        }
         assert entries[-1]["tool"] == "use_notebook" and entries[-1]["previous_revision"] is None
 
-        diffed = await ok(client, "diff_notebook", {"notebook_name": "h.ipynb", "from_revision": "two cells"})
+        diffed = await ok(
+            client, "diff_notebook", {"notebook_name": "h.ipynb", "from_revision": "two cells"}
+        )
         assert diffed["to_revision"] == outside_revision
         assert [c["cell_id"] for c in diffed["diff"]["added"]] == ["person"]
         assert "-a = 1" in diffed["diff"]["changed"][0]["source_diff"]
 
-        restored = await ok(client, "restore_notebook", {"notebook_name": "h.ipynb", "revision": "two cells", "expected_revision": outside_revision})
+        restored = await ok(
+            client,
+            "restore_notebook",
+            {
+                "notebook_name": "h.ipynb",
+                "revision": "two cells",
+                "expected_revision": outside_revision,
+            },
+        )
         assert restored["restored_revision"] == first["revision"]
         # The same content, so the same bytes and the same revision, written as a new entry.
-        assert restored["revision"] == first["revision"] and revision_of(path.read_bytes()) == first["revision"]
+        assert (
+            restored["revision"] == first["revision"]
+            and revision_of(path.read_bytes()) == first["revision"]
+        )
         assert [c["cell_id"] for c in restored["diff"]["removed"]] == ["person"]
         # An undo can be undone.
-        again = await ok(client, "restore_notebook", {"notebook_name": "h.ipynb", "revision": outside_revision})
+        again = await ok(
+            client, "restore_notebook", {"notebook_name": "h.ipynb", "revision": outside_revision}
+        )
         # Written in nbformat's layout, not the person's: the same cells, in other bytes.
-        assert again["restored_revision"] == outside_revision and cells_json(path.read_bytes()) == notebook["cells"]
+        assert (
+            again["restored_revision"] == outside_revision
+            and cells_json(path.read_bytes()) == notebook["cells"]
+        )
         listed = await ok(client, "notebook_history", {"notebook_name": "h.ipynb"})
         assert listed["entries"][0]["revision"] == again["revision"]
         assert [(e["tool"], e["restored_from"]) for e in listed["entries"][:2]] == [
-            ("restore_notebook", outside_revision), ("restore_notebook", first["revision"])
+            ("restore_notebook", outside_revision),
+            ("restore_notebook", first["revision"]),
         ]
 
         # Bad input.
-        missing = await refused(client, "restore_notebook", {"notebook_name": "h.ipynb", "revision": "0123456789abcdef"}, "not_found")
+        missing = await refused(
+            client,
+            "restore_notebook",
+            {"notebook_name": "h.ipynb", "revision": "0123456789abcdef"},
+            "not_found",
+        )
         assert missing.meta[ERROR_KEY]["oldest_kept"] and "oldest kept" in text_of(missing)
-        await refused(client, "restore_notebook", {"notebook_name": "h.ipynb", "revision": "no such checkpoint"}, "not_found")
-        await refused(client, "restore_notebook", {"notebook_name": "h.ipynb", "revision": first["revision"], "expected_revision": "0" * 16}, "revision_conflict")
-        await refused(client, "checkpoint", {"notebook_name": "h.ipynb", "name": "a/b"}, "invalid_argument")
+        await refused(
+            client,
+            "restore_notebook",
+            {"notebook_name": "h.ipynb", "revision": "no such checkpoint"},
+            "not_found",
+        )
+        await refused(
+            client,
+            "restore_notebook",
+            {
+                "notebook_name": "h.ipynb",
+                "revision": first["revision"],
+                "expected_revision": "0" * 16,
+            },
+            "revision_conflict",
+        )
+        await refused(
+            client, "checkpoint", {"notebook_name": "h.ipynb", "name": "a/b"}, "invalid_argument"
+        )
 
 
 async def test_deleted_and_renamed_outside_the_server(tmp_path, workspace, history_toolset):
     env = history_dir(tmp_path)
     async with serve(workspace, *history_toolset, env=env) as client:
         await ok(client, "use_notebook", {"notebook_name": "old.ipynb", "mode": "create"})
-        done = await ok(client, "apply_edits", {"operations": [{"op": "insert", "source": "kept = True", "cell_id": "k"}]})
+        done = await ok(
+            client,
+            "apply_edits",
+            {"operations": [{"op": "insert", "source": "kept = True", "cell_id": "k"}]},
+        )
         (workspace / "old.ipynb").rename(workspace / "new.ipynb")
         # The renamed notebook's first edit here finds the history it left behind.
-        await ok(client, "apply_edits", {"notebook_name": "new.ipynb", "operations": [{"op": "insert", "source": "more"}]})
+        await ok(
+            client,
+            "apply_edits",
+            {"notebook_name": "new.ipynb", "operations": [{"op": "insert", "source": "more"}]},
+        )
         listed = await ok(client, "notebook_history", {"notebook_name": "new.ipynb"})
         assert done["revision"] in [e["revision"] for e in listed["entries"]]
         assert listed["entries"][-1]["tool"] == "use_notebook"
@@ -213,9 +343,17 @@ async def test_deleted_and_renamed_outside_the_server(tmp_path, workspace, histo
         # Deleted: its history stays, and restore brings it back.
         (workspace / "new.ipynb").unlink()
         gone = await ok(client, "notebook_history", {"notebook_name": "new.ipynb"})
-        assert gone["revision"] is None and done["revision"] in [e["revision"] for e in gone["entries"]]
-        back = await ok(client, "restore_notebook", {"notebook_name": "new.ipynb", "revision": done["revision"]})
-        assert back["revision"] == done["revision"] == revision_of((workspace / "new.ipynb").read_bytes())
+        assert gone["revision"] is None and done["revision"] in [
+            e["revision"] for e in gone["entries"]
+        ]
+        back = await ok(
+            client, "restore_notebook", {"notebook_name": "new.ipynb", "revision": done["revision"]}
+        )
+        assert (
+            back["revision"]
+            == done["revision"]
+            == revision_of((workspace / "new.ipynb").read_bytes())
+        )
 
 
 async def test_two_clients_editing_with_batches_lose_nothing(tmp_path, workspace, history_toolset):
@@ -228,27 +366,39 @@ async def test_two_clients_editing_with_batches_lose_nothing(tmp_path, workspace
             async def batches(client, name: str) -> list[str]:
                 revisions = []
                 for round_ in range(8):
-                    operations = [{"op": "insert", "source": f"{name} {round_} {i}"} for i in range(3)]
-                    done = await ok(client, "apply_edits", {"notebook_name": "two.ipynb", "operations": operations})
+                    operations = [
+                        {"op": "insert", "source": f"{name} {round_} {i}"} for i in range(3)
+                    ]
+                    done = await ok(
+                        client,
+                        "apply_edits",
+                        {"notebook_name": "two.ipynb", "operations": operations},
+                    )
                     revisions.append(done["revision"])
                 return revisions
 
             mine, theirs = await asyncio.gather(batches(first, "first"), batches(second, "second"))
             sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
-            assert sorted(sources) == sorted(f"{n} {r} {i}" for n in ("first", "second") for r in range(8) for i in range(3))
+            assert sorted(sources) == sorted(
+                f"{n} {r} {i}" for n in ("first", "second") for r in range(8) for i in range(3)
+            )
             # Each batch's three cells landed together, in order.
             for name in ("first", "second"):
                 for round_ in range(8):
                     at = sources.index(f"{name} {round_} 0")
                     assert sources[at : at + 3] == [f"{name} {round_} {i}" for i in range(3)]
-            listed = await ok(second, "notebook_history", {"notebook_name": "two.ipynb", "limit": 100})
+            listed = await ok(
+                second, "notebook_history", {"notebook_name": "two.ipynb", "limit": 100}
+            )
             recorded = [e["revision"] for e in listed["entries"]]
             assert set(mine) | set(theirs) <= set(recorded)
             assert len(recorded) == len(set(recorded))
             assert {e["tool"] for e in listed["entries"]} <= {"apply_edits", "use_notebook", None}
 
 
-async def test_restoring_and_deleting_in_a_batch_ask_the_person_first(tmp_path, workspace, history_toolset):
+async def test_restoring_and_deleting_in_a_batch_ask_the_person_first(
+    tmp_path, workspace, history_toolset
+):
     from test_approvals import ASKING, Person
 
     env = {**history_dir(tmp_path), **ASKING}
@@ -256,9 +406,17 @@ async def test_restoring_and_deleting_in_a_batch_ask_the_person_first(tmp_path, 
     person = Person()
     async with serve(workspace, *history_toolset, env=env, elicitation_callback=person) as client:
         await ok(client, "use_notebook", {"notebook_name": "asked.ipynb", "mode": "create"})
-        first = await ok(client, "apply_edits", {"operations": [{"op": "insert", "source": "keep = 1", "cell_id": "k"}]})
+        first = await ok(
+            client,
+            "apply_edits",
+            {"operations": [{"op": "insert", "source": "keep = 1", "cell_id": "k"}]},
+        )
         assert person.asked == []  # nothing deleted: nothing asked
-        await ok(client, "apply_edits", {"operations": [{"op": "delete", "cell_id": "k"}, {"op": "insert", "source": "new"}]})
+        await ok(
+            client,
+            "apply_edits",
+            {"operations": [{"op": "delete", "cell_id": "k"}, {"op": "insert", "source": "new"}]},
+        )
         assert "Delete 1 cell(s)" in person.asked[-1] and "k ('keep = 1')" in person.asked[-1]
         await ok(client, "restore_notebook", {"revision": first["revision"]})
         assert f"Restore 'asked.ipynb' to revision {first['revision']}" in person.asked[-1]
@@ -266,11 +424,19 @@ async def test_restoring_and_deleting_in_a_batch_ask_the_person_first(tmp_path, 
         assert revision_of(path.read_bytes()) == first["revision"]
     declining = Person("decline")
     before = path.read_bytes()
-    async with serve(workspace, *history_toolset, env=env, elicitation_callback=declining) as client:
-        result = await client.call_tool("apply_edits", {"notebook_name": "asked.ipynb", "operations": [{"op": "delete", "cell_id": "k"}]})
+    async with serve(
+        workspace, *history_toolset, env=env, elicitation_callback=declining
+    ) as client:
+        result = await client.call_tool(
+            "apply_edits",
+            {"notebook_name": "asked.ipynb", "operations": [{"op": "delete", "cell_id": "k"}]},
+        )
         assert result.is_error and result.meta[ERROR_KEY]["code"] == "declined"
         listed = await ok(client, "notebook_history", {"notebook_name": "asked.ipynb"})
-        result = await client.call_tool("restore_notebook", {"notebook_name": "asked.ipynb", "revision": listed["entries"][1]["revision"]})
+        result = await client.call_tool(
+            "restore_notebook",
+            {"notebook_name": "asked.ipynb", "revision": listed["entries"][1]["revision"]},
+        )
         assert result.is_error and result.meta[ERROR_KEY]["code"] == "declined"
     assert path.read_bytes() == before
 
@@ -284,9 +450,14 @@ def test_entries_kept_after_an_append_match_the_file_when_two_processes_append(t
     for i in range(6):
         writer = one if i % 2 == 0 else two
         writer.append(f"r{i}", f"r{i - 1}" if i else None, Origin(tool=f"tool{i}"))
-        one_view, two_view = [e["revision"] for e in one.entries()], [e["revision"] for e in two.entries()]
+        one_view, two_view = (
+            [e["revision"] for e in one.entries()],
+            [e["revision"] for e in two.entries()],
+        )
         assert one_view == two_view == [f"r{k}" for k in range(i + 1)]
-    parsed = [json.loads(line) for line in (one.directory / "entries.jsonl").read_bytes().splitlines()]
+    parsed = [
+        json.loads(line) for line in (one.directory / "entries.jsonl").read_bytes().splitlines()
+    ]
     assert one.entries() == parsed and two.entries() == parsed
 
 
@@ -294,46 +465,76 @@ def newest_is(listed: dict, path: Path) -> dict:
     """The newest entry, checked to be the file on disk (and the revision the answer names)."""
     on_disk = revision_of(path.read_bytes())
     assert listed["revision"] == on_disk
-    assert listed["entries"][0]["revision"] == on_disk, f"the newest entry is not the file ({on_disk}): {listed['entries'][:3]}"
+    assert listed["entries"][0]["revision"] == on_disk, (
+        f"the newest entry is not the file ({on_disk}): {listed['entries'][:3]}"
+    )
     return listed["entries"][0]
 
 
-async def test_restores_of_five_edits_in_random_order_are_each_recorded_as_the_file(tmp_path, workspace, history_toolset):
+async def test_restores_of_five_edits_in_random_order_are_each_recorded_as_the_file(
+    tmp_path, workspace, history_toolset
+):
     env = history_dir(tmp_path)
     path = workspace / "five.ipynb"
     async with serve(workspace, *history_toolset, env=env) as client:
         await ok(client, "use_notebook", {"notebook_name": "five.ipynb", "mode": "create"})
         for i in range(4):
-            await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": f"x{i} = {i}"})
+            await ok(
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": f"x{i} = {i}"},
+            )
         revisions = [revision_of(path.read_bytes())]
         # Five edits: an insert, a find-and-replace, a batch that moves a cell and tags another,
         # a deletion, an overwrite.
-        await ok(client, "insert_cell", {"cell_index": 1, "cell_type": "markdown", "cell_source": "# Notes"})
+        await ok(
+            client,
+            "insert_cell",
+            {"cell_index": 1, "cell_type": "markdown", "cell_source": "# Notes"},
+        )
         revisions.append(revision_of(path.read_bytes()))
-        await ok(client, "edit_cell_source", {"cell_index": 0, "old_string": "x0", "new_string": "renamed"})
+        await ok(
+            client,
+            "edit_cell_source",
+            {"cell_index": 0, "old_string": "x0", "new_string": "renamed"},
+        )
         revisions.append(revision_of(path.read_bytes()))
         ids = [cell["id"] for cell in cells_json(path.read_bytes())]
-        batch = await ok(client, "apply_edits", {"operations": [
-            {"op": "move", "cell_id": ids[0], "to_index": 3},
-            {"op": "set_cell_metadata", "cell_id": ids[2], "tags": ["keep"]},
-        ]})
+        batch = await ok(
+            client,
+            "apply_edits",
+            {
+                "operations": [
+                    {"op": "move", "cell_id": ids[0], "to_index": 3},
+                    {"op": "set_cell_metadata", "cell_id": ids[2], "tags": ["keep"]},
+                ]
+            },
+        )
         revisions.append(batch["revision"])
         await ok(client, "delete_cell", {"cell_indices": [2]})
         revisions.append(revision_of(path.read_bytes()))
-        await ok(client, "overwrite_cell_source", {"cell_index": 0, "cell_source": "rewritten = True"})
+        await ok(
+            client, "overwrite_cell_source", {"cell_index": 0, "cell_source": "rewritten = True"}
+        )
         revisions.append(revision_of(path.read_bytes()))
         assert len(set(revisions)) == 6
         total = (await ok(client, "notebook_history", {"limit": 100}))["total"]
 
         rng = random.Random(30)
-        orders = [rng.sample(revisions[:-1], 5) for _ in range(3)]  # each earlier revision, three times over
+        orders = [
+            rng.sample(revisions[:-1], 5) for _ in range(3)
+        ]  # each earlier revision, three times over
         for wanted in [revision for order in orders for revision in order]:
             before = revision_of(path.read_bytes())
             restored = await ok(client, "restore_notebook", {"revision": wanted})
             assert restored["revision"] == revision_of(path.read_bytes()) == wanted  # byte for byte
             listed = await ok(client, "notebook_history", {"limit": 100})
             newest = newest_is(listed, path)
-            assert (newest["tool"], newest["restored_from"], newest["previous_revision"]) == ("restore_notebook", wanted, before)
+            assert (newest["tool"], newest["restored_from"], newest["previous_revision"]) == (
+                "restore_notebook",
+                wanted,
+                before,
+            )
             total += 1
             assert listed["total"] == total  # one entry per restore, none skipped
     # After the last restore, and after a restart, the file's revision is the newest entry.
@@ -341,26 +542,44 @@ async def test_restores_of_five_edits_in_random_order_are_each_recorded_as_the_f
         newest_is(await ok(client, "notebook_history", {"notebook_name": "five.ipynb"}), path)
 
 
-async def test_an_undo_then_a_redo_leaves_the_history_at_the_file(tmp_path, workspace, history_toolset):
+async def test_an_undo_then_a_redo_leaves_the_history_at_the_file(
+    tmp_path, workspace, history_toolset
+):
     env = history_dir(tmp_path)
     path = workspace / "redo.ipynb"
     async with serve(workspace, *history_toolset, env=env) as client:
         await ok(client, "use_notebook", {"notebook_name": "redo.ipynb", "mode": "create"})
-        first = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "a = 1"})
-        second = await ok(client, "overwrite_cell_source", {"cell_index": 0, "cell_source": "a = 2"})
+        first = await ok(
+            client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "a = 1"}
+        )
+        second = await ok(
+            client, "overwrite_cell_source", {"cell_index": 0, "cell_source": "a = 2"}
+        )
         for _ in range(2):  # back and forward, twice: the same two revisions each time
             await ok(client, "restore_notebook", {"revision": first["revision"]})
             newest = newest_is(await ok(client, "notebook_history", {}), path)
-            assert newest["restored_from"] == first["revision"] and newest["previous_revision"] == second["revision"]
+            assert (
+                newest["restored_from"] == first["revision"]
+                and newest["previous_revision"] == second["revision"]
+            )
             redone = await ok(client, "restore_notebook", {"revision": second["revision"]})
-            assert redone["revision"] == second["revision"] == (await ok(client, "get_notebook_revision", {}))["revision"]
+            assert (
+                redone["revision"]
+                == second["revision"]
+                == (await ok(client, "get_notebook_revision", {}))["revision"]
+            )
             newest = newest_is(await ok(client, "notebook_history", {}), path)
-            assert newest["restored_from"] == second["revision"] and newest["previous_revision"] == first["revision"]
+            assert (
+                newest["restored_from"] == second["revision"]
+                and newest["previous_revision"] == first["revision"]
+            )
         # The same edit made again after an undo is recorded again, too.
         await ok(client, "restore_notebook", {"revision": first["revision"]})
         await ok(client, "overwrite_cell_source", {"cell_index": 0, "cell_source": "a = 2"})
         newest = newest_is(await ok(client, "notebook_history", {}), path)
-        assert newest["tool"] == "overwrite_cell_source" and newest["revision"] == second["revision"]
+        assert (
+            newest["tool"] == "overwrite_cell_source" and newest["revision"] == second["revision"]
+        )
 
 
 def test_two_processes_record_one_change_once_and_a_repeated_change_each_time(tmp_path):
@@ -370,7 +589,12 @@ def test_two_processes_record_one_change_once_and_a_repeated_change_each_time(tm
     from jupyter_mcp_server.store.history import Content
 
     def content(revision: str) -> Content:
-        return Content(header={"nbformat": 4, "nbformat_minor": 5, "metadata": {}}, ids=[revision], digests=["0" * 24], texts=["{}"])
+        return Content(
+            header={"nbformat": 4, "nbformat_minor": 5, "metadata": {}},
+            ids=[revision],
+            digests=["0" * 24],
+            texts=["{}"],
+        )
 
     writer = Histories(tmp_path / "history").of("ns", "n.ipynb")
     reader = Histories(tmp_path / "history").of("ns", "n.ipynb")
@@ -387,7 +611,9 @@ def test_two_processes_record_one_change_once_and_a_repeated_change_each_time(tm
         writer.append(revision, previous, Origin(tool=f"tool{step}"), write)
         previous = revision
     entries = writer.entries()
-    assert [(e["revision"], e["tool"]) for e in entries] == [("a", None)] + [(r, f"tool{i}") for i, r in enumerate(sequence)]
+    assert [(e["revision"], e["tool"]) for e in entries] == [("a", None)] + [
+        (r, f"tool{i}") for i, r in enumerate(sequence)
+    ]
     assert reader.entries() == entries
     assert writer.pending() is None  # each note went with its entry
     # An outside change: recorded as nobody's; the file as it is, the newest entry.

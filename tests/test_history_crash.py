@@ -42,8 +42,14 @@ def seed(path: Path, rng: random.Random) -> None:
     """About 0.5 MB, so that writing it takes a while and kills land mid-write."""
     notebook = nbformat.v4.new_notebook()
     for index in range(400):
-        cell = nbformat.v4.new_code_cell(f"# seed {index}\n" + "x = 1  # filler\n" * rng.randint(2, 30))
-        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="output line\n" * rng.randint(0, 40))]
+        cell = nbformat.v4.new_code_cell(
+            f"# seed {index}\n" + "x = 1  # filler\n" * rng.randint(2, 30)
+        )
+        cell.outputs = [
+            nbformat.v4.new_output(
+                "stream", name="stdout", text="output line\n" * rng.randint(0, 40)
+            )
+        ]
         notebook.cells.append(cell)
     nbformat.write(notebook, path)
 
@@ -54,25 +60,41 @@ def batch(rng: random.Random, ids: list[str], tag: str) -> list[dict]:
     for step in range(50):
         kind = rng.choice(["insert", "overwrite", "replace", "delete", "move", "tags"])
         if kind == "insert" or len(live) < 10:
-            operations.append({"op": "insert", "index": rng.randint(0, len(live)), "source": f"# {tag} {step}\n"})
+            operations.append(
+                {"op": "insert", "index": rng.randint(0, len(live)), "source": f"# {tag} {step}\n"}
+            )
             live.insert(operations[-1]["index"], None)  # an id the server makes
             continue
         named = [i for i in live if i is not None]
         cell_id = rng.choice(named)
         if kind == "overwrite":
-            operations.append({"op": "overwrite", "cell_id": cell_id, "source": f"# {tag} {step} rewritten\n" * 3})
+            operations.append(
+                {"op": "overwrite", "cell_id": cell_id, "source": f"# {tag} {step} rewritten\n" * 3}
+            )
         elif kind == "replace":
             operations.append({"op": "overwrite", "cell_id": cell_id, "source": "a b a\n"})
-            operations.append({"op": "replace", "cell_id": cell_id, "old_string": "a", "new_string": tag, "replace_all": True})
+            operations.append(
+                {
+                    "op": "replace",
+                    "cell_id": cell_id,
+                    "old_string": "a",
+                    "new_string": tag,
+                    "replace_all": True,
+                }
+            )
         elif kind == "delete":
             operations.append({"op": "delete", "cell_id": cell_id})
             live.remove(cell_id)
         elif kind == "move":
-            operations.append({"op": "move", "cell_id": cell_id, "to_index": rng.randrange(len(live))})
+            operations.append(
+                {"op": "move", "cell_id": cell_id, "to_index": rng.randrange(len(live))}
+            )
             live.remove(cell_id)
             live.insert(operations[-1]["to_index"], cell_id)
         else:
-            operations.append({"op": "set_cell_metadata", "cell_id": cell_id, "tags": [f"{tag}-{step}"]})
+            operations.append(
+                {"op": "set_cell_metadata", "cell_id": cell_id, "tags": [f"{tag}-{step}"]}
+            )
     return operations
 
 
@@ -80,7 +102,9 @@ def check_history(root: Path, file_revision: str | None) -> list[dict]:
     """The history reads back whole; with `file_revision`, it ends there. Its entries."""
     histories = Histories(root)
     (directory,) = [d for d in root.iterdir() if d.is_dir()]
-    history = histories.of(json.loads((directory / "index.json").read_text())["namespace"], NOTEBOOK)
+    history = histories.of(
+        json.loads((directory / "index.json").read_text())["namespace"], NOTEBOOK
+    )
     assert history is not None and history.directory == directory
     entries = history.entries()
     for before, after in itertools.pairwise(entries):
@@ -113,7 +137,10 @@ def run_trials(tmp_path: Path, trials: int, rng_seed: int = 16) -> dict:
             assert listed["revision"] == before
             if landed is not None:
                 # The previous trial's batch is in the history as apply_edits' (its entry, or its pending note).
-                assert listed["entries"][0]["revision"] == landed and listed["entries"][0]["tool"] == "apply_edits"
+                assert (
+                    listed["entries"][0]["revision"] == landed
+                    and listed["entries"][0]["tool"] == "apply_edits"
+                )
             check_history(history_root, before)
             ids = [cell["id"] for cell in json.loads(path.read_text())["cells"]]
             operations = batch(rng, ids, f"t{trial}")
@@ -135,7 +162,9 @@ def run_trials(tmp_path: Path, trials: int, rng_seed: int = 16) -> dict:
                 server.kill()
         figures["trials"] += 1
         now = revision_of(path.read_bytes())
-        assert now in (before, after), f"trial {trial}: the file is neither before nor after the batch"
+        assert now in (before, after), (
+            f"trial {trial}: the file is neither before nor after the batch"
+        )
         nbformat.validate(nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT))
         if answered is not None:
             figures["answered_before_kill"] += 1
@@ -177,7 +206,9 @@ def seed_mixed(path: Path, rng: random.Random) -> None:
     outputs, so that no two runs write the same revision)."""
     notebook = nbformat.v4.new_notebook()
     for index in range(120):
-        notebook.cells.append(nbformat.v4.new_markdown_cell(f"# filler {index}\n" + "text " * rng.randint(10, 300)))
+        notebook.cells.append(
+            nbformat.v4.new_markdown_cell(f"# filler {index}\n" + "text " * rng.randint(10, 300))
+        )
     for index in range(RUN_CELLS):
         source = f"import random, time\ntime.sleep(0.05)\nprint('cell {index}', random.random())"
         notebook.cells.append(nbformat.v4.new_code_cell(source, id=f"run-{index}"))
@@ -187,7 +218,15 @@ def seed_mixed(path: Path, rng: random.Random) -> None:
 def write_outside(path: Path, trial: int) -> str:
     """A person's change, saved in another layout than the server's: its revision."""
     notebook = json.loads(path.read_text())
-    notebook["cells"].insert(0, {"id": f"outside-{trial}", "cell_type": "markdown", "metadata": {}, "source": [f"outside {trial}"]})
+    notebook["cells"].insert(
+        0,
+        {
+            "id": f"outside-{trial}",
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": [f"outside {trial}"],
+        },
+    )
     path.write_text(json.dumps(notebook, indent=2))
     return revision_of(path.read_bytes())
 
@@ -206,13 +245,26 @@ class MixedTrials:
         self.latencies: dict[str, float] = {}
         #: The revision the last undo replaced (what a redo brings back), when it landed.
         self.undone: str | None = None
-        self.figures = {"trials": 0, "changed": 0, "unchanged": 0, "outside_writes": 0, "from_note": 0}
+        self.figures = {
+            "trials": 0,
+            "changed": 0,
+            "unchanged": 0,
+            "outside_writes": 0,
+            "from_note": 0,
+        }
 
     def arguments(self, server: RawServer, kind: str, listed: dict) -> dict | None:
         """The call of `kind` on the notebook as it is now (None: nothing to do)."""
         if kind == "apply_edits":
-            ids = [c["id"] for c in json.loads(self.path.read_text())["cells"] if not c["id"].startswith("run-")]
-            return {"notebook_name": NOTEBOOK, "operations": batch(self.rng, ids, f"k{self.figures['trials']}")[:12]}
+            ids = [
+                c["id"]
+                for c in json.loads(self.path.read_text())["cells"]
+                if not c["id"].startswith("run-")
+            ]
+            return {
+                "notebook_name": NOTEBOOK,
+                "operations": batch(self.rng, ids, f"k{self.figures['trials']}")[:12],
+            }
         if kind == "execute_cell":
             return {"notebook_name": NOTEBOOK, "cell_id": f"run-{self.rng.randrange(RUN_CELLS)}"}
         if kind == "run_cells":
@@ -232,7 +284,9 @@ class MixedTrials:
         listed = server.ok("notebook_history", {"notebook_name": NOTEBOOK, "limit": 2})
         on_disk = revision_of(self.path.read_bytes())
         assert listed["revision"] == on_disk
-        assert listed["entries"][0]["revision"] == on_disk, f"the history's newest entry is not the file: {listed}"
+        assert listed["entries"][0]["revision"] == on_disk, (
+            f"the history's newest entry is not the file: {listed}"
+        )
         check_history(self.history_root, on_disk)
         return server, listed
 
@@ -273,7 +327,9 @@ class MixedTrials:
         try:
             self.warmed(server, kind)
             before = revision_of(self.path.read_bytes())
-            request = server.start("tools/call", {"name": TOOL_OF.get(kind, kind), "arguments": arguments})
+            request = server.start(
+                "tools/call", {"name": TOOL_OF.get(kind, kind), "arguments": arguments}
+            )
             time.sleep(self.rng.uniform(0.2, 2.5) * self.latencies[kind])
             answered = server.poll_answer(request)
         finally:
@@ -301,7 +357,10 @@ class MixedTrials:
                 assert newest["tool"] is None and newest["revision"] == now, listed
             elif changed:
                 # The killed call's own change, from its entry or (killed before it) its pending note.
-                assert newest["tool"] == TOOL_OF.get(kind, kind) and newest["revision"] == now, (kind, listed)
+                assert newest["tool"] == TOOL_OF.get(kind, kind) and newest["revision"] == now, (
+                    kind,
+                    listed,
+                )
                 if answered is None:
                     self.figures["from_note"] += 1
             else:
@@ -327,7 +386,9 @@ def run_mixed_trials(tmp_path: Path, cycles: int, rng_seed: int) -> dict:
     finally:
         if server.process.poll() is None:
             server.kill()
-    trials.figures["ms"] = {kind: round(seconds * 1000) for kind, seconds in trials.latencies.items()}
+    trials.figures["ms"] = {
+        kind: round(seconds * 1000) for kind, seconds in trials.latencies.items()
+    }
     return trials.figures
 
 

@@ -38,16 +38,28 @@ class Change:
 
 #: Every tool that writes a notebook, each with arguments that change it (`ids`: the cells so far).
 CHANGES = (
-    Change("insert_cell", lambda ids: {"cell_index": -1, "cell_type": "code", "cell_source": "y = 1"}),
+    Change(
+        "insert_cell", lambda ids: {"cell_index": -1, "cell_type": "code", "cell_source": "y = 1"}
+    ),
     Change("overwrite_cell_source", lambda ids: {"cell_id": ids["first"], "cell_source": "x = 2"}),
-    Change("edit_cell_source", lambda ids: {"cell_id": ids["first"], "old_string": "x = 2", "new_string": "x = 3"}),
+    Change(
+        "edit_cell_source",
+        lambda ids: {"cell_id": ids["first"], "old_string": "x = 2", "new_string": "x = 3"},
+    ),
     Change("move_cell", lambda ids: {"source_index": 0, "target_index": 1}),
     Change("execute_cell", lambda ids: {"cell_id": ids["first"]}),
     Change("clear_cell_output", lambda ids: {"cell_id": ids["first"]}),
-    Change("insert_execute_code_cell", lambda ids: {"cell_index": -1, "cell_source": "print('ran')"}),
+    Change(
+        "insert_execute_code_cell", lambda ids: {"cell_index": -1, "cell_source": "print('ran')"}
+    ),
     Change("run_cells", lambda ids: {"cells": "all"}),
     Change("clear_outputs", lambda ids: {}),
-    Change("apply_edits", lambda ids: {"operations": [{"op": "insert", "index": 0, "cell_type": "markdown", "source": "# t"}]}),
+    Change(
+        "apply_edits",
+        lambda ids: {
+            "operations": [{"op": "insert", "index": 0, "cell_type": "markdown", "source": "# t"}]
+        },
+    ),
     Change("set_cell_metadata", lambda ids: {"cell_id": ids["first"], "tags": ["kept"]}),
     Change("delete_cell", lambda ids: {"cell_indices": [0]}),
 )
@@ -80,7 +92,9 @@ def unwritable_history(tmp_path: Path, how: str) -> Path:
         blocker.write_text("a file where the history's folder would go\n")
         return blocker / "history"
     if os.geteuid() == 0:
-        pytest.skip("running as root, whom a directory's permissions do not stop (parent-is-a-file covers root)")
+        pytest.skip(
+            "running as root, whom a directory's permissions do not stop (parent-is-a-file covers root)"
+        )
     history = tmp_path / "history"
     history.mkdir()
     history.chmod(stat.S_IRUSR | stat.S_IXUSR)
@@ -96,8 +110,12 @@ async def history_described(client: Client) -> dict[str, Any]:
 def says_history_is_off(result: CallToolResult, tool: str, history: Path) -> None:
     assert not result.is_error, f"{tool} failed: {text_of(result)}"
     structured = result.structured_content or {}
-    assert str(history) in structured.get("history_off", ""), f"{tool}: no history_off in {structured}"
-    assert "History is off" in text_of(result) and str(history) in text_of(result), f"{tool}: {text_of(result)}"
+    assert str(history) in structured.get("history_off", ""), (
+        f"{tool}: no history_off in {structured}"
+    )
+    assert "History is off" in text_of(result) and str(history) in text_of(result), (
+        f"{tool}: {text_of(result)}"
+    )
 
 
 @pytest.mark.parametrize("how", ["parent-is-a-file", "read-only-directory"])
@@ -111,15 +129,25 @@ async def test_every_change_says_history_is_off_and_is_made(tmp_path: Path, how:
             before = await history_described(client)
             assert before["on"] is False and str(history) in before["off"], before
 
-            created = await client.call_tool("use_notebook", {"notebook_name": "a.ipynb", "mode": "create"})
+            created = await client.call_tool(
+                "use_notebook", {"notebook_name": "a.ipynb", "mode": "create"}
+            )
             says_history_is_off(created, "use_notebook", history)
-            first = (await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "x = 1"}))["cell_id"]
+            first = (
+                await ok(
+                    client,
+                    "insert_cell",
+                    {"cell_index": 0, "cell_type": "code", "cell_source": "x = 1"},
+                )
+            )["cell_id"]
             ids = {"first": first}
             for change in CHANGES:
                 bytes_before = path.read_bytes()
                 result = await client.call_tool(change.tool, change.arguments(ids))
                 says_history_is_off(result, change.tool, history)
-                assert path.read_bytes() != bytes_before, f"{change.tool} said it changed the notebook, but did not"
+                assert path.read_bytes() != bytes_before, (
+                    f"{change.tool} said it changed the notebook, but did not"
+                )
             # What needs the history says so, with a code, and writes nothing.
             bytes_before = path.read_bytes()
             refused = await client.call_tool("checkpoint", {"name": "kept"})
@@ -133,8 +161,12 @@ async def test_every_change_says_history_is_off_and_is_made(tmp_path: Path, how:
                 (tmp_path / "blocker").unlink()
             else:
                 history.chmod(stat.S_IRWXU)
-            back = await client.call_tool("insert_cell", {"cell_index": -1, "cell_type": "markdown", "cell_source": "back"})
-            assert not back.is_error and "history_off" not in (back.structured_content or {}), text_of(back)
+            back = await client.call_tool(
+                "insert_cell", {"cell_index": -1, "cell_type": "markdown", "cell_source": "back"}
+            )
+            assert not back.is_error and "history_off" not in (back.structured_content or {}), (
+                text_of(back)
+            )
             assert "History is off" not in text_of(back)
             assert (await history_described(client))["on"] is True
             entries = (await ok(client, "notebook_history", {}))["entries"]

@@ -50,7 +50,9 @@ def deep_json(depth: int, kind: str) -> bytes:
     """A notebook whose metadata nests `depth` deep, written without recursion."""
     opening, closing = ("[", "]") if kind == "list" else ('{"k": ', "}")
     notebook = json.dumps(valid_notebook())
-    return notebook.replace('"metadata": {', '"metadata": {"deep": ' + opening * depth + "1" + closing * depth + ", ", 1).encode()
+    return notebook.replace(
+        '"metadata": {', '"metadata": {"deep": ' + opening * depth + "1" + closing * depth + ", ", 1
+    ).encode()
 
 
 def generated() -> dict[str, bytes]:
@@ -72,18 +74,41 @@ def generated() -> dict[str, bytes]:
         "version-string.ipynb": json.dumps({**base, "nbformat": "4"}).encode(),
         "cells-not-list.ipynb": json.dumps({**base, "cells": {"0": base["cells"][0]}}).encode(),
         "cell-not-object.ipynb": json.dumps({**base, "cells": ["print(1)"]}).encode(),
-        "unknown-cell-type.ipynb": json.dumps({**base, "cells": [{**base["cells"][0], "cell_type": "evil"}]}).encode(),
-        "output-not-list.ipynb": json.dumps({**base, "cells": [base["cells"][0], {**base["cells"][1], "outputs": "x"}]}).encode(),
+        "unknown-cell-type.ipynb": json.dumps(
+            {**base, "cells": [{**base["cells"][0], "cell_type": "evil"}]}
+        ).encode(),
+        "output-not-list.ipynb": json.dumps(
+            {**base, "cells": [base["cells"][0], {**base["cells"][1], "outputs": "x"}]}
+        ).encode(),
         "bad-output-type.ipynb": json.dumps(
-            {**base, "cells": [base["cells"][0], {**base["cells"][1], "outputs": [{"output_type": "evil"}]}]}
+            {
+                **base,
+                "cells": [
+                    base["cells"][0],
+                    {**base["cells"][1], "outputs": [{"output_type": "evil"}]},
+                ],
+            }
         ).encode(),
         "metadata-not-object.ipynb": json.dumps({**base, "metadata": []}).encode(),
-        "duplicate-ids.ipynb": json.dumps({**base, "cells": [base["cells"][0], {**base["cells"][1], "id": base["cells"][0]["id"]}]}).encode(),
+        "duplicate-ids.ipynb": json.dumps(
+            {
+                **base,
+                "cells": [base["cells"][0], {**base["cells"][1], "id": base["cells"][0]["id"]}],
+            }
+        ).encode(),
         "empty-id.ipynb": json.dumps({**base, "cells": [{**base["cells"][0], "id": ""}]}).encode(),
-        "id-with-slash.ipynb": json.dumps({**base, "cells": [{**base["cells"][0], "id": "../../etc"}]}).encode(),
-        "id-too-long.ipynb": json.dumps({**base, "cells": [{**base["cells"][0], "id": "x" * 100}]}).encode(),
-        "id-not-string.ipynb": json.dumps({**base, "cells": [{**base["cells"][0], "id": 7}]}).encode(),
-        "source-number.ipynb": json.dumps({**base, "cells": [{**base["cells"][0], "source": 42}]}).encode(),
+        "id-with-slash.ipynb": json.dumps(
+            {**base, "cells": [{**base["cells"][0], "id": "../../etc"}]}
+        ).encode(),
+        "id-too-long.ipynb": json.dumps(
+            {**base, "cells": [{**base["cells"][0], "id": "x" * 100}]}
+        ).encode(),
+        "id-not-string.ipynb": json.dumps(
+            {**base, "cells": [{**base["cells"][0], "id": 7}]}
+        ).encode(),
+        "source-number.ipynb": json.dumps(
+            {**base, "cells": [{**base["cells"][0], "source": 42}]}
+        ).encode(),
         "deep-list-100000.ipynb": deep_json(100_000, "list"),
         "deep-dict-100000.ipynb": deep_json(100_000, "dict"),
         "duplicate-keys.ipynb": good.replace(b'"nbformat": 4', b'"nbformat": 4, "nbformat": 99', 1),
@@ -116,19 +141,32 @@ class Doors:
             ("read_notebook", {"notebook_name": name, "response_format": "detailed"}),
             ("get_notebook_revision", {"notebook_name": name}),
             ("read_cell", {"notebook_name": name, "cell_index": 0}),
-            ("insert_cell", {"notebook_name": name, "cell_index": 0, "cell_type": "code", "cell_source": "x = 1"}),
+            (
+                "insert_cell",
+                {
+                    "notebook_name": name,
+                    "cell_index": 0,
+                    "cell_type": "code",
+                    "cell_source": "x = 1",
+                },
+            ),
             ("overwrite_cell_source", {"notebook_name": name, "cell_index": 0, "cell_source": "y"}),
             ("delete_cell", {"notebook_name": name, "cell_indices": [0]}),
             ("move_cell", {"notebook_name": name, "source_index": 0, "target_index": 1}),
             ("clear_cell_output", {"notebook_name": name, "cell_index": 0}),
             ("use_notebook", {"notebook_name": name, "kernel_name": NO_KERNEL}),
             ("execute_cell", {"notebook_name": name, "cell_index": 0, "timeout": 5}),
-            ("insert_execute_code_cell", {"notebook_name": name, "cell_index": -1, "cell_source": "1", "timeout": 5}),
+            (
+                "insert_execute_code_cell",
+                {"notebook_name": name, "cell_index": -1, "cell_source": "1", "timeout": 5},
+            ),
         ]
         for tool, arguments in calls:
             answers.append((tool, server.call(tool, arguments)))
             self.calls += 1
-        answer = server.wait(server.start("resources/read", {"uri": f"notebook:///{name}"}), timeout=60)
+        answer = server.wait(
+            server.start("resources/read", {"uri": f"notebook:///{name}"}), timeout=60
+        )
         answers.append(("resources/read", answer))
         self.calls += 1
         return answers
@@ -139,14 +177,22 @@ def assert_refused_untouched(doors: Doors, workspace: Path, name: str, data: byt
     before = path.stat().st_mtime_ns
     for door, answer in doors.all(name):
         if door == "resources/read":
-            assert "error" in answer, f"{name}: resources/read served a broken notebook: {str(answer)[:300]}"
+            assert "error" in answer, (
+                f"{name}: resources/read served a broken notebook: {str(answer)[:300]}"
+            )
             message = answer["error"]["message"]
             assert message.startswith("invalid_argument:") and name in message, (name, message)
             continue
-        assert answer.get("isError"), f"{name}: {door} succeeded on a broken notebook: {str(answer)[:300]}"
+        assert answer.get("isError"), (
+            f"{name}: {door} succeeded on a broken notebook: {str(answer)[:300]}"
+        )
         assert error_code(answer) == "invalid_argument", (name, door, answer)
         text = text_of(answer)
-        assert name in text and "not a valid notebook" in text and "untouched" in text, (name, door, text)
+        assert name in text and "not a valid notebook" in text and "untouched" in text, (
+            name,
+            door,
+            text,
+        )
     assert path.read_bytes() == data, f"{name} was changed"
     assert path.stat().st_mtime_ns == before, f"{name} was rewritten"
     assert sorted(p.name for p in workspace.iterdir() if p.name.endswith(".jmcp-tmp")) == []
@@ -158,7 +204,9 @@ def assert_refused_untouched(doors: Doors, workspace: Path, name: str, data: byt
 def doors(tmp_path_factory: pytest.TempPathFactory):
     workspace = tmp_path_factory.mktemp("hostile-notebooks")
     (workspace / "good.ipynb").write_text(json.dumps(valid_notebook()))
-    with RawServer(workspace, *SERVER_ARGS, stderr=workspace.parent / "hostile-notebooks.log") as server:
+    with RawServer(
+        workspace, *SERVER_ARGS, stderr=workspace.parent / "hostile-notebooks.log"
+    ) as server:
         yield Doors(server), workspace
         assert server.process.poll() is None
 
@@ -177,7 +225,9 @@ def test_the_invalid_nbformat_notebooks(doors, name) -> None:
     if not refused:
         pytest.skip(f"{CORPUS} is not beside this checkout")
     opener, workspace = doors
-    assert {"invalid.ipynb", "invalid_cell_id.ipynb", "invalid_unique_cell_id.ipynb"} <= {p.name for p in refused}
+    assert {"invalid.ipynb", "invalid_cell_id.ipynb", "invalid_unique_cell_id.ipynb"} <= {
+        p.name for p in refused
+    }
     for source in refused:
         shutil.copyfile(source, workspace / source.name)
         assert_refused_untouched(opener, workspace, source.name, source.read_bytes())
@@ -191,7 +241,9 @@ def test_generated_broken_notebooks(doors, name: str) -> None:
     assert_refused_untouched(opener, workspace, name, data)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(cut=st.integers(min_value=0, max_value=10_000))
 def test_truncated_at_any_byte(doors, cut: int) -> None:
     opener, workspace = doors
@@ -209,7 +261,8 @@ def test_special_files_named_like_notebooks(doors) -> None:
         answer = opener.server.call("read_notebook", {"notebook_name": name})
         assert error_code(answer) in ("invalid_path", "invalid_argument"), answer
         answer = opener.server.call(
-            "insert_cell", {"notebook_name": name, "cell_index": 0, "cell_type": "raw", "cell_source": "x"}
+            "insert_cell",
+            {"notebook_name": name, "cell_index": 0, "cell_type": "raw", "cell_source": "x"},
         )
         assert error_code(answer) in ("invalid_path", "invalid_argument"), answer
     assert (workspace / "fifo.ipynb").is_fifo() and (workspace / "folder.ipynb").is_dir()
@@ -243,7 +296,8 @@ def test_deep_but_parseable_nesting_is_handled(doors) -> None:
                 assert (workspace / name).read_bytes() == data
                 continue
             edited = opener.server.call(
-                "insert_cell", {"notebook_name": name, "cell_index": 0, "cell_type": "raw", "cell_source": "x"}
+                "insert_cell",
+                {"notebook_name": name, "cell_index": 0, "cell_type": "raw", "cell_source": "x"},
             )
             assert not edited.get("isError") or error_code(edited) == "invalid_argument", edited
             _still_valid(workspace / name)
@@ -264,12 +318,23 @@ def test_a_huge_single_output_reads_with_a_bounded_answer(doors) -> None:
     ):
         result = opener.server.ok("read_notebook", arguments, timeout=120)
         assert result["cell_count"] == 2
-    read = opener.server.call("read_cell", {"notebook_name": "huge.ipynb", "cell_index": 0}, timeout=120)
+    read = opener.server.call(
+        "read_cell", {"notebook_name": "huge.ipynb", "cell_index": 0}, timeout=120
+    )
     # structuredContent carries the output as stored; content cuts it and links to the whole.
-    assert len(json.dumps(read["content"])) < 1024 * 1024, "a 40 MB output came back inline in content"
-    assert any(block.get("type") == "resource_link" or "notebook-output" in json.dumps(block) for block in read["content"])
+    assert len(json.dumps(read["content"])) < 1024 * 1024, (
+        "a 40 MB output came back inline in content"
+    )
+    assert any(
+        block.get("type") == "resource_link" or "notebook-output" in json.dumps(block)
+        for block in read["content"]
+    )
     # An edit elsewhere keeps the output, byte for byte.
-    opener.server.ok("overwrite_cell_source", {"notebook_name": "huge.ipynb", "cell_index": 1, "cell_source": "edited"}, timeout=120)
+    opener.server.ok(
+        "overwrite_cell_source",
+        {"notebook_name": "huge.ipynb", "cell_index": 1, "cell_source": "edited"},
+        timeout=120,
+    )
     stored = nbformat.read(workspace / "huge.ipynb", as_version=4)
     assert len("".join(stored.cells[0].outputs[0]["text"])) == 40 * 1024 * 1024
     grown = rss_bytes(opener.server.pid) - rss_before

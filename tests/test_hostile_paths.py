@@ -41,26 +41,74 @@ NO_KERNEL = "no-such-kernelspec"
 REFUSALS = {"invalid_path", "not_found", "invalid_argument", "already_exists"}
 
 DOTS = [
-    "..", ".", "...", "%2e%2e", "%2E%2E", ".%2e", "%2e.", "%252e%252e", "..%2f", "..%2F", "%2e%2e%2f",
-    "..%5c", "..\\", "\\..", "..;", "..%00", "\uff0e\uff0e", "\u2025", "\u2024\u2024", "．.", "..\u200b",
-    ". .", "..\n", "\u002e\u002e", "..//", "./..", "%2e%2e%5c",
+    "..",
+    ".",
+    "...",
+    "%2e%2e",
+    "%2E%2E",
+    ".%2e",
+    "%2e.",
+    "%252e%252e",
+    "..%2f",
+    "..%2F",
+    "%2e%2e%2f",
+    "..%5c",
+    "..\\",
+    "\\..",
+    "..;",
+    "..%00",
+    "\uff0e\uff0e",
+    "\u2025",
+    "\u2024\u2024",
+    "．.",
+    "..\u200b",
+    ". .",
+    "..\n",
+    "\u002e\u002e",
+    "..//",
+    "./..",
+    "%2e%2e%5c",
 ]
 SEPARATORS = ["/", "\\", "//", "%2f", "%2F", "%5c", "\u2215", "\uff0f", "/./"]
 PREFIXES = ["", "", "", "/", "//", "\\", "C:", "c:\\", "~/", "file:", "\\\\?\\", "/proc/self/cwd/"]
 NAMES = [
-    "nb.ipynb", "inside", "escape", "canary.ipynb", "loop", "alias", "alias/real.ipynb", "new.ipynb",
-    "caf\u00e9.ipynb", "cafe\u0301.ipynb", "\u212b.ipynb", "\u00c5.ipynb", "A\u030a.ipynb",
-    "\x00", "a\x00.ipynb", "%00", "x" * 256, "y" * 255 + ".ipynb", "é" * 200, "$HOME", "%HOME%", "*", "?",
-    SECRET_NAME, "leak-5d1c", "escape/" + SECRET_NAME,
+    "nb.ipynb",
+    "inside",
+    "escape",
+    "canary.ipynb",
+    "loop",
+    "alias",
+    "alias/real.ipynb",
+    "new.ipynb",
+    "caf\u00e9.ipynb",
+    "cafe\u0301.ipynb",
+    "\u212b.ipynb",
+    "\u00c5.ipynb",
+    "A\u030a.ipynb",
+    "\x00",
+    "a\x00.ipynb",
+    "%00",
+    "x" * 256,
+    "y" * 255 + ".ipynb",
+    "é" * 200,
+    "$HOME",
+    "%HOME%",
+    "*",
+    "?",
+    SECRET_NAME,
+    "leak-5d1c",
+    "escape/" + SECRET_NAME,
 ]
 SUFFIXES = ["", ".ipynb", ".py", ".IPYNB", "/nb.ipynb", "/" + SECRET_NAME, ".ipynb/..", "%2eipynb"]
 
 segments = st.one_of(st.sampled_from(DOTS), st.sampled_from(NAMES), st.text(max_size=12))
 hostile_paths = st.builds(
-    lambda prefix, parts, separators, suffix: prefix
-    + "".join(part + separator for part, separator in zip(parts, separators, strict=False))
-    + (parts[-1] if parts else "")
-    + suffix,
+    lambda prefix, parts, separators, suffix: (
+        prefix
+        + "".join(part + separator for part, separator in zip(parts, separators, strict=False))
+        + (parts[-1] if parts else "")
+        + suffix
+    ),
     st.sampled_from(PREFIXES),
     st.lists(segments, min_size=1, max_size=6),
     st.lists(st.sampled_from(SEPARATORS), min_size=6, max_size=6),
@@ -83,7 +131,10 @@ def snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
     found = {}
     for entry in sorted(directory.rglob("*")):
         status = entry.lstat()
-        found[str(entry.relative_to(directory))] = (entry.read_bytes() if entry.is_file() else b"", status.st_mtime_ns)
+        found[str(entry.relative_to(directory))] = (
+            entry.read_bytes() if entry.is_file() else b"",
+            status.st_mtime_ns,
+        )
     return found
 
 
@@ -141,7 +192,9 @@ class Watch:
         self.codes[code] = self.codes.get(code, 0) + 1
 
 
-def ask(server: RawServer, watch: Watch, method: str, params: dict[str, Any], what: str) -> dict[str, Any]:
+def ask(
+    server: RawServer, watch: Watch, method: str, params: dict[str, Any], what: str
+) -> dict[str, Any]:
     answer = server.wait(server.start(method, params), timeout=30)
     watch.check(answer, what)
     return answer
@@ -153,9 +206,20 @@ def exercise(server: RawServer, watch: Watch, path: str) -> None:
         # A kernelspec that does not exist: the path is checked, read or created
         # first, and no kernel is started (the kernel's not_found comes last).
         ("use_notebook", {"notebook_name": path, "mode": "connect", "kernel_name": NO_KERNEL}),
-        ("use_notebook", {"notebook_name": "n", "notebook_path": path, "mode": "create", "kernel_name": NO_KERNEL}),
+        (
+            "use_notebook",
+            {
+                "notebook_name": "n",
+                "notebook_path": path,
+                "mode": "create",
+                "kernel_name": NO_KERNEL,
+            },
+        ),
         ("read_notebook", {"notebook_name": path}),
-        ("insert_cell", {"notebook_name": path, "cell_index": -1, "cell_type": "raw", "cell_source": "x"}),
+        (
+            "insert_cell",
+            {"notebook_name": path, "cell_index": -1, "cell_type": "raw", "cell_source": "x"},
+        ),
         ("list_files", {"path": path, "max_depth": 2}),
         ("list_files", {"path": "", "max_depth": 3, "pattern": path}),
     ]
@@ -178,8 +242,11 @@ def hostile(tmp_path_factory: pytest.TempPathFactory):
     assert snapshot(outside) == before, "something outside the workspace changed"
 
 
-@settings(max_examples=int(os.environ.get("HOSTILE_PATH_EXAMPLES", "250")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("HOSTILE_PATH_EXAMPLES", "250")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(path=hostile_paths)
 def test_generated_paths_never_leave_the_workspace(hostile, path: str) -> None:
     server, watch, workspace, _outside = hostile
@@ -196,10 +263,18 @@ def test_generated_paths_never_leave_the_workspace(hostile, path: str) -> None:
 def test_the_generated_run_covered_refusals_and_successes(hostile) -> None:
     # Runs after the property (file order): the figures docs/reliability.md reports.
     server, watch, _workspace, _outside = hostile
-    for path in ["nb.ipynb", "alias/real.ipynb", "inside/../nb.ipynb", "escape/" + SECRET_NAME, "canary.ipynb"]:
+    for path in [
+        "nb.ipynb",
+        "alias/real.ipynb",
+        "inside/../nb.ipynb",
+        "escape/" + SECRET_NAME,
+        "canary.ipynb",
+    ]:
         exercise(server, watch, path)
     assert watch.successes > 0 and watch.codes.get("invalid_path", 0) > 0
-    print(f"\nhostile paths: {watch.requests} requests, outcomes {dict(sorted(watch.codes.items()))}")
+    print(
+        f"\nhostile paths: {watch.requests} requests, outcomes {dict(sorted(watch.codes.items()))}"
+    )
 
 
 def test_a_directory_swapped_for_a_symlink_mid_request(tmp_path: Path) -> None:
@@ -234,17 +309,57 @@ def test_a_directory_swapped_for_a_symlink_mid_request(tmp_path: Path) -> None:
         try:
             for index in range(rounds):
                 calls = [
-                    ("tools/call", {"name": "read_notebook", "arguments": {"notebook_name": "swap/nb.ipynb"}}),
-                    ("tools/call", {"name": "read_cell", "arguments": {"notebook_name": "swap/nb.ipynb", "cell_index": 0}}),
-                    ("tools/call", {"name": "insert_cell", "arguments": {
-                        "notebook_name": "swap/nb.ipynb", "cell_index": -1, "cell_type": "raw", "cell_source": f"r{index}"}}),
-                    ("tools/call", {"name": "get_notebook_revision", "arguments": {"notebook_name": "swap/nb.ipynb"}}),
-                    ("tools/call", {"name": "list_files", "arguments": {"path": "swap", "max_depth": 2}}),
-                    ("tools/call", {"name": "list_files", "arguments": {"path": "", "max_depth": 3}}),
+                    (
+                        "tools/call",
+                        {"name": "read_notebook", "arguments": {"notebook_name": "swap/nb.ipynb"}},
+                    ),
+                    (
+                        "tools/call",
+                        {
+                            "name": "read_cell",
+                            "arguments": {"notebook_name": "swap/nb.ipynb", "cell_index": 0},
+                        },
+                    ),
+                    (
+                        "tools/call",
+                        {
+                            "name": "insert_cell",
+                            "arguments": {
+                                "notebook_name": "swap/nb.ipynb",
+                                "cell_index": -1,
+                                "cell_type": "raw",
+                                "cell_source": f"r{index}",
+                            },
+                        },
+                    ),
+                    (
+                        "tools/call",
+                        {
+                            "name": "get_notebook_revision",
+                            "arguments": {"notebook_name": "swap/nb.ipynb"},
+                        },
+                    ),
+                    (
+                        "tools/call",
+                        {"name": "list_files", "arguments": {"path": "swap", "max_depth": 2}},
+                    ),
+                    (
+                        "tools/call",
+                        {"name": "list_files", "arguments": {"path": "", "max_depth": 3}},
+                    ),
                     ("resources/read", {"uri": "notebook:///swap/nb.ipynb"}),
-                    ("tools/call", {"name": "use_notebook", "arguments": {
-                        "notebook_name": f"n{index}", "notebook_path": f"swap/new-{index}.ipynb", "mode": "create",
-                        "kernel_name": NO_KERNEL}}),
+                    (
+                        "tools/call",
+                        {
+                            "name": "use_notebook",
+                            "arguments": {
+                                "notebook_name": f"n{index}",
+                                "notebook_path": f"swap/new-{index}.ipynb",
+                                "mode": "create",
+                                "kernel_name": NO_KERNEL,
+                            },
+                        },
+                    ),
                 ]
                 # All in flight at once, so checks and uses interleave with the swaps.
                 ids = [server.start(method, params) for method, params in calls]
@@ -260,5 +375,10 @@ def test_a_directory_swapped_for_a_symlink_mid_request(tmp_path: Path) -> None:
     assert snapshot(outside) == before, "something outside the workspace changed"
     assert swaps[0] > rounds, "the swapper hardly ran"
     # The race was real: some calls found the directory, some the symlink.
-    assert watch.successes > 0 and watch.codes.get("invalid_path", 0) + watch.codes.get("not_found", 0) > 0
-    print(f"\nswap race: {swaps[0]} swaps, {watch.requests} requests, outcomes {dict(sorted(watch.codes.items()))}")
+    assert (
+        watch.successes > 0
+        and watch.codes.get("invalid_path", 0) + watch.codes.get("not_found", 0) > 0
+    )
+    print(
+        f"\nswap race: {swaps[0]} swaps, {watch.requests} requests, outcomes {dict(sorted(watch.codes.items()))}"
+    )

@@ -54,7 +54,11 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "walls", "version": "0"}},
+    "params": {
+        "protocolVersion": LEGACY,
+        "capabilities": {},
+        "clientInfo": {"name": "walls", "version": "0"},
+    },
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
@@ -91,12 +95,18 @@ def http_server(root: Path, site: Path, *args: str, **env: str) -> Iterator[Http
     workspace.mkdir(parents=True)
     log, markers = root / "server.log", root / "markers"
     port = free_port()
-    command = server_command(workspace, "--transport", "streamable-http", "--port", str(port), *args)
+    command = server_command(
+        workspace, "--transport", "streamable-http", "--port", str(port), *args
+    )
     environment = server_environment(
-        PYTHONPATH=python_path(site), FIXTURE_MARKERS=str(markers), **{"JUPYTER_MCP_EXTENSIONS": ONLY_OURS, **env}
+        PYTHONPATH=python_path(site),
+        FIXTURE_MARKERS=str(markers),
+        **{"JUPYTER_MCP_EXTENSIONS": ONLY_OURS, **env},
     )
     with log.open("wb") as stderr:
-        process = subprocess.Popen(command, env=environment, cwd=root, stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(
+            command, env=environment, cwd=root, stdout=subprocess.DEVNULL, stderr=stderr
+        )
     server = HttpServer(process, port, workspace, log, markers)
     try:
         wait_until_healthy(process, server.base, server.log_text)
@@ -115,7 +125,9 @@ def http_server(root: Path, site: Path, *args: str, **env: str) -> Iterator[Http
 def server(extensions_site, tmp_path_factory) -> Iterator[HttpServer]:
     """The server most tests share: every fixture installed, gateway taking a tool off."""
     root = tmp_path_factory.mktemp("http")
-    with http_server(root, extensions_site, "--capability", "kernel.prestart=off", FIXTURE_TAKE_OFF=TAKEN_OFF) as running:
+    with http_server(
+        root, extensions_site, "--capability", "kernel.prestart=off", FIXTURE_TAKE_OFF=TAKEN_OFF
+    ) as running:
         yield running
 
 
@@ -133,7 +145,11 @@ async def connect(
             sessions.append(response.headers["mcp-session-id"])
 
     async with (
-        httpx2.AsyncClient(headers=headers or {}, timeout=httpx2.Timeout(30, read=120), event_hooks={"response": [remember]}) as http,
+        httpx2.AsyncClient(
+            headers=headers or {},
+            timeout=httpx2.Timeout(30, read=120),
+            event_hooks={"response": [remember]},
+        ) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
@@ -179,7 +195,10 @@ async def test_healthz_and_toolsets_say_what_is_served(server):
     assert set(toolsets["notebooks"]["tools"]) == CORE_TOOLS - {TAKEN_OFF}
     assert toolsets["my-extension"]["tools"] == ["my_tool"]
     assert toolsets["extras"]["tools"] == [] and toolsets["lazy"]["tools"] == []
-    assert toolsets["introspection"]["tools"] == [] and "list_variables" in toolsets["introspection"]["offered"]
+    assert (
+        toolsets["introspection"]["tools"] == []
+        and "list_variables" in toolsets["introspection"]["offered"]
+    )
     assert toolsets["runs"]["tools"] == [] and "run_cells" in toolsets["runs"]["offered"]
     assert toolsets["history"]["tools"] == [] and "apply_edits" in toolsets["history"]["offered"]
     reported = {tool for entry in toolsets.values() for tool in entry["tools"]}
@@ -213,12 +232,16 @@ async def test_a_built_server_is_furnished(server):
         assert text_of(await client.call_tool("extra_tool", {})) == "extra"
         advertised = json.loads((await client.read_resource("capabilities://")).contents[0].text)
         assert "myext.snapshots" in advertised["capabilities"]
-        described = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
+        described = json.loads(
+            (await client.read_resource("jupymcp://capabilities")).contents[0].text
+        )
         assert described["schema_version"] == "1.0"
         templates = (await client.list_resource_templates()).resource_templates
         assert any(t.uri_template.startswith("notebook:///") for t in templates)
         # And fx-optin, which is part of this selection, added its own resource.
-        assert (await client.read_resource("fixture://extras")).contents[0].text == "extras resource"
+        assert (await client.read_resource("fixture://extras")).contents[
+            0
+        ].text == "extras resource"
 
 
 async def test_both_protocol_generations(server):
@@ -233,16 +256,25 @@ async def test_both_protocol_generations(server):
 
 
 async def test_two_clients_with_different_selections_at_once(server):
-    async with connect(server.url("only=notebooks"), "legacy") as core, connect(server.url("extras"), "legacy") as wide:
+    async with (
+        connect(server.url("only=notebooks"), "legacy") as core,
+        connect(server.url("extras"), "legacy") as wide,
+    ):
         core_tools, wide_tools = await asyncio.gather(names(core), names(wide))
         assert core_tools == CORE_TOOLS
         assert wide_tools == DEFAULT_TOOLS | {"extra_tool"}
-        listed, extra = await asyncio.gather(ok(core, "list_files"), wide.call_tool("extra_tool", {}))
+        listed, extra = await asyncio.gather(
+            ok(core, "list_files"), wide.call_tool("extra_tool", {})
+        )
         assert "files" in listed and text_of(extra) == "extra"
         assert await names(core) == CORE_TOOLS
-        assert (await wide.call_tool("interrupt_notebook_session", {"notebook_name": "x.ipynb"})).is_error
+        assert (
+            await wide.call_tool("interrupt_notebook_session", {"notebook_name": "x.ipynb"})
+        ).is_error
         # An extension's resources go where its toolsets do.
-        core_resources, wide_resources = await asyncio.gather(core.list_resources(), wide.list_resources())
+        core_resources, wide_resources = await asyncio.gather(
+            core.list_resources(), wide.list_resources()
+        )
         assert "fixture://extras" not in {str(r.uri) for r in core_resources.resources}
         assert "fixture://extras" in {str(r.uri) for r in wide_resources.resources}
 
@@ -256,11 +288,15 @@ async def test_a_session_survives_other_selections_and_an_extension_waking(serve
     async with connect(server.url(), "legacy", sessions=sessions) as early:
         before = await names(early)
         assert "lazy_tool" not in before
-        assert text_of(await early.call_tool("my_tool", {"argument": "before"})).startswith("before @")
+        assert text_of(await early.call_tool("my_tool", {"argument": "before"})).startswith(
+            "before @"
+        )
 
         # Another client selects something else: the early session is untouched.
         assert await served_at(server.url("only=extras"), "legacy") == {"extra_tool"}
-        assert text_of(await early.call_tool("my_tool", {"argument": "between"})).startswith("between @")
+        assert text_of(await early.call_tool("my_tool", {"argument": "between"})).startswith(
+            "between @"
+        )
 
         # Another client wakes fx-lazy, which changes what the host offers.
         async with connect(server.url("lazy"), "legacy") as waker:
@@ -269,10 +305,14 @@ async def test_a_session_survives_other_selections_and_an_extension_waking(serve
         assert "start:fx-lazy" in started()
 
         # The early client goes on in the same session, with the tools it had.
-        assert text_of(await early.call_tool("my_tool", {"argument": "after"})).startswith("after @")
+        assert text_of(await early.call_tool("my_tool", {"argument": "after"})).startswith(
+            "after @"
+        )
         assert await names(early) == before
         assert (await ok(early, "list_kernels"))["kernels"] == []
-    assert sessions and len(set(sessions)) == 1, f"the early client changed sessions: {set(sessions)}"
+    assert sessions and len(set(sessions)) == 1, (
+        f"the early client changed sessions: {set(sessions)}"
+    )
 
     # Clients arriving afterwards get servers built with fx-lazy awake.
     assert "lazy_tool" in await served_at(server.url("only=lazy"))
@@ -295,7 +335,12 @@ def test_host_origin_and_size_are_checked(server):
     toolsets = f"{server.base}/toolsets"
 
     # Host: another site's name, and names that resolve here but are not ours (DNS rebinding).
-    for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1.nip.io:{port}", f"localhost.evil.example:{port}"):
+    for host in (
+        "evil.example",
+        f"evil.example:{port}",
+        f"127.0.0.1.nip.io:{port}",
+        f"localhost.evil.example:{port}",
+    ):
         assert httpx.get(toolsets, headers={"Host": host}).status_code == 421, host
         refused = httpx.post(server.url(), headers={**MCP_HEADERS, "Host": host}, json=INITIALIZE)
         assert refused.status_code == 421, host
@@ -305,10 +350,17 @@ def test_host_origin_and_size_are_checked(server):
     # Origin: a foreign page is refused, and so is an opaque origin; this server's own is fine.
     for origin in ("http://evil.example", f"http://evil.example:{port}", "null"):
         assert httpx.get(toolsets, headers={"Origin": origin}).status_code == 403, origin
-        assert httpx.post(server.url(), headers={**MCP_HEADERS, "Origin": origin}, json=INITIALIZE).status_code == 403
+        assert (
+            httpx.post(
+                server.url(), headers={**MCP_HEADERS, "Origin": origin}, json=INITIALIZE
+            ).status_code
+            == 403
+        )
     for origin in (f"http://localhost:{port}", f"http://127.0.0.1:{port}"):
         assert httpx.get(toolsets, headers={"Origin": origin}).status_code == 200, origin
-        allowed = httpx.post(server.url(), headers={**MCP_HEADERS, "Origin": origin}, json=INITIALIZE)
+        allowed = httpx.post(
+            server.url(), headers={**MCP_HEADERS, "Origin": origin}, json=INITIALIZE
+        )
         assert allowed.status_code == 200, (origin, allowed.text)
         session = allowed.headers.get("mcp-session-id")
         if session:
@@ -324,27 +376,58 @@ def test_host_origin_and_size_are_checked(server):
 
 
 async def test_bearer_token(extensions_site, tmp_path):
-    with http_server(tmp_path, extensions_site, "--mcp-token", "s3cret", "--capability", "kernel.prestart=off") as running:
-        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}, {"Authorization": "s3cret"}):
-            assert httpx.get(f"{running.base}/toolsets", headers=headers).status_code == 401, headers
-            assert httpx.post(running.url(), headers={**MCP_HEADERS, **headers}, json=INITIALIZE).status_code == 401
+    with http_server(
+        tmp_path, extensions_site, "--mcp-token", "s3cret", "--capability", "kernel.prestart=off"
+    ) as running:
+        for headers in (
+            {},
+            {"Authorization": "Bearer wrong"},
+            {"Authorization": "Basic s3cret"},
+            {"Authorization": "s3cret"},
+        ):
+            assert httpx.get(f"{running.base}/toolsets", headers=headers).status_code == 401, (
+                headers
+            )
+            assert (
+                httpx.post(
+                    running.url(), headers={**MCP_HEADERS, **headers}, json=INITIALIZE
+                ).status_code
+                == 401
+            )
         health = httpx.get(f"{running.base}/healthz")
         assert health.status_code == 200 and health.json() == {"status": "ok"}
-        assert httpx.get(f"{running.base}/toolsets", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert (
+            httpx.get(
+                f"{running.base}/toolsets", headers={"Authorization": "Bearer s3cret"}
+            ).status_code
+            == 200
+        )
 
         for mode in ("legacy", "auto"):
-            async with connect(running.url(), mode, headers={"Authorization": "Bearer s3cret"}) as client:
+            async with connect(
+                running.url(), mode, headers={"Authorization": "Bearer s3cret"}
+            ) as client:
                 assert await names(client) == CORE_TOOLS | {"my_tool", "gateway_tool"}
                 answered = await client.call_tool("my_tool", {"argument": "authorized"})
                 assert text_of(answered).startswith("authorized @")
         with pytest.raises(Exception):  # noqa: B017 - whatever the SDK raises for a 401
-            async with connect(running.url(), "legacy", headers={"Authorization": "Bearer wrong"}) as client:
+            async with connect(
+                running.url(), "legacy", headers={"Authorization": "Bearer wrong"}
+            ) as client:
                 await client.list_tools()
 
 
 def test_binding_beyond_loopback_needs_a_token(tmp_path):
     refused = subprocess.run(
-        server_command(tmp_path, "--transport", "streamable-http", "--host", "0.0.0.0", "--port", str(free_port())),
+        server_command(
+            tmp_path,
+            "--transport",
+            "streamable-http",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+        ),
         env=server_environment(JUPYTER_MCP_TOKEN=""),
         capture_output=True,
         text=True,
@@ -377,7 +460,9 @@ async def test_sigterm_stops_kernels_and_extensions(extensions_site, tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-async def test_a_sessions_subscriptions_end_with_it_and_sigterm_exits_promptly(extensions_site, tmp_path):
+async def test_a_sessions_subscriptions_end_with_it_and_sigterm_exits_promptly(
+    extensions_site, tmp_path
+):
     """A client that subscribed and left without unsubscribing keeps nothing watched, and
     SIGTERM stops the server within seconds with a subscriber still connected."""
     with http_server(tmp_path, extensions_site, JUPYTER_MCP_LOG_LEVEL="DEBUG") as running:

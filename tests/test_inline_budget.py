@@ -28,7 +28,10 @@ def test_budget_bounds_and_refusals():
     for bad in (0, MIN_OUTPUT_CHARS - 1, MAX_OUTPUT_CHARS + 1):
         with pytest.raises(ToolFailure) as refused:
             budget_of(16_384, bad)
-        assert refused.value.code == "invalid_argument" and str(MIN_OUTPUT_CHARS) in refused.value.message
+        assert (
+            refused.value.code == "invalid_argument"
+            and str(MIN_OUTPUT_CHARS) in refused.value.message
+        )
 
 
 def test_allot_gives_short_texts_whole_and_shares_the_rest():
@@ -52,19 +55,28 @@ def test_head_and_tail_says_what_it_left_out():
 
 
 def test_many_outputs_never_exceed_a_small_budget():
-    outputs = [{"output_type": "stream", "name": "stdout", "text": f"{i}\n" * 500} for i in range(60)]
+    outputs = [
+        {"output_type": "stream", "name": "stdout", "text": f"{i}\n" * 500} for i in range(60)
+    ]
     uri = "notebook-output:///some/long/path/to/a/notebook.ipynb?cell=abcdef&output={}"
     for budget in (1024, 4000, 16_384):
         blocks = output_blocks(outputs, uri.format, InlineLimits(budget_chars=budget))
         assert sum(len(b.text) for b in blocks if isinstance(b, TextContent)) <= budget
         assert len([b for b in blocks if isinstance(b, ResourceLink)]) == 60
-    assert head_and_tail("x" * 5000, 120, "scratch-output:///k?output=0").startswith("[jupyter-mcp-server: 5000 characters left out")
+    assert head_and_tail("x" * 5000, 120, "scratch-output:///k?output=0").startswith(
+        "[jupyter-mcp-server: 5000 characters left out"
+    )
 
 
 def test_html_tables_read_as_markdown_with_their_shape():
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame({"a": [1, 2, 3], "b|c": ["x", "y", "z"]})
-    text = output_text({"output_type": "execute_result", "data": {"text/html": frame._repr_html_(), "text/plain": str(frame)}})
+    text = output_text(
+        {
+            "output_type": "execute_result",
+            "data": {"text/html": frame._repr_html_(), "text/plain": str(frame)},
+        }
+    )
     assert text is not None
     lines = text.splitlines()
     assert lines[0] == "Table: 3 rows × 2 columns", "the index is not one of its columns"
@@ -76,8 +88,14 @@ def test_html_tables_read_as_markdown_with_their_shape():
 
 
 def test_other_outputs_read_plainly():
-    assert html_as_text("<div><b>Hi</b> there<script>x()</script><p>next</p></div>") == "Hi there\nnext"
-    assert output_text({"output_type": "display_data", "data": {"application/json": {"a": [1, 2]}}}) == '{"a":[1,2]}'
+    assert (
+        html_as_text("<div><b>Hi</b> there<script>x()</script><p>next</p></div>")
+        == "Hi there\nnext"
+    )
+    assert (
+        output_text({"output_type": "display_data", "data": {"application/json": {"a": [1, 2]}}})
+        == '{"a":[1,2]}'
+    )
     assert plain("\x1b[31mred\x1b[0m 10%\r 50%\r100%\ndone") == "100%\ndone"
     assert output_text({"output_type": "stream", "text": ["a\r", "b\n"]}) == "b\n"
 
@@ -86,7 +104,9 @@ def png(width: int, height: int) -> str:
     from PIL import Image
 
     image = Image.new("RGB", (width, height))
-    image.putdata([((x * 7) % 256, (y * 3) % 256, (x * y) % 256) for y in range(height) for x in range(width)])
+    image.putdata(
+        [((x * 7) % 256, (y * 3) % 256, (x * y) % 256) for y in range(height) for x in range(width)]
+    )
     buffer = io.BytesIO()
     image.save(buffer, "PNG")
     return base64.b64encode(buffer.getvalue()).decode()
@@ -97,10 +117,22 @@ def test_outputs_share_the_budget_and_large_images_shrink():
     outputs = [
         {"output_type": "stream", "name": "stdout", "text": "x\n" * 50_000},
         {"output_type": "stream", "name": "stderr", "text": "short\n"},
-        {"output_type": "display_data", "data": {"image/png": png(1600, 1200), "text/plain": "<Figure>"}, "metadata": {}},
+        {
+            "output_type": "display_data",
+            "data": {"image/png": png(1600, 1200), "text/plain": "<Figure>"},
+            "metadata": {},
+        },
     ]
-    blocks = output_blocks(outputs, lambda i: f"scratch-output:///k?output={i}", InlineLimits(image_bytes=200_000, budget_chars=2000))
-    texts = [b.text for b in blocks if isinstance(b, TextContent) and not b.text.startswith("[jupyter-mcp-server: image")]
+    blocks = output_blocks(
+        outputs,
+        lambda i: f"scratch-output:///k?output={i}",
+        InlineLimits(image_bytes=200_000, budget_chars=2000),
+    )
+    texts = [
+        b.text
+        for b in blocks
+        if isinstance(b, TextContent) and not b.text.startswith("[jupyter-mcp-server: image")
+    ]
     assert sum(map(len, texts)) <= 2000 and "short\n" in texts
     image = next(b for b in blocks if isinstance(b, ImageContent))
     assert len(image.data) <= 200_000
@@ -116,13 +148,22 @@ def test_scratch_outputs_are_bounded_and_expire():
 
     def outputs(n: int, size: int) -> list[dict]:
         # Incompressible text, so the compressed size is about `size`.
-        return [{"n": n, "text": "".join(noise.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(size))}]
+        return [
+            {
+                "n": n,
+                "text": "".join(
+                    noise.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(size)
+                ),
+            }
+        ]
 
     store = ScratchOutputs(max_executions=2, max_bytes=1000, ttl_seconds=10, clock=lambda: now[0])
     a, b, c = (store.put(outputs(n, 10)) for n in range(3))
     assert store.get(a) is None and store.get(b)[0]["n"] == 1 and len(store) == 2
     d = store.put(outputs(4, 1500))
-    assert store.get(c) is None and store.get(d)[0]["n"] == 4, "the newest is kept even above max_bytes"
+    assert store.get(c) is None and store.get(d)[0]["n"] == 4, (
+        "the newest is kept even above max_bytes"
+    )
     e = store.put(outputs(5, 10))
     assert store.get(d) is None and store.get(e)[0]["n"] == 5
     now[0] = 11
@@ -144,7 +185,9 @@ def test_tracebacks_keep_user_frames_and_fold_library_ones():
         "File /venv/lib/python3.11/site-packages/numpy/core.py:1, in f()\n    1 raise ValueError",
         "ValueError: bad",
     ]
-    text = output_text({"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": entries})
+    text = output_text(
+        {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": entries}
+    )
     assert text is not None
     assert text.split("\n") == [
         *entries[0].split("\n"),

@@ -88,8 +88,21 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         assert took < 5, f"a sleeping __repr__ held list_variables for {took:.1f} s"
         by_name = {entry["name"]: entry for entry in listed["variables"]}
         assert set(by_name) == {
-            "df", "arr", "add", "Sleepy", "Raising", "Huge", "Spinning", "sleepy", "raising", "huge", "spinning",
-            "spins", "gen", "SlowFrame", "slow",
+            "df",
+            "arr",
+            "add",
+            "Sleepy",
+            "Raising",
+            "Huge",
+            "Spinning",
+            "sleepy",
+            "raising",
+            "huge",
+            "spinning",
+            "spins",
+            "gen",
+            "SlowFrame",
+            "slow",
         }
         assert listed["total"] == 15
         # Modules, IPython's own names and _private ones are not the user's variables.
@@ -99,7 +112,10 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         assert by_name["arr"]["bytes"] == 96
         assert by_name["add"]["type"] == "function"
         assert by_name["sleepy"]["repr"] is None and "budget" in by_name["sleepy"]["repr_note"]
-        assert by_name["raising"]["repr"] is None and "no repr for you" in by_name["raising"]["repr_note"]
+        assert (
+            by_name["raising"]["repr"] is None
+            and "no repr for you" in by_name["raising"]["repr_note"]
+        )
         assert by_name["huge"]["repr_cut"] is True and len(by_name["huge"]["repr"]) <= 121
         assert by_name["gen"]["type"] == "generator"
         # A library's subclass may override what sizes are read with: read under the budget too.
@@ -110,12 +126,26 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         await asyncio.sleep(0.3)
         assert text_of(await client.call_tool("execute_code", {"code": "spins"})) == spun
 
-        with_modules = await ok(client, "list_variables", {"include_modules": True, "name_pattern": "n?"})
+        with_modules = await ok(
+            client, "list_variables", {"include_modules": True, "name_pattern": "n?"}
+        )
         assert [entry["name"] for entry in with_modules["variables"]] == ["np"]
-        assert [e["name"] for e in (await ok(client, "list_variables", {"type_filter": "DataFrame"}))["variables"]] == ["df", "slow"]
-        assert [e["name"] for e in (await ok(client, "list_variables", {"name_pattern": "a*"}))["variables"]] == ["add", "arr"]
+        assert [
+            e["name"]
+            for e in (await ok(client, "list_variables", {"type_filter": "DataFrame"}))["variables"]
+        ] == ["df", "slow"]
+        assert [
+            e["name"]
+            for e in (await ok(client, "list_variables", {"name_pattern": "a*"}))["variables"]
+        ] == ["add", "arr"]
         classes = await ok(client, "list_variables", {"name_pattern": "[A-Z]*"})
-        assert [e["name"] for e in classes["variables"]] == ["Huge", "Raising", "Sleepy", "SlowFrame", "Spinning"]
+        assert [e["name"] for e in classes["variables"]] == [
+            "Huge",
+            "Raising",
+            "Sleepy",
+            "SlowFrame",
+            "Spinning",
+        ]
         page = await ok(client, "list_variables", {"offset": 2, "limit": 3})
         assert page["offset"] == 2 and page["total"] == 15
         assert [e["name"] for e in page["variables"]] == ["Sleepy", "SlowFrame", "Spinning"]
@@ -128,7 +158,11 @@ async def test_variables_of_a_session_with_hostile_objects(workspace):
         assert "1.5" in frame["head"] and "NaN" in frame["head"]
 
         array = (await ok(client, "describe_variable", {"name": "arr"}))["variable"]
-        assert array["kind"] == "array" and array["stats"]["min"] == 0.0 and array["stats"]["max"] == 11.0
+        assert (
+            array["kind"] == "array"
+            and array["stats"]["min"] == 0.0
+            and array["stats"]["max"] == 11.0
+        )
         assert array["stats"]["mean"] == 5.5
 
         function = (await ok(client, "describe_variable", {"name": "add"}))["variable"]
@@ -155,8 +189,12 @@ async def test_no_introspection_call_leaves_a_trace(workspace):
     async with serve(workspace, *NO_PRESTART, *INTROSPECTION) as client:
         await ok(client, "use_notebook", {"notebook_name": "trace.ipynb", "mode": "create"})
         await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": SESSION})
-        await ok(client, "execute_code", {"code": "'the last result'"})  # so that _ and Out hold something
-        failed = await client.call_tool("execute_code", {"code": "def fails():\n    local = 'kept'\n    1 / 0\nfails()"})
+        await ok(
+            client, "execute_code", {"code": "'the last result'"}
+        )  # so that _ and Out hold something
+        failed = await client.call_tool(
+            "execute_code", {"code": "def fails():\n    local = 'kept'\n    1 / 0\nfails()"}
+        )
         assert error_code(failed) == "execution_error"
         revision = (await ok(client, "get_notebook_revision"))["revision"]
         on_disk = notebook.read_bytes()
@@ -196,12 +234,16 @@ async def test_no_introspection_call_leaves_a_trace(workspace):
             assert after["last"] == before["last"] and "ZeroDivisionError" in after["last"]
             imported = set(after["modules"]) - set(before["modules"])
             if strict:
-                assert {m for m in imported if not m.startswith("pandas.")} == set(), sorted(imported)
+                assert {m for m in imported if not m.startswith("pandas.")} == set(), sorted(
+                    imported
+                )
             before = after
         assert (await ok(client, "get_notebook_revision"))["revision"] == revision
         assert notebook.read_bytes() == on_disk
         history = (await ok(client, "kernel_history", {"limit": 200}))["entries"]
-        assert not any("jupyter_mcp" in entry["input"] or "jupyter-mcp" in entry["input"] for entry in history)
+        assert not any(
+            "jupyter_mcp" in entry["input"] or "jupyter-mcp" in entry["input"] for entry in history
+        )
 
 
 async def test_completion_inspection_and_bad_cursors(workspace):
@@ -213,22 +255,32 @@ async def test_completion_inspection_and_bad_cursors(workspace):
         assert any(match.endswith("merge") for match in completed["matches"]), completed["matches"]
         assert completed["cursor_end"] == len("pd.DataFrame.mer")
 
-        inspected = await ok(client, "complete", {"code": "len(", "cursor_pos": 3, "mode": "inspect"})
+        inspected = await ok(
+            client, "complete", {"code": "len(", "cursor_pos": 3, "mode": "inspect"}
+        )
         assert inspected["found"] is True and "Return the number of items" in inspected["text"]
         assert "\x1b" not in inspected["text"]
 
-        assert (await ok(client, "complete", {"code": "for i in range(3):", "mode": "is_complete"}))["status"] == "incomplete"
-        assert (await ok(client, "complete", {"code": "x = 1", "mode": "is_complete"}))["status"] == "complete"
+        assert (
+            await ok(client, "complete", {"code": "for i in range(3):", "mode": "is_complete"})
+        )["status"] == "incomplete"
+        assert (await ok(client, "complete", {"code": "x = 1", "mode": "is_complete"}))[
+            "status"
+        ] == "complete"
 
         for cursor in (100, -1, 4):
-            await refused(client, "complete", {"code": "abc", "cursor_pos": cursor}, "invalid_argument")
+            await refused(
+                client, "complete", {"code": "abc", "cursor_pos": cursor}, "invalid_argument"
+            )
 
         history = (await ok(client, "kernel_history"))["entries"]
         # This kernel's inputs only, never an earlier kernel's from IPython's history database.
         assert [entry["input"] for entry in history] == ["import pandas as pd"]
         await ok(client, "execute_code", {"code": "a = 1"})
         await ok(client, "execute_code", {"code": "b = 2"})
-        assert [e["input"] for e in (await ok(client, "kernel_history", {"limit": 2}))["entries"]] == ["a = 1", "b = 2"]
+        assert [
+            e["input"] for e in (await ok(client, "kernel_history", {"limit": 2}))["entries"]
+        ] == ["a = 1", "b = 2"]
 
 
 async def test_debug_error_shows_the_raising_frame_and_its_locals(workspace):
@@ -238,7 +290,9 @@ async def test_debug_error_shows_the_raising_frame_and_its_locals(workspace):
         nothing = await ok(client, "debug_error")
         assert nothing["error"] is None and nothing["frames"] == []
         await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "x = 1"})
-        failed = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": source})
+        failed = await client.call_tool(
+            "insert_execute_code_cell", {"cell_index": -1, "cell_source": source}
+        )
         assert error_code(failed) == "execution_error"
         cell_id = failed.structured_content["cell_id"]
 
@@ -248,7 +302,9 @@ async def test_debug_error_shows_the_raising_frame_and_its_locals(workspace):
         assert functions == ["<module>", "outer", "inner"], functions
         raising = report["frames"][-1]
         assert raising["line"] == 3 and raising["source"] == [
-            "    planted = 'sentinel-' + str(n)", "    return n / 0", ""
+            "    planted = 'sentinel-' + str(n)",
+            "    return n / 0",
+            "",
         ]
         assert raising["locals"]["planted"]["repr"] == "'sentinel-42'"
         assert raising["locals"]["n"] == {"type": "int", "repr": "42", "repr_cut": False}
@@ -261,15 +317,22 @@ def kernelspec(root: Path, name: str, body: str) -> dict[str, str]:
     """A kernelspec running an IPython kernel subclass with `body`, and the environment that finds it."""
     module = f"{name}_kernel"
     (root / f"{module}.py").write_text(
-        "from ipykernel.ipkernel import IPythonKernel\n" f"class Kernel(IPythonKernel):\n{textwrap.indent(body, '    ')}"
+        "from ipykernel.ipkernel import IPythonKernel\n"
+        f"class Kernel(IPythonKernel):\n{textwrap.indent(body, '    ')}"
     )
     spec = root / "share" / "jupyter" / "kernels" / name
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(
         json.dumps(
             {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                         f"--IPKernelApp.kernel_class={module}.Kernel"],
+                "argv": [
+                    sys.executable,
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                    f"--IPKernelApp.kernel_class={module}.Kernel",
+                ],
                 "display_name": name,
                 "language": "python",
                 "env": {"PYTHONPATH": str(root)},
@@ -294,11 +357,23 @@ def no_subshell_kernel(root: Path) -> dict[str, str]:
 
 async def test_a_kernel_in_another_language(workspace, tmp_path):
     """Variables and tracebacks are Python's; completion and history are any kernel's own."""
-    env = kernelspec(tmp_path, "otherlang", "language_info = {**IPythonKernel.language_info, 'name': 'otherlang'}\n")
+    env = kernelspec(
+        tmp_path,
+        "otherlang",
+        "language_info = {**IPythonKernel.language_info, 'name': 'otherlang'}\n",
+    )
     async with serve(workspace, *NO_PRESTART, *INTROSPECTION, env=env) as client:
-        await ok(client, "use_notebook", {"notebook_name": "other.ipynb", "mode": "create", "kernel_name": "otherlang"})
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "other.ipynb", "mode": "create", "kernel_name": "otherlang"},
+        )
         await ok(client, "execute_code", {"code": "value = 1"})
-        for tool, arguments in (("list_variables", {}), ("describe_variable", {"name": "value"}), ("debug_error", {})):
+        for tool, arguments in (
+            ("list_variables", {}),
+            ("describe_variable", {"name": "value"}),
+            ("debug_error", {}),
+        ):
             refusal = await refused(client, tool, arguments, "unsupported")
             assert "otherlang" in text_of(refusal) and "execute_code" in text_of(refusal)
         assert "value" in (await ok(client, "complete", {"code": "valu"}))["matches"]
@@ -310,12 +385,19 @@ async def test_while_a_cell_runs(workspace, tmp_path, subshells):
     env = {} if subshells else no_subshell_kernel(tmp_path)
     kernel_name = "python3" if subshells else "nosubshells"
     async with serve(workspace, *NO_PRESTART, *INTROSPECTION, env=env) as client:
-        await ok(client, "use_notebook", {"notebook_name": "busy.ipynb", "mode": "create", "kernel_name": kernel_name})
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "busy.ipynb", "mode": "create", "kernel_name": kernel_name},
+        )
         await ok(client, "execute_code", {"code": "ready = 41"})
         await ok(client, "list_variables")  # the side sockets are set up before the cell starts
         marker = workspace / "started"
         running = asyncio.create_task(
-            client.call_tool("execute_code", {"code": f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(30)"})
+            client.call_tool(
+                "execute_code",
+                {"code": f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(30)"},
+            )
         )
         try:
             deadline = time.monotonic() + 10
@@ -331,7 +413,10 @@ async def test_while_a_cell_runs(workspace, tmp_path, subshells):
             else:
                 busy = await refused(client, "list_variables", {}, "busy")
                 details = busy.meta["io.jupyter-mcp/error"]
-                assert details["kernel_state"] == "busy" and "time.sleep(30)" in details["running_code"]
+                assert (
+                    details["kernel_state"] == "busy"
+                    and "time.sleep(30)" in details["running_code"]
+                )
                 assert "subshells" in text_of(busy)
                 await refused(client, "complete", {"code": "rea"}, "busy")
             assert time.monotonic() - started < 3, "the question waited behind the running cell"
@@ -339,7 +424,9 @@ async def test_while_a_cell_runs(workspace, tmp_path, subshells):
             await client.call_tool("interrupt_notebook_session", {"notebook_name": "busy.ipynb"})
             interrupted = await running
         assert error_code(interrupted) == "interrupted", text_of(interrupted)
-        assert (await ok(client, "describe_variable", {"name": "ready"}))["variable"]["repr"] == "41"
+        assert (await ok(client, "describe_variable", {"name": "ready"}))["variable"][
+            "repr"
+        ] == "41"
 
 
 async def test_a_namespace_changing_under_the_question(workspace):
@@ -377,11 +464,21 @@ async def test_no_kernel_and_default_toolsets(workspace):
     async with serve(workspace, *NO_PRESTART) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "list_variables" not in names and "execute_code" in names
-    (workspace / "idle.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (workspace / "idle.ipynb").write_text(
+        json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
     async with serve(workspace, *NO_PRESTART, *INTROSPECTION) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-        assert {"list_variables", "describe_variable", "complete", "debug_error", "kernel_history"} <= names
-        refusal = await refused(client, "list_variables", {"notebook_name": "idle.ipynb"}, "not_found")
+        assert {
+            "list_variables",
+            "describe_variable",
+            "complete",
+            "debug_error",
+            "kernel_history",
+        } <= names
+        refusal = await refused(
+            client, "list_variables", {"notebook_name": "idle.ipynb"}, "not_found"
+        )
         assert "use_notebook" in text_of(refusal)
         await refused(client, "kernel_history", {}, "no_notebook")
 
@@ -390,17 +487,34 @@ async def test_a_kernel_on_a_jupyter_server(workspace, tmp_path):
     """Reached only through its websocket: no side sockets, so asked between executions."""
     token = "introspection-token-3b7d"
     with jupyter_server_process(tmp_path, token) as (url, _root, _log):
-        async with serve(workspace, *NO_PRESTART, *INTROSPECTION, "--jupyter-url", url, env={"JUPYTER_TOKEN": token}) as client:
+        async with serve(
+            workspace,
+            *NO_PRESTART,
+            *INTROSPECTION,
+            "--jupyter-url",
+            url,
+            env={"JUPYTER_TOKEN": token},
+        ) as client:
             await ok(client, "use_notebook", {"notebook_name": "far.ipynb", "mode": "create"})
             await ok(client, "execute_code", {"code": "far = {'a': 1}"})
             listed = await ok(client, "list_variables")
             assert listed["variables"] == [
-                {"name": "far", "type": "dict", "len": 1, "bytes": listed["variables"][0]["bytes"], "repr": "{'a': 1}", "repr_cut": False}
+                {
+                    "name": "far",
+                    "type": "dict",
+                    "len": 1,
+                    "bytes": listed["variables"][0]["bytes"],
+                    "repr": "{'a': 1}",
+                    "repr_cut": False,
+                }
             ]
             assert "far" in (await ok(client, "complete", {"code": "fa"}))["matches"]
             marker = workspace / "far-started"
             running = asyncio.create_task(
-                client.call_tool("execute_code", {"code": f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(30)"})
+                client.call_tool(
+                    "execute_code",
+                    {"code": f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(30)"},
+                )
             )
             try:
                 deadline = time.monotonic() + 10

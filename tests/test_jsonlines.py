@@ -73,7 +73,9 @@ class JsonLines:
 
     async def until_event(self, request_id: int, text: str, seconds: float = 30) -> None:
         deadline = time.monotonic() + seconds
-        while not any(e["id"] == request_id and text in json.dumps(e["output"]) for e in self.events):
+        while not any(
+            e["id"] == request_id and text in json.dumps(e["output"]) for e in self.events
+        ):
             assert time.monotonic() < deadline, self.events
             await asyncio.sleep(0.05)
 
@@ -94,10 +96,17 @@ async def start(workspace: Path) -> JsonLines:
 async def test_a_json_lines_session(workspace: Path) -> None:
     path = workspace / "session.ipynb"
     notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     notebook.cells = [
         nbformat.v4.new_code_cell("x = 40 + 2\nprint(x)", id="answer"),
-        nbformat.v4.new_code_cell("import time\nprint('sleeping', flush=True)\ntime.sleep(60)\nprint('wo' + 'ke')", id="slow"),
+        nbformat.v4.new_code_cell(
+            "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\nprint('wo' + 'ke')",
+            id="slow",
+        ),
         nbformat.v4.new_markdown_cell("# notes", id="notes"),
     ]
     nbformat.write(notebook, path)
@@ -110,12 +119,18 @@ async def test_a_json_lines_session(workspace: Path) -> None:
 
         ran = client.send("execute", path="session.ipynb", cell_id="answer")
         result = (await client.answer(ran))["result"]
-        assert result["schema_version"] == "1.0" and result["status"] == "ok" and result["cell_id"] == "answer"
+        assert (
+            result["schema_version"] == "1.0"
+            and result["status"] == "ok"
+            and result["cell_id"] == "answer"
+        )
         assert result["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "42\n"}]
         assert any(e["id"] == ran and e["output"]["text"] == "42\n" for e in client.events)
         status = (await client.call("status", path="session.ipynb"))["notebooks"][0]
         assert status["dirty"] is True and status["kernel_state"] == "idle"
-        assert status["revision"] == status["disk_revision"] == first_revision  # nothing written yet
+        assert (
+            status["revision"] == status["disk_revision"] == first_revision
+        )  # nothing written yet
 
         # An interrupt arrives while an execution runs, and stops it; its outputs so far are kept.
         slow = client.send("execute", path="session.ipynb", cell_id="slow")
@@ -126,7 +141,9 @@ async def test_a_json_lines_session(workspace: Path) -> None:
         assert interrupted["was_busy"] is True
         stopped = (await client.answer(slow, seconds=15))["result"]
         assert stopped["status"] == "interrupted"
-        assert "sleeping" in json.dumps(stopped["outputs"]) and "woke" not in json.dumps(stopped["outputs"])
+        assert "sleeping" in json.dumps(stopped["outputs"]) and "woke" not in json.dumps(
+            stopped["outputs"]
+        )
 
         # A save without the current revision is refused; the file is untouched.
         await client.refused("save", "invalid_argument", path="session.ipynb")
@@ -135,9 +152,16 @@ async def test_a_json_lines_session(workspace: Path) -> None:
         changed = nbformat.read(path, as_version=4)
         changed.cells.append(nbformat.v4.new_code_cell("outside = True", id="outside"))
         nbformat.write(changed, path)
-        conflict = await client.refused("save", "revision_conflict", path="session.ipynb", revision=first_revision)
+        conflict = await client.refused(
+            "save", "revision_conflict", path="session.ipynb", revision=first_revision
+        )
         assert conflict["current_revision"] != first_revision
-        assert [c.id for c in nbformat.read(path, as_version=4).cells] == ["answer", "slow", "notes", "outside"]
+        assert [c.id for c in nbformat.read(path, as_version=4).cells] == [
+            "answer",
+            "slow",
+            "notes",
+            "outside",
+        ]
 
         # Open again (the outside cell is there), run, save at the current revision.
         reopened = await client.call("open", path="session.ipynb")
@@ -185,10 +209,14 @@ async def test_open_and_save_say_when_an_older_nbformat_becomes_4_5(workspace: P
         saved = await client.call("save", path="old.ipynb", revision=opened["revision"])
         assert saved["format_upgraded"] == {"from": "3.0", "to": "4.5"}
         on_disk = nbformat.read(path, as_version=nbformat.NO_CONVERT)
-        assert (on_disk.nbformat, on_disk.nbformat_minor) == (4, 5) and on_disk.cells[0].source == "1 + 1"
+        assert (on_disk.nbformat, on_disk.nbformat_minor) == (4, 5) and on_disk.cells[
+            0
+        ].source == "1 + 1"
         again = await client.call("open", path="old.ipynb")
         assert "format_upgraded" not in again
-        assert "format_upgraded" not in await client.call("save", path="old.ipynb", revision=again["revision"])
+        assert "format_upgraded" not in await client.call(
+            "save", path="old.ipynb", revision=again["revision"]
+        )
         await client.call("shutdown")
         assert await asyncio.wait_for(client.process.wait(), timeout=30) == 0
     finally:

@@ -77,7 +77,9 @@ def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
         yield url, root
         # Kernels deleted mid-execution print their own tracebacks; this package's code prints none.
         text = log.read_text(errors="replace")
-        assert "jupyter_mcp_server/" not in text, text[text.index("jupyter_mcp_server/") - 3000 :][:6000]
+        assert "jupyter_mcp_server/" not in text, text[text.index("jupyter_mcp_server/") - 3000 :][
+            :6000
+        ]
 
 
 def headers(token: str = TOKEN) -> dict[str, str]:
@@ -90,11 +92,16 @@ def remote_kernels(url: str) -> set[str]:
 
 def sessions(url: str) -> dict[str, str]:
     """What JupyterLab sees in ``/api/sessions``: notebook path -> kernel id."""
-    return {session["path"]: session["kernel"]["id"] for session in httpx.get(f"{url}/api/sessions", headers=headers()).json()}
+    return {
+        session["path"]: session["kernel"]["id"]
+        for session in httpx.get(f"{url}/api/sessions", headers=headers()).json()
+    }
 
 
 @contextlib.asynccontextmanager
-async def serve_logged(workspace: Path, log: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[Client]:
+async def serve_logged(
+    workspace: Path, log: Path, *args: str, env: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
     """The real server over stdio, the official client on it, its stderr (at DEBUG) in `log`."""
     command = server_command(workspace, *args)
     params = StdioServerParameters(
@@ -126,11 +133,23 @@ async def test_remote_kernels_run_like_local_ones(workspace, tmp_path, jupyter):
     url, root = jupyter
     log = tmp_path / "server.log"
     async with serve_logged(
-        workspace, log, "--jupyter-url", url, "--max-output-blocks", "3", *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}
+        workspace,
+        log,
+        "--jupyter-url",
+        url,
+        "--max-output-blocks",
+        "3",
+        *NO_PRESTART,
+        env={"JUPYTER_TOKEN": TOKEN},
     ) as client:
         # A local notebook's path means nothing on that server: no session names it there.
         said, kernel_ids = await the_execution_essentials(
-            client, url, root, workspace, TOKEN, started=lambda kernel_id: kernel_id not in sessions(url).values()
+            client,
+            url,
+            root,
+            workspace,
+            TOKEN,
+            started=lambda kernel_id: kernel_id not in sessions(url).values(),
         )
     # The server stops the kernels it started there.
     assert not set(kernel_ids) & remote_kernels(url)
@@ -160,13 +179,21 @@ async def the_execution_essentials(
     assert (workspace / "far.ipynb").is_file(), "without --jupyter-contents notebooks stay local"
     assert started is None or started(kernel_id)
     listed = await ok(client, "list_kernels")
-    assert listed["kernelspecs"] == ["python3"] and [k["kernel_id"] for k in listed["kernels"]] == [kernel_id]
+    assert listed["kernelspecs"] == ["python3"] and [k["kernel_id"] for k in listed["kernels"]] == [
+        kernel_id
+    ]
 
     # ok: outputs, the value, the execution count; the kernel works in the server's root.
-    result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 21\nkept * 2"})
+    result = await client.call_tool(
+        "insert_execute_code_cell",
+        {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 21\nkept * 2"},
+    )
     said.append(dump(result))
     assert not result.is_error, text_of(result)
-    assert result.structured_content["status"] == "ok" and result.structured_content["execution_count"] == 1
+    assert (
+        result.structured_content["status"] == "ok"
+        and result.structured_content["execution_count"] == 1
+    )
     assert text_of(result) == f"{root}\n\n42", text_of(result)
     stored = json.loads((workspace / "far.ipynb").read_text())["cells"][0]
     assert stored["execution_count"] == 1 and stored["outputs"][0]["text"] == [f"{root}\n"]
@@ -174,16 +201,24 @@ async def the_execution_essentials(
     # error: a traceback, code execution_error.
     failed = await client.call_tool("execute_code", {"code": "1/0"})
     said.append(dump(failed))
-    assert error_code(failed) == "execution_error" and failed.structured_content["error"]["ename"] == "ZeroDivisionError"
+    assert (
+        error_code(failed) == "execution_error"
+        and failed.structured_content["error"]["ename"] == "ZeroDivisionError"
+    )
 
     # truncation, counted exactly.
     many = await client.call_tool("execute_code", {"code": "for i in range(6): display(i)"})
     said.append(dump(many))
-    assert not many.is_error and many.structured_content["truncation"]["omitted_blocks"] == 3, dump(many)
+    assert not many.is_error and many.structured_content["truncation"]["omitted_blocks"] == 3, dump(
+        many
+    )
 
     # timeout: the kernel is interrupted over REST, the partial output comes back, the session survives.
     started = time.monotonic()
-    timed = await client.call_tool("execute_code", {"code": "import time\nprint('before', flush=True)\ntime.sleep(30)", "timeout": 2})
+    timed = await client.call_tool(
+        "execute_code",
+        {"code": "import time\nprint('before', flush=True)\ntime.sleep(30)", "timeout": 2},
+    )
     said.append(dump(timed))
     assert error_code(timed) == "timeout" and "before" in text_of(timed), text_of(timed)
     assert time.monotonic() - started < 10
@@ -191,7 +226,13 @@ async def the_execution_essentials(
 
     # interrupt_kernel under a running call.
     running = asyncio.create_task(
-        client.call_tool("execute_code", {"code": "import time\nopen('go-interrupt', 'w').close()\ntime.sleep(30)", "timeout": 60})
+        client.call_tool(
+            "execute_code",
+            {
+                "code": "import time\nopen('go-interrupt', 'w').close()\ntime.sleep(30)",
+                "timeout": 60,
+            },
+        )
     )
     await wait_for_file(root / "go-interrupt")
     interrupted = await ok(client, "interrupt_kernel", {"kernel_id": kernel_id})
@@ -210,7 +251,10 @@ async def the_execution_essentials(
     restarted = await ok(client, "restart_notebook", {})
     assert restarted["kernel_id"] in kernels_there()
     running = asyncio.create_task(
-        client.call_tool("execute_code", {"code": "import time\nopen('go-delete', 'w').close()\ntime.sleep(30)", "timeout": 60})
+        client.call_tool(
+            "execute_code",
+            {"code": "import time\nopen('go-delete', 'w').close()\ntime.sleep(30)", "timeout": 60},
+        )
     )
     await wait_for_file(root / "go-delete")
     httpx.delete(f"{url}/api/kernels/{restarted['kernel_id']}", headers=auth)
@@ -220,7 +264,9 @@ async def the_execution_essentials(
     fresh = await ok(client, "restart_notebook", {})
     assert text_of(await client.call_tool("execute_code", {"code": "'fresh'"})) == "'fresh'"
 
-    capabilities = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
+    capabilities = json.loads(
+        (await client.read_resource("jupymcp://capabilities")).contents[0].text
+    )
     assert capabilities["kernelspecs"] == ["python3"]
     return said, [kernel_id, restarted["kernel_id"], fresh["kernel_id"]]
 
@@ -250,7 +296,9 @@ class Proxy:
             writer.transport.abort()
             return
         try:
-            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            upstream_reader, upstream_writer = await asyncio.open_connection(
+                "127.0.0.1", self.target_port
+            )
         except OSError:
             writer.transport.abort()
             return
@@ -266,7 +314,9 @@ class Proxy:
             finally:
                 sink.close()
 
-        await asyncio.gather(pump(reader, upstream_writer), pump(upstream_reader, writer), return_exceptions=True)
+        await asyncio.gather(
+            pump(reader, upstream_writer), pump(upstream_reader, writer), return_exceptions=True
+        )
         self.writers.difference_update({writer, upstream_writer})
 
     def cut(self) -> None:
@@ -288,7 +338,9 @@ async def test_a_dropped_websocket_comes_back_without_losing_output(workspace, t
     proxied = await proxy.start()
     log = tmp_path / "server.log"
     try:
-        async with serve_logged(workspace, log, "--jupyter-url", proxied, *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}) as client:
+        async with serve_logged(
+            workspace, log, "--jupyter-url", proxied, *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}
+        ) as client:
             await ok(client, "use_notebook", {"notebook_name": "drop.ipynb", "mode": "create"})
             await ok(client, "execute_code", {"code": "kept = 'still here'"})
             code = (
@@ -296,9 +348,13 @@ async def test_a_dropped_websocket_comes_back_without_losing_output(workspace, t
                 "for i in range(5):\n    print(i, flush=True)\n    time.sleep(0.2)\n"
                 "time.sleep(1.5)\nprint('end', flush=True)"
             )
-            running = asyncio.create_task(client.call_tool("execute_code", {"code": code, "timeout": 60}))
+            running = asyncio.create_task(
+                client.call_tool("execute_code", {"code": code, "timeout": 60})
+            )
             await wait_for_file(root / "go-drop")
-            await asyncio.sleep(0.7)  # 'start' has crossed the proxy; the kernel is quiet for a while
+            await asyncio.sleep(
+                0.7
+            )  # 'start' has crossed the proxy; the kernel is quiet for a while
             # The network goes away while the kernel is quiet, and stays away while it prints.
             proxy.refusing = True
             proxy.cut()
@@ -309,7 +365,10 @@ async def test_a_dropped_websocket_comes_back_without_losing_output(workspace, t
             assert not result.is_error, text_of(result)
             assert text_of(result) == "start\n0\n1\n2\n3\n4\nend\n", text_of(result)
             # The same session goes on, over the restored websocket.
-            assert text_of(await client.call_tool("execute_code", {"code": "print(kept)"})) == "still here\n"
+            assert (
+                text_of(await client.call_tool("execute_code", {"code": "print(kept)"}))
+                == "still here\n"
+            )
     finally:
         await proxy.close()
     text = log.read_text()
@@ -326,29 +385,58 @@ async def test_connect_to_jupyter_checks_then_switches(workspace, tmp_path, jupy
     async with serve_logged(workspace, log, *NO_PRESTART) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         hints = tools["connect_to_jupyter"].annotations
-        assert hints.destructive_hint is True and hints.open_world_hint is True and hints.read_only_hint is False
-        assert set(tools["connect_to_jupyter"].output_schema["properties"]) >= {"jupyter_url", "version", "kernelspecs"}
+        assert (
+            hints.destructive_hint is True
+            and hints.open_world_hint is True
+            and hints.read_only_hint is False
+        )
+        assert set(tools["connect_to_jupyter"].output_schema["properties"]) >= {
+            "jupyter_url",
+            "version",
+            "kernelspecs",
+        }
 
         local = await ok(client, "use_notebook", {"notebook_name": "here.ipynb", "mode": "create"})
         assert local["kernel_id"] not in remote_kernels(url)
 
         said = []
-        wrong = await refused(client, "connect_to_jupyter", {"jupyter_url": url, "jupyter_token": WRONG}, "invalid_argument")
+        wrong = await refused(
+            client,
+            "connect_to_jupyter",
+            {"jupyter_url": url, "jupyter_token": WRONG},
+            "invalid_argument",
+        )
         said.append(dump(wrong))
         assert "refused the token" in text_of(wrong) and "jupyter_token" in text_of(wrong)
-        missing = await refused(client, "connect_to_jupyter", {"jupyter_url": url}, "invalid_argument")
+        missing = await refused(
+            client, "connect_to_jupyter", {"jupyter_url": url}, "invalid_argument"
+        )
         said.append(dump(missing))
-        unreachable = await refused(client, "connect_to_jupyter", {"jupyter_url": "http://127.0.0.1:9", "jupyter_token": WRONG}, "not_found")
+        unreachable = await refused(
+            client,
+            "connect_to_jupyter",
+            {"jupyter_url": "http://127.0.0.1:9", "jupyter_token": WRONG},
+            "not_found",
+        )
         said.append(dump(unreachable))
         assert "Could not reach" in text_of(unreachable)
-        bad = await refused(client, "connect_to_jupyter", {"jupyter_url": f"http://user:{WRONG}@127.0.0.1:9"}, "invalid_argument")
+        bad = await refused(
+            client,
+            "connect_to_jupyter",
+            {"jupyter_url": f"http://user:{WRONG}@127.0.0.1:9"},
+            "invalid_argument",
+        )
         said.append(dump(bad))
         assert all(WRONG not in answer for answer in said), said
         # Nothing switched: a new notebook still gets a local kernel.
-        still_local = await ok(client, "use_notebook", {"notebook_name": "also-here.ipynb", "mode": "create"})
+        still_local = await ok(
+            client, "use_notebook", {"notebook_name": "also-here.ipynb", "mode": "create"}
+        )
         assert still_local["kernel_id"] not in remote_kernels(url)
 
-        connected = await ok(client, "connect_to_jupyter", {"jupyter_url": url + "/", "jupyter_token": TOKEN})
+        connected = await ok(
+            client, "connect_to_jupyter", {"jupyter_url": url + "/", "jupyter_token": TOKEN}
+        )
         assert connected["jupyter_url"] == url and connected["kernelspecs"] == ["python3"]
         assert connected["version"] == httpx.get(f"{url}/api").json()["version"]
         assert TOKEN not in json.dumps(connected)
@@ -357,8 +445,22 @@ async def test_connect_to_jupyter_checks_then_switches(workspace, tmp_path, jupy
         assert far["kernel_id"] in remote_kernels(url)
         # Kernels already running stay where they were, and both run.
         where = "import os; print(os.getcwd())"
-        assert text_of(await client.call_tool("execute_code", {"code": where, "notebook_name": "here.ipynb"})) == f"{workspace}\n"
-        assert text_of(await client.call_tool("execute_code", {"code": where, "notebook_name": "there.ipynb"})) == f"{root}\n"
+        assert (
+            text_of(
+                await client.call_tool(
+                    "execute_code", {"code": where, "notebook_name": "here.ipynb"}
+                )
+            )
+            == f"{workspace}\n"
+        )
+        assert (
+            text_of(
+                await client.call_tool(
+                    "execute_code", {"code": where, "notebook_name": "there.ipynb"}
+                )
+            )
+            == f"{root}\n"
+        )
         assert local["kernel_id"] not in remote_kernels(url)
     assert far["kernel_id"] not in remote_kernels(url)
     assert WRONG not in log.read_text() and TOKEN not in log.read_text()
@@ -394,47 +496,106 @@ async def test_notebooks_on_the_jupyter_server_keep_their_revisions(workspace, t
     url, root = jupyter
     log = tmp_path / "server.log"
     async with serve_logged(
-        workspace, log, "--jupyter-url", url, "--jupyter-contents", *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN}
+        workspace,
+        log,
+        "--jupyter-url",
+        url,
+        "--jupyter-contents",
+        *NO_PRESTART,
+        env={"JUPYTER_TOKEN": TOKEN},
     ) as client:
-        created = await ok(client, "use_notebook", {"notebook_name": "shared/remote.ipynb", "mode": "create"})
+        created = await ok(
+            client, "use_notebook", {"notebook_name": "shared/remote.ipynb", "mode": "create"}
+        )
         on_server = root / "shared" / "remote.ipynb"
         assert on_server.is_file() and not (workspace / "shared").exists()
         assert created["revision"] == hashlib.sha256(on_server.read_bytes()).hexdigest()[:16]
 
-        ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "print('stored remotely')"})
-        assert json.loads(on_server.read_text())["cells"][0]["outputs"][0]["text"] == ["stored remotely\n"]
+        ran = await ok(
+            client,
+            "insert_execute_code_cell",
+            {"cell_index": -1, "cell_source": "print('stored remotely')"},
+        )
+        assert json.loads(on_server.read_text())["cells"][0]["outputs"][0]["text"] == [
+            "stored remotely\n"
+        ]
         # The notebook is on that server, so its kernel is bound to it there (POST /api/sessions).
         assert sessions(url)["shared/remote.ipynb"] == created["kernel_id"]
         assert ran["revision"] == hashlib.sha256(on_server.read_bytes()).hexdigest()[:16]
 
         listed = await ok(client, "list_files", {"path": "shared"})
-        assert [(entry["path"], entry["type"]) for entry in listed["files"]] == [("shared/remote.ipynb", "notebook")]
-        await refused(client, "use_notebook", {"notebook_name": "shared/remote.ipynb", "mode": "create"}, "already_exists")
+        assert [(entry["path"], entry["type"]) for entry in listed["files"]] == [
+            ("shared/remote.ipynb", "notebook")
+        ]
+        await refused(
+            client,
+            "use_notebook",
+            {"notebook_name": "shared/remote.ipynb", "mode": "create"},
+            "already_exists",
+        )
         await refused(client, "use_notebook", {"notebook_name": "../escape.ipynb"}, "invalid_path")
         await refused(client, "read_notebook", {"notebook_name": "nowhere.ipynb"}, "not_found")
 
         # The person saves the notebook in JupyterLab (through the same contents API).
         model = httpx.get(f"{url}/api/contents/shared/remote.ipynb", headers=headers()).json()
-        model["content"]["cells"].append({"cell_type": "markdown", "id": "from-lab", "metadata": {}, "source": "Added in JupyterLab"})
+        model["content"]["cells"].append(
+            {
+                "cell_type": "markdown",
+                "id": "from-lab",
+                "metadata": {},
+                "source": "Added in JupyterLab",
+            }
+        )
         await asyncio.sleep(0.01)
-        assert httpx.put(f"{url}/api/contents/shared/remote.ipynb", headers=headers(), json={"type": "notebook", "content": model["content"]}).status_code == 200
+        assert (
+            httpx.put(
+                f"{url}/api/contents/shared/remote.ipynb",
+                headers=headers(),
+                json={"type": "notebook", "content": model["content"]},
+            ).status_code
+            == 200
+        )
         conflict = await refused(
-            client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "x = 1", "expected_revision": ran["revision"]}, "revision_conflict"
+            client,
+            "insert_cell",
+            {
+                "cell_index": -1,
+                "cell_type": "code",
+                "cell_source": "x = 1",
+                "expected_revision": ran["revision"],
+            },
+            "revision_conflict",
         )
         current = conflict.meta["io.jupyter-mcp/error"]["current_revision"]
         assert current == hashlib.sha256(on_server.read_bytes()).hexdigest()[:16]
         read = await ok(client, "read_notebook", {"response_format": "detailed"})
-        assert [cell["source"] for cell in read["cells"]] == ["print('stored remotely')", "Added in JupyterLab"]
-        inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "x = 1", "expected_revision": current})
+        assert [cell["source"] for cell in read["cells"]] == [
+            "print('stored remotely')",
+            "Added in JupyterLab",
+        ]
+        inserted = await ok(
+            client,
+            "insert_cell",
+            {
+                "cell_index": -1,
+                "cell_type": "code",
+                "cell_source": "x = 1",
+                "expected_revision": current,
+            },
+        )
         assert "".join(json.loads(on_server.read_text())["cells"][-1]["source"]) == "x = 1"
         assert inserted["revision"] == (await ok(client, "get_notebook_revision", {}))["revision"]
         await ok(client, "unuse_notebook", {"notebook_name": "shared/remote.ipynb"})
-        assert "shared/remote.ipynb" not in sessions(url) and created["kernel_id"] not in remote_kernels(url)
+        assert "shared/remote.ipynb" not in sessions(url) and created[
+            "kernel_id"
+        ] not in remote_kernels(url)
     assert TOKEN not in log.read_text()
 
 
 @pytest.mark.parametrize("prestart", ["on", "off"])
-async def test_a_notebooks_kernel_runs_in_its_folder_on_the_jupyter_server(workspace, tmp_path, jupyter, prestart):
+async def test_a_notebooks_kernel_runs_in_its_folder_on_the_jupyter_server(
+    workspace, tmp_path, jupyter, prestart
+):
     """As JupyterLab starts it (Jupyter Server's kernel `path`): through --jupyter-contents (a
     prestarted kernel, started in the server's root, moved there first) and inside the server."""
     url, root = jupyter
@@ -443,14 +604,30 @@ async def test_a_notebooks_kernel_runs_in_its_folder_on_the_jupyter_server(works
     (folder / "input.csv").write_text("beside the notebook")
     code = "import os; print(os.getcwd(), open('input.csv').read())"
     expected = f"{folder.resolve()} beside the notebook"
-    remote = ("--jupyter-url", url, "--jupyter-contents", "--capability", f"kernel.prestart={prestart}")
-    async with serve_logged(workspace, tmp_path / "server.log", *remote, env={"JUPYTER_TOKEN": TOKEN}) as client:
-        await ok(client, "use_notebook", {"notebook_name": f"far-{prestart}/nested/remote.ipynb", "mode": "create"})
+    remote = (
+        "--jupyter-url",
+        url,
+        "--jupyter-contents",
+        "--capability",
+        f"kernel.prestart={prestart}",
+    )
+    async with serve_logged(
+        workspace, tmp_path / "server.log", *remote, env={"JUPYTER_TOKEN": TOKEN}
+    ) as client:
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": f"far-{prestart}/nested/remote.ipynb", "mode": "create"},
+        )
         ran = await client.call_tool("execute_code", {"code": code})
         assert not ran.is_error, text_of(ran)
         assert text_of(ran).strip() == expected
     async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
-        await ok(client, "use_notebook", {"notebook_name": f"far-{prestart}/nested/inside.ipynb", "mode": "create"})
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": f"far-{prestart}/nested/inside.ipynb", "mode": "create"},
+        )
         ran = await client.call_tool("execute_code", {"code": code})
         assert not ran.is_error, text_of(ran)
         assert text_of(ran).strip() == expected
@@ -461,13 +638,21 @@ async def test_outline_and_search_read_the_jupyter_servers_contents(workspace, t
     url, root = jupyter
     (root / "found" / "deeper").mkdir(parents=True, exist_ok=True)
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_markdown_cell("# Far away"), nbformat.v4.new_code_cell("needle = 'remote haystack'")]
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("# Far away"),
+        nbformat.v4.new_code_cell("needle = 'remote haystack'"),
+    ]
     nbformat.write(notebook, root / "found" / "deeper" / "far.ipynb")
     (root / "found" / "script.py").write_text("# %%\nneedle = 'in a percent script'\n")
     (root / "found" / "broken.ipynb").write_text("{")
     (workspace / "local.ipynb").write_text((root / "found" / "deeper" / "far.ipynb").read_text())
     async with serve_logged(
-        workspace, tmp_path / "server.log", "--jupyter-url", url, "--jupyter-contents", *NO_PRESTART,
+        workspace,
+        tmp_path / "server.log",
+        "--jupyter-url",
+        url,
+        "--jupyter-contents",
+        *NO_PRESTART,
         env={"JUPYTER_TOKEN": TOKEN},
     ) as client:
         found = await ok(client, "search_notebooks", {"query": "needle = '", "glob": "found/*"})
@@ -488,13 +673,31 @@ async def test_subscriptions_hear_changes_made_on_the_jupyter_server(workspace, 
     url, _ = jupyter
     updates = Updates()
     command = server_command(workspace, "--jupyter-url", url, "--jupyter-contents", *NO_PRESTART)
-    params = StdioServerParameters(command=command[0], args=command[1:], env=server_environment(JUPYTER_TOKEN=TOKEN), cwd=str(workspace))
+    params = StdioServerParameters(
+        command=command[0],
+        args=command[1:],
+        env=server_environment(JUPYTER_TOKEN=TOKEN),
+        cwd=str(workspace),
+    )
     async with Client(params, mode="legacy", message_handler=updates) as client:
-        await ok(client, "use_notebook", {"notebook_name": "watched/remote.ipynb", "mode": "create"})
+        await ok(
+            client, "use_notebook", {"notebook_name": "watched/remote.ipynb", "mode": "create"}
+        )
         await client.subscribe_resource("notebook:///watched/remote.ipynb")
         model = httpx.get(f"{url}/api/contents/watched/remote.ipynb", headers=headers()).json()
-        model["content"]["cells"].append({"cell_type": "markdown", "id": "from-lab", "metadata": {}, "source": "Saved in JupyterLab"})
-        saved = httpx.put(f"{url}/api/contents/watched/remote.ipynb", headers=headers(), json={"type": "notebook", "content": model["content"]})
+        model["content"]["cells"].append(
+            {
+                "cell_type": "markdown",
+                "id": "from-lab",
+                "metadata": {},
+                "source": "Saved in JupyterLab",
+            }
+        )
+        saved = httpx.put(
+            f"{url}/api/contents/watched/remote.ipynb",
+            headers=headers(),
+            json={"type": "notebook", "content": model["content"]},
+        )
         assert saved.status_code == 200
         with anyio.fail_after(10):
             await updates.wait_for("notebook:///watched/remote.ipynb")
@@ -516,13 +719,17 @@ def test_the_extension_is_installed_enabled():
     shipped = project["tool"]["setuptools"]["data-files"]
     assert list(shipped) == ["etc/jupyter/jupyter_server_config.d"]
     for relative in shipped["etc/jupyter/jupyter_server_config.d"]:
-        assert json.loads((REPO / relative).read_text()) == {"ServerApp": {"jpserver_extensions": {"jupyter_mcp_server": True}}}
+        assert json.loads((REPO / relative).read_text()) == {
+            "ServerApp": {"jpserver_extensions": {"jupyter_mcp_server": True}}
+        }
 
 
 @contextlib.asynccontextmanager
 async def connect(url: str, token: str | None, mode: str) -> AsyncIterator[Client]:
     async with (
-        httpx2.AsyncClient(headers=headers(token) if token else {}, timeout=httpx2.Timeout(30, read=120)) as http,
+        httpx2.AsyncClient(
+            headers=headers(token) if token else {}, timeout=httpx2.Timeout(30, read=120)
+        ) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
@@ -534,7 +741,15 @@ async def test_the_extension_serves_mcp_with_jupyters_token(jupyter):
     assert BASE_URL.rstrip("/") in endpoint
     # Without the token (or with a wrong one), refused before anything is served.
     for presented in ({}, headers(WRONG), {"Authorization": f"Bearer {WRONG}"}):
-        answer = httpx.post(endpoint, headers={**presented, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        answer = httpx.post(
+            endpoint,
+            headers={
+                **presented,
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        )
         assert answer.status_code in (401, 403), answer.status_code
         assert WRONG not in answer.text
     with pytest.raises(Exception):  # noqa: B017 - whatever the client raises, it gets nothing
@@ -545,26 +760,48 @@ async def test_the_extension_serves_mcp_with_jupyters_token(jupyter):
     for mode, name in (("legacy", "agent-legacy.ipynb"), ("auto", "agent-modern.ipynb")):
         async with connect(endpoint, TOKEN, mode) as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}
-            assert {"use_notebook", "execute_cell", "connect_to_jupyter"} <= tools and "launch_sandbox" not in tools
+            assert {
+                "use_notebook",
+                "execute_cell",
+                "connect_to_jupyter",
+            } <= tools and "launch_sandbox" not in tools
             used = await ok(client, "use_notebook", {"notebook_name": name, "mode": "create"})
             # The kernel is Jupyter Server's own: in /api/kernels, for JupyterLab to see.
             assert used["kernel_id"] in remote_kernels(url) - before
-            ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())", "notebook_name": name})
+            ran = await ok(
+                client,
+                "insert_execute_code_cell",
+                {
+                    "cell_index": -1,
+                    "cell_source": "import os\nprint(os.getcwd())",
+                    "notebook_name": name,
+                },
+            )
             assert ran["status"] == "ok"
             # The notebook went through Jupyter's contents manager, into its root_dir.
             model = httpx.get(f"{url}/api/contents/{name}", headers=headers()).json()
             assert model["content"]["cells"][0]["outputs"][0]["text"] == f"{root}\n"
-            capabilities = json.loads((await client.read_resource("capabilities://")).contents[0].text)
+            capabilities = json.loads(
+                (await client.read_resource("capabilities://")).contents[0].text
+            )
             assert capabilities
     # Toolset selection by query works here too.
     async with connect(f"{endpoint}?only=notebooks", TOKEN, "legacy") as client:
         assert "connect_to_jupyter" in {tool.name for tool in (await client.list_tools()).tools}
 
     # A kernel the person started in JupyterLab is shared by id.
-    started = httpx.post(f"{url}/api/kernels", headers=headers(), json={"name": "python3"}).json()["id"]
+    started = httpx.post(f"{url}/api/kernels", headers=headers(), json={"name": "python3"}).json()[
+        "id"
+    ]
     async with connect(endpoint, TOKEN, "legacy") as client:
-        await ok(client, "execute_code", {"code": "shared = 'set by the agent'", "notebook_name": "agent-legacy.ipynb"})
-        shared = await ok(client, "use_notebook", {"notebook_name": "agent-legacy.ipynb", "kernel_id": started})
+        await ok(
+            client,
+            "execute_code",
+            {"code": "shared = 'set by the agent'", "notebook_name": "agent-legacy.ipynb"},
+        )
+        shared = await ok(
+            client, "use_notebook", {"notebook_name": "agent-legacy.ipynb", "kernel_id": started}
+        )
         assert shared["kernel_id"] == started
         await ok(client, "execute_code", {"code": "from_agent = 42"})
         await ok(client, "unuse_notebook", {"notebook_name": "agent-legacy.ipynb"})
@@ -582,7 +819,10 @@ async def test_the_extensions_kernels_answer_introspection_while_a_cell_runs(jup
         assert [v["name"] for v in (await ok(client, "list_variables"))["variables"]] == ["peeked"]
         marker = root / "peek-started"
         running = asyncio.create_task(
-            client.call_tool("execute_code", {"code": f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(30)"})
+            client.call_tool(
+                "execute_code",
+                {"code": f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(30)"},
+            )
         )
         try:
             await wait_for_file(marker)
@@ -594,8 +834,15 @@ async def test_the_extensions_kernels_answer_introspection_while_a_cell_runs(jup
             await running
         # Restarted in place from JupyterLab: the subshell went with the old process, and
         # the next question sets up a new one rather than failing.
-        (kernel_id,) = [k["kernel_id"] for k in (await ok(client, "list_kernels"))["kernels"] if "peek.ipynb" in k["notebooks"]]
-        assert httpx.post(f"{url}/api/kernels/{kernel_id}/restart", headers=headers()).status_code == 200
+        (kernel_id,) = [
+            k["kernel_id"]
+            for k in (await ok(client, "list_kernels"))["kernels"]
+            if "peek.ipynb" in k["notebooks"]
+        ]
+        assert (
+            httpx.post(f"{url}/api/kernels/{kernel_id}/restart", headers=headers()).status_code
+            == 200
+        )
         assert (await ok(client, "list_variables"))["variables"] == []
         await ok(client, "execute_code", {"code": "again = 1"})
         assert [v["name"] for v in (await ok(client, "list_variables"))["variables"]] == ["again"]
@@ -611,14 +858,24 @@ async def test_the_extension_binds_each_notebooks_kernel_in_jupyter_sessions(jup
         await ok(client, "execute_code", {"code": "made_by = 'the agent'"})
         assert sessions(url)["bound.ipynb"] == kernel
         # A person opening it in JupyterLab (which asks for a session for the path) gets the agent's kernel.
-        opened = httpx.post(f"{url}/api/sessions", headers=headers(), json={"path": "bound.ipynb", "type": "notebook", "kernel": {"name": "python3"}})
+        opened = httpx.post(
+            f"{url}/api/sessions",
+            headers=headers(),
+            json={"path": "bound.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
+        )
         assert opened.json()["kernel"]["id"] == kernel
 
         # A second notebook sharing the kernel is bound to it too.
-        await ok(client, "use_notebook", {"notebook_name": "also-bound.ipynb", "mode": "create", "kernel_id": kernel})
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "also-bound.ipynb", "mode": "create", "kernel_id": kernel},
+        )
         assert sessions(url)["also-bound.ipynb"] == kernel
         # The first moves to a fresh kernel; the shared one stays with the second.
-        fresh = (await ok(client, "restart_notebook", {"notebook_name": "bound.ipynb"}))["kernel_id"]
+        fresh = (await ok(client, "restart_notebook", {"notebook_name": "bound.ipynb"}))[
+            "kernel_id"
+        ]
         assert sessions(url)["bound.ipynb"] == fresh and sessions(url)["also-bound.ipynb"] == kernel
         assert kernel in remote_kernels(url)
 
@@ -630,7 +887,9 @@ async def test_the_extension_binds_each_notebooks_kernel_in_jupyter_sessions(jup
 
         # A kernel the person started, shared with a notebook: released by the agent, it keeps running
         # and keeps its session (Jupyter Server deletes a session only with its kernel).
-        theirs = httpx.post(f"{url}/api/kernels", headers=headers(), json={"name": "python3"}).json()["id"]
+        theirs = httpx.post(
+            f"{url}/api/kernels", headers=headers(), json={"name": "python3"}
+        ).json()["id"]
         await ok(client, "use_notebook", {"notebook_name": "bound.ipynb", "kernel_id": theirs})
         assert sessions(url)["bound.ipynb"] == theirs
         await ok(client, "unuse_notebook", {"notebook_name": "bound.ipynb"})
@@ -641,19 +900,29 @@ async def test_a_notebook_the_person_opened_first_runs_the_agents_code_on_the_pa
     """The person opened the notebook in JupyterLab (a session, a kernel) before the agent: the
     agent gets that kernel, so each sees the other's variables, and list_kernels shows it."""
     url, root = jupyter
-    (root / "opened.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (root / "opened.ipynb").write_text(
+        json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
     page = httpx.post(
-        f"{url}/api/sessions", headers=headers(), json={"path": "opened.ipynb", "type": "notebook", "kernel": {"name": "python3"}}
+        f"{url}/api/sessions",
+        headers=headers(),
+        json={"path": "opened.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
     ).json()
     pages_kernel = page["kernel"]["id"]
     async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
         used = await ok(client, "use_notebook", {"notebook_name": "opened.ipynb"})
         assert used["kernel_id"] == pages_kernel
-        ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "from_the_agent = 42"})
+        ran = await ok(
+            client,
+            "insert_execute_code_cell",
+            {"cell_index": -1, "cell_source": "from_the_agent = 42"},
+        )
         assert ran["status"] == "ok"
         listed = await ok(client, "list_kernels")
         # (The module's server is shared with other tests: only this notebook's kernel is asked about.)
-        assert [k["kernel_id"] for k in listed["kernels"] if "opened.ipynb" in k["notebooks"]] == [pages_kernel]
+        assert [k["kernel_id"] for k in listed["kernels"] if "opened.ipynb" in k["notebooks"]] == [
+            pages_kernel
+        ]
         assert sessions(url)["opened.ipynb"] == pages_kernel
         # The person's next cell, on the page's kernel, sees the agent's variable (no NameError).
         seen = await ok(client, "execute_code", {"code": "print(from_the_agent)"})
@@ -714,7 +983,11 @@ async def person_in_jupyterlab(url: str, path: str) -> AsyncIterator[Any]:
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    answer = httpx.put(f"{url}/api/collaboration/session/{path}", headers=headers(), json={"format": "json", "type": "notebook"})
+    answer = httpx.put(
+        f"{url}/api/collaboration/session/{path}",
+        headers=headers(),
+        json={"format": "json", "type": "notebook"},
+    )
     assert answer.status_code in (200, 201), answer.text
     session = answer.json()
     room = f"{session['format']}:{session['type']}:{session['fileId']}"
@@ -741,7 +1014,9 @@ def sources(notebook: Any) -> list[str]:
 
 
 async def test_with_jupyter_collaboration_the_agents_edits_are_live_in_the_open_notebook(tmp_path):
-    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    pytest.importorskip(
+        "jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed"
+    )
     with jupyter_server_process(
         tmp_path,
         TOKEN,
@@ -754,27 +1029,63 @@ async def test_with_jupyter_collaboration_the_agents_edits_are_live_in_the_open_
     ) as (url, root, log):
         async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
             await ok(client, "use_notebook", {"notebook_name": "live.ipynb", "mode": "create"})
-            first = await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Written before anyone looked"})
+            first = await ok(
+                client,
+                "insert_cell",
+                {
+                    "cell_index": 0,
+                    "cell_type": "markdown",
+                    "cell_source": "# Written before anyone looked",
+                },
+            )
             async with person_in_jupyterlab(url, "live.ipynb") as seen:
                 await eventually(lambda: sources(seen) == ["# Written before anyone looked"])
                 deltas: list[Any] = []
                 seen.ycells.observe(lambda event: deltas.append(event.delta))
 
-                inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "answer = 6 * 7\nanswer"})
-                await eventually(lambda: sources(seen) == ["# Written before anyone looked", "answer = 6 * 7\nanswer"])
+                inserted = await ok(
+                    client,
+                    "insert_cell",
+                    {
+                        "cell_index": -1,
+                        "cell_type": "code",
+                        "cell_source": "answer = 6 * 7\nanswer",
+                    },
+                )
+                await eventually(
+                    lambda: (
+                        sources(seen)
+                        == ["# Written before anyone looked", "answer = 6 * 7\nanswer"]
+                    )
+                )
                 # One cell inserted after the first, which was left alone (no reload of the whole document).
                 assert all("delete" not in step for delta in deltas for step in delta), deltas
 
                 ran = await ok(client, "execute_cell", {"cell_id": inserted["cell_id"]})
                 assert ran["status"] == "ok"
-                await eventually(lambda: seen.get()["cells"][1].get("outputs") and seen.get()["cells"][1]["outputs"][0]["data"]["text/plain"] == "42")
+                await eventually(
+                    lambda: (
+                        seen.get()["cells"][1].get("outputs")
+                        and seen.get()["cells"][1]["outputs"][0]["data"]["text/plain"] == "42"
+                    )
+                )
                 assert seen.get()["cells"][1]["execution_count"] == 1
 
-                await ok(client, "overwrite_cell_source", {"cell_id": first["cell_id"], "cell_source": "# Rewritten by the agent"})
+                await ok(
+                    client,
+                    "overwrite_cell_source",
+                    {"cell_id": first["cell_id"], "cell_source": "# Rewritten by the agent"},
+                )
                 await eventually(lambda: sources(seen)[0] == "# Rewritten by the agent")
-                await ok(client, "move_cell", {"source_cell_id": first["cell_id"], "target_index": 1})
-                await eventually(lambda: sources(seen) == ["answer = 6 * 7\nanswer", "# Rewritten by the agent"])
-                deleted = await ok(client, "delete_cell", {"cell_ids_to_delete": [first["cell_id"]]})
+                await ok(
+                    client, "move_cell", {"source_cell_id": first["cell_id"], "target_index": 1}
+                )
+                await eventually(
+                    lambda: sources(seen) == ["answer = 6 * 7\nanswer", "# Rewritten by the agent"]
+                )
+                deleted = await ok(
+                    client, "delete_cell", {"cell_ids_to_delete": [first["cell_id"]]}
+                )
                 await eventually(lambda: sources(seen) == ["answer = 6 * 7\nanswer"])
 
                 # Revisions stay the file's: the collaboration extension saving the document
@@ -782,22 +1093,35 @@ async def test_with_jupyter_collaboration_the_agents_edits_are_live_in_the_open_
                 await asyncio.sleep(0.6)
                 on_disk = (root / "live.ipynb").read_bytes()
                 assert hashlib.sha256(on_disk).hexdigest()[:16] == deleted["revision"]
-                assert (await ok(client, "get_notebook_revision", {}))["revision"] == deleted["revision"]
+                assert (await ok(client, "get_notebook_revision", {}))["revision"] == deleted[
+                    "revision"
+                ]
 
                 # The person types in JupyterLab: the extension saves it, and the agent reads it.
                 seen.set_cell(0, source="answer = 6 * 7  # checked\nanswer")
                 await eventually(lambda: b"# checked" in (root / "live.ipynb").read_bytes())
                 read = await ok(client, "read_notebook", {"response_format": "detailed"})
-                assert [cell["source"] for cell in read["cells"]] == ["answer = 6 * 7  # checked\nanswer"]
-                assert read["revision"] == hashlib.sha256((root / "live.ipynb").read_bytes()).hexdigest()[:16]
+                assert [cell["source"] for cell in read["cells"]] == [
+                    "answer = 6 * 7  # checked\nanswer"
+                ]
+                assert (
+                    read["revision"]
+                    == hashlib.sha256((root / "live.ipynb").read_bytes()).hexdigest()[:16]
+                )
         text = log.read_text(errors="replace")
-        assert "jupyter_mcp_server/" not in text and "Could not show an edit" not in text, text[-4000:]
+        assert "jupyter_mcp_server/" not in text and "Could not show an edit" not in text, text[
+            -4000:
+        ]
 
 
-async def test_the_agents_running_cell_shows_running_in_the_page_and_its_outputs_stream_in(tmp_path):
+async def test_the_agents_running_cell_shows_running_in_the_page_and_its_outputs_stream_in(
+    tmp_path,
+):
     """As for a person's own run: the cell is marked running, and each output appears in the
     page as the kernel sends it, not all at the end; when it ends, the stored outputs."""
-    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    pytest.importorskip(
+        "jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed"
+    )
     with jupyter_server_process(
         tmp_path,
         TOKEN,
@@ -808,22 +1132,37 @@ async def test_the_agents_running_cell_shows_running_in_the_page_and_its_outputs
         async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
             await ok(client, "use_notebook", {"notebook_name": "running.ipynb", "mode": "create"})
             code = "import time\nprint('first', flush=True)\ntime.sleep(2)\nprint('second')"
-            cell = await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": code})
+            cell = await ok(
+                client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": code}
+            )
             async with person_in_jupyterlab(url, "running.ipynb") as page:
                 await eventually(lambda: sources(page) == [code])
-                running = asyncio.create_task(client.call_tool("execute_cell", {"cell_id": cell["cell_id"]}))
+                running = asyncio.create_task(
+                    client.call_tool("execute_cell", {"cell_id": cell["cell_id"]})
+                )
 
                 def shown() -> str:
                     outputs = page.ycells[0].get("outputs")
-                    return "".join(str(output.get("text", "")) for output in outputs) if outputs is not None else ""
+                    return (
+                        "".join(str(output.get("text", "")) for output in outputs)
+                        if outputs is not None
+                        else ""
+                    )
 
-                await eventually(lambda: page.ycells[0].get("execution_state") == "running", seconds=10)
+                await eventually(
+                    lambda: page.ycells[0].get("execution_state") == "running", seconds=10
+                )
                 await eventually(lambda: "first" in shown(), seconds=10)
                 assert not running.done() and "second" not in shown()  # streamed, not at the end
                 result = await running
                 assert not result.is_error
                 await eventually(lambda: page.ycells[0].get("execution_state") == "idle")
-                await eventually(lambda: page.get()["cells"][0]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "first\nsecond\n"}])
+                await eventually(
+                    lambda: (
+                        page.get()["cells"][0]["outputs"]
+                        == [{"output_type": "stream", "name": "stdout", "text": "first\nsecond\n"}]
+                    )
+                )
                 assert page.get()["cells"][0]["execution_count"] == 1
         text = log.read_text(errors="replace")
         assert "jupyter_mcp_server/" not in text, text[-4000:]
@@ -832,7 +1171,8 @@ async def test_the_agents_running_cell_shows_running_in_the_page_and_its_outputs
 def agents_shown(page: Any) -> list[dict[str, Any]]:
     """The awareness states in the page's room that name this server's agent."""
     return [
-        state for state in page.awareness.states.values()
+        state
+        for state in page.awareness.states.values()
         if str((state.get("user") or {}).get("username", "")).startswith("jupyter-mcp-server")
     ]
 
@@ -841,7 +1181,9 @@ async def test_the_agent_is_a_named_collaborator_in_the_room_while_it_works(tmp_
     """In the room's awareness, as JupyterLab reads it: the MCP client's name, a colour, and a
     caret at the end of the cell it wrote or is running (a Y relative position the person's
     document resolves); gone a few seconds after its last edit, and after a run ends."""
-    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    pytest.importorskip(
+        "jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed"
+    )
     from mcp.types import Implementation
     from pycrdt import StickyIndex
 
@@ -856,15 +1198,27 @@ async def test_the_agent_is_a_named_collaborator_in_the_room_while_it_works(tmp_
     ) as (url, _, log):
         async with (
             httpx2.AsyncClient(headers=headers(), timeout=httpx2.Timeout(30, read=120)) as http,
-            Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy", client_info=Implementation(name="test-agent", version="1")) as client,
+            Client(
+                streamable_http_client(f"{url}/mcp", http_client=http),
+                mode="legacy",
+                client_info=Implementation(name="test-agent", version="1"),
+            ) as client,
         ):
             await ok(client, "use_notebook", {"notebook_name": "aware.ipynb", "mode": "create"})
-            await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Before anyone looked"})
+            await ok(
+                client,
+                "insert_cell",
+                {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Before anyone looked"},
+            )
             async with person_in_jupyterlab(url, "aware.ipynb") as page:
                 await eventually(lambda: sources(page) == ["# Before anyone looked"])
                 assert agents_shown(page) == []  # nobody was editing when the person came
 
-                inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "print('hello')"})
+                inserted = await ok(
+                    client,
+                    "insert_cell",
+                    {"cell_index": -1, "cell_type": "code", "cell_source": "print('hello')"},
+                )
                 await eventually(lambda: len(agents_shown(page)) == 1 and len(sources(page)) == 2)
                 (state,) = agents_shown(page)
                 assert state["user"]["display_name"] == "test-agent (agent)"
@@ -872,16 +1226,29 @@ async def test_the_agent_is_a_named_collaborator_in_the_room_while_it_works(tmp_
                 # The caret: at the end of the inserted cell's source, in the person's own document.
                 (caret,) = state["cursors"]
                 source = page.ycells[1]["source"]
-                assert StickyIndex.from_json(caret["head"], source).get_index() == len("print('hello')")
+                assert StickyIndex.from_json(caret["head"], source).get_index() == len(
+                    "print('hello')"
+                )
                 # Gone a few seconds after the last edit.
                 shown_at = time.monotonic()
                 await eventually(lambda: agents_shown(page) == [], seconds=LINGER + 3)
                 assert time.monotonic() - shown_at > LINGER - 1
 
                 # Running a cell: shown for the whole run, however long, then gone.
-                await ok(client, "overwrite_cell_source", {"cell_id": inserted["cell_id"], "cell_source": f"import time\ntime.sleep({LINGER + 2})"})
-                running = asyncio.create_task(client.call_tool("execute_cell", {"cell_id": inserted["cell_id"]}))
-                await eventually(lambda: page.ycells[1].get("execution_state") == "running", seconds=10)
+                await ok(
+                    client,
+                    "overwrite_cell_source",
+                    {
+                        "cell_id": inserted["cell_id"],
+                        "cell_source": f"import time\ntime.sleep({LINGER + 2})",
+                    },
+                )
+                running = asyncio.create_task(
+                    client.call_tool("execute_cell", {"cell_id": inserted["cell_id"]})
+                )
+                await eventually(
+                    lambda: page.ycells[1].get("execution_state") == "running", seconds=10
+                )
                 await asyncio.sleep(LINGER + 0.5)
                 assert not running.done() and len(agents_shown(page)) == 1
                 assert not (await running).is_error
@@ -895,7 +1262,9 @@ async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke
     document a second after the last change: a person types into one cell the whole time the
     agent inserts, runs and rewrites others. Every keystroke stays in the page and reaches the
     file, and the extension never finds a change it did not make."""
-    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    pytest.importorskip(
+        "jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed"
+    )
     with jupyter_server_process(
         tmp_path,
         TOKEN,
@@ -907,8 +1276,16 @@ async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke
     ) as (url, root, log):
         async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
             await ok(client, "use_notebook", {"notebook_name": "typed.ipynb", "mode": "create"})
-            await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "notes: "})
-            other = await ok(client, "insert_cell", {"cell_index": 1, "cell_type": "code", "cell_source": "x = 1"})
+            await ok(
+                client,
+                "insert_cell",
+                {"cell_index": 0, "cell_type": "markdown", "cell_source": "notes: "},
+            )
+            other = await ok(
+                client,
+                "insert_cell",
+                {"cell_index": 1, "cell_type": "code", "cell_source": "x = 1"},
+            )
             async with person_in_jupyterlab(url, "typed.ipynb") as page:
                 await eventually(lambda: sources(page) == ["notes: ", "x = 1"])
                 typed: list[str] = []
@@ -925,9 +1302,17 @@ async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke
                 typist = asyncio.create_task(type_continuously())
                 try:
                     for step in range(3):
-                        ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": f"print({step} * 7)"})
+                        ran = await ok(
+                            client,
+                            "insert_execute_code_cell",
+                            {"cell_index": -1, "cell_source": f"print({step} * 7)"},
+                        )
                         assert ran["status"] == "ok"
-                        await ok(client, "overwrite_cell_source", {"cell_id": other["cell_id"], "cell_source": f"x = {step}"})
+                        await ok(
+                            client,
+                            "overwrite_cell_source",
+                            {"cell_id": other["cell_id"], "cell_source": f"x = {step}"},
+                        )
                         await asyncio.sleep(0.4)  # the extension polls the file meanwhile
                 finally:
                     stop.set()
@@ -936,7 +1321,12 @@ async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke
                 assert len(typed) > 50
                 # Nothing typed was erased from the page, and the agent's edits are all there.
                 await eventually(lambda: sources(page)[0] == expected, seconds=5)
-                assert sources(page)[1:] == ["x = 2", "print(0 * 7)", "print(1 * 7)", "print(2 * 7)"]
+                assert sources(page)[1:] == [
+                    "x = 2",
+                    "print(0 * 7)",
+                    "print(1 * 7)",
+                    "print(2 * 7)",
+                ]
                 # ... and the extension's save brings all of it to the file.
 
                 def on_disk() -> list[str]:
@@ -949,7 +1339,10 @@ async def test_a_person_typing_while_the_agent_edits_and_runs_loses_no_keystroke
                 await eventually(lambda: on_disk()[:1] == [expected], seconds=10)
                 await eventually(lambda: on_disk() == sources(page), seconds=10)
                 read = await ok(client, "read_notebook", {"response_format": "brief"})
-                assert read["revision"] == hashlib.sha256((root / "typed.ipynb").read_bytes()).hexdigest()[:16]
+                assert (
+                    read["revision"]
+                    == hashlib.sha256((root / "typed.ipynb").read_bytes()).hexdigest()[:16]
+                )
         text = log.read_text(errors="replace")
         assert "Out-of-band" not in text, text[-4000:]
         assert "jupyter_mcp_server/" not in text, text[-4000:]
@@ -967,10 +1360,15 @@ async def test_jupyter_server_with_the_extension_exits_on_sigterm_after_subscrib
 
     started: list[Any] = []
     with jupyter_server_process(
-        tmp_path, TOKEN, "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}", started=started
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}",
+        started=started,
     ) as (url, root, log):
         (process,) = started
-        (root / "watched.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+        (root / "watched.ipynb").write_text(
+            json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+        )
         async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
             await client.subscribe_resource("notebook:///watched.ipynb")
             if how == "unsubscribed":
@@ -987,16 +1385,22 @@ async def test_jupyter_server_with_the_extension_exits_on_sigterm_after_subscrib
             with contextlib.suppress(subprocess.TimeoutExpired):
                 await asyncio.to_thread(process.wait, 10)
         took = time.monotonic() - stopping
-        assert process.poll() is not None, f"jupyter server still running {took:.1f} s after SIGTERM:\n{log.read_text()[-3000:]}"
+        assert process.poll() is not None, (
+            f"jupyter server still running {took:.1f} s after SIGTERM:\n{log.read_text()[-3000:]}"
+        )
         assert took < 5, took
         assert process.returncode == 0, log.read_text()[-3000:]
 
 
-async def test_with_jupyter_collaboration_a_batch_and_a_restore_are_live_and_in_the_history(tmp_path):
+async def test_with_jupyter_collaboration_a_batch_and_a_restore_are_live_and_in_the_history(
+    tmp_path,
+):
     """apply_edits and restore_notebook take the single-cell edits' path: one change of the
     open document (the person's cursor cells untouched), saved by the room; the history records
     them as the tools' (not as changes made outside), and the person's own save as theirs."""
-    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed")
+    pytest.importorskip(
+        "jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed"
+    )
     with jupyter_server_process(
         tmp_path,
         TOKEN,
@@ -1009,27 +1413,52 @@ async def test_with_jupyter_collaboration_a_batch_and_a_restore_are_live_and_in_
     ) as (url, root, log):
         async with connect(f"{url}/mcp?history", TOKEN, "legacy") as client:
             await ok(client, "use_notebook", {"notebook_name": "batch.ipynb", "mode": "create"})
-            first = await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Kept"})
+            first = await ok(
+                client,
+                "insert_cell",
+                {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Kept"},
+            )
             async with person_in_jupyterlab(url, "batch.ipynb") as seen:
                 await eventually(lambda: sources(seen) == ["# Kept"])
                 deltas: list[Any] = []
                 seen.ycells.observe(lambda event: deltas.append(event.delta))
-                done = await ok(client, "apply_edits", {"operations": [
-                    {"op": "insert", "source": "a = 1", "cell_id": "a"},
-                    {"op": "insert", "source": "b = 2", "cell_id": "b"},
-                    {"op": "replace", "cell_id": "a", "old_string": "1", "new_string": "10"},
-                    {"op": "set_cell_metadata", "cell_id": "b", "tags": ["parameters"]},
-                ]})
+                done = await ok(
+                    client,
+                    "apply_edits",
+                    {
+                        "operations": [
+                            {"op": "insert", "source": "a = 1", "cell_id": "a"},
+                            {"op": "insert", "source": "b = 2", "cell_id": "b"},
+                            {
+                                "op": "replace",
+                                "cell_id": "a",
+                                "old_string": "1",
+                                "new_string": "10",
+                            },
+                            {"op": "set_cell_metadata", "cell_id": "b", "tags": ["parameters"]},
+                        ]
+                    },
+                )
                 assert done["previous_revision"] == first["revision"]
                 await eventually(lambda: sources(seen) == ["# Kept", "a = 10", "b = 2"])
                 assert all("delete" not in step for delta in deltas for step in delta), deltas
                 assert seen.get()["cells"][2]["metadata"]["tags"] == ["parameters"]
                 await asyncio.sleep(0.6)
-                assert hashlib.sha256((root / "batch.ipynb").read_bytes()).hexdigest()[:16] == done["revision"]
+                assert (
+                    hashlib.sha256((root / "batch.ipynb").read_bytes()).hexdigest()[:16]
+                    == done["revision"]
+                )
 
                 # A failing batch changes nothing, in the page either.
-                result = await client.call_tool("apply_edits", {"operations": [
-                    {"op": "delete", "cell_id": "a"}, {"op": "overwrite", "cell_id": "a", "source": "x"}]})
+                result = await client.call_tool(
+                    "apply_edits",
+                    {
+                        "operations": [
+                            {"op": "delete", "cell_id": "a"},
+                            {"op": "overwrite", "cell_id": "a", "source": "x"},
+                        ]
+                    },
+                )
                 assert result.is_error and sources(seen) == ["# Kept", "a = 10", "b = 2"]
 
                 # The person types and JupyterLab saves: a change made outside the server.
@@ -1050,21 +1479,40 @@ async def test_with_jupyter_collaboration_a_batch_and_a_restore_are_live_and_in_
         assert "jupyter_mcp_server/" not in text, text[-4000:]
 
 
-async def test_a_checkpoint_of_a_notebook_on_a_jupyter_server_is_a_jupyter_checkpoint(workspace, tmp_path, jupyter):
+async def test_a_checkpoint_of_a_notebook_on_a_jupyter_server_is_a_jupyter_checkpoint(
+    workspace, tmp_path, jupyter
+):
     """JupyterLab's "Revert to checkpoint" lists the contents API's checkpoints: a named
     checkpoint makes one there too, holding the notebook as it was."""
     url, root = jupyter
     async with serve_logged(
-        workspace, tmp_path / "server.log", "--jupyter-url", url, "--jupyter-contents", "--toolsets", "history",
-        *NO_PRESTART, env={"JUPYTER_TOKEN": TOKEN, "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history")},
+        workspace,
+        tmp_path / "server.log",
+        "--jupyter-url",
+        url,
+        "--jupyter-contents",
+        "--toolsets",
+        "history",
+        *NO_PRESTART,
+        env={"JUPYTER_TOKEN": TOKEN, "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history")},
     ) as client:
         await ok(client, "use_notebook", {"notebook_name": "checked.ipynb", "mode": "create"})
-        await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "kept = 1"})
+        await ok(
+            client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "kept = 1"}
+        )
         marked = await ok(client, "checkpoint", {"name": "before the change"})
         assert marked["jupyter_checkpoint"]
-        listed = httpx.get(f"{url}/api/contents/checked.ipynb/checkpoints", headers=headers()).json()
+        listed = httpx.get(
+            f"{url}/api/contents/checked.ipynb/checkpoints", headers=headers()
+        ).json()
         assert marked["jupyter_checkpoint"] in [c["id"] for c in listed]
-        await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "changed = 2"})
+        await ok(
+            client,
+            "insert_cell",
+            {"cell_index": 0, "cell_type": "code", "cell_source": "changed = 2"},
+        )
         restored = await ok(client, "restore_notebook", {"revision": "before the change"})
         assert restored["revision"] == marked["revision"]
-        assert [c["source"] for c in nbformat.read(root / "checked.ipynb", as_version=4).cells] == ["kept = 1"]
+        assert [c["source"] for c in nbformat.read(root / "checked.ipynb", as_version=4).cells] == [
+            "kept = 1"
+        ]

@@ -48,7 +48,13 @@ ADMIN_TOKEN = "hub-admin-service-token-3e8a1f"
 
 
 def _hub_api(url: str, method: str, path: str, **kwargs: object) -> httpx.Response:
-    response = httpx.request(method, f"{url}/hub/api{path}", headers={"Authorization": f"token {ADMIN_TOKEN}"}, timeout=30, **kwargs)  # type: ignore[arg-type]
+    response = httpx.request(
+        method,
+        f"{url}/hub/api{path}",
+        headers={"Authorization": f"token {ADMIN_TOKEN}"},
+        timeout=30,
+        **kwargs,
+    )  # type: ignore[arg-type]
     response.raise_for_status()
     return response
 
@@ -60,9 +66,13 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
     if importlib.util.find_spec("jupyterhub") is None:
         pytest.skip("jupyterhub is not installed (scripts/install test installs it)")
     bin_dir = Path(sys.executable).parent
-    proxy = shutil.which("configurable-http-proxy", path=os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]))
+    proxy = shutil.which(
+        "configurable-http-proxy", path=os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
+    )
     if proxy is None:
-        pytest.skip("configurable-http-proxy (its Python implementation from PyPI, or the npm one) is not installed")
+        pytest.skip(
+            "configurable-http-proxy (its Python implementation from PyPI, or the npm one) is not installed"
+        )
     tmp = tmp_path_factory.mktemp("hub")
     homes = tmp / "home"
     homes.mkdir()
@@ -99,27 +109,45 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
     with log.open("wb") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "jupyterhub", "-f", str(config)],
-            cwd=tmp, stdout=output, stderr=subprocess.STDOUT, env=environment,
+            cwd=tmp,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=environment,
         )
     try:
         deadline = time.monotonic() + 90
         while True:
             if process.poll() is not None:
-                pytest.fail(f"jupyterhub exited with {process.returncode}:\n{log.read_text()[-4000:]}")
+                pytest.fail(
+                    f"jupyterhub exited with {process.returncode}:\n{log.read_text()[-4000:]}"
+                )
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{url}/hub/api/", timeout=1).status_code == 200:
                     break
-            assert time.monotonic() < deadline, f"jupyterhub did not start:\n{log.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, (
+                f"jupyterhub did not start:\n{log.read_text()[-4000:]}"
+            )
             time.sleep(0.2)
         _hub_api(url, "POST", "/users/alice")
-        with contextlib.suppress(httpx.HTTPStatusError):  # 202 while it spawns (a 500 if slow, on some versions)
+        with contextlib.suppress(
+            httpx.HTTPStatusError
+        ):  # 202 while it spawns (a 500 if slow, on some versions)
             _hub_api(url, "POST", "/users/alice/server")
-        while not (_hub_api(url, "GET", "/users/alice").json()["servers"].get("") or {}).get("ready"):
-            assert time.monotonic() < deadline + 60, f"alice's server never became ready:\n{log.read_text()[-4000:]}"
+        while not (_hub_api(url, "GET", "/users/alice").json()["servers"].get("") or {}).get(
+            "ready"
+        ):
+            assert time.monotonic() < deadline + 60, (
+                f"alice's server never became ready:\n{log.read_text()[-4000:]}"
+            )
             time.sleep(0.3)
         tokens = [
-            _hub_api(url, "POST", "/users/alice/tokens", json={"scopes": scopes, "note": note}).json()["token"]
-            for scopes, note in ((["access:servers!user=alice"], "the agent"), (["read:users!user=alice"], "no access"))
+            _hub_api(
+                url, "POST", "/users/alice/tokens", json={"scopes": scopes, "note": note}
+            ).json()["token"]
+            for scopes, note in (
+                (["access:servers!user=alice"], "the agent"),
+                (["read:users!user=alice"], "no access"),
+            )
         ]
         yield f"{url}/user/alice", homes / "alice", tokens[0], tokens[1]
     finally:
@@ -131,22 +159,44 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
             process.wait()
 
 
-async def test_a_users_server_behind_the_hub_runs_the_agents_kernels_and_keeps_its_notebooks(workspace, hub):
+async def test_a_users_server_behind_the_hub_runs_the_agents_kernels_and_keeps_its_notebooks(
+    workspace, hub
+):
     url, home, token, _ = hub
-    async with serve(workspace, "--jupyter-url", url, "--jupyter-contents", *NO_PRESTART, env={"JUPYTER_TOKEN": token}) as client:
-        used = await ok(client, "use_notebook", {"notebook_name": "from-the-agent.ipynb", "mode": "create"})
-        ran = await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 6 * 7"})
-        assert ran["status"] == "ok" and text_of(await client.call_tool("execute_code", {"code": "kept"})) == "42"
+    async with serve(
+        workspace,
+        "--jupyter-url",
+        url,
+        "--jupyter-contents",
+        *NO_PRESTART,
+        env={"JUPYTER_TOKEN": token},
+    ) as client:
+        used = await ok(
+            client, "use_notebook", {"notebook_name": "from-the-agent.ipynb", "mode": "create"}
+        )
+        ran = await ok(
+            client,
+            "insert_execute_code_cell",
+            {"cell_index": -1, "cell_source": "import os\nprint(os.getcwd())\nkept = 6 * 7"},
+        )
+        assert (
+            ran["status"] == "ok"
+            and text_of(await client.call_tool("execute_code", {"code": "kept"})) == "42"
+        )
         # The notebook is hers, in her home on the hub's machine, not in the workspace.
         cells = json.loads((home / "from-the-agent.ipynb").read_text())["cells"]
         assert cells[0]["outputs"][0]["text"] == [f"{home}\n"]
         assert not (workspace / "from-the-agent.ipynb").exists()
         # Through the hub's proxy, a timeout interrupts and the kernel goes on.
-        timed = await client.call_tool("execute_code", {"code": "import time\ntime.sleep(30)", "timeout": 2})
+        timed = await client.call_tool(
+            "execute_code", {"code": "import time\ntime.sleep(30)", "timeout": 2}
+        )
         assert error_code(timed) == "timeout", text_of(timed)
         assert text_of(await client.call_tool("execute_code", {"code": "kept"})) == "42"
         # Deleted on her server (by her, from JupyterLab): kernel_gone.
-        deleted = httpx.delete(f"{url}/api/kernels/{used['kernel_id']}", headers={"Authorization": f"token {token}"})
+        deleted = httpx.delete(
+            f"{url}/api/kernels/{used['kernel_id']}", headers={"Authorization": f"token {token}"}
+        )
         assert deleted.status_code == 204
         gone = await refused(client, "execute_code", {"code": "kept"}, "kernel_gone")
         assert token not in text_of(gone)
@@ -163,7 +213,9 @@ def test_a_hub_token_without_access_to_the_server_is_refused_naming_the_scope(wo
         timeout=60,
     )
     assert started.returncode == 2, started.stderr
-    assert "refused the token" in started.stderr and "access:servers" in started.stderr, started.stderr
+    assert "refused the token" in started.stderr and "access:servers" in started.stderr, (
+        started.stderr
+    )
     assert weak not in started.stderr + started.stdout
 
 
@@ -176,7 +228,11 @@ async def test_the_extension_in_the_users_server_serves_mcp_behind_the_hub(hub):
     assert (home / "inside.ipynb").is_file()
     answer = httpx.post(
         f"{url}/mcp",
-        headers={"Authorization": f"token {weak}", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+        headers={
+            "Authorization": f"token {weak}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
         json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
     )
     assert answer.status_code in (302, 401, 403), answer.status_code

@@ -31,21 +31,41 @@ def test_the_backend_is_chosen_in_one_place(tmp_path: Path) -> None:
     assert kernel_backend_name(read_config({"workspace_root": str(tmp_path)}, {})) == "local"
     remote = read_config({"workspace_root": str(tmp_path), "jupyter_url": "http://127.0.0.1:9"}, {})
     assert kernel_backend_name(remote) == "jupyter-server"
-    chosen = read_config({"workspace_root": str(tmp_path)}, {"JUPYTER_MCP_KERNEL_BACKEND": "fixture-wrapped"})
+    chosen = read_config(
+        {"workspace_root": str(tmp_path)}, {"JUPYTER_MCP_KERNEL_BACKEND": "fixture-wrapped"}
+    )
     assert kernel_backend_name(chosen) == "fixture-wrapped"
 
 
 def test_an_unknown_backend_stops_the_server_naming_the_known_ones(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(tmp_path), "--kernel-backend", "nowhere"],
-        capture_output=True, text=True, env=environment(), timeout=120, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "jupyter_mcp_server",
+            "start",
+            "--workspace-root",
+            str(tmp_path),
+            "--kernel-backend",
+            "nowhere",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2
-    assert "'nowhere'" in done.stderr and "Known: jupyter-server, jupyter-server-extension, local " in done.stderr, done.stderr
+    assert (
+        "'nowhere'" in done.stderr
+        and "Known: jupyter-server, jupyter-server-extension, local " in done.stderr
+    ), done.stderr
 
 
 async def test_a_published_backend_starts_the_kernels(workspace: Path, backend_path: str) -> None:
-    async with serve(workspace, "--kernel-backend", "fixture-wrapped", env={"PYTHONPATH": backend_path}) as client:
+    async with serve(
+        workspace, "--kernel-backend", "fixture-wrapped", env={"PYTHONPATH": backend_path}
+    ) as client:
         listed = await ok(client, "list_kernels")
         assert listed["kernelspecs"] == ["python3"], "the kernelspecs are the backend's"
         await ok(client, "use_notebook", {"notebook_name": "a.ipynb", "mode": "create"})

@@ -32,14 +32,22 @@ def timed(server: RawServer, tool: str, arguments: dict, limit: float) -> tuple[
     started = time.monotonic()
     result = server.call(tool, arguments, timeout=limit + 30)
     elapsed = time.monotonic() - started
-    assert elapsed < limit, f"{tool} took {elapsed:.1f} s, more than {limit} s: {text_of(result)[:300]}"
+    assert elapsed < limit, (
+        f"{tool} took {elapsed:.1f} s, more than {limit} s: {text_of(result)[:300]}"
+    )
     return result, elapsed
 
 
 def kernel_pid(server: RawServer) -> int:
-    ran = server.ok("execute_code", {"notebook_name": NOTEBOOK, "code": "import os; print(os.getpid())"})
+    ran = server.ok(
+        "execute_code", {"notebook_name": NOTEBOOK, "code": "import os; print(os.getpid())"}
+    )
     assert ran["status"] == "ok"
-    return int(text_of(server.call("execute_code", {"notebook_name": NOTEBOOK, "code": "print(os.getpid())"})))
+    return int(
+        text_of(
+            server.call("execute_code", {"notebook_name": NOTEBOOK, "code": "print(os.getpid())"})
+        )
+    )
 
 
 @pytest.fixture
@@ -49,8 +57,13 @@ def faulty(tmp_path: Path):
     runtime = tmp_path / "runtime"
     runtime.mkdir()
     server = RawServer(
-        workspace, "--capability", "kernel.prestart=off", "--max-output-bytes", str(MAX_OUTPUT_BYTES),
-        env={"JUPYTER_RUNTIME_DIR": str(runtime)}, stderr=tmp_path / "server.log",
+        workspace,
+        "--capability",
+        "kernel.prestart=off",
+        "--max-output-bytes",
+        str(MAX_OUTPUT_BYTES),
+        env={"JUPYTER_RUNTIME_DIR": str(runtime)},
+        stderr=tmp_path / "server.log",
     )
     seen: set[int] = set()
     yield server, seen, runtime
@@ -59,8 +72,12 @@ def faulty(tmp_path: Path):
         assert server.close(60) == 0
     left = wait_until_gone(seen, 15)
     assert not left, f"processes outlived the server: {sorted(left)}"
-    assert sorted(p.name for p in runtime.glob("kernel-*.json")) == [], "connection files outlived the server"
-    assert sorted(p.name for p in runtime.glob("jmcp-*")) == [], "the runtime directory outlived the server"
+    assert sorted(p.name for p in runtime.glob("kernel-*.json")) == [], (
+        "connection files outlived the server"
+    )
+    assert sorted(p.name for p in runtime.glob("jmcp-*")) == [], (
+        "the runtime directory outlived the server"
+    )
 
 
 def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
@@ -73,13 +90,22 @@ def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
 
     # Hung, ignoring SIGINT: a timeout, in time, with what it printed; the next call refused at once.
     hung = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('spinning', flush=True)\nwhile True:\n    pass"
-    result, elapsed = timed(server, "insert_execute_code_cell", {"notebook_name": NOTEBOOK, "cell_index": -1, "cell_source": hung, "timeout": 2}, 2 + GRACE + 4)
-    assert error_code(result) == "timeout" and result["structuredContent"]["status"] == "timeout", result
+    result, elapsed = timed(
+        server,
+        "insert_execute_code_cell",
+        {"notebook_name": NOTEBOOK, "cell_index": -1, "cell_source": hung, "timeout": 2},
+        2 + GRACE + 4,
+    )
+    assert error_code(result) == "timeout" and result["structuredContent"]["status"] == "timeout", (
+        result
+    )
     assert "spinning" in text_of(result)
     figures["hung_first_call_s"] = round(elapsed, 1)
     assert result["_meta"]["io.jupyter-mcp/error"]["kernel_state"] == "busy_after_interrupt", result
     # The next call is refused at once: nothing is queued behind the spinning cell.
-    result, elapsed = timed(server, "execute_code", {"notebook_name": NOTEBOOK, "code": "1", "timeout": 2}, 1)
+    result, elapsed = timed(
+        server, "execute_code", {"notebook_name": NOTEBOOK, "code": "1", "timeout": 2}, 1
+    )
     assert error_code(result) == "kernel_unresponsive", result
     assert result["_meta"]["io.jupyter-mcp/error"]["kernel_state"] == "busy_after_interrupt", result
     figures["hung_second_call_s"] = round(elapsed, 1)
@@ -95,13 +121,23 @@ def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
     flood = "import sys\nwhile True:\n    print('x' * 1000)"
     sizes = []
     for _ in range(3):
-        result, elapsed = timed(server, "execute_code", {"notebook_name": NOTEBOOK, "code": flood, "timeout": 2}, 2 + GRACE + 4)
+        result, elapsed = timed(
+            server,
+            "execute_code",
+            {"notebook_name": NOTEBOOK, "code": flood, "timeout": 2},
+            2 + GRACE + 4,
+        )
         assert error_code(result) == "timeout", text_of(result)[:300]
         truncation = result["structuredContent"]["truncation"]
         assert truncation["truncated"] and truncation["omitted_bytes"] > 0
         sizes.append(len(json.dumps(result)))
         assert sizes[-1] < 4 * MAX_OUTPUT_BYTES, f"a flood came back as {sizes[-1]} bytes"
-        assert server.ok("execute_code", {"notebook_name": NOTEBOOK, "code": "print('after')"})["status"] == "ok"
+        assert (
+            server.ok("execute_code", {"notebook_name": NOTEBOOK, "code": "print('after')"})[
+                "status"
+            ]
+            == "ok"
+        )
     figures["flood_answer_bytes"] = max(sizes)
     after_flood = rss_bytes(server.pid)
 
@@ -114,18 +150,33 @@ def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
         "while True:\n"
         "    hoard.append(bytearray(32 * 2**20))"
     )
-    result, elapsed = timed(server, "execute_code", {"notebook_name": NOTEBOOK, "code": allocate, "timeout": 60}, 30)
+    result, elapsed = timed(
+        server, "execute_code", {"notebook_name": NOTEBOOK, "code": allocate, "timeout": 60}, 30
+    )
     assert error_code(result) == "execution_error", text_of(result)[:300]
     assert result["structuredContent"]["error"]["ename"] == "MemoryError"
     figures["allocation_refused_s"] = round(elapsed, 1)
-    assert server.ok("execute_code", {"notebook_name": NOTEBOOK, "code": "del hoard; print('alive')"})["status"] == "ok"
+    assert (
+        server.ok("execute_code", {"notebook_name": NOTEBOOK, "code": "del hoard; print('alive')"})[
+            "status"
+        ]
+        == "ok"
+    )
 
     # Killed mid-call, as the OOM killer does: kernel_gone, long before the timeout.
     assert pid == kernel_pid(server)
     done: dict = {}
 
     def run() -> None:
-        done["result"] = server.call("execute_code", {"notebook_name": NOTEBOOK, "code": "import time\nprint('working', flush=True)\ntime.sleep(60)", "timeout": 120}, timeout=150)
+        done["result"] = server.call(
+            "execute_code",
+            {
+                "notebook_name": NOTEBOOK,
+                "code": "import time\nprint('working', flush=True)\ntime.sleep(60)",
+                "timeout": 120,
+            },
+            timeout=150,
+        )
 
     started = time.monotonic()
     caller = threading.Thread(target=run)
@@ -141,7 +192,16 @@ def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
     assert restarted["kernel_id"]
 
     # A self-inflicted SIGKILL after a big allocation: the same.
-    result, elapsed = timed(server, "execute_code", {"notebook_name": NOTEBOOK, "code": "import os, signal\nx = bytearray(256 * 2**20)\nos.kill(os.getpid(), signal.SIGKILL)", "timeout": 60}, 15)
+    result, elapsed = timed(
+        server,
+        "execute_code",
+        {
+            "notebook_name": NOTEBOOK,
+            "code": "import os, signal\nx = bytearray(256 * 2**20)\nos.kill(os.getpid(), signal.SIGKILL)",
+            "timeout": 60,
+        },
+        15,
+    )
     assert error_code(result) == "kernel_gone", result
     server.ok("restart_notebook", {"notebook_name": NOTEBOOK})
 
@@ -158,17 +218,26 @@ def test_hung_flooding_allocating_killed_and_forking_kernels(faulty):
         "children.append(subprocess.Popen(['sleep', '3600']).pid)\n"
         "print(' '.join(map(str, children)))"
     )
-    result, elapsed = timed(server, "execute_code", {"notebook_name": NOTEBOOK, "code": fork, "timeout": 30}, 10)
+    result, elapsed = timed(
+        server, "execute_code", {"notebook_name": NOTEBOOK, "code": fork, "timeout": 30}, 10
+    )
     assert not result.get("isError"), text_of(result)
     children = {int(child) for child in text_of(result).split()}
     assert len(children) == 4 and all(Path(f"/proc/{child}").exists() for child in children)
     seen |= descendants(server.pid) | children
-    assert server.ok("execute_code", {"notebook_name": NOTEBOOK, "code": "print('still answering')"})["status"] == "ok"
+    assert (
+        server.ok("execute_code", {"notebook_name": NOTEBOOK, "code": "print('still answering')"})[
+            "status"
+        ]
+        == "ok"
+    )
 
     # The server's memory through all this.
     final = rss_bytes(server.pid)
     figures.update(
-        rss_warm_mib=round(warm / 2**20), rss_after_floods_mib=round(after_flood / 2**20), rss_final_mib=round(final / 2**20)
+        rss_warm_mib=round(warm / 2**20),
+        rss_after_floods_mib=round(after_flood / 2**20),
+        rss_final_mib=round(final / 2**20),
     )
     assert final - warm < 150 * 2**20, figures
     assert len(list(runtime.glob("jmcp-*/kernel-*.json"))) >= 1
@@ -182,8 +251,17 @@ def test_sigterm_over_stdio_stops_busy_kernels_and_their_children(faulty):
     the SDK's blocked stdin read."""
     server, seen, _runtime = faulty
     server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
-    server.start("tools/call", {"name": "execute_code", "arguments": {
-        "notebook_name": NOTEBOOK, "code": "import subprocess, time\nsubprocess.Popen(['sleep', '3600'])\ntime.sleep(3600)", "timeout": 3600}})
+    server.start(
+        "tools/call",
+        {
+            "name": "execute_code",
+            "arguments": {
+                "notebook_name": NOTEBOOK,
+                "code": "import subprocess, time\nsubprocess.Popen(['sleep', '3600'])\ntime.sleep(3600)",
+                "timeout": 3600,
+            },
+        },
+    )
     time.sleep(2)
     seen |= descendants(server.pid)
     assert len(seen) >= 2, "the kernel and its child should be running"
@@ -197,11 +275,20 @@ def test_many_clients_opening_one_notebook_start_one_kernel(faulty):
     """Ten use_notebook calls at once on a notebook without a kernel: one kernel,
     shared; it used to start ten, bind the last and leak nine until shutdown."""
     server, seen, _runtime = faulty
-    server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create", "kernel_name": "python3"})
+    server.ok(
+        "use_notebook", {"notebook_name": NOTEBOOK, "mode": "create", "kernel_name": "python3"}
+    )
     server.ok("unuse_notebook", {"notebook_name": NOTEBOOK})
-    ids = [server.start("tools/call", {"name": "use_notebook", "arguments": {"notebook_name": NOTEBOOK}}) for _ in range(10)]
+    ids = [
+        server.start(
+            "tools/call", {"name": "use_notebook", "arguments": {"notebook_name": NOTEBOOK}}
+        )
+        for _ in range(10)
+    ]
     answers = [server.wait(request_id, timeout=120)["result"] for request_id in ids]
-    assert all(not answer.get("isError") for answer in answers), [text_of(a) for a in answers if a.get("isError")]
+    assert all(not answer.get("isError") for answer in answers), [
+        text_of(a) for a in answers if a.get("isError")
+    ]
     assert len({answer["structuredContent"]["kernel_id"] for answer in answers}) == 1
     listed = server.ok("list_kernels")
     assert len(listed["kernels"]) == 1, listed
@@ -221,15 +308,25 @@ def test_executions_queued_on_a_released_kernel_are_interrupted_not_crashed(faul
         server.ok("use_notebook", {"notebook_name": NOTEBOOK})
         seen |= descendants(server.pid)
         queued = [
-            server.start("tools/call", {"name": "execute_code", "arguments": {"notebook_name": NOTEBOOK, "code": f"print({round_})"}})
+            server.start(
+                "tools/call",
+                {
+                    "name": "execute_code",
+                    "arguments": {"notebook_name": NOTEBOOK, "code": f"print({round_})"},
+                },
+            )
             for _ in range(4)
         ]
         time.sleep(0.01 * round_)
         tool = "unuse_notebook" if round_ % 2 else "restart_notebook"
-        releasing = server.start("tools/call", {"name": tool, "arguments": {"notebook_name": NOTEBOOK}})
+        releasing = server.start(
+            "tools/call", {"name": tool, "arguments": {"notebook_name": NOTEBOOK}}
+        )
         for request_id in queued:
             result = server.wait(request_id, timeout=60)["result"]
-            code = error_code(result) or ("ok" if not result.get("isError") else "uncoded: " + text_of(result)[:80])
+            code = error_code(result) or (
+                "ok" if not result.get("isError") else "uncoded: " + text_of(result)[:80]
+            )
             outcomes[code] = outcomes.get(code, 0) + 1
             if code == "interrupted":
                 assert result["structuredContent"]["status"] == "interrupted"

@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 from rpc import RawServer, alive, descendants, text_of, wait_until_gone
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process trees are tied to the server on Linux")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="process trees are tied to the server on Linux"
+)
 
 NOTEBOOK = "tree.ipynb"
 
@@ -86,15 +88,21 @@ def server_in(tmp_path: Path, *args: str) -> RawServer:
     runtime = tmp_path / "runtime"
     runtime.mkdir(exist_ok=True)
     return RawServer(
-        workspace, "--capability", "kernel.prestart=off", *args,
-        env={"JUPYTER_RUNTIME_DIR": str(runtime)}, stderr=tmp_path / "server.log",
+        workspace,
+        "--capability",
+        "kernel.prestart=off",
+        *args,
+        env={"JUPYTER_RUNTIME_DIR": str(runtime)},
+        stderr=tmp_path / "server.log",
     )
 
 
 def start_a_tree(server: RawServer, started: dict[int, int | None]) -> set[int]:
     """Run the cell on the notebook's kernel; the kernel's whole tree, every process of it running."""
     kernel_before = descendants(server.pid)
-    result = server.call("execute_code", {"notebook_name": NOTEBOOK, "code": START_A_TREE, "timeout": 60})
+    result = server.call(
+        "execute_code", {"notebook_name": NOTEBOOK, "code": START_A_TREE, "timeout": 60}
+    )
     assert not result.get("isError"), text_of(result)
     children = {int(pid) for pid in text_of(result).split()}
     started.update({pid: started_at(pid) for pid in children})
@@ -103,39 +111,57 @@ def start_a_tree(server: RawServer, started: dict[int, int | None]) -> set[int]:
     return tree
 
 
-def test_a_sigkilled_servers_kernel_takes_its_whole_tree_with_it(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
+def test_a_sigkilled_servers_kernel_takes_its_whole_tree_with_it(
+    tmp_path: Path, started_processes: dict[int, int | None]
+) -> None:
     server = server_in(tmp_path)
     server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
     tree = start_a_tree(server, started_processes)
     server.kill()
     left = wait_until_gone(tree, GONE_WITHIN)
-    assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived the SIGKILLed server: {sorted(left)}"
+    assert not left, (
+        f"{len(left)} of the kernel's {len(tree)} processes outlived the SIGKILLed server: {sorted(left)}"
+    )
 
 
-def test_restart_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
+def test_restart_notebook_stops_the_whole_tree(
+    tmp_path: Path, started_processes: dict[int, int | None]
+) -> None:
     with server_in(tmp_path) as server:
         server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
         tree = start_a_tree(server, started_processes)
         server.ok("restart_notebook", {"notebook_name": NOTEBOOK})
         left = wait_until_gone(tree, GONE_WITHIN)
-        assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived restart_notebook: {sorted(left)}"
+        assert not left, (
+            f"{len(left)} of the kernel's {len(tree)} processes outlived restart_notebook: {sorted(left)}"
+        )
 
 
-def test_unuse_notebook_stops_the_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
+def test_unuse_notebook_stops_the_whole_tree(
+    tmp_path: Path, started_processes: dict[int, int | None]
+) -> None:
     with server_in(tmp_path) as server:
         server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
         tree = start_a_tree(server, started_processes)
         server.ok("unuse_notebook", {"notebook_name": NOTEBOOK})
         left = wait_until_gone(tree, GONE_WITHIN)
-        assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived unuse_notebook: {sorted(left)}"
-        assert descendants(server.pid) == set(), "a released notebook's kernel left processes under the server"
+        assert not left, (
+            f"{len(left)} of the kernel's {len(tree)} processes outlived unuse_notebook: {sorted(left)}"
+        )
+        assert descendants(server.pid) == set(), (
+            "a released notebook's kernel left processes under the server"
+        )
 
 
-def test_a_culled_kernel_stops_its_whole_tree(tmp_path: Path, started_processes: dict[int, int | None]) -> None:
+def test_a_culled_kernel_stops_its_whole_tree(
+    tmp_path: Path, started_processes: dict[int, int | None]
+) -> None:
     with server_in(tmp_path, "--idle-timeout", "2") as server:
         server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
         started = time.monotonic()
         tree = start_a_tree(server, started_processes)
         left = wait_until_gone(tree, 2 + GONE_WITHIN)
-        assert not left, f"{len(left)} of the kernel's {len(tree)} processes outlived its culling: {sorted(left)}"
+        assert not left, (
+            f"{len(left)} of the kernel's {len(tree)} processes outlived its culling: {sorted(left)}"
+        )
         assert time.monotonic() - started > 2, "culled before it was idle for --idle-timeout"

@@ -44,14 +44,18 @@ def cells_on_disk(path: Path) -> list[dict]:
 
 async def test_output_truncation_figures_are_exact(workspace):
     async with serve(workspace, "--max-output-blocks", "3", "--max-output-bytes", "400") as client:
-        described = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)
+        described = json.loads(
+            (await client.read_resource("jupymcp://capabilities")).contents[0].text
+        )
         assert described["limits"]["max_output_blocks"] == 3
         assert described["limits"]["max_output_bytes"] == 400
         await ok(client, "use_notebook", {"notebook_name": "out.ipynb", "mode": "create"})
 
         # The block limit: three payloads kept, seven omitted, their bytes summed exactly.
         texts = [f"item {i} é" for i in range(10)]
-        result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": displays(texts)})
+        result = await client.call_tool(
+            "insert_execute_code_cell", {"cell_index": -1, "cell_source": displays(texts)}
+        )
         assert not result.is_error, text_of(result)
         truncation = result.structured_content["truncation"]
         assert truncation == {
@@ -74,7 +78,8 @@ async def test_output_truncation_figures_are_exact(workspace):
             "truncated": True,
             "omitted_blocks": 3,
             "omitted_bytes": sum(
-                payload_size({"output_type": "stream", "name": "stdout", "text": line}) for line in lines[3:]
+                payload_size({"output_type": "stream", "name": "stdout", "text": line})
+                for line in lines[3:]
             ),
         }
         assert result.content[0].text == "".join(lines[:3])
@@ -102,7 +107,10 @@ async def test_output_truncation_figures_are_exact(workspace):
         assert len(structured["error"]["evalue"]) == 32  # max(400 // 16, 32) characters
         assert structured["truncation"]["omitted_blocks"] == 1
         assert structured["truncation"]["truncated"] is True
-        assert structured["truncation"]["omitted_bytes"] > payload_size(display_payload("b" * 300)) + 400
+        assert (
+            structured["truncation"]["omitted_bytes"]
+            > payload_size(display_payload("b" * 300)) + 400
+        )
         assert "ValueError" in text_of(result)
 
         # Within the limits nothing is truncated.
@@ -112,17 +120,26 @@ async def test_output_truncation_figures_are_exact(workspace):
 
 async def test_timeouts_default_and_maximum(workspace):
     async with serve(workspace, "--max-timeout", "5", "--default-timeout", "2") as client:
-        limits = json.loads((await client.read_resource("jupymcp://capabilities")).contents[0].text)["limits"]
+        limits = json.loads(
+            (await client.read_resource("jupymcp://capabilities")).contents[0].text
+        )["limits"]
         assert limits["default_timeout_seconds"] == 2 and limits["max_timeout_seconds"] == 5
         await ok(client, "use_notebook", {"notebook_name": "t.ipynb", "mode": "create"})
-        too_long = await refused(client, "execute_code", {"code": "1", "timeout": 10}, "invalid_argument")
+        too_long = await refused(
+            client, "execute_code", {"code": "1", "timeout": 10}, "invalid_argument"
+        )
         assert "--max-timeout" in text_of(too_long) and "5" in text_of(too_long)
         assert too_long.meta[ERROR_KEY]["max_timeout"] == 5
         await refused(
-            client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": "1", "timeout": 5.5}, "invalid_argument"
+            client,
+            "insert_execute_code_cell",
+            {"cell_index": -1, "cell_source": "1", "timeout": 5.5},
+            "invalid_argument",
         )
         assert cells_on_disk(workspace / "t.ipynb") == []
-        assert (await ok(client, "execute_code", {"code": "print(1)", "timeout": 5}))["status"] == "ok"
+        assert (await ok(client, "execute_code", {"code": "print(1)", "timeout": 5}))[
+            "status"
+        ] == "ok"
 
         started = time.monotonic()
         timed = await client.call_tool("execute_code", {"code": "import time\ntime.sleep(10)"})
@@ -148,15 +165,21 @@ async def test_kernel_limit_and_idle_reaping(workspace):
 
         # The second notebook would need a second kernel: refused, naming the limit,
         # and nothing is created for it.
-        limited = await refused(client, "use_notebook", {"notebook_name": "b.ipynb", "mode": "create"}, "kernel_limit")
+        limited = await refused(
+            client, "use_notebook", {"notebook_name": "b.ipynb", "mode": "create"}, "kernel_limit"
+        )
         assert "--max-kernels" in text_of(limited) and "1" in text_of(limited)
         assert limited.meta[ERROR_KEY]["max_kernels"] == 1
         assert not (workspace / "b.ipynb").exists()
         (workspace / "c.ipynb").write_bytes((workspace / "a.ipynb").read_bytes())
         await refused(client, "use_notebook", {"notebook_name": "c.ipynb"}, "kernel_limit")
-        await refused(client, "execute_code", {"code": "1", "notebook_name": "c.ipynb"}, "kernel_limit")
+        await refused(
+            client, "execute_code", {"code": "1", "notebook_name": "c.ipynb"}, "kernel_limit"
+        )
         # Sharing the running kernel needs no new one.
-        shared = await ok(client, "use_notebook", {"notebook_name": "c.ipynb", "kernel_id": used["kernel_id"]})
+        shared = await ok(
+            client, "use_notebook", {"notebook_name": "c.ipynb", "kernel_id": used["kernel_id"]}
+        )
         assert shared["kernel_id"] == used["kernel_id"]
 
         # Idle past --idle-timeout: the session is reaped, and the next call says so.
@@ -165,14 +188,20 @@ async def test_kernel_limit_and_idle_reaping(workspace):
             assert time.monotonic() < deadline, "the idle kernel was never reaped"
             await asyncio.sleep(0.25)
         assert time.monotonic() - last_use >= 1.5, "reaped before --idle-timeout"
-        gone = await refused(client, "execute_code", {"code": "print(x)", "notebook_name": "a.ipynb"}, "kernel_gone")
+        gone = await refused(
+            client, "execute_code", {"code": "print(x)", "notebook_name": "a.ipynb"}, "kernel_gone"
+        )
         assert "'a.ipynb'" in text_of(gone) and "restart_notebook" in text_of(gone)
         assert "kernel.auto-restart" in text_of(gone)
-        await refused(client, "execute_code", {"code": "1", "notebook_name": "c.ipynb"}, "kernel_gone")
+        await refused(
+            client, "execute_code", {"code": "1", "notebook_name": "c.ipynb"}, "kernel_gone"
+        )
 
         # The reaped kernel freed its slot.
         b = await ok(client, "use_notebook", {"notebook_name": "b.ipynb", "mode": "create"})
-        assert [k["kernel_id"] for k in (await ok(client, "list_kernels"))["kernels"]] == [b["kernel_id"]]
+        assert [k["kernel_id"] for k in (await ok(client, "list_kernels"))["kernels"]] == [
+            b["kernel_id"]
+        ]
         assert (await ok(client, "execute_code", {"code": "print('b')"}))["status"] == "ok"
 
 
@@ -203,13 +232,29 @@ async def test_bad_command_lines_stop_before_serving(workspace, tmp_path):
         (("--max-output-bytes", "abc"), None, ["--max-output-bytes", "'abc'"]),
         (("--max-output-blocks", "-3"), None, ["--max-output-blocks", "'-3'"]),
         (("--inline-budget-chars", "100"), None, ["--inline-budget-chars", "1024-262144"]),
-        ((), {"JUPYTER_MCP_INLINE_BUDGET_CHARS": "999999"}, ["--inline-budget-chars", "1024-262144"]),
+        (
+            (),
+            {"JUPYTER_MCP_INLINE_BUDGET_CHARS": "999999"},
+            ["--inline-budget-chars", "1024-262144"],
+        ),
         (("--idle-timeout", "soon"), None, ["--idle-timeout", "'soon'"]),
-        (("--default-timeout", "10", "--max-timeout", "5"), None, ["--default-timeout", "--max-timeout"]),
+        (
+            ("--default-timeout", "10", "--max-timeout", "5"),
+            None,
+            ["--default-timeout", "--max-timeout"],
+        ),
         (("--workspace-root", str(missing)), None, ["--workspace-root", str(missing)]),
         (("--workspace-root",), None, ["--workspace-root", "expected one argument"]),
-        (("--capability", "kernel.autorestart"), None, ["kernel.autorestart", "kernel.auto-restart"]),
-        ((), {"JUPYTER_MCP_CAPABILITIES": "kernel.prestart,kernel.autorestart=off"}, ["kernel.autorestart", "JUPYTER_MCP_CAPABILITIES"]),
+        (
+            ("--capability", "kernel.autorestart"),
+            None,
+            ["kernel.autorestart", "kernel.auto-restart"],
+        ),
+        (
+            (),
+            {"JUPYTER_MCP_CAPABILITIES": "kernel.prestart,kernel.autorestart=off"},
+            ["kernel.autorestart", "JUPYTER_MCP_CAPABILITIES"],
+        ),
         (("--transport", "carrier-pigeon"), None, ["--transport", "carrier-pigeon"]),
     ]
     outcomes = await cli_outcomes(workspace, [(args, env) for args, env, _ in cases])
@@ -225,4 +270,3 @@ async def test_bad_command_lines_stop_before_serving(workspace, tmp_path):
 async def test_nan_timeout_is_refused(workspace):
     ((code, _, stderr),) = await cli_outcomes(workspace, [(("--default-timeout", "nan"), None)])
     assert code == 2 and "--default-timeout" in stderr
-

@@ -50,10 +50,20 @@ async def nothing() -> None:
 
 
 def run(client, code: str, timeout: float):
-    return run_code(client, alive, nothing, code, timeout=timeout, max_output_bytes=1 << 20, max_output_blocks=100)
+    return run_code(
+        client,
+        alive,
+        nothing,
+        code,
+        timeout=timeout,
+        max_output_bytes=1 << 20,
+        max_output_blocks=100,
+    )
 
 
-async def test_a_reply_without_its_iopub_messages_ends_after_a_grace_saying_outputs_may_be_missing(kernel):
+async def test_a_reply_without_its_iopub_messages_ends_after_a_grace_saying_outputs_may_be_missing(
+    kernel,
+):
     _, client = kernel
     client.iopub_channel.socket.setsockopt(zmq.UNSUBSCRIBE, b"")
     started = time.monotonic()

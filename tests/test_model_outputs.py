@@ -30,7 +30,9 @@ def texts(result: Any) -> list[str]:
 
 async def cell(client: Any, source: str) -> Any:
     """A new cell at the end of the notebook, run: its result."""
-    return await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": source})
+    return await client.call_tool(
+        "insert_execute_code_cell", {"cell_index": -1, "cell_source": source}
+    )
 
 
 async def test_a_bare_repr_loses_to_the_type_that_holds_the_content(workspace: Path) -> None:
@@ -44,16 +46,27 @@ async def test_a_bare_repr_loses_to_the_type_that_holds_the_content(workspace: P
         assert texts(shown) == ["### Quarterly report\nTotal is 42"]
         listed = await cell(
             client,
-            "HTML('<ul><li>first</li><li>see <a href=\"https://example.org/doc\">the doc</a></li></ul>"
+            'HTML(\'<ul><li>first</li><li>see <a href="https://example.org/doc">the doc</a></li></ul>'
             "<ol><li>one</li><li>two</li></ol>')",
         )
         assert texts(listed) == ["- first\n- see the doc (https://example.org/doc)\n1. one\n2. two"]
-        assert texts(await cell(client, "JSON({'total': 42, 'items': [1, 2]})")) == ['{"total":42,"items":[1,2]}']
-        assert texts(await cell(client, "Markdown('**bold** and `code`')")) == ["**bold** and `code`"]
-        assert texts(await cell(client, "Latex(r'$\\alpha^2 + \\beta$')")) == ["$\\alpha^2 + \\beta$"]
+        assert texts(await cell(client, "JSON({'total': 42, 'items': [1, 2]})")) == [
+            '{"total":42,"items":[1,2]}'
+        ]
+        assert texts(await cell(client, "Markdown('**bold** and `code`')")) == [
+            "**bold** and `code`"
+        ]
+        assert texts(await cell(client, "Latex(r'$\\alpha^2 + \\beta$')")) == [
+            "$\\alpha^2 + \\beta$"
+        ]
         # A table inside HTML, in its place among the text.
-        mixed = await cell(client, "HTML('<p>Before</p><table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table><p>After</p>')")
-        assert texts(mixed) == ["Before\nTable: 1 rows × 2 columns\n| k | v |\n| --- | --- |\n| a | 1 |\nAfter"]
+        mixed = await cell(
+            client,
+            "HTML('<p>Before</p><table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table><p>After</p>')",
+        )
+        assert texts(mixed) == [
+            "Before\nTable: 1 rows × 2 columns\n| k | v |\n| --- | --- |\n| a | 1 |\nAfter"
+        ]
         # With nothing richer, the repr is what there is.
         (plain,) = texts(await cell(client, "class Thing:\n    pass\nThing()"))
         assert re.fullmatch(r"<__main__\.Thing at 0x[0-9a-f]+>", plain), plain
@@ -66,8 +79,15 @@ async def test_a_bare_repr_loses_to_the_type_that_holds_the_content(workspace: P
 async def test_a_dataframe_reads_with_pandas_own_shape(workspace: Path) -> None:
     async with serve(workspace) as client:
         await ok(client, "use_notebook", {"notebook_name": "frames.ipynb", "mode": "create"})
-        (two,) = texts(await cell(client, "import pandas as pd, numpy as np\npd.DataFrame({'a': [1, 2], 'b': [3, 4]})"))
-        assert two == "Table: 2 rows × 2 columns\n|  | a | b |\n| --- | --- | --- |\n| 0 | 1 | 3 |\n| 1 | 2 | 4 |"
+        (two,) = texts(
+            await cell(
+                client, "import pandas as pd, numpy as np\npd.DataFrame({'a': [1, 2], 'b': [3, 4]})"
+            )
+        )
+        assert (
+            two
+            == "Table: 2 rows × 2 columns\n|  | a | b |\n| --- | --- | --- |\n| 0 | 1 | 3 |\n| 1 | 2 | 4 |"
+        )
         (multi,) = texts(
             await cell(
                 client,
@@ -87,7 +107,9 @@ async def test_a_dataframe_reads_with_pandas_own_shape(workspace: Path) -> None:
         ]
         (long,) = texts(await cell(client, "pd.DataFrame({'v': range(1000)})"))
         lines = long.splitlines()
-        assert lines[0] == "Table: 1000 rows × 1 columns (10 of the rows shown, as pandas shows them)"
+        assert (
+            lines[0] == "Table: 1000 rows × 1 columns (10 of the rows shown, as pandas shows them)"
+        )
         assert "| ... | ... |" in lines and lines[-1] == "| 999 | 999 |"
         (wide,) = texts(await cell(client, "pd.DataFrame(np.zeros((3, 40)))"))
         assert wide.startswith("Table: 3 rows × 40 columns\n")
@@ -95,7 +117,9 @@ async def test_a_dataframe_reads_with_pandas_own_shape(workspace: Path) -> None:
         assert empty.startswith("Table: 0 rows × 1 columns\n")
 
 
-async def test_charts_read_as_what_they_show_and_widgets_say_they_are_widgets(workspace: Path) -> None:
+async def test_charts_read_as_what_they_show_and_widgets_say_they_are_widgets(
+    workspace: Path,
+) -> None:
     async with serve(workspace) as client:
         await ok(client, "use_notebook", {"notebook_name": "charts.ipynb", "mode": "create"})
         shown: dict[str, str] = {}
@@ -108,7 +132,9 @@ async def test_charts_read_as_what_they_show_and_widgets_say_they_are_widgets(wo
             result = await client.call_tool("execute_code", {"code": code})
             assert not result.is_error, text_of(result)
             (shown[name],) = texts(result)
-            assert len(shown[name]) < 400 and "bdata" not in shown[name] and "{" not in shown[name], shown[name]
+            assert (
+                len(shown[name]) < 400 and "bdata" not in shown[name] and "{" not in shown[name]
+            ), shown[name]
         assert shown["vega-lite (Altair 6.3, mimetype renderer)"].splitlines() == [
             "Vega-Lite chart 'Sales by year' (interactive; a browser showing the notebook draws it)",
             "Mark(s): line; 30 data row(s)",
@@ -121,7 +147,9 @@ async def test_charts_read_as_what_they_show_and_widgets_say_they_are_widgets(wo
             "Traces: squares (scatter, markers, 40 points); counts (bar, 3 points)",
         ]
         assert shown["plotly (Plotly 7.1, plotly_mimetype renderer)"].splitlines() == plotly
-        assert shown["plotly (Plotly 7.1, notebook_connected renderer: HTML)"].splitlines() == plotly
+        assert (
+            shown["plotly (Plotly 7.1, notebook_connected renderer: HTML)"].splitlines() == plotly
+        )
         assert shown["vega-lite (Altair 6.3, html renderer)"].splitlines()[:2] == [
             "Vega-Lite chart 'Sales by year' (interactive; a browser showing the notebook draws it)",
             "Mark(s): point; 30 data row(s)",
@@ -138,7 +166,9 @@ async def test_charts_read_as_what_they_show_and_widgets_say_they_are_widgets(wo
 
 
 SNAPSHOT = "import copy\n\ndef snapshot(value):\n    return copy.deepcopy(value)"
-FAILING = "import threading\nnested = {'a': {'b': {'c': [threading.Lock()]}}}\nresult = snapshot(nested)"
+FAILING = (
+    "import threading\nnested = {'a': {'b': {'c': [threading.Lock()]}}}\nresult = snapshot(nested)"
+)
 
 
 def assert_shows_the_users_line(text: str) -> None:
@@ -149,7 +179,9 @@ def assert_shows_the_users_line(text: str) -> None:
     assert "TypeError: cannot pickle '_thread.lock' object" in text, text
 
 
-async def test_a_traceback_keeps_the_line_that_failed_in_every_result_that_shows_it(workspace: Path) -> None:
+async def test_a_traceback_keeps_the_line_that_failed_in_every_result_that_shows_it(
+    workspace: Path,
+) -> None:
     async with serve(workspace, *TOOLSETS) as client:
         await ok(client, "use_notebook", {"notebook_name": "deep.ipynb", "mode": "create"})
         assert not (await cell(client, SNAPSHOT)).is_error
@@ -159,12 +191,20 @@ async def test_a_traceback_keeps_the_line_that_failed_in_every_result_that_shows
         error = failed.structured_content["error"]
         assert any(entry.startswith("Cell In[2], line 3") for entry in error["traceback"])
         assert error["traceback"][-1] == "TypeError: cannot pickle '_thread.lock' object"
-        assert len(error["traceback"]) <= 32 and all(len(entry) <= 1024 for entry in error["traceback"])
+        assert len(error["traceback"]) <= 32 and all(
+            len(entry) <= 1024 for entry in error["traceback"]
+        )
 
-        scratch = await client.call_tool("execute_code", {"code": "snapshot({'x': [threading.Lock()]})"})
+        scratch = await client.call_tool(
+            "execute_code", {"code": "snapshot({'x': [threading.Lock()]})"}
+        )
         assert "----> 1 snapshot({'x': [threading.Lock()]})" in "\n".join(texts(scratch))
-        assert_shows_the_users_line("\n".join(texts(await client.call_tool("read_cell", {"cell_index": 1}))))
-        assert_shows_the_users_line(text_of(await client.call_tool("read_notebook", {"response_format": "detailed"})))
+        assert_shows_the_users_line(
+            "\n".join(texts(await client.call_tool("read_cell", {"cell_index": 1})))
+        )
+        assert_shows_the_users_line(
+            text_of(await client.call_tool("read_notebook", {"response_format": "detailed"}))
+        )
 
         run = await client.call_tool("run_cells", {"restart": True})
         assert_shows_the_users_line(text_of(run))
@@ -184,7 +224,9 @@ async def test_a_traceback_keeps_the_line_that_failed_in_every_result_that_shows
         assert [frame.get("cell_index") for frame in frames[:2]] == [1, 0]
 
 
-RECURSION = "import sys\nsys.setrecursionlimit({limit})\n\ndef down(n):\n    return down(n + 1)\n\ndown(0)"
+RECURSION = (
+    "import sys\nsys.setrecursionlimit({limit})\n\ndef down(n):\n    return down(n + 1)\n\ndown(0)"
+)
 
 
 def assert_folded_recursion(shown: str, at_least: int) -> None:
@@ -207,10 +249,26 @@ async def test_a_recursion_folds_to_a_few_lines(workspace: Path) -> None:
         *[frame] * 5_000,
         "RecursionError: maximum recursion depth exceeded",
     ]
-    error = {"output_type": "error", "ename": "RecursionError", "evalue": "maximum recursion depth exceeded", "traceback": traceback}
+    error = {
+        "output_type": "error",
+        "ename": "RecursionError",
+        "evalue": "maximum recursion depth exceeded",
+        "traceback": traceback,
+    }
     notebook = {
-        "cells": [{"cell_type": "code", "execution_count": 1, "id": "deep", "metadata": {}, "outputs": [error], "source": RECURSION.format(limit=5_200)}],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": 1,
+                "id": "deep",
+                "metadata": {},
+                "outputs": [error],
+                "source": RECURSION.format(limit=5_200),
+            }
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
     }
     (workspace / "written.ipynb").write_text(json.dumps(notebook))
     async with serve(workspace) as client:
@@ -233,7 +291,8 @@ async def test_a_recursion_of_5000_frames_run_here_folds_to_a_few_lines(workspac
     async with serve(workspace) as client:
         await ok(client, "use_notebook", {"notebook_name": "deep.ipynb", "mode": "create"})
         failed = await client.call_tool(
-            "insert_execute_code_cell", {"cell_index": -1, "cell_source": RECURSION.format(limit=5_200), "timeout": 800}
+            "insert_execute_code_cell",
+            {"cell_index": -1, "cell_source": RECURSION.format(limit=5_200), "timeout": 800},
         )
         assert error_code(failed) == "execution_error", text_of(failed)
         assert_folded_recursion("\n".join(texts(failed)), 4_900)
@@ -245,10 +304,13 @@ async def test_bad_html_and_json_read_bounded_within_a_read(workspace: Path) -> 
         await ok(client, "use_notebook", {"notebook_name": "bad.ipynb", "mode": "create"})
         prelude = "from IPython.display import display, HTML\n"
         cases = {
-            "malformed": prelude + "display(HTML(\"<table><tr><td>a<td>b<tr><td>c</table><p>unclosed <b>bold <a href='x>broken\"))",
-            "nested": prelude + "display(HTML('<div>' * 10_000 + 'deep inside' + '</div>' * 10_000))",
+            "malformed": prelude
+            + 'display(HTML("<table><tr><td>a<td>b<tr><td>c</table><p>unclosed <b>bold <a href=\'x>broken"))',
+            "nested": prelude
+            + "display(HTML('<div>' * 10_000 + 'deep inside' + '</div>' * 10_000))",
             "nested lists": prelude + "display(HTML('<ul><li>' * 10_000 + 'deepest'))",
-            "huge table": prelude + (
+            "huge table": prelude
+            + (
                 "rows = ''.join(f'<tr><td>{i}</td><td>{i * 2}</td><td>row {i}</td></tr>' for i in range(870_000))\n"
                 "display(HTML('<table><thead><tr><th>i</th><th>j</th><th>k</th></tr></thead><tbody>' + rows + '</tbody></table>'))\n"
                 "print(len(rows) // 1_000_000, 'MB')"
@@ -268,7 +330,9 @@ async def test_bad_html_and_json_read_bounded_within_a_read(workspace: Path) -> 
         huge = shown["huge table"]
         assert huge.startswith("Table: 870000 rows × 3 columns (the first ") and "\n50 MB" in huge
         assert "more table rows are among them]" in huge and len(huge) <= 16_384 + 400
-        assert shown["invalid json"].startswith("[jupyter-mcp-server: this application/json output is not valid JSON")
+        assert shown["invalid json"].startswith(
+            "[jupyter-mcp-server: this application/json output is not valid JSON"
+        )
         assert '{"total": 42,' in shown["invalid json"]
 
         # Stored in a notebook, the 50 MB table is read back within a read's time.

@@ -64,7 +64,9 @@ def test_the_plain_schema_agrees_with_the_model(instance: dict[str, Any]) -> Non
 
 def test_the_plain_schema_has_no_titles_and_a_single_type_everywhere() -> None:
     schema = Sample.model_json_schema()
-    assert "title" not in schema and all("title" not in field for field in schema["properties"].values())
+    assert "title" not in schema and all(
+        "title" not in field for field in schema["properties"].values()
+    )
     assert schema["properties"]["count"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
     assert schema["properties"]["described"]["description"] == "Kept."
     assert '"type": [' not in json.dumps(schema), "type arrays do not map onto single-type dialects"

@@ -44,6 +44,8 @@ QUICK = [
     "nbclient-0.11.0/update-display-id.ipynb",
     "nbclient-0.11.0/SVG.ipynb",
 ]
+
+
 def valid(path: Path) -> bool:
     """nbformat's own verdict; an invalid notebook is refused by every tool (docs/protocol.md)."""
     notebook = nbformat.convert(nbformat.reader.reads(path.read_text(encoding="utf-8")), 4)
@@ -97,21 +99,27 @@ def check_cell(where: str, result: Any, cell: dict[str, Any]) -> list[str]:
     texts = [block.text for block in blocks if isinstance(block, TextContent)]
     shown = "\n".join(texts)
     flat = " ".join(shown.split())
-    said = sum(len(text) for text in texts if not text.startswith("[jupyter-mcp-server: image shrunk"))
+    said = sum(
+        len(text) for text in texts if not text.startswith("[jupyter-mcp-server: image shrunk")
+    )
     if said > BUDGET:
         problems.append(f"{where}: {said} characters of output text, over the budget of {BUDGET}")
     images = [block for block in blocks if isinstance(block, ImageContent | ResourceLink)]
     for output in outputs:
         bare = richer_than_repr(output)
         if bare is not None and bare in shown:
-            problems.append(f"{where}: the bare repr {bare!r} is shown though the bundle has {sorted(output['data'])}")
+            problems.append(
+                f"{where}: the bare repr {bare!r} is shown though the bundle has {sorted(output['data'])}"
+            )
         if output.get("output_type") == "error":
             for line in failing_lines(output):
                 if line not in flat:
                     problems.append(f"{where}: the error does not show its failing line {line!r}")
     readable = len([text for text in texts if text.strip()]) + len(images)
     if readable < len(outputs):
-        problems.append(f"{where}: {len(outputs)} output(s) but {readable} readable block(s): {shown[:300]!r}")
+        problems.append(
+            f"{where}: {len(outputs)} output(s) but {readable} readable block(s): {shown[:300]!r}"
+        )
     return problems
 
 
@@ -135,12 +143,16 @@ async def check_notebooks(workspace: Path, names: list[str]) -> None:
         if not target.exists():
             shutil.copytree(source.parent, target)
     problems: list[str] = []
-    async with serve(workspace, "--toolsets", "runs", "--capability", "kernel.prestart=off") as client:
+    async with serve(
+        workspace, "--toolsets", "runs", "--capability", "kernel.prestart=off"
+    ) as client:
         for name in names:
             problems.extend(await read_every_cell(client, workspace, name, "as shipped"))
             if Path(name).name in READ_ONLY:
                 continue
-            run = await client.call_tool("run_cells", {"stop_on_error": False, "restart": True, "timeout": 60})
+            run = await client.call_tool(
+                "run_cells", {"stop_on_error": False, "restart": True, "timeout": 60}
+            )
             assert not run.is_error or run.structured_content, f"{name}: {text_of(run)}"
             said = sum(len(block.text) for block in run.content if isinstance(block, TextContent))
             if said > BUDGET + 8_192:  # the outputs' budget, and a line per cell around them

@@ -263,9 +263,17 @@ def test_the_users_cell_frame_is_kept_and_library_frames_folded_when_the_innermo
     ]
     info, removed = normalise_error("ValueError", "bad", traceback, 1 << 20)
     assert info.traceback == [
-        traceback[1], traceback[2], "[… 2 library frame(s) folded: pandas]", *traceback[-2:]
+        traceback[1],
+        traceback[2],
+        "[… 2 library frame(s) folded: pandas]",
+        *traceback[-2:],
     ]
-    original = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": traceback}
+    original = {
+        "output_type": "error",
+        "ename": "ValueError",
+        "evalue": "bad",
+        "traceback": traceback,
+    }
     assert removed == size_of(original) - size_of({"output_type": "error", **info.as_dict()})
 
 
@@ -390,14 +398,18 @@ def test_after_a_cut_payload_the_gap_omits_everything():
     (kept,) = result.outputs
     assert kept["text"].startswith("aaa") and kept["text"].endswith("aaa")
     assert result.truncation.omitted_blocks == 1
-    assert result.truncation.omitted_bytes == size_of(stream(first)) - size_of(kept) + size_of(stream("after\n"))
+    assert result.truncation.omitted_bytes == size_of(stream(first)) - size_of(kept) + size_of(
+        stream("after\n")
+    )
 
 
 def test_too_little_room_omits_the_payload_whole_and_non_streams_are_never_cut():
     small = stream("s" * 100)
     room_left = 500  # under MIN_CUT_BYTES
     result = collect(
-        ("stream", small), ("stream", {"name": "stdout", "text": "b" * 5000}), max_bytes=size_of(small) + room_left
+        ("stream", small),
+        ("stream", {"name": "stdout", "text": "b" * 5000}),
+        max_bytes=size_of(small) + room_left,
     )
     assert result.outputs == [small]
     assert result.truncation == Truncation(True, 1, size_of(stream("b" * 5000)))

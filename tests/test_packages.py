@@ -32,7 +32,9 @@ class Heard:
         self.messages.append(message or "")
 
 
-async def test_a_package_installed_into_a_running_kernels_environment_imports_without_a_restart(workspace: Path) -> None:
+async def test_a_package_installed_into_a_running_kernels_environment_imports_without_a_restart(
+    workspace: Path,
+) -> None:
     server_lacks(LATER)
     make_env(workspace / ".venv", "ipykernel")
     async with serve(workspace, *ENVIRONMENTS) as client:
@@ -42,7 +44,9 @@ async def test_a_package_installed_into_a_running_kernels_environment_imports_wi
         assert missing.is_error and "ModuleNotFoundError" in text_of(missing)
 
         heard = Heard()
-        result = await client.call_tool("install_packages", {"packages": [LATER]}, progress_callback=heard)
+        result = await client.call_tool(
+            "install_packages", {"packages": [LATER]}, progress_callback=heard
+        )
         assert not result.is_error, text_of(result)
         done = result.structured_content
         assert done["environment"] == ".venv" and done["installer"] == "uv"
@@ -52,7 +56,9 @@ async def test_a_package_installed_into_a_running_kernels_environment_imports_wi
         assert "no restart needed" in text_of(result)
         assert heard.messages, "the installer's output was not heard as progress"
 
-        ran = await client.call_tool("execute_code", {"code": f"import {LATER}; print({LATER}.__file__, kept)"})
+        ran = await client.call_tool(
+            "execute_code", {"code": f"import {LATER}; print({LATER}.__file__, kept)"}
+        )
         assert not ran.is_error, text_of(ran)
         where, value = text_of(ran).split()
         assert Path(where).is_relative_to(workspace / ".venv") and value == "42"
@@ -76,7 +82,9 @@ async def test_an_upgrade_of_an_imported_module_says_a_restart_is_needed(workspa
         result = await client.call_tool("install_packages", {"packages": [f"{EXTRA}==0.5.1"]})
         assert not result.is_error, text_of(result)
         done = result.structured_content
-        assert [(p["name"], p["version"], p["previous_version"]) for p in done["installed"]] == [(EXTRA, "0.5.1", "0.5.0")]
+        assert [(p["name"], p["version"], p["previous_version"]) for p in done["installed"]] == [
+            (EXTRA, "0.5.1", "0.5.0")
+        ]
         assert done["needs_restart"] is True and done["stale_modules"] == [EXTRA]
         assert "restart_notebook" in text_of(result)
         # Nothing was restarted: the old version still runs.
@@ -94,7 +102,9 @@ async def test_pip_installs_where_uv_is_not_wanted(workspace: Path) -> None:
         assert not (await client.call_tool("execute_code", {"code": f"import {LATER}"})).is_error
 
 
-async def test_bad_package_specifications_are_refused_before_anything_runs(workspace: Path, tmp_path: Path) -> None:
+async def test_bad_package_specifications_are_refused_before_anything_runs(
+    workspace: Path, tmp_path: Path
+) -> None:
     make_env(workspace / ".venv", "ipykernel")
     canary = tmp_path / "pwned"
     async with serve(workspace, *ENVIRONMENTS) as client:
@@ -111,8 +121,12 @@ async def test_bad_package_specifications_are_refused_before_anything_runs(works
             "",
         ]
         for spec in shell:
-            result = await refused(client, "install_packages", {"packages": [spec]}, "invalid_argument")
-            assert "not a package specification" in text_of(result) or "is a path" in text_of(result), text_of(result)
+            result = await refused(
+                client, "install_packages", {"packages": [spec]}, "invalid_argument"
+            )
+            assert "not a package specification" in text_of(result) or "is a path" in text_of(
+                result
+            ), text_of(result)
         for spec, kind in [
             ("--index-url", "an installer option"),
             ("-e", "an installer option"),
@@ -121,15 +135,25 @@ async def test_bad_package_specifications_are_refused_before_anything_runs(works
             ("./vendored/pkg", "a path"),
             ("dist/pkg-1.0-py3-none-any.whl", "a path"),
         ]:
-            result = await refused(client, "install_packages", {"packages": [spec, LATER]}, "invalid_argument")
-            assert kind in text_of(result) and "packages.any-source" in text_of(result), text_of(result)
-        await refused(client, "install_packages", {"packages": [LATER], "environment": "nope"}, "not_found")
-        await refused(client, "install_packages", {"packages": [LATER], "timeout": 0}, "invalid_argument")
+            result = await refused(
+                client, "install_packages", {"packages": [spec, LATER]}, "invalid_argument"
+            )
+            assert kind in text_of(result) and "packages.any-source" in text_of(result), text_of(
+                result
+            )
+        await refused(
+            client, "install_packages", {"packages": [LATER], "environment": "nope"}, "not_found"
+        )
+        await refused(
+            client, "install_packages", {"packages": [LATER], "timeout": 0}, "invalid_argument"
+        )
     assert not canary.exists()
     assert not list((workspace / ".venv").glob(f"lib/python*/site-packages/{LATER}"))
     async with serve(workspace, *ENVIRONMENTS, "--capability", "packages.any-source") as client:
         await ok(client, "use_notebook", {"notebook_name": "n.ipynb"})
-        result = await refused(client, "install_packages", {"packages": ["./no/such/pkg.whl"]}, "not_found")
+        result = await refused(
+            client, "install_packages", {"packages": ["./no/such/pkg.whl"]}, "not_found"
+        )
         assert str(workspace / "no" / "such" / "pkg.whl") in text_of(result)
 
 
@@ -137,7 +161,9 @@ async def test_the_servers_own_environment_is_refused_unless_allowed(workspace: 
     async with serve(workspace, *ENVIRONMENTS) as client:
         await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create"})
         result = await refused(client, "install_packages", {"packages": [LATER]}, "not_permitted")
-        assert "server's own Python" in text_of(result) and "packages.server-environment" in text_of(result)
+        assert "server's own Python" in text_of(
+            result
+        ) and "packages.server-environment" in text_of(result)
         # Listing is harmless.
         listed = await ok(client, "list_packages", {"pattern": "ipykernel"})
         assert [p["name"] for p in listed["packages"]] == ["ipykernel"]
@@ -173,7 +199,9 @@ def silent_index(seconds: float) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("installer", ["uv", "pip"])
-async def test_a_hanging_installer_is_stopped_at_its_timeout_and_the_kernel_runs_on(workspace: Path, installer: str) -> None:
+async def test_a_hanging_installer_is_stopped_at_its_timeout_and_the_kernel_runs_on(
+    workspace: Path, installer: str
+) -> None:
     make_env(workspace / ".venv", "ipykernel", seed=True)
     options = (*ENVIRONMENTS, "--capability", "packages.any-source")
     with silent_index(30) as index:
@@ -182,14 +210,20 @@ async def test_a_hanging_installer_is_stopped_at_its_timeout_and_the_kernel_runs
             await ok(client, "execute_code", {"code": "kept = 'still here'"})
             started = time.monotonic()
             result = await refused(
-                client, "install_packages",
-                {"packages": ["--index-url", index, "no-such-package-anywhere"], "timeout": 4}, "timeout",
+                client,
+                "install_packages",
+                {"packages": ["--index-url", index, "no-such-package-anywhere"], "timeout": 4},
+                "timeout",
             )
             assert time.monotonic() - started < 20
-            assert "did not finish within 4 s" in text_of(result) and "kernel runs on" in text_of(result)
+            assert "did not finish within 4 s" in text_of(result) and "kernel runs on" in text_of(
+                result
+            )
             ran = await client.call_tool("execute_code", {"code": "print(kept)"})
             assert text_of(ran).strip() == "still here"
-            assert (await ok(client, "list_kernels"))["kernels"][0]["kernel_id"] == used["kernel_id"]
+            assert (await ok(client, "list_kernels"))["kernels"][0]["kernel_id"] == used[
+                "kernel_id"
+            ]
 
 
 async def test_the_environments_tools_are_declared_and_opt_in(workspace: Path) -> None:
@@ -201,8 +235,16 @@ async def test_the_environments_tools_are_declared_and_opt_in(workspace: Path) -
             assert tool.output_schema and tool.output_schema.get("type") == "object", name
             assert '"title"' not in str(tool.output_schema).replace("'title'", '"title"'), name
         install, listing = tools["install_packages"].annotations, tools["list_packages"].annotations
-        assert install.read_only_hint is False and install.destructive_hint is True and install.open_world_hint is True
+        assert (
+            install.read_only_hint is False
+            and install.destructive_hint is True
+            and install.open_world_hint is True
+        )
         assert listing.read_only_hint is True and listing.open_world_hint is False
     async with serve(workspace) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-        assert "install_packages" not in names and "list_packages" not in names and "list_kernels" in names
+        assert (
+            "install_packages" not in names
+            and "list_packages" not in names
+            and "list_kernels" in names
+        )

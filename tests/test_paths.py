@@ -69,10 +69,15 @@ async def test_paths_outside_the_workspace_are_refused(workspace, outside):
     async with serve(workspace) as client:
         for path in bad_paths:
             for mode in ("connect", "create"):
-                result = await refused(client, "use_notebook", {"notebook_name": path, "mode": mode}, "invalid_path")
+                result = await refused(
+                    client, "use_notebook", {"notebook_name": path, "mode": mode}, "invalid_path"
+                )
                 assert "secret = 42" not in text_of(result)
             await refused(
-                client, "use_notebook", {"notebook_name": "ok", "notebook_path": path, "mode": "create"}, "invalid_path"
+                client,
+                "use_notebook",
+                {"notebook_name": "ok", "notebook_path": path, "mode": "create"},
+                "invalid_path",
             )
             await refused(client, "read_notebook", {"notebook_name": path}, "invalid_path")
             await refused(
@@ -81,22 +86,41 @@ async def test_paths_outside_the_workspace_are_refused(workspace, outside):
                 {"notebook_name": path, "cell_index": -1, "cell_type": "code", "cell_source": "x"},
                 "invalid_path",
             )
-            await refused(client, "execute_code", {"notebook_name": path, "code": "1"}, "invalid_path")
-        absolute = await refused(client, "read_notebook", {"notebook_name": "/etc/passwd.ipynb"}, "invalid_path")
+            await refused(
+                client, "execute_code", {"notebook_name": path, "code": "1"}, "invalid_path"
+            )
+        absolute = await refused(
+            client, "read_notebook", {"notebook_name": "/etc/passwd.ipynb"}, "invalid_path"
+        )
         assert "absolute" in text_of(absolute) and "relative" in text_of(absolute)
-        dots = await refused(client, "read_notebook", {"notebook_name": "../outside/secret.ipynb"}, "invalid_path")
+        dots = await refused(
+            client, "read_notebook", {"notebook_name": "../outside/secret.ipynb"}, "invalid_path"
+        )
         assert "'..'" in text_of(dots)
-        link = await refused(client, "read_notebook", {"notebook_name": "link.ipynb"}, "invalid_path")
+        link = await refused(
+            client, "read_notebook", {"notebook_name": "link.ipynb"}, "invalid_path"
+        )
         assert "outside the workspace" in text_of(link)
-        suffix = await refused(client, "read_notebook", {"notebook_name": "notes.txt"}, "invalid_path")
+        suffix = await refused(
+            client, "read_notebook", {"notebook_name": "notes.txt"}, "invalid_path"
+        )
         assert ".ipynb" in text_of(suffix)
-        folder = await refused(client, "read_notebook", {"notebook_name": "folder.ipynb"}, "invalid_path")
+        folder = await refused(
+            client, "read_notebook", {"notebook_name": "folder.ipynb"}, "invalid_path"
+        )
         assert "directory" in text_of(folder)
-        await refused(client, "use_notebook", {"notebook_name": "folder.ipynb", "mode": "create"}, "already_exists")
+        await refused(
+            client,
+            "use_notebook",
+            {"notebook_name": "folder.ipynb", "mode": "create"},
+            "already_exists",
+        )
 
         for path in ("..", "/", "/etc", "escape", "escape/", "sub/../.."):
             await refused(client, "list_files", {"path": path}, "invalid_path")
-        listed = [entry["path"] for entry in (await ok(client, "list_files", {"max_depth": 3}))["files"]]
+        listed = [
+            entry["path"] for entry in (await ok(client, "list_files", {"max_depth": 3}))["files"]
+        ]
         assert "escape" not in listed and "link.ipynb" not in listed
         assert {"real.ipynb", "notes.txt"} <= set(listed)
 
@@ -106,7 +130,12 @@ async def test_paths_outside_the_workspace_are_refused(workspace, outside):
 
     assert snapshot(outside) == outside_before
     assert sorted(os.listdir(workspace)) == [
-        "alias.ipynb", "escape", "folder.ipynb", "link.ipynb", "notes.txt", "real.ipynb"
+        "alias.ipynb",
+        "escape",
+        "folder.ipynb",
+        "link.ipynb",
+        "notes.txt",
+        "real.ipynb",
     ]
     assert os.listdir(workspace / "folder.ipynb") == []
 
@@ -115,12 +144,18 @@ async def test_notebook_resources_and_kernel_files(workspace, outside):
     (workspace / "escape").symlink_to(outside, target_is_directory=True)
     (workspace / "notes.txt").write_text("not a notebook")
     async with serve(workspace) as client:
-        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        templates = [
+            t.uri_template for t in (await client.list_resource_templates()).resource_templates
+        ]
         assert any(template.startswith("notebook:///") for template in templates), templates
 
         created = await ok(client, "use_notebook", {"notebook_name": NESTED, "mode": "create"})
         assert created["notebook_path"] == NESTED
-        placed = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "markdown", "cell_source": "# 分析"})
+        placed = await ok(
+            client,
+            "insert_cell",
+            {"cell_index": -1, "cell_type": "markdown", "cell_source": "# 分析"},
+        )
         assert (workspace / "nested folder" / "分析.ipynb").is_file()
 
         for uri in (NESTED_URI, NESTED_URI.lower()):
@@ -129,11 +164,16 @@ async def test_notebook_resources_and_kernel_files(workspace, outside):
             assert content.mime_type == "application/x-ipynb+json"
             notebook = json.loads(content.text)
             assert notebook["nbformat"] == 4
-            assert [(c["id"], c["source"]) for c in notebook["cells"]] == [(placed["cell_id"], "# 分析")]
+            assert [(c["id"], c["source"]) for c in notebook["cells"]] == [
+                (placed["cell_id"], "# 分析")
+            ]
 
         rejected = [
             ("notebook:///nested folder/分析.ipynb", "invalid_path"),  # not percent-encoded
-            ("notebook:///nested%20folder/%E5%88%86%E6%9E%90", "invalid_path"),  # not a notebook name
+            (
+                "notebook:///nested%20folder/%E5%88%86%E6%9E%90",
+                "invalid_path",
+            ),  # not a notebook name
             ("notebook:///nested%2", "invalid_path"),
             ("notebook:///%ZZ.ipynb", "invalid_path"),
             ("notebook:///%FF%FE.ipynb", "invalid_path"),  # not UTF-8
@@ -165,7 +205,9 @@ async def test_notebook_resources_and_kernel_files(workspace, outside):
         # Kernel connection files (keys, ports) never land in the workspace.
         ran = await client.call_tool(
             "execute_code",
-            {"code": "from ipykernel.connect import get_connection_file\nprint(get_connection_file())"},
+            {
+                "code": "from ipykernel.connect import get_connection_file\nprint(get_connection_file())"
+            },
         )
         assert not ran.is_error, text_of(ran)
         connection_file = Path(text_of(ran).strip())
@@ -201,9 +243,28 @@ async def test_names_that_are_almost_certainly_mistakes_are_refused_with_what_wa
         for path, meant in MISTAKES.items():
             notebook = path if path.endswith("ipynb") else path + "/analysis.ipynb"
             calls = [
-                ("use_notebook", {"notebook_name": "n", "notebook_path": notebook, "mode": "create", "kernel_name": "none"}),
-                ("use_notebook", {"notebook_name": notebook, "mode": "connect", "kernel_name": "none"}),
-                ("insert_cell", {"notebook_name": notebook, "cell_index": -1, "cell_type": "raw", "cell_source": "x"}),
+                (
+                    "use_notebook",
+                    {
+                        "notebook_name": "n",
+                        "notebook_path": notebook,
+                        "mode": "create",
+                        "kernel_name": "none",
+                    },
+                ),
+                (
+                    "use_notebook",
+                    {"notebook_name": notebook, "mode": "connect", "kernel_name": "none"},
+                ),
+                (
+                    "insert_cell",
+                    {
+                        "notebook_name": notebook,
+                        "cell_index": -1,
+                        "cell_type": "raw",
+                        "cell_source": "x",
+                    },
+                ),
                 ("read_notebook", {"notebook_name": notebook}),
                 ("list_files", {"path": path}),
             ]
@@ -225,13 +286,23 @@ async def test_such_a_name_that_really_exists_is_served(workspace):
             await ok(
                 client,
                 "insert_cell",
-                {"notebook_name": f"{name}/analysis.ipynb", "cell_index": -1, "cell_type": "raw", "cell_source": "x"},
+                {
+                    "notebook_name": f"{name}/analysis.ipynb",
+                    "cell_index": -1,
+                    "cell_type": "raw",
+                    "cell_source": "x",
+                },
             )
             # A new file inside the existing folder is fine too: the folder is what was meant.
             await refused(
                 client,
                 "use_notebook",
-                {"notebook_name": "n", "notebook_path": f"{name}/new.ipynb", "mode": "create", "kernel_name": "none"},
+                {
+                    "notebook_name": "n",
+                    "notebook_path": f"{name}/new.ipynb",
+                    "mode": "create",
+                    "kernel_name": "none",
+                },
                 "not_found",  # the kernelspec, checked after the path
             )
     for name in ("~", "$HOME", "%2e%2e", "\uff0e\uff0e"):

@@ -22,17 +22,31 @@ async def cell_ids(client, notebook: str | None = None) -> list[str]:
 async def test_percent_script_notebook(workspace):
     script = workspace / "analysis.py"
     async with serve(workspace) as client:
-        created = await ok(client, "use_notebook", {"notebook_name": "analysis.py", "mode": "create"})
+        created = await ok(
+            client, "use_notebook", {"notebook_name": "analysis.py", "mode": "create"}
+        )
         assert created["notebook_path"] == "analysis.py" and created["cell_count"] == 0
         assert script_cells(script.read_text()) == []
 
-        title = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "markdown", "cell_source": "# Title"})
+        title = await ok(
+            client,
+            "insert_cell",
+            {"cell_index": -1, "cell_type": "markdown", "cell_source": "# Title"},
+        )
         compute = await ok(
             client,
             "insert_cell",
-            {"cell_index": -1, "cell_type": "code", "cell_source": "x = 21\nprint('RESULT', x * 2)"},
+            {
+                "cell_index": -1,
+                "cell_type": "code",
+                "cell_source": "x = 21\nprint('RESULT', x * 2)",
+            },
         )
-        later = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "y = x + 1"})
+        later = await ok(
+            client,
+            "insert_cell",
+            {"cell_index": -1, "cell_type": "code", "cell_source": "y = x + 1"},
+        )
         text = script.read_text()
         assert "# %% [markdown]\n# # Title\n" in text
         assert "# %%\nx = 21\nprint('RESULT', x * 2)\n" in text
@@ -72,8 +86,14 @@ async def test_percent_script_notebook(workspace):
         assert await cell_ids(client) == ids
 
         # Edits, moves and deletions keep ids and keep the file a percent script.
-        await ok(client, "edit_cell_source", {"cell_id": later["cell_id"], "old_string": "+ 1", "new_string": "+ 2"})
-        moved = await ok(client, "move_cell", {"source_cell_id": later["cell_id"], "target_index": 1})
+        await ok(
+            client,
+            "edit_cell_source",
+            {"cell_id": later["cell_id"], "old_string": "+ 1", "new_string": "+ 2"},
+        )
+        moved = await ok(
+            client, "move_cell", {"source_cell_id": later["cell_id"], "target_index": 1}
+        )
         assert moved["cell_index"] == 1
         deleted = await ok(client, "delete_cell", {"cell_ids_to_delete": [new_id]})
         assert deleted["deleted"] == [{"cell_id": new_id, "source": "print('OUT' + 'PUT')"}]

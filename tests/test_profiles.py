@@ -21,13 +21,29 @@ from test_http import INITIALIZE, MCP_HEADERS, connect, http_server
 
 __all__ = ["extensions_site"]
 
-READING = {"list_files", "read_notebook", "outline", "search_notebooks", "read_cell", "get_notebook_revision"}
+READING = {
+    "list_files",
+    "read_notebook",
+    "outline",
+    "search_notebooks",
+    "read_cell",
+    "get_notebook_revision",
+}
 EDITING = {"insert_cell", "delete_cell", "edit_cell_source", "use_notebook", "restart_notebook"}
 RUNNING = {"execute_cell", "execute_code", "insert_execute_code_cell", "connect_to_jupyter"}
 
 
 def notebook(workspace: Path) -> None:
-    cells = [{"cell_type": "code", "id": "c1", "metadata": {}, "execution_count": None, "outputs": [], "source": "1 + 1"}]
+    cells = [
+        {
+            "cell_type": "code",
+            "id": "c1",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": "1 + 1",
+        }
+    ]
     document = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (workspace / "a.ipynb").write_text(json.dumps(document))
 
@@ -43,7 +59,17 @@ async def check_profile(client, profile: str, audit: Path | None = None) -> None
     await ok(client, "read_notebook", {"notebook_name": "a.ipynb"})
     refused_tools = ["execute_code", *(["insert_cell"] if profile == "read-only" else [])]
     for tool in refused_tools:
-        result = await client.call_tool(tool, {"code": "open('x', 'w')"} if tool == "execute_code" else {"notebook_name": "a.ipynb", "cell_index": 0, "cell_type": "code", "cell_source": "x"})
+        result = await client.call_tool(
+            tool,
+            {"code": "open('x', 'w')"}
+            if tool == "execute_code"
+            else {
+                "notebook_name": "a.ipynb",
+                "cell_index": 0,
+                "cell_type": "code",
+                "cell_source": "x",
+            },
+        )
         assert result.is_error and error_code(result) == "not_permitted", text_of(result)
         assert result.meta[ERROR_KEY]["profile"] == profile
         assert profile in text_of(result)
@@ -52,17 +78,29 @@ async def check_profile(client, profile: str, audit: Path | None = None) -> None
 async def test_read_only_and_edit_over_stdio(workspace: Path) -> None:
     notebook(workspace)
     audit = workspace.parent / "audit.jsonl"
-    async with serve(workspace, "--capability", "profile=read-only", "--audit-log", str(audit)) as client:
+    async with serve(
+        workspace, "--capability", "profile=read-only", "--audit-log", str(audit)
+    ) as client:
         await check_profile(client, "read-only")
         described = json.loads((await client.read_resource("capabilities://")).contents[0].text)
         entry = {e["name"]: e for e in described["declared"]}["profile"]
-        assert (entry["value"], entry["source"], entry["values"]) == ("read-only", "cli", ["read-only", "edit", "full"])
+        assert (entry["value"], entry["source"], entry["values"]) == (
+            "read-only",
+            "cli",
+            ["read-only", "edit", "full"],
+        )
     assert not (workspace / "x").exists()
-    refusals = [json.loads(line) for line in audit.read_text().splitlines() if '"not_permitted"' in line]
+    refusals = [
+        json.loads(line) for line in audit.read_text().splitlines() if '"not_permitted"' in line
+    ]
     assert {r["tool"] for r in refusals} == {"execute_code", "insert_cell"}
     async with serve(workspace, env={"JUPYTER_MCP_CAPABILITIES": "profile=edit"}) as client:
         await check_profile(client, "edit")
-        inserted = await ok(client, "insert_cell", {"notebook_name": "a.ipynb", "cell_index": 1, "cell_type": "code", "cell_source": "2"})
+        inserted = await ok(
+            client,
+            "insert_cell",
+            {"notebook_name": "a.ipynb", "cell_index": 1, "cell_type": "code", "cell_source": "2"},
+        )
         assert inserted
 
 
@@ -73,10 +111,17 @@ async def test_modern_protocol_over_stdio(workspace: Path) -> None:
 
 
 def test_an_unknown_profile_stops_the_server(workspace: Path) -> None:
-    for args, env in ((["--capability", "profile=readonly"], {}), ([], {"JUPYTER_MCP_CAPABILITIES": "profile"})):
+    for args, env in (
+        (["--capability", "profile=readonly"], {}),
+        ([], {"JUPYTER_MCP_CAPABILITIES": "profile"}),
+    ):
         started = subprocess.run(
-            server_command(workspace, *args), env=server_environment(**env),
-            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            server_command(workspace, *args),
+            env=server_environment(**env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
         )
         assert started.returncode == 2, started.stderr
         assert "read-only, edit, full" in started.stderr
@@ -85,7 +130,9 @@ def test_an_unknown_profile_stops_the_server(workspace: Path) -> None:
 @pytest.fixture(scope="module")
 def edit_server(extensions_site, tmp_path_factory):
     root = tmp_path_factory.mktemp("profiles")
-    with http_server(root, extensions_site, "--capability", "kernel.prestart=off", "--capability", "profile=edit") as server:
+    with http_server(
+        root, extensions_site, "--capability", "kernel.prestart=off", "--capability", "profile=edit"
+    ) as server:
         notebook(server.workspace)
         yield server
 
@@ -103,8 +150,14 @@ async def test_profiles_over_http(edit_server, mode: str) -> None:
 
 
 def test_a_wider_profile_in_the_url_is_forbidden(edit_server) -> None:
-    for query, status in (("profile=full", 403), ("profile=everything", 400), ("profile=edit", 200)):
-        response = httpx.post(edit_server.url(query), json=INITIALIZE, headers=MCP_HEADERS, timeout=30)
+    for query, status in (
+        ("profile=full", 403),
+        ("profile=everything", 400),
+        ("profile=edit", 200),
+    ):
+        response = httpx.post(
+            edit_server.url(query), json=INITIALIZE, headers=MCP_HEADERS, timeout=30
+        )
         assert response.status_code == status, (query, response.text)
         if status != 200:
             assert "profile" in response.json()["error"]
@@ -113,17 +166,39 @@ def test_a_wider_profile_in_the_url_is_forbidden(edit_server) -> None:
 async def test_a_session_keeps_the_profile_it_connected_with(edit_server) -> None:
     """Later requests of a session are held to its profile, whatever their URL says."""
     with httpx.Client(timeout=30) as http:
-        started = http.post(edit_server.url("profile=read-only"), json=INITIALIZE, headers=MCP_HEADERS)
+        started = http.post(
+            edit_server.url("profile=read-only"), json=INITIALIZE, headers=MCP_HEADERS
+        )
         session = started.headers["mcp-session-id"]
         headers = {**MCP_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
-        http.post(edit_server.url(), json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "insert_cell", "arguments": {"notebook_name": "a.ipynb", "cell_index": 0, "cell_type": "code", "cell_source": "x"}}}
+        http.post(
+            edit_server.url(),
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=headers,
+        )
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "insert_cell",
+                "arguments": {
+                    "notebook_name": "a.ipynb",
+                    "cell_index": 0,
+                    "cell_type": "code",
+                    "cell_source": "x",
+                },
+            },
+        }
         answered = http.post(edit_server.url(), json=call, headers=headers)
         body = answered.text
-        payload = json.loads(body[body.index("{"):body.rindex("}") + 1])
+        payload = json.loads(body[body.index("{") : body.rindex("}") + 1])
         assert payload["result"]["isError"] is True
-        assert payload["result"]["_meta"][ERROR_KEY] == {"code": "not_permitted", "profile": "read-only", "tool": "insert_cell"}
+        assert payload["result"]["_meta"][ERROR_KEY] == {
+            "code": "not_permitted",
+            "profile": "read-only",
+            "tool": "insert_cell",
+        }
 
 
 async def test_json_lines_keeps_the_profile(workspace: Path) -> None:
@@ -133,10 +208,16 @@ async def test_json_lines_keeps_the_profile(workspace: Path) -> None:
     from test_jsonlines import JsonLines
 
     notebook(workspace)
-    command = server_command(workspace, "--transport", "json-lines", "--capability", "profile=read-only")
+    command = server_command(
+        workspace, "--transport", "json-lines", "--capability", "profile=read-only"
+    )
     process = await asyncio.create_subprocess_exec(
-        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=sys.stderr,
-        env=server_environment(), cwd=workspace,
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=sys.stderr,
+        env=server_environment(),
+        cwd=workspace,
     )
     lines = JsonLines(process)
     try:

@@ -35,19 +35,31 @@ pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprec
 def png(width: int, height: int) -> bytes:
     """A real PNG of the given size (random-looking rows so it does not compress away)."""
     rows = b"".join(
-        b"\x00" + bytes((x * 7 + y * 13 + (x * y) % 251) % 256 for x in range(width * 3)) for y in range(height)
+        b"\x00" + bytes((x * 7 + y * 13 + (x * y) % 251) % 256 for x in range(width * 3))
+        for y in range(height)
     )
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 def write_notebook(path: Path, cells: list[Any]) -> Any:
     notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     notebook.cells = cells
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, path)
@@ -64,7 +76,9 @@ def cited_notebook(workspace: Path) -> Any:
             id="show",
             outputs=[
                 nbformat.v4.new_output("stream", name="stdout", text="1\n"),
-                nbformat.v4.new_output("display_data", data={"image/png": image, "text/plain": "<Figure>"}),
+                nbformat.v4.new_output(
+                    "display_data", data={"image/png": image, "text/plain": "<Figure>"}
+                ),
             ],
         ),
         nbformat.v4.new_code_cell("y = 2", id="set-y"),
@@ -85,7 +99,11 @@ async def test_cite_prompt_and_completion(workspace: Path, mode: str) -> None:
 
         result = await client.get_prompt(
             "jupyter_cite",
-            {"prompt": "Why is the sum 3?", "cell_indices": "0-1, 4", "notebook_name": "sub dir/cite me.ipynb"},
+            {
+                "prompt": "Why is the sum 3?",
+                "cell_indices": "0-1, 4",
+                "notebook_name": "sub dir/cite me.ipynb",
+            },
         )
         assert len(result.messages) == 1
         message = result.messages[0]
@@ -99,39 +117,66 @@ async def test_cite_prompt_and_completion(workspace: Path, mode: str) -> None:
         assert text.rstrip().endswith("Why is the sum 3?")
 
         # The current notebook when none is named.
-        await ok(client, "use_notebook", {"notebook_name": "c", "notebook_path": "sub dir/cite me.ipynb"})
+        await ok(
+            client, "use_notebook", {"notebook_name": "c", "notebook_path": "sub dir/cite me.ipynb"}
+        )
         current = await client.get_prompt("jupyter_cite", {"prompt": "p", "cell_indices": "3"})
         assert "Cell 3 (id set-y, code)" in current.messages[0].content.text  # type: ignore[union-attr]
-        named = await client.get_prompt("jupyter_cite", {"prompt": "p", "cell_indices": "2", "notebook_name": "c"})
+        named = await client.get_prompt(
+            "jupyter_cite", {"prompt": "p", "cell_indices": "2", "notebook_name": "c"}
+        )
         assert "print(x)\nplot()" in named.messages[0].content.text  # type: ignore[union-attr]
 
-        for bad, says in (("5", "out of range"), ("2-1", "backwards"), ("a", "not an index"), ("", "empty")):
+        for bad, says in (
+            ("5", "out of range"),
+            ("2-1", "backwards"),
+            ("a", "not an index"),
+            ("", "empty"),
+        ):
             with pytest.raises(MCPError) as refused:
-                await client.get_prompt("jupyter_cite", {"prompt": "p", "cell_indices": bad, "notebook_name": "c"})
+                await client.get_prompt(
+                    "jupyter_cite", {"prompt": "p", "cell_indices": bad, "notebook_name": "c"}
+                )
             assert says in str(refused.value), (bad, str(refused.value))
         with pytest.raises(MCPError) as missing:
-            await client.get_prompt("jupyter_cite", {"prompt": "p", "cell_indices": "0", "notebook_name": "nope.ipynb"})
+            await client.get_prompt(
+                "jupyter_cite", {"prompt": "p", "cell_indices": "0", "notebook_name": "nope.ipynb"}
+            )
         assert "not_found" in str(missing.value)
 
         # Completion: notebook paths, then the ranges and indices that notebook has.
         ref = PromptReference(type="ref/prompt", name="jupyter_cite")
-        paths = (await client.complete(ref, {"name": "notebook_name", "value": "sub"})).completion.values
+        paths = (
+            await client.complete(ref, {"name": "notebook_name", "value": "sub"})
+        ).completion.values
         assert paths == ["sub dir/cite me.ipynb"]
-        everything = (await client.complete(ref, {"name": "notebook_name", "value": ""})).completion.values
+        everything = (
+            await client.complete(ref, {"name": "notebook_name", "value": ""})
+        ).completion.values
         assert everything == ["other.ipynb", "sub dir/cite me.ipynb"]
         ranges = await client.complete(
-            ref, {"name": "cell_indices", "value": "0-1,"}, {"notebook_name": "sub dir/cite me.ipynb"}
+            ref,
+            {"name": "cell_indices", "value": "0-1,"},
+            {"notebook_name": "sub dir/cite me.ipynb"},
         )
         assert ranges.completion.values[0] == "0-1,0-4"
         assert "0-1,4" in ranges.completion.values
-        started = await client.complete(ref, {"name": "cell_indices", "value": "2"}, {"notebook_name": "sub dir/cite me.ipynb"})
+        started = await client.complete(
+            ref, {"name": "cell_indices", "value": "2"}, {"notebook_name": "sub dir/cite me.ipynb"}
+        )
         assert started.completion.values == ["2-4", "2"]
 
-        template = ResourceTemplateReference(type="ref/resource", uri="notebook-output:///{+path}{?cell,output}")
-        cells = await client.complete(template, {"name": "cell", "value": "se"}, {"path": "sub dir/cite me.ipynb"})
+        template = ResourceTemplateReference(
+            type="ref/resource", uri="notebook-output:///{+path}{?cell,output}"
+        )
+        cells = await client.complete(
+            template, {"name": "cell", "value": "se"}, {"path": "sub dir/cite me.ipynb"}
+        )
         assert cells.completion.values == ["set-x", "set-y"]
         outputs = await client.complete(
-            template, {"name": "output", "value": ""}, {"path": "sub dir/cite me.ipynb", "cell": "show"}
+            template,
+            {"name": "output", "value": ""},
+            {"path": "sub dir/cite me.ipynb", "cell": "show"},
         )
         assert outputs.completion.values == ["0", "1"]
 
@@ -145,17 +190,23 @@ async def test_cell_and_output_resources(workspace: Path, mode: str) -> None:
         assert templates["notebook"].uri_template == "notebook:///{+path}"
         assert templates["notebook-cell"].uri_template == "notebook-cell:///{+path}{?cell}"
         assert templates["notebook-cell"].mime_type == "application/vnd.jupyter.cell+json"
-        assert templates["notebook-output"].uri_template == "notebook-output:///{+path}{?cell,output}"
+        assert (
+            templates["notebook-output"].uri_template == "notebook-output:///{+path}{?cell,output}"
+        )
 
         base = "sub%20dir/cite%20me.ipynb"
         cell = (await client.read_resource(f"notebook-cell:///{base}?cell=set-x")).contents[0]
         assert cell.mime_type == "application/vnd.jupyter.cell+json"
         assert json.loads(cell.text)["source"] == "x = 1"  # type: ignore[union-attr]
 
-        stream = (await client.read_resource(f"notebook-output:///{base}?cell=show&output=0")).contents
+        stream = (
+            await client.read_resource(f"notebook-output:///{base}?cell=show&output=0")
+        ).contents
         assert [(c.mime_type, c.text) for c in stream] == [("text/plain", "1\n")]  # type: ignore[union-attr]
 
-        figure = (await client.read_resource(f"notebook-output:///{base}?cell=show&output=1")).contents
+        figure = (
+            await client.read_resource(f"notebook-output:///{base}?cell=show&output=1")
+        ).contents
         by_type = {content.mime_type: content for content in figure}
         assert set(by_type) == {"image/png", "text/plain"}
         expected = notebook.cells[2].outputs[1].data["image/png"]
@@ -178,14 +229,18 @@ async def test_cell_and_output_resources(workspace: Path, mode: str) -> None:
         # An execution's image or text too large to inline points to the output that holds it whole.
         small, large = base64.b64encode(png(4, 4)).decode(), base64.b64encode(png(40, 40)).decode()
         assert len(small) < 2000 < len(large)
-        await ok(client, "use_notebook", {"notebook_name": "n", "notebook_path": "sub dir/cite me.ipynb"})
+        await ok(
+            client, "use_notebook", {"notebook_name": "n", "notebook_path": "sub dir/cite me.ipynb"}
+        )
         code = (
             "import base64\nfrom IPython.display import Image, display\n"
             f"display(Image(data=base64.b64decode('{small}')))\n"
             f"display(Image(data=base64.b64decode('{large}')))\n"
             "print('z' * 3000)"
         )
-        result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": code})
+        result = await client.call_tool(
+            "insert_execute_code_cell", {"cell_index": -1, "cell_source": code}
+        )
         assert not result.is_error, text_of(result)
         cell_id = result.structured_content["cell_id"]  # type: ignore[index]
         kinds = [block.type for block in result.content]
@@ -210,7 +265,6 @@ async def test_cell_and_output_resources(workspace: Path, mode: str) -> None:
         whole = (await client.read_resource(links[0].uri)).contents
         assert [c.blob for c in whole if c.mime_type == "image/png"] == [large]  # type: ignore[union-attr]
         assert (await client.read_resource(links[1].uri)).contents[0].text == "z" * 3000 + "\n"  # type: ignore[union-attr]
-
 
 
 class Heard:
@@ -269,11 +323,15 @@ async def test_log_level_per_request(workspace: Path) -> None:
         assert [level for level, _ in heard.about("list_files")] == ["info"]
 
         heard.messages.clear()
-        await client.call_tool("list_kernels", {}, meta={"io.modelcontextprotocol/logLevel": "debug"})
+        await client.call_tool(
+            "list_kernels", {}, meta={"io.modelcontextprotocol/logLevel": "debug"}
+        )
         assert [level for level, _ in heard.about("list_kernels")] == ["debug", "info"]
 
         heard.messages.clear()
-        await client.call_tool("list_kernels", {}, meta={"io.modelcontextprotocol/logLevel": "error"})
+        await client.call_tool(
+            "list_kernels", {}, meta={"io.modelcontextprotocol/logLevel": "error"}
+        )
         await heard.settle()
         assert heard.messages == []
 
@@ -308,12 +366,18 @@ async def test_progress_outputs_and_heartbeats(workspace: Path, mode: str) -> No
     import time
 
     async with serve(workspace, mode=mode, env={"JUPYTER_MCP_HEARTBEAT_SECONDS": "0.5"}) as client:
-        await ok(client, "use_notebook", {"notebook_name": "p", "notebook_path": "p.ipynb", "mode": "create"})
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "p", "notebook_path": "p.ipynb", "mode": "create"},
+        )
         heard = Progress()
         code = "import time\nfor i in range(3):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.6)\ntime.sleep(2)\n'done'"
         started = time.monotonic()
         result = await client.call_tool(
-            "insert_execute_code_cell", {"cell_index": -1, "cell_source": code}, progress_callback=heard
+            "insert_execute_code_cell",
+            {"cell_index": -1, "cell_source": code},
+            progress_callback=heard,
         )
         ended = time.monotonic()
         assert not result.is_error, text_of(result)
@@ -336,7 +400,9 @@ async def test_progress_outputs_and_heartbeats(workspace: Path, mode: str) -> No
         # Output floods are coalesced and bounded, and every kept output still comes back in the result.
         flood = Progress()
         result = await client.call_tool(
-            "execute_code", {"code": "for i in range(100):\n    print('line', i, 'x' * 100, flush=True)"}, progress_callback=flood
+            "execute_code",
+            {"code": "for i in range(100):\n    print('line', i, 'x' * 100, flush=True)"},
+            progress_callback=flood,
         )
         assert "line 99 " in text_of(result)
         assert 1 <= len(flood.events) < 50, len(flood.events)
@@ -349,7 +415,11 @@ async def test_progress_through_a_20_second_cell(workspace: Path) -> None:
     import time
 
     async with serve(workspace, mode="auto") as client:
-        await ok(client, "use_notebook", {"notebook_name": "p", "notebook_path": "slow.ipynb", "mode": "create"})
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "p", "notebook_path": "slow.ipynb", "mode": "create"},
+        )
         heard = Progress()
         started = time.monotonic()
         result = await client.call_tool(
@@ -405,7 +475,16 @@ async def test_subscription_2025(workspace: Path) -> None:
         await client.subscribe_resource(cell)
 
         # A tool's change: heard at once, for each URI of that notebook.
-        await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "b = 2", "notebook_name": "watched.ipynb"})
+        await ok(
+            client,
+            "insert_cell",
+            {
+                "cell_index": -1,
+                "cell_type": "code",
+                "cell_source": "b = 2",
+                "notebook_name": "watched.ipynb",
+            },
+        )
         await updates.wait_for(watched)
         await updates.wait_for(cell)
         # The watcher saw the same write: it does not announce it again.
@@ -414,7 +493,16 @@ async def test_subscription_2025(workspace: Path) -> None:
 
         # A change to a notebook nobody subscribed to is not announced.
         updates.uris.clear()
-        await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "c = 3", "notebook_name": "other.ipynb"})
+        await ok(
+            client,
+            "insert_cell",
+            {
+                "cell_index": -1,
+                "cell_type": "code",
+                "cell_source": "c = 3",
+                "notebook_name": "other.ipynb",
+            },
+        )
         edit_outside(workspace / "other.ipynb", "d = 4")
         await anyio.sleep(1.0)
         assert updates.uris == []
@@ -428,7 +516,16 @@ async def test_subscription_2025(workspace: Path) -> None:
         await client.unsubscribe_resource(cell)
         updates.uris.clear()
         edit_outside(workspace / "watched.ipynb", "again = True")
-        await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "e = 5", "notebook_name": "watched.ipynb"})
+        await ok(
+            client,
+            "insert_cell",
+            {
+                "cell_index": 0,
+                "cell_type": "code",
+                "cell_source": "e = 5",
+                "notebook_name": "watched.ipynb",
+            },
+        )
         await anyio.sleep(1.0)
         assert updates.uris == []
 
@@ -453,12 +550,30 @@ async def test_subscription_2026(workspace: Path) -> None:
                     return await subscription.__anext__()
                 return None
 
-            await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "x", "notebook_name": "watched.ipynb"})
+            await ok(
+                client,
+                "insert_cell",
+                {
+                    "cell_index": -1,
+                    "cell_type": "code",
+                    "cell_source": "x",
+                    "notebook_name": "watched.ipynb",
+                },
+            )
             event = await next_event(5)
             assert event is not None and event.uri == watched
             assert await next_event(1.0) is None  # once, though the watcher saw the write too
 
-            await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "y", "notebook_name": "other.ipynb"})
+            await ok(
+                client,
+                "insert_cell",
+                {
+                    "cell_index": -1,
+                    "cell_type": "code",
+                    "cell_source": "y",
+                    "notebook_name": "other.ipynb",
+                },
+            )
             edit_outside(workspace / "other.ipynb", "z")
             assert await next_event(1.0) is None
 
@@ -497,7 +612,9 @@ class CreatedTask(Result):
 
 
 async def get_task(client: Any, task_id: str) -> dict[str, Any]:
-    return await client.session.send_request(GetTaskRequest(params=GetTaskRequestParams(task_id=task_id)), ANSWER)
+    return await client.session.send_request(
+        GetTaskRequest(params=GetTaskRequestParams(task_id=task_id)), ANSWER
+    )
 
 
 async def until_done(client: Any, task_id: str, seconds: float = 30) -> dict[str, Any]:
@@ -534,7 +651,11 @@ async def test_tasks_start_poll_cancel_fetch_expire(workspace: Path) -> None:
         for name in ("execute_cell", "insert_execute_code_cell", "execute_code"):
             assert (tools[name].meta or {}).get(TASKS) == {"taskSupport": "optional"}, name
         assert TASKS not in (tools["read_cell"].meta or {})
-        await ok(client, "use_notebook", {"notebook_name": "t", "notebook_path": "t.ipynb", "mode": "create"})
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "t", "notebook_path": "t.ipynb", "mode": "create"},
+        )
 
         # Started as a task, polled while it runs, cancelled: the kernel is interrupted, outputs kept.
         code = "import time\nprint('started', flush=True)\ntime.sleep(60)\nprint('ne' + 'ver')"
@@ -545,7 +666,9 @@ async def test_tasks_start_poll_cancel_fetch_expire(workspace: Path) -> None:
         assert created.status == "working"
         task_id = created.task_id
         with anyio.fail_after(20):
-            while "started" not in (task := await get_task(client, task_id)).get("statusMessage", ""):
+            while "started" not in (task := await get_task(client, task_id)).get(
+                "statusMessage", ""
+            ):
                 assert task["status"] == "working"
                 await anyio.sleep(0.2)
         assert task["ttlMs"] > 3000 and task["pollIntervalMs"] > 0 and "result" not in task
@@ -561,12 +684,18 @@ async def test_tasks_start_poll_cancel_fetch_expire(workspace: Path) -> None:
         assert partial.structured_content["status"] == "interrupted"  # type: ignore[index]
         assert "started" in text_of(partial) and "never" not in text_of(partial)
         cell = await ok(client, "read_cell", {"cell_index": 0})
-        assert "started" in json.dumps(cell["outputs"]) and "never" not in json.dumps(cell["outputs"])
+        assert "started" in json.dumps(cell["outputs"]) and "never" not in json.dumps(
+            cell["outputs"]
+        )
         # The kernel is usable again at once.
-        assert "alive" in text_of(await client.call_tool("execute_code", {"code": "print('alive')"}))
+        assert "alive" in text_of(
+            await client.call_tool("execute_code", {"code": "print('alive')"})
+        )
 
         # Started, polled to the end, result fetched: the client's claim does the polling.
-        result = await client.call_tool("execute_code", {"code": "import time\ntime.sleep(1.5)\nprint('fetched')"})
+        result = await client.call_tool(
+            "execute_code", {"code": "import time\ntime.sleep(1.5)\nprint('fetched')"}
+        )
         assert not result.is_error and text_of(result).strip() == "fetched"
         # An execution error is a completed task whose result says so.
         created = await client.session.call_tool(
@@ -576,7 +705,9 @@ async def test_tasks_start_poll_cancel_fetch_expire(workspace: Path) -> None:
         failed = await until_done(client, created.task_id)
         assert failed["status"] == "completed" and failed["result"]["isError"] is True
         # A call that ends within the grace period answers as usual.
-        quick = await client.session.call_tool("execute_code", {"code": "print(1)"}, allow_claimed=True)
+        quick = await client.session.call_tool(
+            "execute_code", {"code": "print(1)"}, allow_claimed=True
+        )
         assert isinstance(quick, CallToolResult) and text_of(quick).strip() == "1"
 
         # Results expire after the stated time.
@@ -584,12 +715,17 @@ async def test_tasks_start_poll_cancel_fetch_expire(workspace: Path) -> None:
         for gone in (task_id, created.task_id, "no-such-task"):
             with pytest.raises(MCPError) as missing:
                 await get_task(client, gone)
-            assert missing.value.error.code == -32602 and "not found" in missing.value.error.message.lower()
+            assert (
+                missing.value.error.code == -32602
+                and "not found" in missing.value.error.message.lower()
+            )
 
     # A client that did not declare the extension gets plain results, and no task methods.
     async with serve(workspace, mode="auto", env=TASK_ENV) as plain:
         await ok(plain, "use_notebook", {"notebook_name": "t", "notebook_path": "t.ipynb"})
-        slow = await plain.call_tool("execute_code", {"code": "import time\ntime.sleep(1)\nprint('sync')"})
+        slow = await plain.call_tool(
+            "execute_code", {"code": "import time\ntime.sleep(1)\nprint('sync')"}
+        )
         assert text_of(slow).strip() == "sync"
         with pytest.raises(MCPError) as refused:
             await get_task(plain, "x")
@@ -613,11 +749,17 @@ def http_server(workspace: Path, *args: str, **env: str) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = server_command(workspace, "--transport", "streamable-http", "--port", str(port), *args)
+    command = server_command(
+        workspace, "--transport", "streamable-http", "--port", str(port), *args
+    )
     log = workspace.parent / "http-server.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            command, env=server_environment(**env), stdout=subprocess.DEVNULL, stderr=stderr, cwd=workspace
+            command,
+            env=server_environment(**env),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=workspace,
         )
     try:
         deadline = time.monotonic() + 60
@@ -653,7 +795,10 @@ async def test_a_task_is_visible_only_to_its_client(workspace: Path) -> None:
             assert alice.protocol_version == "2026-07-28"
             created = await alice.session.call_tool(
                 "execute_code",
-                {"code": "import time\ntime.sleep(2)\nprint('mine')", "notebook_name": "shared.ipynb"},
+                {
+                    "code": "import time\ntime.sleep(2)\nprint('mine')",
+                    "notebook_name": "shared.ipynb",
+                },
                 allow_claimed=True,
             )
             assert isinstance(created, CreatedTask)
@@ -662,7 +807,8 @@ async def test_a_task_is_visible_only_to_its_client(workspace: Path) -> None:
             assert hidden.value.error.code == -32602
             with pytest.raises(MCPError):
                 await bob.session.send_request(
-                    CancelTaskRequest(params=CancelTaskRequestParams(task_id=created.task_id)), ANSWER
+                    CancelTaskRequest(params=CancelTaskRequestParams(task_id=created.task_id)),
+                    ANSWER,
                 )
             done = await until_done(alice, created.task_id)
             assert done["status"] == "completed"  # bob's cancel did nothing
@@ -672,12 +818,15 @@ async def test_a_task_is_visible_only_to_its_client(workspace: Path) -> None:
         for mode in ("legacy", "auto"):
             async with Client(url + "?only=notebooks", mode=mode) as selected:
                 capabilities = selected.server_capabilities
-                assert capabilities.resources is not None and capabilities.resources.subscribe is True
+                assert (
+                    capabilities.resources is not None and capabilities.resources.subscribe is True
+                )
                 assert capabilities.prompts is not None and capabilities.completions is not None
                 assert capabilities.logging is not None
                 assert [p.name for p in (await selected.list_prompts()).prompts] == ["jupyter_cite"]
                 if mode == "auto":
                     assert TASKS in (capabilities.extensions or {})
+
 
 def resource_refusals(workspace: Path) -> list[tuple[str, str, bool]]:
     """URIs resources/read refuses: the stable code, and whether it is a missing resource."""
@@ -706,7 +855,9 @@ def resource_refusals(workspace: Path) -> list[tuple[str, str, bool]]:
     ]
 
 
-async def check_resource_refusals(client: Any, refusals: list[tuple[str, str, bool]], legacy: bool) -> None:
+async def check_resource_refusals(
+    client: Any, refusals: list[tuple[str, str, bool]], legacy: bool
+) -> None:
     for uri, code, missing in refusals:
         with pytest.raises(MCPError) as refused:
             await client.read_resource(uri)
@@ -727,14 +878,18 @@ async def test_resource_refusals_are_coded(workspace: Path, mode: str) -> None:
 
 
 @MODES
-async def test_a_read_without_a_uri_and_an_extensions_refusal_are_coded(workspace: Path, extensions_site: Path, mode: str) -> None:
+async def test_a_read_without_a_uri_and_an_extensions_refusal_are_coded(
+    workspace: Path, extensions_site: Path, mode: str
+) -> None:
     """Refused before any handler (params that are not a URI), or by an extension's resource
     raising the contract's ToolFailure (the SDK would call it a crash, -32603, its message withheld)."""
     from fixtures import python_path
 
     env = {"PYTHONPATH": python_path(extensions_site), "JUPYTER_MCP_EXTENSIONS": "fx-optin"}
     async with serve(workspace, "--toolsets", "extras", mode=mode, env=env) as client:
-        assert (await client.read_resource("fixture://extras")).contents[0].text == "extras resource"
+        assert (await client.read_resource("fixture://extras")).contents[
+            0
+        ].text == "extras resource"
         with pytest.raises(MCPError) as refused:
             await client.read_resource("fixture://refusing/wings")
         error = refused.value.error
@@ -763,5 +918,6 @@ async def test_resource_refusals_are_coded_over_http(workspace: Path) -> None:
     with http_server(workspace) as url:
         for mode in ("legacy", "auto"):
             async with Client(url, mode=mode) as client:
-                await check_resource_refusals(client, refusals, legacy=client.protocol_version != "2026-07-28")
-
+                await check_resource_refusals(
+                    client, refusals, legacy=client.protocol_version != "2026-07-28"
+                )

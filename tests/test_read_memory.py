@@ -34,10 +34,14 @@ def big_notebook(path: Path, cells: int = 10) -> int:
         image = base64.b64encode(b"\x89PNG\r\n\x1a\n" + chunk).decode()
         outputs = [
             nbformat.v4.new_output("stream", name="stdout", text=text),
-            nbformat.v4.new_output("display_data", data={"image/png": image, "text/plain": "<Figure>"}),
+            nbformat.v4.new_output(
+                "display_data", data={"image/png": image, "text/plain": "<Figure>"}
+            ),
         ]
         total += len(text) + len(image)
-        notebook.cells.append(nbformat.v4.new_code_cell(f"plot({index})", id=f"c{index}", outputs=outputs))
+        notebook.cells.append(
+            nbformat.v4.new_code_cell(f"plot({index})", id=f"c{index}", outputs=outputs)
+        )
     nbformat.write(notebook, path)
     return total
 
@@ -73,7 +77,9 @@ async def settled_rss(pid: int) -> float:
     return rss_mib(pid)
 
 
-async def test_a_detailed_read_of_50_mib_of_outputs_is_bounded_and_gives_memory_back(workspace: Path) -> None:
+async def test_a_detailed_read_of_50_mib_of_outputs_is_bounded_and_gives_memory_back(
+    workspace: Path,
+) -> None:
     outputs_size = big_notebook(workspace / "big.ipynb")
     assert outputs_size > 50 * MIB
     async with serve(workspace) as client:
@@ -82,10 +88,13 @@ async def test_a_detailed_read_of_50_mib_of_outputs_is_bounded_and_gives_memory_
         # The brief read loads the notebook into the store: what every later read starts from.
         await ok(client, "read_notebook", {"notebook_name": "big.ipynb"})
         before = await settled_rss(pid)
-        with contextlib.suppress(OSError):  # resets VmHWM (Linux 4.0 and later), to see the read's own peak
+        with contextlib.suppress(
+            OSError
+        ):  # resets VmHWM (Linux 4.0 and later), to see the read's own peak
             Path(f"/proc/{pid}/clear_refs").write_text("5")
         result = await client.call_tool(
-            "read_notebook", {"notebook_name": "big.ipynb", "response_format": "detailed", "limit": 0}
+            "read_notebook",
+            {"notebook_name": "big.ipynb", "response_format": "detailed", "limit": 0},
         )
         assert not result.is_error
         after = await settled_rss(pid)
@@ -108,12 +117,17 @@ async def test_a_detailed_read_of_50_mib_of_outputs_is_bounded_and_gives_memory_
             assert "characters left out here" in stream["text"] and uri + "0" in stream["text"]
             assert len(stream["text"]) < 70_000
             # A large image: a small marker naming its resource; the small text beside it kept.
-            assert uri + "1" in figure["data"]["image/png"] and len(figure["data"]["image/png"]) < 500
+            assert (
+                uri + "1" in figure["data"]["image/png"] and len(figure["data"]["image/png"]) < 500
+            )
             assert figure["data"]["text/plain"] == "<Figure>"
             assert {cut["output"] for cut in cell["outputs_cut"]} == {0, 1}
         # read_cell's structured outputs are cut the same way.
         one = await ok(client, "read_cell", {"notebook_name": "big.ipynb", "cell_id": "c3"})
-        assert len(json.dumps(one)) < 200_000 and {cut["output"] for cut in one["outputs_cut"]} == {0, 1}
+        assert len(json.dumps(one)) < 200_000 and {cut["output"] for cut in one["outputs_cut"]} == {
+            0,
+            1,
+        }
         # The whole is one resource read away.
         whole = await client.read_resource("notebook-output:///big.ipynb?cell=c3&output=0")
         assert len(whole.contents[0].text) > 4 * MIB - 100  # type: ignore[union-attr]

@@ -52,7 +52,12 @@ async def run_by_nbclient(path: Path) -> nbformat.NotebookNode:
     from nbclient import NotebookClient
 
     notebook = nbformat.read(str(path), as_version=4)
-    client = NotebookClient(notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook,
+        timeout=60,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     await client.async_execute()
     return notebook
 
@@ -60,7 +65,9 @@ async def run_by_nbclient(path: Path) -> nbformat.NotebookNode:
 # --- The tags nbclient honours ------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["Skip Execution with Cell Tag.ipynb", "Skip Exceptions with Cell Tags.ipynb"])
+@pytest.mark.parametrize(
+    "name", ["Skip Execution with Cell Tag.ipynb", "Skip Exceptions with Cell Tags.ipynb"]
+)
 async def test_run_cells_honours_the_tags_nbclient_honours(workspace, tmp_path, name):
     pytest.importorskip("nbclient")
     theirs = await run_by_nbclient(copied(NBCLIENT / name, tmp_path / "theirs"))
@@ -76,9 +83,13 @@ async def test_run_cells_honours_the_tags_nbclient_honours(workspace, tmp_path, 
     assert outputs_of(stored) == outputs_of(theirs)
     tagged = [cell for cell in stored.cells if "skip-execution" in cell.metadata.get("tags", [])]
     assert [cell.id for cell in tagged] == run["tag_skipped"]
-    assert all(cell.execution_count is None and not cell.outputs for cell in tagged), "a skipped cell is left as it was"
+    assert all(cell.execution_count is None and not cell.outputs for cell in tagged), (
+        "a skipped cell is left as it was"
+    )
     expected = [cell["cell_id"] for cell in run["cells"] if cell["expected_error"]]
-    raising = [cell.id for cell in stored.cells if "raises-exception" in cell.metadata.get("tags", [])]
+    raising = [
+        cell.id for cell in stored.cells if "raises-exception" in cell.metadata.get("tags", [])
+    ]
     assert expected == raising
     if raising:
         assert "raised, as its raises-exception tag says it should" in text_of(result)
@@ -112,9 +123,13 @@ async def test_an_edit_and_its_undo_leave_a_percent_script_byte_for_byte(workspa
     before = script.read_bytes()
     async with serve(workspace, "--capability", "kernel.prestart=off") as client:
         await ok(client, "use_notebook", {"notebook_name": name})
-        inserted = await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "z = 3"})
+        inserted = await ok(
+            client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "z = 3"}
+        )
         assert b"z = 3" in script.read_bytes()
-        assert script.read_text().startswith(before.decode().split("# ---\n\n", 1)[0]), "the header is as it was"
+        assert script.read_text().startswith(before.decode().split("# ---\n\n", 1)[0]), (
+            "the header is as it was"
+        )
         await ok(client, "delete_cell", {"cell_ids_to_delete": [inserted["cell_id"]]})
     assert script.read_bytes() == before
 
@@ -129,17 +144,23 @@ async def test_a_newer_nbformat_gets_the_notice_an_older_one_gets(workspace):
         older = await ok(client, "read_notebook", {"notebook_name": "test4.ipynb", "limit": 0})
         assert older["format_upgraded"] == {"from": "4.0", "to": "4.5"}
 
-        read = await client.call_tool("read_notebook", {"notebook_name": "test4plus.ipynb", "limit": 0})
+        read = await client.call_tool(
+            "read_notebook", {"notebook_name": "test4plus.ipynb", "limit": 0}
+        )
         assert read.structured_content["format_upgraded"] == {"from": "4.99", "to": "4.99"}
         assert "nbformat 4.99, newer than the 4.5" in text_of(read)
         await ok(client, "use_notebook", {"notebook_name": "test4plus.ipynb"})
-        edit = await client.call_tool("insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "new"})
+        edit = await client.call_tool(
+            "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "new"}
+        )
         assert not edit.is_error, text_of(edit)
         assert edit.structured_content["format_upgraded"] == {"from": "4.99", "to": "4.99"}
         assert "newer than the 4.5" in text_of(edit)
     on_disk = nbformat.reads(newer.read_text(), as_version=nbformat.NO_CONVERT)
     assert (on_disk["nbformat"], on_disk["nbformat_minor"]) == (4, 99)
-    original = nbformat.reads((NBFORMAT / "test4plus.ipynb").read_text(), as_version=nbformat.NO_CONVERT)
+    original = nbformat.reads(
+        (NBFORMAT / "test4plus.ipynb").read_text(), as_version=nbformat.NO_CONVERT
+    )
     assert on_disk.cells[1:] == original.cells, "every cell, the future one too, kept as it was"
     assert "future cell" in [cell.cell_type for cell in on_disk.cells]
 
@@ -211,13 +232,17 @@ def notebook_in_a_folder(root: Path, folder: str) -> Path:
 
 
 @pytest.mark.parametrize("prestart", ["on", "off"])
-async def test_a_notebooks_kernel_runs_in_its_folder_as_nbclient_runs_it(workspace, tmp_path, prestart):
+async def test_a_notebooks_kernel_runs_in_its_folder_as_nbclient_runs_it(
+    workspace, tmp_path, prestart
+):
     """With the prestarted kernel (started in the workspace root, then moved) and without it."""
     pytest.importorskip("nbclient")
     theirs = await run_by_nbclient(notebook_in_a_folder(tmp_path / "theirs", "data/analysis"))
     path = notebook_in_a_folder(workspace, "data/analysis")
     folder = str(path.parent.resolve())
-    async with serve(workspace, "--toolsets", "runs", "--capability", f"kernel.prestart={prestart}") as client:
+    async with serve(
+        workspace, "--toolsets", "runs", "--capability", f"kernel.prestart={prestart}"
+    ) as client:
         await ok(client, "use_notebook", {"notebook_name": "data/analysis/analysis.ipynb"})
         run = await client.call_tool("run_cells", {})
         assert not run.is_error, text_of(run)
@@ -227,12 +252,16 @@ async def test_a_notebooks_kernel_runs_in_its_folder_as_nbclient_runs_it(workspa
     ours = nbformat.read(str(path), as_version=4)
     assert outputs_of(ours)[:-1] == outputs_of(theirs)[:-1]
     assert outputs_of(ours)[-1] == [("stdout", f"a,b 42 {folder}\n")]
-    assert outputs_of(theirs)[-1] == [("stdout", f"a,b 42 {(tmp_path / 'theirs/data/analysis').resolve()}\n")]
+    assert outputs_of(theirs)[-1] == [
+        ("stdout", f"a,b 42 {(tmp_path / 'theirs/data/analysis').resolve()}\n")
+    ]
     # verify_notebook's throwaway kernel runs there too: the last cell finds its files, and prints the same.
     assert verified["status"] == "ok", verified
 
 
-async def test_a_kernel_follows_its_notebook_into_another_folder_and_a_shared_one_says_where_it_is(workspace):
+async def test_a_kernel_follows_its_notebook_into_another_folder_and_a_shared_one_says_where_it_is(
+    workspace,
+):
     notebook_in_a_folder(workspace, "data/analysis")
     async with serve(workspace, "--capability", "kernel.prestart=off") as client:
         first = await ok(client, "use_notebook", {"notebook_name": "data/analysis/analysis.ipynb"})
@@ -245,7 +274,9 @@ async def test_a_kernel_follows_its_notebook_into_another_folder_and_a_shared_on
         assert text_of(here).strip() == str((workspace / "data/moved").resolve())
         # A notebook elsewhere sharing the first kernel shares its folder, as in Jupyter, and is told so.
         await ok(client, "use_notebook", {"notebook_name": "top.ipynb", "mode": "create"})
-        shared = await client.call_tool("use_notebook", {"notebook_name": "top.ipynb", "kernel_id": first["kernel_id"]})
+        shared = await client.call_tool(
+            "use_notebook", {"notebook_name": "top.ipynb", "kernel_id": first["kernel_id"]}
+        )
         assert not shared.is_error, text_of(shared)
         assert "runs in the folder 'data/analysis'" in text_of(shared)
         there = await client.call_tool("execute_code", {"code": "import os; print(os.getcwd())"})
@@ -277,8 +308,18 @@ async def test_cell_ids_of_files_that_store_none_survive_a_restart(workspace, tm
         # The server edits a script: the edited cell keeps its id, though the file cannot hold it.
         edited = first["jupyter.py"][1]
         await ok(client, "use_notebook", {"notebook_name": "jupyter.py"})
-        await ok(client, "overwrite_cell_source", {"cell_id": edited, "cell_source": "a = 10\nb = 20\na + b"})
-        inserted = (await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "code", "cell_source": "import math"}))["cell_id"]
+        await ok(
+            client,
+            "overwrite_cell_source",
+            {"cell_id": edited, "cell_source": "a = 10\nb = 20\na + b"},
+        )
+        inserted = (
+            await ok(
+                client,
+                "insert_cell",
+                {"cell_index": 0, "cell_type": "code", "cell_source": "import math"},
+            )
+        )["cell_id"]
     async with serve(workspace, *args) as client:
         assert await ids_of(client, "jupyter.py") == [inserted, *first["jupyter.py"]]
         assert await ids_of(client, "cat_variable.py") == first["cat_variable.py"]

@@ -24,8 +24,15 @@ KERNEL_SET = "kernel-only-s3cret-value"
 
 
 def test_the_redactor() -> None:
-    values = secret_values({"OPENAI_API_KEY": PLANTED, "HOME": "/home/me", "DB_PASSWORD": "hunter2!", "SHORT_KEY": "1"},
-                           ("*_KEY", "*PASSWORD*"))
+    values = secret_values(
+        {
+            "OPENAI_API_KEY": PLANTED,
+            "HOME": "/home/me",
+            "DB_PASSWORD": "hunter2!",
+            "SHORT_KEY": "1",
+        },
+        ("*_KEY", "*PASSWORD*"),
+    )
     assert values == {PLANTED: "OPENAI_API_KEY", "hunter2!": "DB_PASSWORD"}
     redactor = Redactor(values=values)
     assert redactor.text(f"key={PLANTED}.") == "key=[redacted: OPENAI_API_KEY]."
@@ -33,17 +40,26 @@ def test_the_redactor() -> None:
         (GITHUB, "github token"),
         ("AKIAIOSFODNN7EXAMPLE", "aws access key"),
         ("xoxb-123456789012-abcdefABCDEF", "slack token"),
-        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "json web token"),
+        (
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "json web token",
+        ),
         ("sk-ant-api03-" + "x" * 30, "anthropic key"),
     ):
         assert redactor.text(f"[{token}]") == f"[[redacted: {kind}]]", token
     plain = "nothing secret here, /home/me"
     assert redactor.text(plain) is plain
     image = base64.b64encode(b"AKIAIOSFODNN7EXAMPLE" * 3).decode()
-    output = {"output_type": "display_data", "data": {"image/png": image, "text/plain": f"x {PLANTED}"}}
+    output = {
+        "output_type": "display_data",
+        "data": {"image/png": image, "text/plain": f"x {PLANTED}"},
+    }
     masked = redactor.value(output)
     assert masked["data"]["image/png"] == image and PLANTED not in masked["data"]["text/plain"]
-    assert redactor.value({"type": "image", "data": "AKIAIOSFODNN7EXAMPLE"})["data"] == "AKIAIOSFODNN7EXAMPLE"
+    assert (
+        redactor.value({"type": "image", "data": "AKIAIOSFODNN7EXAMPLE"})["data"]
+        == "AKIAIOSFODNN7EXAMPLE"
+    )
     redactor.add_values({KERNEL_SET: "MY_SERVICE_TOKEN"})
     assert redactor.text(KERNEL_SET + "!") == "[redacted: MY_SERVICE_TOKEN]!"
 
@@ -65,7 +81,9 @@ async def run_cells(client) -> list[str]:
     await ok(client, "use_notebook", {"notebook_name": "s.ipynb", "mode": "create"})
     seen = []
     for source in CELLS:
-        result = await client.call_tool("insert_execute_code_cell", {"cell_index": -1, "cell_source": source})
+        result = await client.call_tool(
+            "insert_execute_code_cell", {"cell_index": -1, "cell_source": source}
+        )
         assert not result.is_error, text_of(result)
         seen.append(text_of(result) + json.dumps(result.structured_content))
     read = await client.call_tool("read_notebook", {"response_format": "detailed", "limit": 0})
@@ -79,7 +97,15 @@ async def run_cells(client) -> list[str]:
 async def test_secrets_are_masked_in_results_and_the_audit_log(workspace: Path, mode: str) -> None:
     audit = workspace.parent / "audit.jsonl"
     env = {"OPENAI_API_KEY": PLANTED}
-    async with serve(workspace, "--capability", "kernel.prestart=off", "--audit-log", str(audit), env=env, mode=mode) as client:
+    async with serve(
+        workspace,
+        "--capability",
+        "kernel.prestart=off",
+        "--audit-log",
+        str(audit),
+        env=env,
+        mode=mode,
+    ) as client:
         seen = await run_cells(client)
     everything = "\n".join(seen)
     for secret in (PLANTED, GITHUB, KERNEL_SET):
@@ -89,7 +115,9 @@ async def test_secrets_are_masked_in_results_and_the_audit_log(workspace: Path, 
     assert "[redacted: MY_SERVICE_TOKEN]" in seen[3]
     assert "__jupyter_mcp_secret_env__" not in everything
     logged = audit.read_text()
-    assert GITHUB not in logged and KERNEL_SET not in logged and "[redacted: github token]" in logged
+    assert (
+        GITHUB not in logged and KERNEL_SET not in logged and "[redacted: github token]" in logged
+    )
     # What the person's notebook stores is theirs.
     stored = stored_outputs(workspace)
     assert PLANTED in stored and GITHUB in stored and KERNEL_SET in stored
@@ -97,13 +125,22 @@ async def test_secrets_are_masked_in_results_and_the_audit_log(workspace: Path, 
 
 async def test_stored_and_off(workspace: Path) -> None:
     env = {"OPENAI_API_KEY": PLANTED}
-    async with serve(workspace, "--capability", "kernel.prestart=off", "--capability", "redaction=stored", env=env) as client:
+    async with serve(
+        workspace,
+        "--capability",
+        "kernel.prestart=off",
+        "--capability",
+        "redaction=stored",
+        env=env,
+    ) as client:
         seen = await run_cells(client)
     assert PLANTED not in "\n".join(seen)
     stored = stored_outputs(workspace)
     assert PLANTED not in stored and GITHUB not in stored and "[redacted: OPENAI_API_KEY]" in stored
     (workspace / "s.ipynb").unlink()
-    async with serve(workspace, "--capability", "kernel.prestart=off", "--capability", "redaction=off", env=env) as client:
+    async with serve(
+        workspace, "--capability", "kernel.prestart=off", "--capability", "redaction=off", env=env
+    ) as client:
         seen = await run_cells(client)
     assert PLANTED in seen[0] and GITHUB in seen[1]
 

@@ -40,7 +40,11 @@ PROMPTLY = 8.0
 def remote(kind: str, tmp_path: Path, port: int, started: list[Any]) -> Iterator[tuple[str, Path]]:
     """A real Jupyter Server or Kernel Gateway on `port`: (url, the kernels' directory)."""
     if kind == "jupyter-server":
-        with jupyter_server_process(tmp_path, SERVER_TOKEN, port=port, started=started) as (url, root, _):
+        with jupyter_server_process(tmp_path, SERVER_TOKEN, port=port, started=started) as (
+            url,
+            root,
+            _,
+        ):
             yield url, root
     else:
         with kernel_gateway(tmp_path, port=port, started=started) as (url, root, _):
@@ -59,7 +63,9 @@ def kernel_processes_under(directory: Path) -> set[int]:
             with contextlib.suppress(OSError):
                 arguments = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
                 if "ipykernel_launcher" in " ".join(arguments) and any(
-                    argument.startswith(str(directory)) and "runtime" in argument and "/kernel-" in argument
+                    argument.startswith(str(directory))
+                    and "runtime" in argument
+                    and "/kernel-" in argument
                     for argument in arguments
                 ):
                     found.add(int(entry.name))
@@ -100,7 +106,9 @@ class FaultyProxy:
             writer.transport.abort()
             return
         try:
-            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            upstream_reader, upstream_writer = await asyncio.open_connection(
+                "127.0.0.1", self.target_port
+            )
         except OSError:
             writer.transport.abort()
             return
@@ -145,7 +153,9 @@ class FaultyProxy:
                 sink.close()
 
         answers = held_back if self.delay else pump
-        await asyncio.gather(pump(reader, upstream_writer), answers(upstream_reader, writer), return_exceptions=True)
+        await asyncio.gather(
+            pump(reader, upstream_writer), answers(upstream_reader, writer), return_exceptions=True
+        )
         self.writers.difference_update({writer, upstream_writer})
 
     def cut(self) -> None:
@@ -165,20 +175,33 @@ class FaultyProxy:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_remote_killed_mid_run_is_kernel_gone_within_seconds_then_restarted(workspace, tmp_path, kind):
+async def test_a_remote_killed_mid_run_is_kernel_gone_within_seconds_then_restarted(
+    workspace, tmp_path, kind
+):
     port = free_port()
     started: list[Any] = []
     log = tmp_path / "server.log"
     with contextlib.ExitStack() as stack:
         url, root = stack.enter_context(remote(kind, tmp_path, port, started))
-        async with serve_logged(workspace, log, "--jupyter-url", url, *NO_PRESTART, env={"JUPYTER_TOKEN": token_of(kind)}) as client:
+        async with serve_logged(
+            workspace,
+            log,
+            "--jupyter-url",
+            url,
+            *NO_PRESTART,
+            env={"JUPYTER_TOKEN": token_of(kind)},
+        ) as client:
             await ok(client, "use_notebook", {"notebook_name": "killed.ipynb", "mode": "create"})
             await ok(client, "execute_code", {"code": "kept = 1"})
             code = "import time\nprint('before', flush=True)\nopen('go-kill', 'w').close()\ntime.sleep(60)"
-            running = asyncio.create_task(client.call_tool("execute_code", {"code": code, "timeout": 120}))
+            running = asyncio.create_task(
+                client.call_tool("execute_code", {"code": code, "timeout": 120})
+            )
             await wait_for_file(root / "go-kill")
             await asyncio.sleep(0.3)
-            assert kernel_processes_under(tmp_path), "the kernel's process is not where this test looks"
+            assert kernel_processes_under(tmp_path), (
+                "the kernel's process is not where this test looks"
+            )
             started[-1].send_signal(signal.SIGKILL)
             started[-1].wait()
             killed_at = time.monotonic()
@@ -188,15 +211,26 @@ async def test_a_remote_killed_mid_run_is_kernel_gone_within_seconds_then_restar
             assert error_code(result) == "kernel_gone", text_of(result)
             assert took < PROMPTLY, f"kernel_gone came {took:.1f}s after the remote died"
             # It says why: the server is not running (the kernel ended with it), and what to do.
-            assert "refused connections" in text_of(result) and "restart_notebook" in text_of(result), text_of(result)
+            assert "refused connections" in text_of(result) and "restart_notebook" in text_of(
+                result
+            ), text_of(result)
             # The next call is told at once; a restart while the remote is down says it cannot reach it.
             asked = time.monotonic()
             await refused(client, "execute_code", {"code": "kept"}, "kernel_gone")
             restart = await client.call_tool("restart_notebook", {})
-            assert error_code(restart) == "not_found" and "Could not reach" in text_of(restart), text_of(restart)
+            assert error_code(restart) == "not_found" and "Could not reach" in text_of(restart), (
+                text_of(restart)
+            )
             # A remote that is not running refuses new kernels: said at once, naming what to check.
-            other = await refused(client, "use_notebook", {"notebook_name": "other.ipynb", "mode": "create"}, "not_found")
-            assert "Could not reach" in text_of(other) and "the server is running" in text_of(other), text_of(other)
+            other = await refused(
+                client,
+                "use_notebook",
+                {"notebook_name": "other.ipynb", "mode": "create"},
+                "not_found",
+            )
+            assert "Could not reach" in text_of(other) and "the server is running" in text_of(
+                other
+            ), text_of(other)
             assert time.monotonic() - asked < PROMPTLY
             orphans = end_orphans(tmp_path)
             # The remote again, on the same port: a restart starts a kernel there, and it runs.
@@ -209,7 +243,9 @@ async def test_a_remote_killed_mid_run_is_kernel_gone_within_seconds_then_restar
             assert text_of(await client.call_tool("execute_code", {"code": "6 * 7"})) == "42"
             await ok(client, "unuse_notebook", {"notebook_name": "killed.ipynb"})
             await ok(client, "unuse_notebook", {"notebook_name": "other.ipynb"})
-    print(f"\n{kind}: kernel_gone {took:.1f}s after SIGKILL; kernels the killed remote left running: {len(orphans)}")
+    print(
+        f"\n{kind}: kernel_gone {took:.1f}s after SIGKILL; kernels the killed remote left running: {len(orphans)}"
+    )
     text = log.read_text()
     assert "refused connections" in text, text[-3000:]
     assert token_of(kind) not in text
@@ -218,7 +254,9 @@ async def test_a_remote_killed_mid_run_is_kernel_gone_within_seconds_then_restar
 # --- The websocket dropped, the kernel alive ---------------------------------------------
 
 
-async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output(workspace, tmp_path):
+async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output(
+    workspace, tmp_path
+):
     """As tests/test_jupyter_server.py does for a Jupyter Server: every connection cut and
     new ones refused (by a proxy, the gateway alive) while the kernel prints."""
     with kernel_gateway(tmp_path) as (url, root, _):
@@ -226,7 +264,14 @@ async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output
         proxied = await proxy.start()
         log = tmp_path / "server.log"
         try:
-            async with serve_logged(workspace, log, "--jupyter-url", proxied, *NO_PRESTART, env={"JUPYTER_TOKEN": GATEWAY_TOKEN}) as client:
+            async with serve_logged(
+                workspace,
+                log,
+                "--jupyter-url",
+                proxied,
+                *NO_PRESTART,
+                env={"JUPYTER_TOKEN": GATEWAY_TOKEN},
+            ) as client:
                 await ok(client, "use_notebook", {"notebook_name": "drop.ipynb", "mode": "create"})
                 await ok(client, "execute_code", {"code": "kept = 'still here'"})
                 code = (
@@ -234,7 +279,9 @@ async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output
                     "for i in range(5):\n    print(i, flush=True)\n    time.sleep(0.2)\n"
                     "time.sleep(1.5)\nprint('end', flush=True)"
                 )
-                running = asyncio.create_task(client.call_tool("execute_code", {"code": code, "timeout": 60}))
+                running = asyncio.create_task(
+                    client.call_tool("execute_code", {"code": code, "timeout": 60})
+                )
                 await wait_for_file(root / "go-drop")
                 await asyncio.sleep(0.7)
                 proxy.refusing = True
@@ -245,7 +292,10 @@ async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output
                 result = await asyncio.wait_for(running, 30)
                 assert not result.is_error, text_of(result)
                 assert text_of(result) == "start\n0\n1\n2\n3\n4\nend\n", text_of(result)
-                assert text_of(await client.call_tool("execute_code", {"code": "print(kept)"})) == "still here\n"
+                assert (
+                    text_of(await client.call_tool("execute_code", {"code": "print(kept)"}))
+                    == "still here\n"
+                )
         finally:
             await proxy.close()
     text = log.read_text()
@@ -255,7 +305,9 @@ async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output
 # --- Every answer 2 s late ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["jupyter-server", pytest.param("kernel-gateway", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "kind", ["jupyter-server", pytest.param("kernel-gateway", marks=pytest.mark.slow)]
+)
 async def test_a_remote_whose_every_answer_is_2s_late_is_slow_not_broken(workspace, tmp_path, kind):
     port = free_port()
     with remote(kind, tmp_path, port, []) as (url, _):
@@ -263,21 +315,42 @@ async def test_a_remote_whose_every_answer_is_2s_late_is_slow_not_broken(workspa
         proxied = await proxy.start()
         log = tmp_path / "server.log"
         try:
-            async with serve_logged(workspace, log, "--jupyter-url", proxied, *NO_PRESTART, env={"JUPYTER_TOKEN": token_of(kind)}) as client:
+            async with serve_logged(
+                workspace,
+                log,
+                "--jupyter-url",
+                proxied,
+                *NO_PRESTART,
+                env={"JUPYTER_TOKEN": token_of(kind)},
+            ) as client:
                 await ok(client, "use_notebook", {"notebook_name": "slow.ipynb", "mode": "create"})
                 began = time.monotonic()
                 ran = await client.call_tool(
-                    "execute_code", {"code": "import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.5)\n6 * 7"}
+                    "execute_code",
+                    {
+                        "code": "import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.5)\n6 * 7"
+                    },
                 )
                 took = time.monotonic() - began
                 assert not ran.is_error, text_of(ran)
-                assert ran.structured_content["status"] == "ok" and text_of(ran) == "0\n1\n2\n\n42", text_of(ran)
+                assert (
+                    ran.structured_content["status"] == "ok" and text_of(ran) == "0\n1\n2\n\n42"
+                ), text_of(ran)
                 assert "missing" not in text_of(ran)
                 assert 2.0 <= took < 20, took
                 # A timeout on a slow link is still the code's timeout, with its partial output.
-                timed = await client.call_tool("execute_code", {"code": "print('before', flush=True)\nimport time\ntime.sleep(30)", "timeout": 3})
+                timed = await client.call_tool(
+                    "execute_code",
+                    {
+                        "code": "print('before', flush=True)\nimport time\ntime.sleep(30)",
+                        "timeout": 3,
+                    },
+                )
                 assert error_code(timed) == "timeout" and "before" in text_of(timed), text_of(timed)
-                assert text_of(await client.call_tool("execute_code", {"code": "'after'"})) == "'after'"
+                assert (
+                    text_of(await client.call_tool("execute_code", {"code": "'after'"}))
+                    == "'after'"
+                )
                 assert proxy.delayed_chunks > 0
                 await ok(client, "unuse_notebook", {"notebook_name": "slow.ipynb"})
         finally:
@@ -290,11 +363,27 @@ async def test_a_remote_whose_every_answer_is_2s_late_is_slow_not_broken(workspa
 async def test_a_gateway_refusing_new_kernels_is_kernel_limit_at_once(workspace, tmp_path):
     with kernel_gateway(tmp_path, "--KernelGatewayApp.max_kernels=1") as (url, _, _):
         log = tmp_path / "server.log"
-        async with serve_logged(workspace, log, "--jupyter-url", url, *NO_PRESTART, env={"JUPYTER_TOKEN": GATEWAY_TOKEN}) as client:
+        async with serve_logged(
+            workspace, log, "--jupyter-url", url, *NO_PRESTART, env={"JUPYTER_TOKEN": GATEWAY_TOKEN}
+        ) as client:
             await ok(client, "use_notebook", {"notebook_name": "one.ipynb", "mode": "create"})
             began = time.monotonic()
-            result = await refused(client, "use_notebook", {"notebook_name": "two.ipynb", "mode": "create"}, "kernel_limit")
+            result = await refused(
+                client,
+                "use_notebook",
+                {"notebook_name": "two.ipynb", "mode": "create"},
+                "kernel_limit",
+            )
             assert time.monotonic() - began < PROMPTLY
-            assert "Resource Limit" in text_of(result) and "unuse_notebook" in text_of(result), text_of(result)
+            assert "Resource Limit" in text_of(result) and "unuse_notebook" in text_of(result), (
+                text_of(result)
+            )
             # The first kernel is unharmed.
-            assert text_of(await client.call_tool("execute_code", {"notebook_name": "one.ipynb", "code": "6 * 7"})) == "42"
+            assert (
+                text_of(
+                    await client.call_tool(
+                        "execute_code", {"notebook_name": "one.ipynb", "code": "6 * 7"}
+                    )
+                )
+                == "42"
+            )

@@ -22,11 +22,19 @@ def write_notebook(path: Path, sources: list[str], markdown_at: tuple[int, ...] 
     notebook = nbformat.v4.new_notebook()
     cells = []
     for index, source in enumerate(sources):
-        cell = nbformat.v4.new_markdown_cell(source) if index in markdown_at else nbformat.v4.new_code_cell(source)
+        cell = (
+            nbformat.v4.new_markdown_cell(source)
+            if index in markdown_at
+            else nbformat.v4.new_code_cell(source)
+        )
         cell["id"] = f"cell-{index}"
         cells.append(cell)
     notebook.cells = cells
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(notebook, str(path))
     return [cell["id"] for cell in cells]
 
@@ -36,7 +44,9 @@ def stored(path: Path) -> list[dict]:
 
 
 def stream_text(cell: dict) -> str:
-    return "".join("".join(o.get("text", "")) for o in cell["outputs"] if o["output_type"] == "stream")
+    return "".join(
+        "".join(o.get("text", "")) for o in cell["outputs"] if o["output_type"] == "stream"
+    )
 
 
 TEN = [f"x{i} = {i}\nprint('cell {i}')" for i in range(10)]
@@ -76,7 +86,10 @@ async def test_run_all_stops_at_the_error_and_keeps_what_ran(workspace):
         # stop_on_error off: the run goes on past the error.
         onward = await client.call_tool("run_cells", {"cells": "all", "stop_on_error": False})
         assert onward.is_error and error_code(onward) == "execution_error"
-        assert onward.structured_content["cells_run"] == 10 and onward.structured_content["stopped_at"] is None
+        assert (
+            onward.structured_content["cells_run"] == 10
+            and onward.structured_content["stopped_at"] is None
+        )
         assert all(stream_text(cell) for cell in stored(path))
 
 
@@ -121,7 +134,12 @@ async def test_ranges_ids_and_up_to(workspace):
 
 async def test_a_kernel_dying_mid_run_keeps_the_cells_that_ran(workspace):
     path = workspace / "dies.ipynb"
-    sources = ["print('one')", "print('two')", "import os\nos.kill(os.getpid(), 9)", "print('never')"]
+    sources = [
+        "print('one')",
+        "print('two')",
+        "import os\nos.kill(os.getpid(), 9)",
+        "print('never')",
+    ]
     ids = write_notebook(path, sources)
     async with serve(workspace, *RUNS) as client:
         await ok(client, "use_notebook", {"notebook_name": "dies.ipynb"})
@@ -201,7 +219,6 @@ async def test_progress_per_cell(workspace):
         assert f"cell {index + 1} of 3 ([{index}] cell-{index}): ok" in said, said
 
 
-
 async def states(client, **arguments) -> list:
     read = await ok(client, "read_notebook", {"limit": 0, **arguments})
     return [cell["execution_state"] for cell in read["cells"]]
@@ -209,10 +226,19 @@ async def states(client, **arguments) -> list:
 
 async def test_staleness_follows_edits_restarts_and_upstream_runs(workspace):
     path = workspace / "stale.ipynb"
-    ids = write_notebook(path, ["a = 1", "# Notes", "b = a + 1", "c = b + 1", "d = c + 1", ""], markdown_at=(1,))
+    ids = write_notebook(
+        path, ["a = 1", "# Notes", "b = a + 1", "c = b + 1", "d = c + 1", ""], markdown_at=(1,)
+    )
     async with serve(workspace, *RUNS) as client:
         await ok(client, "use_notebook", {"notebook_name": "stale.ipynb"})
-        assert await states(client) == ["never_run", None, "never_run", "never_run", "never_run", None]
+        assert await states(client) == [
+            "never_run",
+            None,
+            "never_run",
+            "never_run",
+            "never_run",
+            None,
+        ]
         await ok(client, "run_cells", {})
         assert await states(client) == ["fresh", None, "fresh", "fresh", "fresh", None]
 
@@ -225,21 +251,39 @@ async def test_staleness_follows_edits_restarts_and_upstream_runs(workspace):
 
         # The stale cells up to cell 3: cell 0 is fresh and passed over; 2 and 3 run.
         run = await ok(client, "run_cells", {"cells": "stale", "up_to_cell": ids[3]})
-        assert [c["cell_id"] for c in run["cells"]] == [ids[2], ids[3]] and run["fresh_skipped"] == 1
+        assert [c["cell_id"] for c in run["cells"]] == [ids[2], ids[3]] and run[
+            "fresh_skipped"
+        ] == 1
         assert await states(client) == ["fresh", None, "fresh", "fresh", "upstream", None]
         outline = await ok(client, "outline", {})
-        assert [c["execution_state"] for c in outline["cells"]] == ["fresh", None, "fresh", "fresh", "upstream", None]
+        assert [c["execution_state"] for c in outline["cells"]] == [
+            "fresh",
+            None,
+            "fresh",
+            "fresh",
+            "upstream",
+            None,
+        ]
         listed = text_of(await client.call_tool("outline", {}))
         assert f"4 c {ids[4]} d = c + 1 [upstream]" in listed
 
         # A failing cell is stale as failed; a cell run alone below a fresh one stays fresh.
-        await ok(client, "overwrite_cell_source", {"cell_id": ids[4], "cell_source": "d = c + undefined"})
+        await ok(
+            client, "overwrite_cell_source", {"cell_id": ids[4], "cell_source": "d = c + undefined"}
+        )
         await client.call_tool("execute_cell", {"cell_id": ids[4]})
         assert (await states(client))[4] == "failed"
 
         # A restart: every cell that ran, ran on an earlier kernel; a stale run runs them all.
         await ok(client, "restart_notebook", {})
-        assert await states(client) == ["earlier_kernel", None, "earlier_kernel", "earlier_kernel", "earlier_kernel", None]
+        assert await states(client) == [
+            "earlier_kernel",
+            None,
+            "earlier_kernel",
+            "earlier_kernel",
+            "earlier_kernel",
+            None,
+        ]
         await ok(client, "overwrite_cell_source", {"cell_id": ids[4], "cell_source": "d = c + 1"})
         again = await ok(client, "run_cells", {"cells": "stale"})
         assert [c["execution_count"] for c in again["cells"]] == [1, 2, 3, 4]
@@ -253,16 +297,27 @@ async def test_a_run_is_one_entry_in_the_history_and_can_be_undone(workspace):
     path = workspace / "hist.ipynb"
     write_notebook(path, [f"print({i})" for i in range(6)])
     before = path.read_bytes()
-    async with serve(workspace, "--toolsets", "runs,history", "--capability", "kernel.prestart=off") as client:
+    async with serve(
+        workspace, "--toolsets", "runs,history", "--capability", "kernel.prestart=off"
+    ) as client:
         opened = await ok(client, "get_notebook_revision", {"notebook_name": "hist.ipynb"})
         run = await ok(client, "run_cells", {"notebook_name": "hist.ipynb", "cells": "all"})
-        assert run["cells_run"] == 6 and [stream_text(c) for c in stored(path)] == [f"{i}\n" for i in range(6)]
+        assert run["cells_run"] == 6 and [stream_text(c) for c in stored(path)] == [
+            f"{i}\n" for i in range(6)
+        ]
         after = await ok(client, "get_notebook_revision", {"notebook_name": "hist.ipynb"})
         listed = await ok(client, "notebook_history", {"notebook_name": "hist.ipynb", "limit": 50})
         entries = listed["entries"]
         runs = [e for e in entries if e["tool"] == "run_cells"]
         assert len(runs) == 1, entries  # six cells written one by one, one change for the person
-        assert runs[0]["revision"] == after["revision"] and runs[0]["previous_revision"] == opened["revision"]
+        assert (
+            runs[0]["revision"] == after["revision"]
+            and runs[0]["previous_revision"] == opened["revision"]
+        )
         assert entries[0] is not None and entries[0]["revision"] == after["revision"]
-        undone = await ok(client, "restore_notebook", {"notebook_name": "hist.ipynb", "revision": opened["revision"]})
+        undone = await ok(
+            client,
+            "restore_notebook",
+            {"notebook_name": "hist.ipynb", "revision": opened["revision"]},
+        )
         assert undone["revision"] == opened["revision"] and path.read_bytes() == before

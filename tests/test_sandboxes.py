@@ -62,7 +62,11 @@ def sandboxes_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         copies = []
         for package in (SANDBOXES, EXAMPLES):
             copy = sources / package.name
-            shutil.copytree(package, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "examples"))
+            shutil.copytree(
+                package,
+                copy,
+                ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "examples"),
+            )
             copies.append(copy)
         _site["site"] = install_packages(tmp_path_factory.mktemp("sandboxes-site"), *copies)
     return _site["site"]
@@ -79,8 +83,17 @@ def environment(site: Path, extensions: str = "sandboxes", **extra: str) -> dict
 
 
 @contextlib.asynccontextmanager
-async def sandboxed(workspace: Path, site: Path, *args: str, extensions: str = "sandboxes", **env: str) -> AsyncIterator[Client]:
-    async with serve(workspace, *NO_PRESTART, "--toolsets", "sandboxes", *args, env=environment(site, extensions, **env)) as client:
+async def sandboxed(
+    workspace: Path, site: Path, *args: str, extensions: str = "sandboxes", **env: str
+) -> AsyncIterator[Client]:
+    async with serve(
+        workspace,
+        *NO_PRESTART,
+        "--toolsets",
+        "sandboxes",
+        *args,
+        env=environment(site, extensions, **env),
+    ) as client:
         yield client
 
 
@@ -150,7 +163,17 @@ async def test_the_four_tools_say_what_they_do(workspace, sandboxes_site):
             assert tool.title and tool.description and len(tool.description) > 40, name
             assert tool.output_schema and tool.output_schema.get("properties"), name
         launch = tools["launch_sandbox"].input_schema["properties"]
-        assert {"sandbox_name", "variant", "timeout", "memory_mb", "cpu_seconds", "open_files", "processes", "server_url", "token"} <= set(launch)
+        assert {
+            "sandbox_name",
+            "variant",
+            "timeout",
+            "memory_mb",
+            "cpu_seconds",
+            "open_files",
+            "processes",
+            "server_url",
+            "token",
+        } <= set(launch)
         assert tools["launch_sandbox"].input_schema["required"] == ["sandbox_name"]
         assert "sandbox_name" not in tools["use_sandbox"].input_schema.get("required", [])
 
@@ -162,7 +185,11 @@ async def test_the_four_tools_say_what_they_do(workspace, sandboxes_site):
         assert confined["enabled"] or "Not available here" in confined["description"]
 
         listed = await ok(client, "list_sandboxes")
-        assert listed == {"sandboxes": [], "active": None, "variants": ["local", "confined", "jupyter-server"]}
+        assert listed == {
+            "sandboxes": [],
+            "active": None,
+            "variants": ["local", "confined", "jupyter-server"],
+        }
         # Nothing selected: execute_code is the server's own business.
         assert error_code(await client.call_tool("execute_code", {"code": "1"})) == "no_notebook"
 
@@ -172,7 +199,11 @@ async def test_the_four_tools_say_what_they_do(workspace, sandboxes_site):
 
 async def test_local_sandbox_from_launch_to_terminate(workspace, sandboxes_site):
     async with sandboxed(workspace, sandboxes_site) as client:
-        await ok(client, "use_notebook", {"notebook_name": "nb", "notebook_path": "nb.ipynb", "mode": "create"})
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "nb", "notebook_path": "nb.ipynb", "mode": "create"},
+        )
         notebook_pid = int(last_value(await run(client, "import os; os.getpid()")))
 
         launched = await ok(
@@ -181,30 +212,53 @@ async def test_local_sandbox_from_launch_to_terminate(workspace, sandboxes_site)
             {"sandbox_name": "alpha", "memory_mb": 512, "cpu_seconds": 300, "open_files": 128},
         )
         assert launched["sandbox_name"] == "alpha" and launched["variant"] == "local"
-        assert launched["state"] == "running" and launched["active"] is False and launched["ephemeral"] is False
+        assert (
+            launched["state"] == "running"
+            and launched["active"] is False
+            and launched["ephemeral"] is False
+        )
         directory = Path(launched["directory"])
         assert directory.is_dir()
-        assert workspace.resolve() not in directory.resolve().parents, "a sandbox's directory is outside the workspace"
+        assert workspace.resolve() not in directory.resolve().parents, (
+            "a sandbox's directory is outside the workspace"
+        )
         assert launched["limits"]["memory_mb"] == 512 and launched["limits"]["open_files"] == 128
         pid = launched["pid"]
         assert alive(pid) and pid != notebook_pid
 
         # The errors a caller can act on, with the contract's codes.
         await refused(client, "launch_sandbox", {"sandbox_name": "alpha"}, "already_exists")
-        unknown = await refused(client, "launch_sandbox", {"sandbox_name": "b", "variant": "cloud"}, "invalid_argument")
+        unknown = await refused(
+            client, "launch_sandbox", {"sandbox_name": "b", "variant": "cloud"}, "invalid_argument"
+        )
         assert "local" in text_of(unknown) and "confined" in text_of(unknown)
-        await refused(client, "launch_sandbox", {"sandbox_name": "b", "server_url": "http://x"}, "invalid_argument")
-        await refused(client, "launch_sandbox", {"sandbox_name": "b", "memory_mb": 4}, "invalid_argument")
+        await refused(
+            client,
+            "launch_sandbox",
+            {"sandbox_name": "b", "server_url": "http://x"},
+            "invalid_argument",
+        )
+        await refused(
+            client, "launch_sandbox", {"sandbox_name": "b", "memory_mb": 4}, "invalid_argument"
+        )
         await refused(client, "launch_sandbox", {"sandbox_name": "../etc"}, "invalid_argument")
         await refused(client, "use_sandbox", {"sandbox_name": "nope"}, "not_found")
         await refused(client, "terminate_sandbox", {"sandbox_name": "nope"}, "not_found")
 
         listed = await ok(client, "list_sandboxes")
-        assert [entry["sandbox_name"] for entry in listed["sandboxes"]] == ["alpha"] and listed["active"] is None
+        assert [entry["sandbox_name"] for entry in listed["sandboxes"]] == ["alpha"] and listed[
+            "active"
+        ] is None
 
         selected = await ok(client, "use_sandbox", {"sandbox_name": "alpha"})
-        assert selected["active"] == "alpha" and selected["previous"] is None and selected["sandbox"]["active"] is True
-        assert (await ok(client, "use_sandbox", {"sandbox_name": "alpha"}))["active"] == "alpha"  # idempotent
+        assert (
+            selected["active"] == "alpha"
+            and selected["previous"] is None
+            and selected["sandbox"]["active"] is True
+        )
+        assert (await ok(client, "use_sandbox", {"sandbox_name": "alpha"}))[
+            "active"
+        ] == "alpha"  # idempotent
 
         # execute_code runs in the sandbox, and the result says so.
         probe = (
@@ -217,25 +271,34 @@ async def test_local_sandbox_from_launch_to_terminate(workspace, sandboxes_site)
         )
         result = await run(client, probe)
         assert text_of(result).startswith("Ran in sandbox 'alpha' (local")
-        assert result.meta[SANDBOX_META]["sandbox_name"] == "alpha" and result.meta[SANDBOX_META]["pid"] == pid
+        assert (
+            result.meta[SANDBOX_META]["sandbox_name"] == "alpha"
+            and result.meta[SANDBOX_META]["pid"] == pid
+        )
         seen = json.loads(last_value(result))
         assert seen["pid"] == pid != notebook_pid
         assert Path(seen["cwd"]) == directory and seen["home"] == str(directory)
         assert (directory / "made-here.txt").exists() and not (workspace / "made-here.txt").exists()
-        assert seen["secret"] is None and SECRET not in seen["env"] and "PYTHONPATH" not in seen["env"]
+        assert (
+            seen["secret"] is None and SECRET not in seen["env"] and "PYTHONPATH" not in seen["env"]
+        )
         assert seen["as"] == [512 * MIB, 512 * MIB]
         assert seen["cpu"][0] == 300 and seen["nofile"] == [128, 128]
         assert seen["nproc"][0] == launched["limits"]["processes"]
 
         # The memory limit holds, and the session survives hitting it.
         await run(client, "kept = 41")
-        over = await client.call_tool("execute_code", {"code": "block = bytearray(700 * 1024 * 1024)"})
+        over = await client.call_tool(
+            "execute_code", {"code": "block = bytearray(700 * 1024 * 1024)"}
+        )
         assert error_code(over) == "execution_error"
         assert over.structured_content["error"]["ename"] == "MemoryError"
         assert last_value(await run(client, "kept + 1")) == "42"
 
         # A timeout interrupts the sandbox's kernel, not the notebook's.
-        slow = await client.call_tool("execute_code", {"code": "import time; time.sleep(30)", "timeout": 1})
+        slow = await client.call_tool(
+            "execute_code", {"code": "import time; time.sleep(30)", "timeout": 1}
+        )
         assert error_code(slow) == "timeout" and slow.structured_content["status"] == "timeout"
         assert last_value(await run(client, "kept")) == "41"
 
@@ -247,7 +310,13 @@ async def test_local_sandbox_from_launch_to_terminate(workspace, sandboxes_site)
 
         await ok(client, "use_sandbox", {"sandbox_name": "alpha"})
         ended = await ok(client, "terminate_sandbox", {"sandbox_name": "alpha"})
-        assert ended == {"sandbox_name": "alpha", "terminated": True, "already_gone": False, "was_active": True, "active": None}
+        assert ended == {
+            "sandbox_name": "alpha",
+            "terminated": True,
+            "already_gone": False,
+            "was_active": True,
+            "active": None,
+        }
         assert wait_gone(pid) and not directory.exists()
         again = await ok(client, "terminate_sandbox", {"sandbox_name": "alpha"})
         assert again["terminated"] is False and again["already_gone"] is True
@@ -261,7 +330,9 @@ async def test_local_sandbox_from_launch_to_terminate(workspace, sandboxes_site)
 # --- A dead sandbox is never reused; nothing outlives the server ------------------
 
 
-async def test_a_dead_sandbox_is_not_reused_and_nothing_outlives_the_server(workspace, sandboxes_site):
+async def test_a_dead_sandbox_is_not_reused_and_nothing_outlives_the_server(
+    workspace, sandboxes_site
+):
     async with sandboxed(workspace, sandboxes_site) as client:
         kept = await ok(client, "launch_sandbox", {"sandbox_name": "kept"})
         doomed = await ok(client, "launch_sandbox", {"sandbox_name": "doomed"})
@@ -276,14 +347,21 @@ async def test_a_dead_sandbox_is_not_reused_and_nothing_outlives_the_server(work
         # Still selected, so the next call says so again rather than running elsewhere.
         await refused(client, "execute_code", {"code": "1"}, "kernel_gone")
         await refused(client, "use_sandbox", {"sandbox_name": "doomed"}, "kernel_gone")
-        listed = {entry["sandbox_name"]: entry for entry in (await ok(client, "list_sandboxes"))["sandboxes"]}
+        listed = {
+            entry["sandbox_name"]: entry
+            for entry in (await ok(client, "list_sandboxes"))["sandboxes"]
+        }
         assert listed["doomed"]["state"] == "gone" and listed["kept"]["state"] == "running"
         await refused(client, "launch_sandbox", {"sandbox_name": "doomed"}, "already_exists")
 
         await ok(client, "use_sandbox", {"sandbox_name": "kept"})
         assert int(last_value(await run(client, "import os; os.getpid()"))) == kept["pid"]
         ended = await ok(client, "terminate_sandbox", {"sandbox_name": "doomed"})
-        assert ended["terminated"] is False and ended["already_gone"] is True and ended["was_active"] is False
+        assert (
+            ended["terminated"] is False
+            and ended["already_gone"] is True
+            and ended["was_active"] is False
+        )
         assert not Path(doomed["directory"]).exists()
         assert alive(kept["pid"])
     # The server has exited: its on_stop terminated what was left.
@@ -301,8 +379,22 @@ def confined_unavailable() -> str | None:
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
     done = subprocess.run(
-        [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"],
-        capture_output=True, text=True, check=False,
+        [
+            bwrap,
+            "--unshare-all",
+            "--die-with-parent",
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         return f"bwrap cannot create namespaces here: {done.stderr.strip()}"
@@ -321,7 +413,11 @@ async def test_confined_sandbox_has_no_network_and_a_read_only_world(workspace, 
     try:
         async with sandboxed(workspace, sandboxes_site) as client:
             assert (await capabilities(client))["sandboxes.confined"]["enabled"] is True
-            launched = await ok(client, "launch_sandbox", {"sandbox_name": "jail", "variant": "confined", "memory_mb": 512})
+            launched = await ok(
+                client,
+                "launch_sandbox",
+                {"sandbox_name": "jail", "variant": "confined", "memory_mb": 512},
+            )
             assert launched["variant"] == "confined" and "bubblewrap" in launched["where"]
             await ok(client, "use_sandbox", {"sandbox_name": "jail"})
             probe = (
@@ -349,15 +445,22 @@ async def test_confined_sandbox_has_no_network_and_a_read_only_world(workspace, 
             assert not seen["workspace_listed"] and seen["workspace_file"] is False
             assert seen["write_workspace"] != "ok" and not (workspace / "planted.txt").exists()
             assert seen["write_usr"] != "ok"
-            assert seen["write_here"] == "ok" and (Path(launched["directory"]) / "planted.txt").exists()
+            assert (
+                seen["write_here"] == "ok"
+                and (Path(launched["directory"]) / "planted.txt").exists()
+            )
             assert Path(seen["cwd"]) == Path(launched["directory"])
             # /root is hidden, except where the kernel's own interpreter lives.
             interpreter = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable)}
-            needed = {p.relative_to("/root").parts[0] for p in interpreter if Path("/root") in p.parents}
+            needed = {
+                p.relative_to("/root").parts[0] for p in interpreter if Path("/root") in p.parents
+            }
             assert set(seen["root_listed"] or []) <= needed
             assert seen["as"] == [512 * MIB, 512 * MIB]
             # Interrupting goes through the kernel's control channel: the sandbox survives it.
-            slow = await client.call_tool("execute_code", {"code": "import time; time.sleep(30)", "timeout": 1})
+            slow = await client.call_tool(
+                "execute_code", {"code": "import time; time.sleep(30)", "timeout": 1}
+            )
             assert error_code(slow) == "timeout"
             assert last_value(await run(client, "6 * 7")) == "42"
         assert wait_gone(launched["pid"]), "bubblewrap outlived the server"
@@ -370,18 +473,33 @@ async def test_confined_sandbox_has_no_network_and_a_read_only_world(workspace, 
 
 
 async def test_notebook_kernels_come_from_the_configured_variant(workspace, sandboxes_site):
-    env = {"JUPYTER_MCP_SANDBOX_VARIANT": "local", "JUPYTER_MCP_SANDBOX_OPTIONS": '{"memory_mb": 640}'}
+    env = {
+        "JUPYTER_MCP_SANDBOX_VARIANT": "local",
+        "JUPYTER_MCP_SANDBOX_OPTIONS": '{"memory_mb": 640}',
+    }
     async with sandboxed(workspace, sandboxes_site, **env) as client:
-        await ok(client, "use_notebook", {"notebook_name": "nb", "notebook_path": "nb.ipynb", "mode": "create"})
-        cell = await ok(client, "insert_execute_code_cell", {
-            "cell_index": -1,
-            "cell_source": "import os, resource; print(os.getpid(), os.getcwd(), resource.getrlimit(resource.RLIMIT_AS)[0])",
-        })
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "nb", "notebook_path": "nb.ipynb", "mode": "create"},
+        )
+        cell = await ok(
+            client,
+            "insert_execute_code_cell",
+            {
+                "cell_index": -1,
+                "cell_source": "import os, resource; print(os.getpid(), os.getcwd(), resource.getrlimit(resource.RLIMIT_AS)[0])",
+            },
+        )
         assert cell["status"] == "ok"
         listed = (await ok(client, "list_sandboxes"))["sandboxes"]
         assert len(listed) == 1 and listed[0]["ephemeral"] is True and listed[0]["active"] is False
         fresh = listed[0]
-        output = last_value(await run(client, "print(os.getpid(), os.getcwd(), resource.getrlimit(resource.RLIMIT_AS)[0])"))
+        output = last_value(
+            await run(
+                client, "print(os.getpid(), os.getcwd(), resource.getrlimit(resource.RLIMIT_AS)[0])"
+            )
+        )
         assert output.split() == [str(fresh["pid"]), fresh["directory"], str(640 * MIB)]
 
         # A selected sandbox is what the notebook gets when it next needs a kernel,
@@ -390,7 +508,9 @@ async def test_notebook_kernels_come_from_the_configured_variant(workspace, sand
         await ok(client, "use_sandbox", {"sandbox_name": "chosen"})
         await ok(client, "restart_notebook", {"notebook_name": "nb"})
         assert wait_gone(fresh["pid"])
-        names = [entry["sandbox_name"] for entry in (await ok(client, "list_sandboxes"))["sandboxes"]]
+        names = [
+            entry["sandbox_name"] for entry in (await ok(client, "list_sandboxes"))["sandboxes"]
+        ]
         assert names == ["chosen"]
         ran = await ok(client, "execute_cell", {"cell_index": 0})
         assert ran["status"] == "ok"
@@ -406,11 +526,17 @@ def http_server(root: Path, site: Path, **env: str) -> Iterator[str]:
     workspace = root / "workspace"
     workspace.mkdir()
     port = free_port()
-    command = server_command(workspace, "--transport", "streamable-http", "--port", str(port), *NO_PRESTART)
+    command = server_command(
+        workspace, "--transport", "streamable-http", "--port", str(port), *NO_PRESTART
+    )
     log = root / "server.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            command, env=server_environment(**environment(site, **env)), cwd=root, stdout=subprocess.DEVNULL, stderr=stderr
+            command,
+            env=server_environment(**environment(site, **env)),
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -445,10 +571,14 @@ async def served(url: str) -> set[str]:
 async def test_sandboxes_is_opt_in_over_http(tmp_path, sandboxes_site):
     # No bwrap on this server's PATH: the confined variant must say what is missing.
     with http_server(tmp_path, sandboxes_site, PATH="/nonexistent") as base:
-        described = {entry["name"]: entry for entry in httpx.get(f"{base}/toolsets").json()["toolsets"]}
+        described = {
+            entry["name"]: entry for entry in httpx.get(f"{base}/toolsets").json()["toolsets"]
+        }
         assert described["sandboxes"]["default"] is False and described["sandboxes"]["tools"] == []
         only, default, added = await asyncio.gather(
-            served(f"{base}/mcp?only=sandboxes"), served(f"{base}/mcp"), served(f"{base}/mcp?sandboxes")
+            served(f"{base}/mcp?only=sandboxes"),
+            served(f"{base}/mcp"),
+            served(f"{base}/mcp?sandboxes"),
         )
         assert only == SANDBOX_TOOLS
         assert not default & SANDBOX_TOOLS and "execute_code" in default
@@ -457,21 +587,33 @@ async def test_sandboxes_is_opt_in_over_http(tmp_path, sandboxes_site):
         async with connected(f"{base}/mcp?only=sandboxes") as client:
             confined = (await capabilities(client))["sandboxes.confined"]
             assert confined["enabled"] is False and "bubblewrap" in confined["description"]
-            missing = await refused(client, "launch_sandbox", {"sandbox_name": "jail", "variant": "confined"}, "unsupported")
-            assert "bubblewrap" in text_of(missing) and "apt-get install bubblewrap" in text_of(missing)
+            missing = await refused(
+                client,
+                "launch_sandbox",
+                {"sandbox_name": "jail", "variant": "confined"},
+                "unsupported",
+            )
+            assert "bubblewrap" in text_of(missing) and "apt-get install bubblewrap" in text_of(
+                missing
+            )
 
 
 # --- The downstream examples --------------------------------------------------------
 
 
 async def test_an_extension_narrows_launch_sandbox_by_name(workspace, sandboxes_site):
-    async with sandboxed(workspace, sandboxes_site, extensions="sandboxes,sandboxes-local-only") as client:
+    async with sandboxed(
+        workspace, sandboxes_site, extensions="sandboxes,sandboxes-local-only"
+    ) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         launch = tools["launch_sandbox"]
         assert set(launch.input_schema["properties"]) == {"sandbox_name", "memory_mb"}
         assert launch.description.startswith("Launch a local sandbox")
         assert launch.output_schema and "sandbox_name" in launch.output_schema["properties"]
-        assert launch.annotations.destructive_hint is True and launch.annotations.idempotent_hint is False
+        assert (
+            launch.annotations.destructive_hint is True
+            and launch.annotations.idempotent_hint is False
+        )
         assert "list_sandboxes" in tools
 
         launched = await ok(client, "launch_sandbox", {"sandbox_name": "narrow"})
@@ -483,7 +625,9 @@ async def test_an_extension_narrows_launch_sandbox_by_name(workspace, sandboxes_
 
 
 async def test_an_extension_takes_a_tool_off_the_built_server(workspace, sandboxes_site):
-    async with sandboxed(workspace, sandboxes_site, extensions="sandboxes,sandboxes-no-listing") as client:
+    async with sandboxed(
+        workspace, sandboxes_site, extensions="sandboxes,sandboxes-no-listing"
+    ) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert names & SANDBOX_TOOLS == SANDBOX_TOOLS - {"list_sandboxes"}
         assert (await client.call_tool("list_sandboxes", {})).is_error
@@ -500,31 +644,60 @@ def jupyter_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
         yield url, token
 
 
-async def test_jupyter_server_variant_runs_on_a_real_server(workspace, sandboxes_site, jupyter_server):
+async def test_jupyter_server_variant_runs_on_a_real_server(
+    workspace, sandboxes_site, jupyter_server
+):
     url, token = jupyter_server
     headers = {"Authorization": f"token {token}"}
     async with sandboxed(workspace, sandboxes_site) as client:
         wrong = await refused(
-            client, "launch_sandbox",
-            {"sandbox_name": "far", "variant": "jupyter-server", "server_url": url, "token": "not-the-token-xyz"},
+            client,
+            "launch_sandbox",
+            {
+                "sandbox_name": "far",
+                "variant": "jupyter-server",
+                "server_url": url,
+                "token": "not-the-token-xyz",
+            },
             "invalid_argument",
         )
         assert "refused the token" in text_of(wrong) and "not-the-token-xyz" not in text_of(wrong)
         assert "not-the-token-xyz" not in json.dumps(wrong.meta)
-        await refused(client, "launch_sandbox", {"sandbox_name": "far", "variant": "jupyter-server"}, "invalid_argument")
         await refused(
-            client, "launch_sandbox",
-            {"sandbox_name": "far", "variant": "jupyter-server", "server_url": url, "token": token, "memory_mb": 512},
+            client,
+            "launch_sandbox",
+            {"sandbox_name": "far", "variant": "jupyter-server"},
             "invalid_argument",
         )
         await refused(
-            client, "launch_sandbox",
-            {"sandbox_name": "far", "variant": "jupyter-server", "server_url": url, "token": token, "kernel_name": "cobol"},
+            client,
+            "launch_sandbox",
+            {
+                "sandbox_name": "far",
+                "variant": "jupyter-server",
+                "server_url": url,
+                "token": token,
+                "memory_mb": 512,
+            },
+            "invalid_argument",
+        )
+        await refused(
+            client,
+            "launch_sandbox",
+            {
+                "sandbox_name": "far",
+                "variant": "jupyter-server",
+                "server_url": url,
+                "token": token,
+                "kernel_name": "cobol",
+            },
             "not_found",
         )
 
         launched = await ok(
-            client, "launch_sandbox", {"sandbox_name": "far", "variant": "jupyter-server", "server_url": url, "token": token}
+            client,
+            "launch_sandbox",
+            {"sandbox_name": "far", "variant": "jupyter-server", "server_url": url, "token": token},
         )
         assert launched["server_url"] == url and launched["pid"] is None
         assert token not in json.dumps(launched)
@@ -537,19 +710,34 @@ async def test_jupyter_server_variant_runs_on_a_real_server(workspace, sandboxes
         assert result.meta[SANDBOX_META]["server_url"] == url
         assert "jupyter-root" in last_value(result)
         await run(client, "value = 20")
-        slow = await client.call_tool("execute_code", {"code": "import time; time.sleep(30)", "timeout": 1})
+        slow = await client.call_tool(
+            "execute_code", {"code": "import time; time.sleep(30)", "timeout": 1}
+        )
         assert error_code(slow) == "timeout"
         assert last_value(await run(client, "value * 2 + 2")) == "42"
 
         ended = await ok(client, "terminate_sandbox", {"sandbox_name": "far"})
         assert ended["terminated"] is True
         assert httpx.get(f"{url}/api/kernels", headers=headers).json() == []
-        assert (await ok(client, "terminate_sandbox", {"sandbox_name": "far"}))["already_gone"] is True
+        assert (await ok(client, "terminate_sandbox", {"sandbox_name": "far"}))[
+            "already_gone"
+        ] is True
 
         # One left running is deleted from the server when this server stops.
-        await ok(client, "launch_sandbox", {"sandbox_name": "left", "variant": "jupyter-server", "server_url": url, "token": token})
+        await ok(
+            client,
+            "launch_sandbox",
+            {
+                "sandbox_name": "left",
+                "variant": "jupyter-server",
+                "server_url": url,
+                "token": token,
+            },
+        )
         assert len(httpx.get(f"{url}/api/kernels", headers=headers).json()) == 1
     deadline = time.monotonic() + 10
     while httpx.get(f"{url}/api/kernels", headers=headers).json() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert httpx.get(f"{url}/api/kernels", headers=headers).json() == [], "a remote kernel outlived the server"
+    assert httpx.get(f"{url}/api/kernels", headers=headers).json() == [], (
+        "a remote kernel outlived the server"
+    )

@@ -39,7 +39,12 @@ def notebooks() -> list[str]:
     import nbformat
     from nbformat import v4
 
-    good = v4.new_notebook(cells=[v4.new_code_cell("x = 1", outputs=[v4.new_output("stream", text="1\n")]), v4.new_markdown_cell("# t")])
+    good = v4.new_notebook(
+        cells=[
+            v4.new_code_cell("x = 1", outputs=[v4.new_output("stream", text="1\n")]),
+            v4.new_markdown_cell("# t"),
+        ]
+    )
     wrong_output = json.loads(nbformat.writes(good))
     wrong_output["cells"][0]["outputs"] = [{"output_type": "nope"}]
     no_source = json.loads(nbformat.writes(good))
@@ -48,7 +53,10 @@ def notebooks() -> list[str]:
     extra_key["cells"][0]["surprise"] = True
     bad_count = json.loads(nbformat.writes(good))
     bad_count["cells"][0]["execution_count"] = "one"
-    return [nbformat.writes(good), *(json.dumps(nb) for nb in (wrong_output, no_source, extra_key, bad_count))]
+    return [
+        nbformat.writes(good),
+        *(json.dumps(nb) for nb in (wrong_output, no_source, extra_key, bad_count)),
+    ]
 
 
 def judge(cache: Path, *, generated: bool = True) -> dict:
@@ -79,7 +87,9 @@ def test_the_generated_validator_is_kept_and_judges_as_nbformat_does(tmp_path: P
     assert again == first and generated_files(tmp_path) == [kept]
     reference = judge(tmp_path / "other", generated=False)  # nbformat's jsonschema validator
     assert reference["kind"] != "GeneratedValidator"
-    assert [v == "valid" for v in first["verdicts"]] == [v == "valid" for v in reference["verdicts"]]
+    assert [v == "valid" for v in first["verdicts"]] == [
+        v == "valid" for v in reference["verdicts"]
+    ]
     assert first["verdicts"][0] == "valid" and all(v != "valid" for v in first["verdicts"][1:])
 
 

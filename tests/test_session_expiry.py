@@ -63,9 +63,13 @@ def http_server(root: Path, *args: str) -> Iterator[tuple[str, Path, Path]]:
     workspace.mkdir()
     log = root / "server.log"
     port = free_port()
-    command = server_command(workspace, "--transport", "streamable-http", "--port", str(port), *args)
+    command = server_command(
+        workspace, "--transport", "streamable-http", "--port", str(port), *args
+    )
     with log.open("wb") as stderr:
-        process = subprocess.Popen(command, env=server_environment(), cwd=root, stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(
+            command, env=server_environment(), cwd=root, stdout=subprocess.DEVNULL, stderr=stderr
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(process, base, lambda: log.read_text(errors="replace"))
@@ -80,7 +84,9 @@ def http_server(root: Path, *args: str) -> Iterator[tuple[str, Path, Path]]:
 
 
 @contextlib.asynccontextmanager
-async def connect(url: str, statuses: list[int] | None = None, *, delete: bool = True) -> AsyncIterator[Client]:
+async def connect(
+    url: str, statuses: list[int] | None = None, *, delete: bool = True
+) -> AsyncIterator[Client]:
     """The official client; `statuses` collects every response's HTTP status."""
 
     async def remember(response: Any) -> None:
@@ -88,8 +94,12 @@ async def connect(url: str, statuses: list[int] | None = None, *, delete: bool =
             statuses.append(response.status_code)
 
     async with (
-        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=120), event_hooks={"response": [remember]}) as http,
-        Client(streamable_http_client(url, http_client=http, terminate_on_close=delete), mode="legacy") as client,
+        httpx2.AsyncClient(
+            timeout=httpx2.Timeout(30, read=120), event_hooks={"response": [remember]}
+        ) as http,
+        Client(
+            streamable_http_client(url, http_client=http, terminate_on_close=delete), mode="legacy"
+        ) as client,
     ):
         yield client
 
@@ -101,7 +111,9 @@ def wait_for_line(log: Path, needle: str, seconds: float = 20) -> str:
             if needle in line:
                 return line
         time.sleep(0.1)
-    raise AssertionError(f"no {needle!r} in the server's log within {seconds} s:\n{log.read_text(errors='replace')}")
+    raise AssertionError(
+        f"no {needle!r} in the server's log within {seconds} s:\n{log.read_text(errors='replace')}"
+    )
 
 
 async def self_description(client: Client) -> dict[str, Any]:
@@ -114,11 +126,17 @@ def post(url: str, session: str, message: dict[str, Any]) -> httpx.Response:
     return httpx.post(url, headers=headers, json={"jsonrpc": "2.0", **message}, timeout=30)
 
 
-async def test_a_killed_clients_session_expires_as_if_deleted_and_the_client_initializes_again(tmp_path):
+async def test_a_killed_clients_session_expires_as_if_deleted_and_the_client_initializes_again(
+    tmp_path,
+):
     with http_server(
         tmp_path, "--session-timeout", str(SESSION_TIMEOUT), "--capability", "kernel.prestart=off"
     ) as (url, _workspace, log):
-        client = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, url], stdout=subprocess.PIPE, env=server_environment())
+        client = subprocess.Popen(
+            [sys.executable, "-c", KILLED_CLIENT, url],
+            stdout=subprocess.PIPE,
+            env=server_environment(),
+        )
         try:
             assert client.stdout is not None
             session = client.stdout.readline().decode().strip()
@@ -128,7 +146,9 @@ async def test_a_killed_clients_session_expires_as_if_deleted_and_the_client_ini
             client.wait()
 
         said = wait_for_line(log, f"HTTP session {session[:8]}… expired")
-        assert "--session-timeout 2 s" in said and "n.ipynb" in said and "--idle-timeout" in said, said
+        assert "--session-timeout 2 s" in said and "n.ipynb" in said and "--idle-timeout" in said, (
+            said
+        )
         assert "404" in said, said
 
         # The client comes back on its old session: the protocol's 404, nothing served.
@@ -159,7 +179,9 @@ async def test_sessions_left_without_delete_expire_while_a_quiet_client_keeps_it
                     await ok(client, "read_notebook", {"notebook_name": "n.ipynb"})
             assert (await self_description(quiet))["sessions"]["connections_kept"] == 4
             deadline = time.monotonic() + 20
-            while log.read_text(errors="replace").count("expired") < 3 and time.monotonic() < deadline:
+            while (
+                log.read_text(errors="replace").count("expired") < 3 and time.monotonic() < deadline
+            ):
                 time.sleep(0.1)
             time.sleep(SESSION_TIMEOUT)
             # The quiet client said nothing for longer than the timeout, but it is still

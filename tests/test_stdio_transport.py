@@ -17,8 +17,15 @@ from rpc import LEGACY, RawServer, environment
 
 
 def initialize_line(request_id: int = 1) -> bytes:
-    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
-    return (json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}) + "\n").encode()
+    params = {
+        "protocolVersion": LEGACY,
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params})
+        + "\n"
+    ).encode()
 
 
 def line(message: dict) -> bytes:
@@ -29,7 +36,9 @@ def command(workspace: Path) -> list[str]:
     return [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace)]
 
 
-def test_output_of_kernels_and_their_children_never_reaches_the_protocol_stream(tmp_path: Path) -> None:
+def test_output_of_kernels_and_their_children_never_reaches_the_protocol_stream(
+    tmp_path: Path,
+) -> None:
     server = RawServer(tmp_path, stderr=tmp_path.parent / "stray.log")
     try:
         server.ok("use_notebook", {"notebook_name": "s.ipynb", "mode": "create"})
@@ -68,10 +77,17 @@ def test_a_regular_file_as_stdin_is_served_until_it_ends(tmp_path: Path) -> None
     requests = tmp_path.parent / "requests.jsonl"
     # Requests still running when the input ends are abandoned, as a client
     # closing stdin asks; the handshake is answered before anything else.
-    requests.write_bytes(initialize_line(1) + line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    requests.write_bytes(
+        initialize_line(1) + line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
     with open(requests, "rb") as stdin:
         done = subprocess.run(
-            command(tmp_path), stdin=stdin, capture_output=True, env=environment(), cwd=tmp_path, timeout=120
+            command(tmp_path),
+            stdin=stdin,
+            capture_output=True,
+            env=environment(),
+            cwd=tmp_path,
+            timeout=120,
         )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
@@ -83,7 +99,12 @@ def test_a_socket_as_stdin_and_stdout_is_served(tmp_path: Path) -> None:
     ours, theirs = socket.socketpair()
     with ours:
         process = subprocess.Popen(
-            command(tmp_path), stdin=theirs, stdout=theirs, stderr=subprocess.DEVNULL, env=environment(), cwd=tmp_path
+            command(tmp_path),
+            stdin=theirs,
+            stdout=theirs,
+            stderr=subprocess.DEVNULL,
+            env=environment(),
+            cwd=tmp_path,
         )
         theirs.close()
         ours.settimeout(120)
@@ -105,8 +126,12 @@ def test_a_socket_as_stdin_and_stdout_is_served(tmp_path: Path) -> None:
         assert answer(7)["result"]["serverInfo"]["name"] == "jupyter-mcp-server"
         ours.sendall(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         for request_id in (8, 9, 10):
-            ours.sendall(line({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": {}}))
-            assert "use_notebook" in {tool["name"] for tool in answer(request_id)["result"]["tools"]}
+            ours.sendall(
+                line({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": {}})
+            )
+            assert "use_notebook" in {
+                tool["name"] for tool in answer(request_id)["result"]["tools"]
+            }
         ours.shutdown(socket.SHUT_WR)
         assert process.wait(60) == 0
 

@@ -576,7 +576,9 @@ async def test_a_big_cell_is_encoded_again_rather_than_kept(
     from jupyter_mcp_server.store import layout
 
     notebook = notebook_with("small = 1", "big = 2")
-    notebook.cells[1].outputs = [v4.new_output("stream", name="stdout", text="x" * (layout.KEPT_TEXT_LIMIT + 1))]
+    notebook.cells[1].outputs = [
+        v4.new_output("stream", name="stdout", text="x" * (layout.KEPT_TEXT_LIMIT + 1))
+    ]
     save(root / "b.ipynb", notebook)
     await store.mutate("b.ipynb", append("third = 3"))
     encoded: list[Any] = []
@@ -639,7 +641,9 @@ async def test_forget_drops_the_document(store: NotebookStore, root: Path) -> No
     assert (await store.read("g.ipynb")).notebook is not first.notebook
 
 
-async def test_a_read_in_the_middle_of_an_in_place_save_reads_the_whole_file(store: NotebookStore, root: Path) -> None:
+async def test_a_read_in_the_middle_of_an_in_place_save_reads_the_whole_file(
+    store: NotebookStore, root: Path
+) -> None:
     """Jupyter Server saves in place (truncate, then write): a read that lands between the two
     sees an empty or half file. It is read again once the write is done, not refused."""
     path = root / "saving.ipynb"
@@ -660,7 +664,9 @@ async def test_a_read_in_the_middle_of_an_in_place_save_reads_the_whole_file(sto
         assert [cell.source for cell in view.notebook.cells] == ["1", "2"]
 
 
-async def test_a_file_cut_short_that_nobody_is_saving_is_refused_at_once(store: NotebookStore, root: Path) -> None:
+async def test_a_file_cut_short_that_nobody_is_saving_is_refused_at_once(
+    store: NotebookStore, root: Path
+) -> None:
     whole = save(root / "cut.ipynb", notebook_with("1"))
     (root / "cut.ipynb").write_bytes(whole[:-3])
     started = time.monotonic()

@@ -24,14 +24,26 @@ STRESS = Path(__file__).resolve().parent / "stress"
 def run_script(name: str, tmp_path: Path, timeout: float, *arguments: str) -> dict:
     report = tmp_path / f"{name}.json"
     done = subprocess.run(
-        [sys.executable, str(STRESS / f"{name}.py"), *(arguments or ("--short",)), "--json", str(report)],
-        capture_output=True, text=True, timeout=timeout,
+        [
+            sys.executable,
+            str(STRESS / f"{name}.py"),
+            *(arguments or ("--short",)),
+            "--json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if not report.exists():
-        pytest.fail(f"{name}.py wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+        pytest.fail(
+            f"{name}.py wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+        )
     figures = json.loads(report.read_text())
     print(f"\n{name}: {json.dumps({k: v for k, v in figures.items() if k != 'problems'})}")
-    assert not figures["problems"], f"{name}.py found problems:\n" + "\n".join(figures["problems"]) + "\n" + done.stderr[-5000:]
+    assert not figures["problems"], (
+        f"{name}.py found problems:\n" + "\n".join(figures["problems"]) + "\n" + done.stderr[-5000:]
+    )
     assert done.returncode == 0, done.stderr[-5000:]
     return figures
 
@@ -39,7 +51,10 @@ def run_script(name: str, tmp_path: Path, timeout: float, *arguments: str) -> di
 def test_crash_consistency_short(tmp_path: Path) -> None:
     figures = run_script("crash", tmp_path, timeout=600)
     assert figures["kills"] == 15 and figures["execution_kills"] == 2
-    assert figures["landed_before"] + figures["landed_after"] + figures["landed_between"] == figures["kills"]
+    assert (
+        figures["landed_before"] + figures["landed_after"] + figures["landed_between"]
+        == figures["kills"]
+    )
 
 
 def test_load_short(tmp_path: Path) -> None:
@@ -51,7 +66,11 @@ def test_load_short(tmp_path: Path) -> None:
 def check_soak(figures: dict, clients: int) -> None:
     assert figures["clients"] == clients and figures["failures"] == 0
     # Every kind of work happened, so the flat slopes are about all of it.
-    assert figures["left_mid_call"] > 0 and figures["detached_runs"] > 0 and figures["cancelled_runs"] > 0
+    assert (
+        figures["left_mid_call"] > 0
+        and figures["detached_runs"] > 0
+        and figures["cancelled_runs"] > 0
+    )
     assert figures["restarts"] > 0 and figures["sessions"] > clients
     assert figures["orphaned_processes"] == 0 and figures["leftover_connection_files"] == 0
 

@@ -48,80 +48,149 @@ async def test_insert_edit_read_clear(workspace):
         await ok(client, "use_notebook", {"notebook_name": "cells.ipynb", "mode": "create"})
 
         # insert_cell: at the end, at the front, in the middle; every type.
-        code = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "a = 1\nprint(a)"})
+        code = await ok(
+            client,
+            "insert_cell",
+            {"cell_index": -1, "cell_type": "code", "cell_source": "a = 1\nprint(a)"},
+        )
         assert code["cell_index"] == 0
-        raw = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "raw", "cell_source": "raw text"})
+        raw = await ok(
+            client, "insert_cell", {"cell_index": -1, "cell_type": "raw", "cell_source": "raw text"}
+        )
         assert raw["cell_index"] == 1
-        markdown = await ok(client, "insert_cell", {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Title"})
+        markdown = await ok(
+            client,
+            "insert_cell",
+            {"cell_index": 0, "cell_type": "markdown", "cell_source": "# Title"},
+        )
         assert markdown["cell_index"] == 0
         middle = await ok(
-            client, "insert_cell", {"cell_index": 2, "cell_type": "code", "cell_source": "d = 4\nd += 1\nd += 1"}
+            client,
+            "insert_cell",
+            {"cell_index": 2, "cell_type": "code", "cell_source": "d = 4\nd += 1\nd += 1"},
         )
         assert middle["cell_index"] == 2
-        at_end = await ok(client, "insert_cell", {"cell_index": 4, "cell_type": "code", "cell_source": ""})
+        at_end = await ok(
+            client, "insert_cell", {"cell_index": 4, "cell_type": "code", "cell_source": ""}
+        )
         assert at_end["cell_index"] == 4
-        ids = [markdown["cell_id"], code["cell_id"], middle["cell_id"], raw["cell_id"], at_end["cell_id"]]
+        ids = [
+            markdown["cell_id"],
+            code["cell_id"],
+            middle["cell_id"],
+            raw["cell_id"],
+            at_end["cell_id"],
+        ]
         assert ids_on_disk(path) == ids and len(set(ids)) == 5
-        assert [c["cell_type"] for c in cells_on_disk(path)] == ["markdown", "code", "code", "raw", "code"]
+        assert [c["cell_type"] for c in cells_on_disk(path)] == [
+            "markdown",
+            "code",
+            "code",
+            "raw",
+            "code",
+        ]
         assert sources_on_disk(path)[:2] == ["# Title", "a = 1\nprint(a)"]
         assert at_end["revision"] == (await ok(client, "get_notebook_revision"))["revision"]
 
         # Bad insertions.
         for index in (6, -2):
             result = await refused_unchanged(
-                client, path, "insert_cell", {"cell_index": index, "cell_type": "code", "cell_source": "x"}, "invalid_argument"
+                client,
+                path,
+                "insert_cell",
+                {"cell_index": index, "cell_type": "code", "cell_source": "x"},
+                "invalid_argument",
             )
             assert "out of range" in text_of(result)
-        await rejected_unchanged(client, path, "insert_cell", {"cell_index": 0, "cell_type": "sql", "cell_source": "x"})
-        await rejected_unchanged(client, path, "insert_cell", {"cell_index": "first", "cell_type": "code", "cell_source": "x"})
-        await rejected_unchanged(client, path, "insert_cell", {"cell_type": "code", "cell_source": "x"})
+        await rejected_unchanged(
+            client, path, "insert_cell", {"cell_index": 0, "cell_type": "sql", "cell_source": "x"}
+        )
+        await rejected_unchanged(
+            client,
+            path,
+            "insert_cell",
+            {"cell_index": "first", "cell_type": "code", "cell_source": "x"},
+        )
+        await rejected_unchanged(
+            client, path, "insert_cell", {"cell_type": "code", "cell_source": "x"}
+        )
 
         # Execution keeps ids; overwrite keeps outputs; the diff says what changed.
         ran = await ok(client, "execute_cell", {"cell_id": code["cell_id"]})
         assert ran["cell_id"] == code["cell_id"] and ids_on_disk(path) == ids
-        rewritten = await ok(client, "overwrite_cell_source", {"cell_index": 1, "cell_source": "a = 10\nprint(a)"})
+        rewritten = await ok(
+            client, "overwrite_cell_source", {"cell_index": 1, "cell_source": "a = 10\nprint(a)"}
+        )
         assert rewritten["cell_id"] == code["cell_id"]
         assert "-a = 1\n" in rewritten["diff"] and "+a = 10\n" in rewritten["diff"]
         assert " print(a)" in rewritten["diff"]
         cell = cells_on_disk(path)[1]
         assert "".join(cell["source"]) == "a = 10\nprint(a)"
-        assert "".join(cell["outputs"][0]["text"]) == "1\n" and cell["execution_count"] == ran["execution_count"]
+        assert (
+            "".join(cell["outputs"][0]["text"]) == "1\n"
+            and cell["execution_count"] == ran["execution_count"]
+        )
         assert ids_on_disk(path) == ids
 
         # The same source again changes nothing at all, not even the revision.
         before = path.read_bytes()
-        same = await ok(client, "overwrite_cell_source", {"cell_id": code["cell_id"], "cell_source": "a = 10\nprint(a)"})
+        same = await ok(
+            client,
+            "overwrite_cell_source",
+            {"cell_id": code["cell_id"], "cell_source": "a = 10\nprint(a)"},
+        )
         assert same["diff"] == "" and same["revision"] == rewritten["revision"]
         assert path.read_bytes() == before
 
         # edit_cell_source: exact, unique, or replace_all.
         edited = await ok(
-            client, "edit_cell_source", {"cell_id": middle["cell_id"], "old_string": "d = 4", "new_string": "d = 40"}
+            client,
+            "edit_cell_source",
+            {"cell_id": middle["cell_id"], "old_string": "d = 4", "new_string": "d = 40"},
         )
         assert edited["cell_id"] == middle["cell_id"]
         assert "-d = 4\n" in edited["diff"] and "+d = 40\n" in edited["diff"]
         assert sources_on_disk(path)[2] == "d = 40\nd += 1\nd += 1"
         twice = await refused_unchanged(
-            client, path, "edit_cell_source",
-            {"cell_index": 2, "old_string": "d += 1", "new_string": "d += 2"}, "invalid_argument",
+            client,
+            path,
+            "edit_cell_source",
+            {"cell_index": 2, "old_string": "d += 1", "new_string": "d += 2"},
+            "invalid_argument",
         )
         assert twice.meta[ERROR_KEY]["occurrences"] == 2 and "replace_all" in text_of(twice)
         every = await ok(
-            client, "edit_cell_source",
+            client,
+            "edit_cell_source",
             {"cell_index": 2, "old_string": "d += 1", "new_string": "d -= 1", "replace_all": True},
         )
         assert every["diff"].count("+d -= 1") == 2
         # The source has no final newline: its last lines do not run together.
-        assert "-d += 1\n\\ No newline at end of file\n+d -= 1\n+d -= 1\n\\ No newline at end of file\n" in every["diff"]
+        assert (
+            "-d += 1\n\\ No newline at end of file\n+d -= 1\n+d -= 1\n\\ No newline at end of file\n"
+            in every["diff"]
+        )
         assert sources_on_disk(path)[2] == "d = 40\nd -= 1\nd -= 1"
         await refused_unchanged(
-            client, path, "edit_cell_source", {"cell_index": 2, "old_string": "absent", "new_string": "x"}, "not_found"
+            client,
+            path,
+            "edit_cell_source",
+            {"cell_index": 2, "old_string": "absent", "new_string": "x"},
+            "not_found",
         )
         await refused_unchanged(
-            client, path, "edit_cell_source", {"cell_index": 2, "old_string": "", "new_string": "x"}, "invalid_argument"
+            client,
+            path,
+            "edit_cell_source",
+            {"cell_index": 2, "old_string": "", "new_string": "x"},
+            "invalid_argument",
         )
         # Markdown cells are edited the same way.
-        await ok(client, "edit_cell_source", {"cell_index": 0, "old_string": "Title", "new_string": "Heading"})
+        await ok(
+            client,
+            "edit_cell_source",
+            {"cell_index": 0, "old_string": "Title", "new_string": "Heading"},
+        )
         assert sources_on_disk(path)[0] == "# Heading"
 
         # Naming a cell: exactly one of cell_index or cell_id, and it must exist.
@@ -131,27 +200,57 @@ async def test_insert_edit_read_clear(workspace):
             ("clear_cell_output", {}),
             ("read_cell", {}),
         ):
-            await refused_unchanged(client, path, tool, {**extra, "cell_index": 1, "cell_id": code["cell_id"]}, "invalid_argument")
+            await refused_unchanged(
+                client,
+                path,
+                tool,
+                {**extra, "cell_index": 1, "cell_id": code["cell_id"]},
+                "invalid_argument",
+            )
             await refused_unchanged(client, path, tool, extra, "invalid_argument")
-            missing = await refused_unchanged(client, path, tool, {**extra, "cell_id": "nope"}, "not_found")
+            missing = await refused_unchanged(
+                client, path, tool, {**extra, "cell_id": "nope"}, "not_found"
+            )
             assert "read_notebook" in text_of(missing)
             for index in (5, -1):
-                out = await refused_unchanged(client, path, tool, {**extra, "cell_index": index}, "invalid_argument")
+                out = await refused_unchanged(
+                    client, path, tool, {**extra, "cell_index": index}, "invalid_argument"
+                )
                 assert out.meta[ERROR_KEY]["cell_count"] == 5
-            await refused_unchanged(client, path, tool, {**extra, "cell_index": 0, "notebook_name": "../x.ipynb"}, "invalid_path")
-            await refused_unchanged(client, path, tool, {**extra, "cell_index": 0, "notebook_name": "gone.ipynb"}, "not_found")
+            await refused_unchanged(
+                client,
+                path,
+                tool,
+                {**extra, "cell_index": 0, "notebook_name": "../x.ipynb"},
+                "invalid_path",
+            )
+            await refused_unchanged(
+                client,
+                path,
+                tool,
+                {**extra, "cell_index": 0, "notebook_name": "gone.ipynb"},
+                "not_found",
+            )
         assert not (workspace / "gone.ipynb").exists()
 
         # read_cell: everything about one cell; outputs only on request and only for code.
         read = await ok(client, "read_cell", {"cell_id": code["cell_id"]})
-        assert read["cell_index"] == 1 and read["cell_type"] == "code" and read["source"] == "a = 10\nprint(a)"
+        assert (
+            read["cell_index"] == 1
+            and read["cell_type"] == "code"
+            and read["source"] == "a = 10\nprint(a)"
+        )
         assert read["execution_count"] == ran["execution_count"]
         assert read["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
         assert read["revision"] == (await ok(client, "get_notebook_revision"))["revision"]
         bare = await ok(client, "read_cell", {"cell_index": 1, "include_outputs": False})
         assert bare["outputs"] is None and bare["cell_id"] == code["cell_id"]
         text_cell = await ok(client, "read_cell", {"cell_index": 3})
-        assert text_cell["cell_type"] == "raw" and text_cell["outputs"] is None and text_cell["source"] == "raw text"
+        assert (
+            text_cell["cell_type"] == "raw"
+            and text_cell["outputs"] is None
+            and text_cell["source"] == "raw text"
+        )
 
         # clear_cell_output: code cells only.
         cleared = await ok(client, "clear_cell_output", {"cell_id": code["cell_id"]})
@@ -159,7 +258,9 @@ async def test_insert_edit_read_clear(workspace):
         cell = cells_on_disk(path)[1]
         assert cell["outputs"] == [] and cell["execution_count"] is None
         assert "".join(cell["source"]) == "a = 10\nprint(a)"
-        result = await refused_unchanged(client, path, "clear_cell_output", {"cell_index": 0}, "invalid_argument")
+        result = await refused_unchanged(
+            client, path, "clear_cell_output", {"cell_index": 0}, "invalid_argument"
+        )
         assert "markdown" in text_of(result)
         assert ids_on_disk(path) == ids
 
@@ -170,7 +271,11 @@ async def test_move_and_delete(workspace):
         await ok(client, "use_notebook", {"notebook_name": "move.ipynb", "mode": "create"})
         ids = []
         for number in range(5):
-            placed = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": str(number)})
+            placed = await ok(
+                client,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": str(number)},
+            )
             ids.append(placed["cell_id"])
 
         # target_index is the index the moved cell has afterwards, whichever way it moves.
@@ -215,7 +320,10 @@ async def test_move_and_delete(workspace):
         # delete_cell by indices: all at once, each named as it was before the deletion.
         order = ids_on_disk(path)
         deleted = await ok(client, "delete_cell", {"cell_indices": [3, 0]})
-        assert deleted["deleted"] == [{"cell_id": order[3], "source": "3"}, {"cell_id": order[0], "source": "2"}]
+        assert deleted["deleted"] == [
+            {"cell_id": order[3], "source": "3"},
+            {"cell_id": order[0], "source": "2"},
+        ]
         assert ids_on_disk(path) == [order[1], order[2], order[4]]
         assert deleted["revision"] == (await ok(client, "get_notebook_revision"))["revision"]
 
@@ -231,14 +339,19 @@ async def test_move_and_delete(workspace):
             await refused_unchanged(client, path, "delete_cell", arguments, code)
         await rejected_unchanged(client, path, "delete_cell", {"cell_indices": "0"})
 
-        deleted = await ok(client, "delete_cell", {"cell_ids_to_delete": [order[4]], "include_source": False})
+        deleted = await ok(
+            client, "delete_cell", {"cell_ids_to_delete": [order[4]], "include_source": False}
+        )
         assert deleted["deleted"] == [{"cell_id": order[4], "source": None}]
         assert ids_on_disk(path) == [order[1], order[2]]
 
         # Edits sent at once are applied one by one; none is lost.
         placed = await asyncio.gather(
             *(
-                client.call_tool("insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": f"n = {n}"})
+                client.call_tool(
+                    "insert_cell",
+                    {"cell_index": -1, "cell_type": "code", "cell_source": f"n = {n}"},
+                )
                 for n in range(8)
             )
         )
@@ -246,7 +359,9 @@ async def test_move_and_delete(workspace):
         new_ids = {result.structured_content["cell_id"] for result in placed}
         assert len(new_ids) == 8 and set(ids_on_disk(path)) == {order[1], order[2], *new_ids}
         assert sorted(sources_on_disk(path)[2:]) == [f"n = {n}" for n in range(8)]
-        assert sorted(result.structured_content["cell_index"] for result in placed) == list(range(2, 10))
+        assert sorted(result.structured_content["cell_index"] for result in placed) == list(
+            range(2, 10)
+        )
 
 
 async def test_expected_revision_and_outside_edits(workspace):
@@ -256,12 +371,22 @@ async def test_expected_revision_and_outside_edits(workspace):
         first = await ok(
             client,
             "insert_cell",
-            {"cell_index": -1, "cell_type": "code", "cell_source": "x = 1", "expected_revision": used["revision"]},
+            {
+                "cell_index": -1,
+                "cell_type": "code",
+                "cell_source": "x = 1",
+                "expected_revision": used["revision"],
+            },
         )
         second = await ok(
             client,
             "insert_cell",
-            {"cell_index": -1, "cell_type": "markdown", "cell_source": "text", "expected_revision": first["revision"]},
+            {
+                "cell_index": -1,
+                "cell_type": "markdown",
+                "cell_source": "text",
+                "expected_revision": first["revision"],
+            },
         )
         current = second["revision"]
         stale = first["revision"]
@@ -275,12 +400,18 @@ async def test_expected_revision_and_outside_edits(workspace):
             ("execute_cell", {"cell_index": 0}),
             ("insert_execute_code_cell", {"cell_index": -1, "cell_source": "1"}),
         ):
-            conflict = await refused_unchanged(client, path, tool, {**arguments, "expected_revision": stale}, "revision_conflict")
+            conflict = await refused_unchanged(
+                client, path, tool, {**arguments, "expected_revision": stale}, "revision_conflict"
+            )
             assert conflict.meta[ERROR_KEY]["current_revision"] == current, tool
             assert current in text_of(conflict)
 
         # With the current revision the same edit goes through.
-        moved = await ok(client, "move_cell", {"source_index": 0, "target_index": 1, "expected_revision": current})
+        moved = await ok(
+            client,
+            "move_cell",
+            {"source_index": 0, "target_index": 1, "expected_revision": current},
+        )
         assert moved["revision"] != current
 
         # Someone else saves the file: the revision follows the bytes, ids are kept,
@@ -291,25 +422,43 @@ async def test_expected_revision_and_outside_edits(workspace):
         outside = (await ok(client, "get_notebook_revision"))["revision"]
         assert outside != moved["revision"]
         read = await ok(client, "read_notebook")
-        assert [cell["cell_id"] for cell in read["cells"][:2]] == [second["cell_id"], first["cell_id"]]
+        assert [cell["cell_id"] for cell in read["cells"][:2]] == [
+            second["cell_id"],
+            first["cell_id"],
+        ]
         assert read["cells"][2]["source"] == "added outside"
         conflict = await refused_unchanged(
-            client, path, "overwrite_cell_source",
-            {"cell_index": 0, "cell_source": "z", "expected_revision": moved["revision"]}, "revision_conflict",
+            client,
+            path,
+            "overwrite_cell_source",
+            {"cell_index": 0, "cell_source": "z", "expected_revision": moved["revision"]},
+            "revision_conflict",
         )
         assert conflict.meta[ERROR_KEY]["current_revision"] == outside
-        edited = await ok(client, "overwrite_cell_source", {"cell_index": 1, "cell_source": "x = 2"})
+        edited = await ok(
+            client, "overwrite_cell_source", {"cell_index": 1, "cell_source": "x = 2"}
+        )
         assert sources_on_disk(path) == ["text", "x = 2", "added outside"]
         assert edited["cell_id"] == first["cell_id"]
 
         # Editing a notebook by path, without making it current.
         (workspace / "other.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
         other = await ok(
-            client, "insert_cell",
-            {"cell_index": -1, "cell_type": "code", "cell_source": "o", "notebook_name": "other.ipynb"},
+            client,
+            "insert_cell",
+            {
+                "cell_index": -1,
+                "cell_type": "code",
+                "cell_source": "o",
+                "notebook_name": "other.ipynb",
+            },
         )
         assert ids_on_disk(workspace / "other.ipynb") == [other["cell_id"]]
-        assert ids_on_disk(path) == [second["cell_id"], first["cell_id"], read["cells"][2]["cell_id"]]
+        assert ids_on_disk(path) == [
+            second["cell_id"],
+            first["cell_id"],
+            read["cells"][2]["cell_id"],
+        ]
 
         # A broken file is refused by every tool and never touched.
         broken = workspace / "broken.ipynb"
@@ -319,9 +468,17 @@ async def test_expected_revision_and_outside_edits(workspace):
             ("insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "x"}),
             ("get_notebook_revision", {}),
         ):
-            result = await refused_unchanged(client, broken, tool, {**arguments, "notebook_name": "broken.ipynb"}, "invalid_argument")
+            result = await refused_unchanged(
+                client,
+                broken,
+                tool,
+                {**arguments, "notebook_name": "broken.ipynb"},
+                "invalid_argument",
+            )
             assert "not a valid notebook" in text_of(result)
-        await refused_unchanged(client, broken, "use_notebook", {"notebook_name": "broken.ipynb"}, "invalid_argument")
+        await refused_unchanged(
+            client, broken, "use_notebook", {"notebook_name": "broken.ipynb"}, "invalid_argument"
+        )
 
 
 async def test_schema_violations_carry_the_invalid_argument_code(workspace):

@@ -43,8 +43,15 @@ ALL_TOOLS = {
     "connect_to_jupyter",
 }
 READ_ONLY = {
-    "list_files", "list_kernels", "list_notebooks", "read_notebook", "get_notebook_revision", "read_cell",
-    "outline", "search_notebooks", "read_output",
+    "list_files",
+    "list_kernels",
+    "list_notebooks",
+    "read_notebook",
+    "get_notebook_revision",
+    "read_cell",
+    "outline",
+    "search_notebooks",
+    "read_output",
 }
 OPEN_WORLD = {"execute_cell", "insert_execute_code_cell", "execute_code", "connect_to_jupyter"}
 DESTRUCTIVE = {"delete_cell", "overwrite_cell_source", "restart_notebook", "clear_cell_output"}
@@ -54,7 +61,11 @@ def write_notebook(path: Path, sources: list[str], kernel_name: str | None = Non
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
     if kernel_name is not None:
-        notebook.metadata["kernelspec"] = {"name": kernel_name, "display_name": kernel_name, "language": "python"}
+        notebook.metadata["kernelspec"] = {
+            "name": kernel_name,
+            "display_name": kernel_name,
+            "language": "python",
+        }
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, path)
 
@@ -99,7 +110,9 @@ async def check_tool_declarations(client) -> None:
         tool = tools[name]
         assert tool.title and tool.description, name
         assert tool.output_schema and tool.output_schema.get("type") == "object", name
-        assert '"title"' not in json.dumps(tool.output_schema), f"{name}: pydantic's field titles are noise"
+        assert '"title"' not in json.dumps(tool.output_schema), (
+            f"{name}: pydantic's field titles are noise"
+        )
         hints = tool.annotations
         assert hints is not None, name
         assert hints.read_only_hint is (name in READ_ONLY), name
@@ -110,18 +123,35 @@ async def check_tool_declarations(client) -> None:
             assert hints.destructive_hint is False, name
     assert "timeout" in tools["execute_cell"].input_schema["properties"]
     # detach=true needs get_run to be followed, and get_run is in the runs toolset.
-    assert not any("detach" in tools[name].input_schema["properties"] for name in ("execute_cell", "execute_code"))
+    assert not any(
+        "detach" in tools[name].input_schema["properties"]
+        for name in ("execute_cell", "execute_code")
+    )
     assert "expected_revision" in tools["insert_cell"].input_schema["properties"]
     # The default listing is read by the model in every conversation: a budget, in bytes as sent.
-    size = len((await client.list_tools()).model_dump_json(by_alias=True, exclude_none=True).encode())
-    assert size <= TOOLS_LIST_BUDGET, f"the default tools/list is {size:,} bytes, over {TOOLS_LIST_BUDGET:,}"
+    size = len(
+        (await client.list_tools()).model_dump_json(by_alias=True, exclude_none=True).encode()
+    )
+    assert size <= TOOLS_LIST_BUDGET, (
+        f"the default tools/list is {size:,} bytes, over {TOOLS_LIST_BUDGET:,}"
+    )
 
 
 async def test_use_list_share_restart_unuse(workspace):
     async with serve(workspace) as client:
         # Nothing chosen yet: calls that need a notebook say how to choose one.
-        for tool in ("read_notebook", "get_notebook_revision", "insert_cell", "execute_code", "restart_notebook"):
-            arguments = {"cell_index": -1, "cell_type": "code", "cell_source": "1"} if tool == "insert_cell" else {}
+        for tool in (
+            "read_notebook",
+            "get_notebook_revision",
+            "insert_cell",
+            "execute_code",
+            "restart_notebook",
+        ):
+            arguments = (
+                {"cell_index": -1, "cell_type": "code", "cell_source": "1"}
+                if tool == "insert_cell"
+                else {}
+            )
             if tool == "execute_code":
                 arguments = {"code": "1"}
             result = await refused(client, tool, arguments, "no_notebook")
@@ -137,15 +167,23 @@ async def test_use_list_share_restart_unuse(workspace):
         assert on_disk["cells"] == [] and on_disk["metadata"]["kernelspec"]["name"] == "python3"
         assert a["revision"] == (await ok(client, "get_notebook_revision"))["revision"]
         before = (workspace / "a.ipynb").read_bytes()
-        await refused(client, "use_notebook", {"notebook_name": "a.ipynb", "mode": "create"}, "already_exists")
+        await refused(
+            client, "use_notebook", {"notebook_name": "a.ipynb", "mode": "create"}, "already_exists"
+        )
         assert (workspace / "a.ipynb").read_bytes() == before
         unknown = await refused(
-            client, "use_notebook", {"notebook_name": "z.ipynb", "mode": "create", "kernel_name": "nope"}, "not_found"
+            client,
+            "use_notebook",
+            {"notebook_name": "z.ipynb", "mode": "create", "kernel_name": "nope"},
+            "not_found",
         )
         assert "python3" in text_of(unknown)
         assert not (workspace / "z.ipynb").exists()
         await refused(
-            client, "use_notebook", {"notebook_name": "z.ipynb", "mode": "create", "kernel_id": "nope"}, "not_found"
+            client,
+            "use_notebook",
+            {"notebook_name": "z.ipynb", "mode": "create", "kernel_id": "nope"},
+            "not_found",
         )
         assert not (workspace / "z.ipynb").exists(), "a refused use_notebook must create nothing"
 
@@ -156,13 +194,20 @@ async def test_use_list_share_restart_unuse(workspace):
         await ok(client, "execute_code", {"code": "x = 1"})
         # A name and a path; the named one becomes current.
         b = await ok(
-            client, "use_notebook", {"notebook_name": "B", "notebook_path": "sub/b.ipynb", "mode": "create"}
+            client,
+            "use_notebook",
+            {"notebook_name": "B", "notebook_path": "sub/b.ipynb", "mode": "create"},
         )
         assert b["notebook_name"] == "B" and b["notebook_path"] == "sub/b.ipynb"
         assert b["kernel_id"] != a["kernel_id"]
         assert (workspace / "sub" / "b.ipynb").is_file()
-        inserted = await ok(client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "b = 2"})
-        assert json.loads((workspace / "sub" / "b.ipynb").read_text())["cells"][0]["id"] == inserted["cell_id"]
+        inserted = await ok(
+            client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "b = 2"}
+        )
+        assert (
+            json.loads((workspace / "sub" / "b.ipynb").read_text())["cells"][0]["id"]
+            == inserted["cell_id"]
+        )
         assert json.loads((workspace / "a.ipynb").read_text())["cells"] == []
 
         # One kernel per notebook: variables are not shared.
@@ -171,22 +216,32 @@ async def test_use_list_share_restart_unuse(workspace):
         assert await printed(client, "print(x)", "a.ipynb") == "1\n"
 
         # Different notebooks run at the same time, each on its own kernel.
-        timed_code = "import time\nstart = time.monotonic()\ntime.sleep(1.5)\nprint(start, time.monotonic())"
+        timed_code = (
+            "import time\nstart = time.monotonic()\ntime.sleep(1.5)\nprint(start, time.monotonic())"
+        )
         spans = [
             tuple(map(float, text.split()))
-            for text in await asyncio.gather(printed(client, timed_code, "a.ipynb"), printed(client, timed_code, "B"))
+            for text in await asyncio.gather(
+                printed(client, timed_code, "a.ipynb"), printed(client, timed_code, "B")
+            )
         ]
-        assert max(start for start, _ in spans) < min(end for _, end in spans), f"not in parallel: {spans}"
+        assert max(start for start, _ in spans) < min(end for _, end in spans), (
+            f"not in parallel: {spans}"
+        )
 
         listed = (await ok(client, "list_notebooks"))["notebooks"]
-        assert [(n["notebook_name"], n["notebook_path"], n["current"], n["kernel_id"]) for n in listed] == [
+        assert [
+            (n["notebook_name"], n["notebook_path"], n["current"], n["kernel_id"]) for n in listed
+        ] == [
             ("a.ipynb", "a.ipynb", False, a["kernel_id"]),
             ("B", "sub/b.ipynb", True, b["kernel_id"]),
         ]
 
         # Sharing a kernel on purpose, by kernel_id.
         c = await ok(
-            client, "use_notebook", {"notebook_name": "c.ipynb", "mode": "create", "kernel_id": a["kernel_id"]}
+            client,
+            "use_notebook",
+            {"notebook_name": "c.ipynb", "mode": "create", "kernel_id": a["kernel_id"]},
         )
         assert c["kernel_id"] == a["kernel_id"]
         assert await printed(client, "print(x)", "c.ipynb") == "1\n"
@@ -199,11 +254,17 @@ async def test_use_list_share_restart_unuse(workspace):
 
         # Releasing one of two notebooks on a shared kernel keeps the kernel.
         released = await ok(client, "unuse_notebook", {"notebook_name": "a.ipynb"})
-        assert released == {"notebook_name": "a.ipynb", "notebook_path": "a.ipynb", "kernel_id": a["kernel_id"]}
+        assert released == {
+            "notebook_name": "a.ipynb",
+            "notebook_path": "a.ipynb",
+            "kernel_id": a["kernel_id"],
+        }
         kernels = await kernels_by_id(client)
         assert kernels[a["kernel_id"]]["notebooks"] == ["c.ipynb"]
         assert await printed(client, "print(x)", "c.ipynb") == "1\n"
-        assert "a.ipynb" not in [n["notebook_path"] for n in (await ok(client, "list_notebooks"))["notebooks"]]
+        assert "a.ipynb" not in [
+            n["notebook_path"] for n in (await ok(client, "list_notebooks"))["notebooks"]
+        ]
 
         # Coming back to it gives it a kernel of its own, with a fresh session.
         back = await ok(client, "use_notebook", {"notebook_name": "a.ipynb"})
@@ -213,7 +274,10 @@ async def test_use_list_share_restart_unuse(workspace):
         # Restarting a notebook that was the only user of its kernel stops that kernel.
         restarted = await ok(client, "restart_notebook", {"notebook_name": "c.ipynb"})
         assert restarted["kernel_id"] != a["kernel_id"]
-        assert restarted["revision"] == (await ok(client, "get_notebook_revision", {"notebook_name": "c.ipynb"}))["revision"]
+        assert (
+            restarted["revision"]
+            == (await ok(client, "get_notebook_revision", {"notebook_name": "c.ipynb"}))["revision"]
+        )
         kernels = await kernels_by_id(client)
         assert a["kernel_id"] not in kernels
         assert kernels[restarted["kernel_id"]]["notebooks"] == ["c.ipynb"]
@@ -221,7 +285,9 @@ async def test_use_list_share_restart_unuse(workspace):
 
         # Restarting one notebook of a shared kernel leaves the other its session.
         d = await ok(
-            client, "use_notebook", {"notebook_name": "d.ipynb", "mode": "create", "kernel_id": b["kernel_id"]}
+            client,
+            "use_notebook",
+            {"notebook_name": "d.ipynb", "mode": "create", "kernel_id": b["kernel_id"]},
         )
         await ok(client, "execute_code", {"code": "shared = 'yes'", "notebook_name": "d.ipynb"})
         assert await printed(client, "print(shared)", "B") == "yes\n"
@@ -234,7 +300,9 @@ async def test_use_list_share_restart_unuse(workspace):
         # Releasing the current notebook leaves none current; its kernel stops.
         await ok(client, "use_notebook", {"notebook_name": "B"})
         released = await ok(client, "unuse_notebook", {"notebook_name": "B"})
-        assert released["notebook_path"] == "sub/b.ipynb" and released["kernel_id"] == b["kernel_id"]
+        assert (
+            released["notebook_path"] == "sub/b.ipynb" and released["kernel_id"] == b["kernel_id"]
+        )
         assert b["kernel_id"] not in await kernels_by_id(client)
         await refused(client, "read_notebook", {}, "no_notebook")
         # The name is forgotten; the path still works, and the file was not touched.
@@ -272,11 +340,18 @@ async def test_read_notebook_pages_and_formats(workspace):
 
         rest = await ok(client, "read_notebook", {"start_index": 20})
         assert [cell["index"] for cell in rest["cells"]] == [20, 21, 22, 23, 24]
-        assert rest["cells"][-1]["source"].startswith("line one") and "line three" not in rest["cells"][-1]["source"]
+        assert (
+            rest["cells"][-1]["source"].startswith("line one")
+            and "line three" not in rest["cells"][-1]["source"]
+        )
 
-        detailed = await ok(client, "read_notebook", {"response_format": "detailed", "start_index": 3, "limit": 1})
+        detailed = await ok(
+            client, "read_notebook", {"response_format": "detailed", "start_index": 3, "limit": 1}
+        )
         assert [cell["cell_id"] for cell in detailed["cells"]] == [ids[3]]
-        assert detailed["cells"][0]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "three\n"}]
+        assert detailed["cells"][0]["outputs"] == [
+            {"output_type": "stream", "name": "stdout", "text": "three\n"}
+        ]
         last = await ok(client, "read_notebook", {"response_format": "detailed", "start_index": 24})
         assert last["cells"][0]["source"] == "line one\nline two\nline three"
 
@@ -310,7 +385,10 @@ async def test_tool_declarations_and_list_files(workspace):
         sizes = {f["path"]: f["size"] for f in top["files"]}
         assert sizes["a.ipynb"] == (workspace / "a.ipynb").stat().st_size
         assert sizes["script.py"] == len("# %%\nprint(1)\n")
-        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", f["last_modified"]) for f in top["files"])
+        assert all(
+            re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", f["last_modified"])
+            for f in top["files"]
+        )
 
         deep = await ok(client, "list_files", {"max_depth": 3})
         assert [f["path"] for f in deep["files"]] == [
@@ -328,7 +406,11 @@ async def test_tool_declarations_and_list_files(workspace):
         assert paged.structured_content["total"] == 6
         assert "start_index=3" in text_of(paged)
         inside = await ok(client, "list_files", {"path": "sub", "max_depth": 2})
-        assert [f["path"] for f in inside["files"]] == ["sub/b.ipynb", "sub/deep", "sub/deep/notes.txt"]
+        assert [f["path"] for f in inside["files"]] == [
+            "sub/b.ipynb",
+            "sub/deep",
+            "sub/deep/notes.txt",
+        ]
         itself = await ok(client, "list_files", {"path": "sub", "max_depth": 0})
         assert [(f["path"], f["type"]) for f in itself["files"]] == [("sub", "directory")]
         none = await client.call_tool("list_files", {"pattern": "*.csv"})
@@ -368,7 +450,9 @@ async def test_kernel_comes_from_the_notebooks_kernelspec(workspace, tmp_path):
 
         # An explicit kernel_name wins, and a created notebook records it.
         created = await ok(
-            client, "use_notebook", {"notebook_name": "new.ipynb", "mode": "create", "kernel_name": "other"}
+            client,
+            "use_notebook",
+            {"notebook_name": "new.ipynb", "mode": "create", "kernel_name": "other"},
         )
         assert (await kernels_by_id(client))[created["kernel_id"]]["kernel_name"] == "other"
         spec = json.loads((workspace / "new.ipynb").read_text())["metadata"]["kernelspec"]

@@ -17,7 +17,10 @@ from jupyter_mcp_server.store import formats, verdicts
 
 def _valid_bytes(seed: str) -> bytes:
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(f"x = '{seed}'"), nbformat.v4.new_markdown_cell("# Title")]
+    notebook.cells = [
+        nbformat.v4.new_code_cell(f"x = '{seed}'"),
+        nbformat.v4.new_markdown_cell("# Title"),
+    ]
     return nbformat.writes(notebook).encode()
 
 
@@ -49,15 +52,24 @@ async def test_a_fresh_server_refuses_a_file_changed_after_its_verdict_was_kept(
     path = workspace / "kept.ipynb"
     path.write_bytes(data)
     async with serve(workspace) as client:
-        assert (await ok(client, "read_notebook", {"notebook_name": "kept.ipynb"}))["cell_count"] == 2
+        assert (await ok(client, "read_notebook", {"notebook_name": "kept.ipynb"}))[
+            "cell_count"
+        ] == 2
     assert verdicts.known_valid(verdicts.digest_of(data))
     document = json.loads(data)
     document["cells"][1]["outputs"] = []  # a markdown cell with outputs: invalid
     path.write_text(json.dumps(document))
     async with serve(workspace) as client:
         await refused(client, "read_notebook", {"notebook_name": "kept.ipynb"}, "invalid_argument")
-        await refused(client, "insert_cell", {"notebook_name": "kept.ipynb", "cell_index": 0, "cell_source": "y = 1"}, "invalid_argument")
+        await refused(
+            client,
+            "insert_cell",
+            {"notebook_name": "kept.ipynb", "cell_index": 0, "cell_source": "y = 1"},
+            "invalid_argument",
+        )
     assert json.loads(path.read_text()) == document  # nothing written
     path.write_bytes(data)
     async with serve(workspace) as client:
-        assert (await ok(client, "read_notebook", {"notebook_name": "kept.ipynb"}))["cell_count"] == 2
+        assert (await ok(client, "read_notebook", {"notebook_name": "kept.ipynb"}))[
+            "cell_count"
+        ] == 2

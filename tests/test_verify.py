@@ -40,7 +40,9 @@ async def test_hidden_state_failures_differences_and_the_live_kernel_untouched(w
 
         found = await ok(client, "verify_notebook", {})
         assert found["status"] == "fails" and found["revision"] == before
-        assert found["hidden_state"] == [{"index": 1, "cell_id": ids[1], "names": ["b"], "defined_below": [ids[2]]}]
+        assert found["hidden_state"] == [
+            {"index": 1, "cell_id": ids[1], "names": ["b"], "defined_below": [ids[2]]}
+        ]
         assert [(f["cell_id"], f["ename"]) for f in found["failures"]] == [(ids[1], "NameError")]
         differs = {d["cell_id"] for d in found["differences"]}
         # The failing cell and the random number differ; the address and the timestamp do not.
@@ -50,7 +52,9 @@ async def test_hidden_state_failures_differences_and_the_live_kernel_untouched(w
         # Nothing of the live session changed: its variables, its kernel, the file.
         live = await ok(client, "execute_code", {"code": "print(marker, 'verified_here' in dir())"})
         assert live["status"] == "ok"
-        said = await client.call_tool("execute_code", {"code": "print(marker, 'verified_here' in dir())"})
+        said = await client.call_tool(
+            "execute_code", {"code": "print(marker, 'verified_here' in dir())"}
+        )
         assert "live False" in said.content[0].text
         assert (await ok(client, "get_notebook_revision"))["revision"] == before
         assert (await ok(client, "list_kernels"))["kernels"] == kernels_before
@@ -58,7 +62,9 @@ async def test_hidden_state_failures_differences_and_the_live_kernel_untouched(w
 
 async def test_a_clean_notebook_and_a_missing_module(workspace):
     write_notebook(workspace / "clean.ipynb", ["x = 2", "print(x * 21)"])
-    write_notebook(workspace / "missing.ipynb", ["import not_a_module_anywhere_42", "print('after')"])
+    write_notebook(
+        workspace / "missing.ipynb", ["import not_a_module_anywhere_42", "print('after')"]
+    )
     async with serve(workspace, *RUNS) as client:
         await ok(client, "use_notebook", {"notebook_name": "clean.ipynb"})
         await ok(client, "run_cells", {})

@@ -13,7 +13,9 @@ from jupyter_mcp_server.kernels.kernel import Kernel
 from jupyter_mcp_server.kernels.pool import WarmPool
 
 
-async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_after_it(tmp_path: Path):
+async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_after_it(
+    tmp_path: Path,
+):
     release = tmp_path / "release"
     # A warm-up that ends only when the test says so: a caller who waited for it would wait forever.
     warm_up = f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
@@ -46,7 +48,15 @@ async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_a
             return None
 
         running = asyncio.create_task(
-            run_code(kernel.client, alive, interrupt, "41 + 1", timeout=60, max_output_bytes=1 << 20, max_output_blocks=10)
+            run_code(
+                kernel.client,
+                alive,
+                interrupt,
+                "41 + 1",
+                timeout=60,
+                max_output_bytes=1 << 20,
+                max_output_blocks=10,
+            )
         )
         await asyncio.sleep(0.5)
         assert not running.done(), "the caller's code ran before the warm-up it queued behind"
@@ -61,7 +71,9 @@ async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_a
             await shut_down(kernel)
 
 
-async def test_the_first_kernel_is_prestarted_at_the_handshake_and_every_kernel_shares_one_context(tmp_path: Path):
+async def test_the_first_kernel_is_prestarted_at_the_handshake_and_every_kernel_shares_one_context(
+    tmp_path: Path,
+):
     from jupyter_mcp_server.app import build_application
     from jupyter_mcp_server.config import read_config
 

@@ -472,7 +472,10 @@ def test_a_started_server_sweeps_a_crash_leftovers_beside_serving(tmp_path: Path
     from rpc import RawServer
 
     (tmp_path / "deep" / "er").mkdir(parents=True)
-    leftovers = [tmp_path / ".a.ipynb.0123456789abcdef.jmcp-tmp", tmp_path / "deep" / "er" / ".b.0123456789abcdef.jmcp-tmp"]
+    leftovers = [
+        tmp_path / ".a.ipynb.0123456789abcdef.jmcp-tmp",
+        tmp_path / "deep" / "er" / ".b.0123456789abcdef.jmcp-tmp",
+    ]
     for leftover in leftovers:
         leftover.write_text("half a notebook")
     server = RawServer(tmp_path, "--capability", "kernel.prestart=off")
@@ -622,7 +625,9 @@ def deep_leftover_exists(parent: Path, level: int) -> bool:
         os.close(directory)
 
 
-def test_the_sweep_gets_through_a_2000_level_tree(workspace: Workspace, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_sweep_gets_through_a_2000_level_tree(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
     """Python 3.11's os.walk recurses: 2,000 levels used to end the sweep with a
     RecursionError part way, leaving whatever it had not reached yet."""
     root = workspace.root
@@ -673,7 +678,9 @@ def test_paths_deeper_than_the_limit_are_refused_naming_it(workspace: Workspace)
     assert workspace.resolve("./" * 200 + "nb.ipynb") == workspace.root / "nb.ipynb"
 
 
-def test_a_started_server_sweeps_beside_a_2000_level_tree_and_refuses_deeper_paths(tmp_path: Path) -> None:
+def test_a_started_server_sweeps_beside_a_2000_level_tree_and_refuses_deeper_paths(
+    tmp_path: Path,
+) -> None:
     import time
 
     from rpc import RawServer, error_code, text_of
@@ -682,7 +689,11 @@ def test_a_started_server_sweeps_beside_a_2000_level_tree_and_refuses_deeper_pat
     top = tmp_path / "d" / "d" / LEFTOVER
     log = tmp_path.parent / f"{tmp_path.name}-server.log"
     server = RawServer(
-        tmp_path, "--capability", "kernel.prestart=off", env={"JUPYTER_MCP_LOG_LEVEL": "INFO"}, stderr=log
+        tmp_path,
+        "--capability",
+        "kernel.prestart=off",
+        env={"JUPYTER_MCP_LOG_LEVEL": "INFO"},
+        stderr=log,
     )
     try:
         deadline = time.monotonic() + 30
@@ -691,7 +702,15 @@ def test_a_started_server_sweeps_beside_a_2000_level_tree_and_refuses_deeper_pat
         assert not top.exists()
         too_deep = "/".join(["d"] * 200) + "/nb.ipynb"
         for tool, arguments in (
-            ("insert_cell", {"notebook_name": too_deep, "cell_index": -1, "cell_type": "raw", "cell_source": "x"}),
+            (
+                "insert_cell",
+                {
+                    "notebook_name": too_deep,
+                    "cell_index": -1,
+                    "cell_type": "raw",
+                    "cell_source": "x",
+                },
+            ),
             ("use_notebook", {"notebook_name": "n", "notebook_path": too_deep, "mode": "create"}),
             ("list_files", {"path": "/".join(["d"] * 129)}),
         ):
@@ -703,7 +722,10 @@ def test_a_started_server_sweeps_beside_a_2000_level_tree_and_refuses_deeper_pat
         # The sweep says what it did when its walk ends, which on a loaded machine can be
         # after the calls above: wait for it rather than stop the server under it.
         deadline = time.monotonic() + 60
-        while "Did not look for temporary files" not in log.read_text() and time.monotonic() < deadline:
+        while (
+            "Did not look for temporary files" not in log.read_text()
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
     finally:
         assert server.close() == 0

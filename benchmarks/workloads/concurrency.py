@@ -19,7 +19,9 @@ async def eight_notebooks(h: Harness) -> None:
     for profile in h.serving("eight notebooks", "create_notebook", "execute_code"):
         async with h.connect(profile, h.workspace("eight")) as session:
             names = [f"nb{i}.ipynb" for i in range(CONCURRENT_NOTEBOOKS)]
-            execute = "execute_in_notebook" if profile.supports("execute_in_notebook") else "execute_code"
+            execute = (
+                "execute_in_notebook" if profile.supports("execute_in_notebook") else "execute_code"
+            )
             for name in names:
                 await session.op("create_notebook", notebook=name)
                 await session.op(execute, notebook=name, code="1+1")

@@ -80,7 +80,9 @@ async def warm_executions(h: Harness) -> None:
 async def transports(h: Harness) -> None:
     """Warm ``execute_code`` on a kernel over Unix sockets (the default, ``kernel.ipc``) and on
     one over TCP on loopback (``kernel.ipc=off``), interleaved."""
-    tcp = replace(OURS, name="ours-tcp", env={**OURS.env, "JUPYTER_MCP_CAPABILITIES": "kernel.ipc=off"})
+    tcp = replace(
+        OURS, name="ours-tcp", env={**OURS.env, "JUPYTER_MCP_CAPABILITIES": "kernel.ipc=off"}
+    )
     async with contextlib.AsyncExitStack() as stack:
         sessions = []
         for profile in (OURS, tcp):
@@ -92,4 +94,6 @@ async def transports(h: Harness) -> None:
                 await session.op("execute_code", notebook=NOTEBOOK, code="1+1")
         for _ in range(h.sizes.repetitions * h.sizes.batch):
             for session in sessions:
-                await h.measure("execute_code_transport", session, "execute_code", notebook=NOTEBOOK, code="1+1")
+                await h.measure(
+                    "execute_code_transport", session, "execute_code", notebook=NOTEBOOK, code="1+1"
+                )

@@ -41,7 +41,9 @@ def _template(notebook_bytes: int) -> str:
         )
     document = {
         "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
         "nbformat": 4,
         "nbformat_minor": 5,
     }
@@ -87,8 +89,17 @@ async def search_corpus(h: Harness) -> None:
                 for _ in range(3):
                     await h.measure("search_repeat", session, "search", query=f"value_{target}_7 =")
                 # Another program rewrites one notebook: the next search must find its new text.
-                changed = workspace / "corpus" / f"part{(target + rep) % 10}" / f"nb{target + rep:04d}.ipynb"
-                changed.write_text(changed.read_text().replace(f"value_{target + rep}_3 =", f"fresh_{rep}_3 ="))
-                result = await h.measure("search_changed", session, "search", query=f"fresh_{rep}_3 =")
+                changed = (
+                    workspace
+                    / "corpus"
+                    / f"part{(target + rep) % 10}"
+                    / f"nb{target + rep:04d}.ipynb"
+                )
+                changed.write_text(
+                    changed.read_text().replace(f"value_{target + rep}_3 =", f"fresh_{rep}_3 =")
+                )
+                result = await h.measure(
+                    "search_changed", session, "search", query=f"fresh_{rep}_3 ="
+                )
                 found = (result.structured_content or {}).get("total")
                 r.note("search_changed_found", "yes" if found == 1 else f"no ({found} matches)")

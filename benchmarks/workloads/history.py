@@ -31,16 +31,33 @@ def fifty_operations(ids: list[str], rng: random.Random, tag: str) -> list[dict[
         cell_id = rng.choice(ids)
         kind = step % 5
         if kind == 0:
-            operations.append({"op": "insert", "index": rng.randint(0, len(ids)), "source": f"{tag} = {step}"})
+            operations.append(
+                {"op": "insert", "index": rng.randint(0, len(ids)), "source": f"{tag} = {step}"}
+            )
         elif kind == 1:
-            operations.append({"op": "overwrite", "cell_id": cell_id, "source": f"y = {step}\nprint(y)"})
+            operations.append(
+                {"op": "overwrite", "cell_id": cell_id, "source": f"y = {step}\nprint(y)"}
+            )
         elif kind == 2:
             operations.append({"op": "overwrite", "cell_id": cell_id, "source": "a + a"})
-            operations[-1:] = [operations[-1], {"op": "replace", "cell_id": cell_id, "old_string": "a", "new_string": "b", "replace_all": True}]
+            operations[-1:] = [
+                operations[-1],
+                {
+                    "op": "replace",
+                    "cell_id": cell_id,
+                    "old_string": "a",
+                    "new_string": "b",
+                    "replace_all": True,
+                },
+            ]
         elif kind == 3:
-            operations.append({"op": "move", "cell_id": cell_id, "to_index": rng.randrange(len(ids))})
+            operations.append(
+                {"op": "move", "cell_id": cell_id, "to_index": rng.randrange(len(ids))}
+            )
         else:
-            operations.append({"op": "set_cell_metadata", "cell_id": cell_id, "tags": [f"{tag}-{step}"]})
+            operations.append(
+                {"op": "set_cell_metadata", "cell_id": cell_id, "tags": [f"{tag}-{step}"]}
+            )
     return operations[:BATCH]
 
 
@@ -49,7 +66,11 @@ async def batches_and_diffs(h: Harness) -> None:
     cells = h.sizes.read_cells
     for profile in h.serving("history", "apply_edits", "insert_cell", "diff_notebook"):
         if profile is OURS:
-            env = {**OURS.env, "JUPYTER_MCP_TOOLSETS": "history", "JUPYTER_MCP_HISTORY_DIR": str(h.root / "history")}
+            env = {
+                **OURS.env,
+                "JUPYTER_MCP_TOOLSETS": "history",
+                "JUPYTER_MCP_HISTORY_DIR": str(h.root / "history"),
+            }
             profile = dataclasses.replace(OURS, env=env)
         workspace = h.workspace("history")
         write_notebook(big_notebook(cells), workspace / NOTEBOOK)
@@ -57,23 +78,49 @@ async def batches_and_diffs(h: Harness) -> None:
         rng = random.Random(10)
         async with h.connect(profile, workspace) as session:
             await session.op("read_page", notebook=NOTEBOOK)  # parsed once
-            await session.op("insert_cell", notebook=NOTEBOOK, source="warm = 1")  # the history's first revision
+            await session.op(
+                "insert_cell", notebook=NOTEBOOK, source="warm = 1"
+            )  # the history's first revision
             for rep in range(h.sizes.repetitions * 4):
-                await h.measure("insert_single", session, "insert_cell", notebook=NOTEBOOK, source=f"s_{rep} = {rep}")
+                await h.measure(
+                    "insert_single",
+                    session,
+                    "insert_cell",
+                    notebook=NOTEBOOK,
+                    source=f"s_{rep} = {rep}",
+                )
                 operations = fifty_operations(ids, rng, f"b{rep}")
-                await h.measure("apply_edits_50", session, "apply_edits", notebook=NOTEBOOK, operations=operations)
+                await h.measure(
+                    "apply_edits_50",
+                    session,
+                    "apply_edits",
+                    notebook=NOTEBOOK,
+                    operations=operations,
+                )
             history = await session.op("notebook_history", notebook=NOTEBOOK)
             start = history.structured_content["revision"]
             for step in range(h.sizes.history_revisions):
                 operations = [
                     {"op": "overwrite", "cell_id": rng.choice(ids), "source": f"rev = {step}"},
-                    {"op": "insert", "index": rng.randint(0, len(ids)), "source": f"# revision {step}"},
+                    {
+                        "op": "insert",
+                        "index": rng.randint(0, len(ids)),
+                        "source": f"# revision {step}",
+                    },
                 ]
                 await session.op("apply_edits", notebook=NOTEBOOK, operations=operations)
             for _ in range(h.sizes.repetitions * 2):
-                await h.measure("diff_revisions", session, "diff_notebook", notebook=NOTEBOOK, revision=start)
+                await h.measure(
+                    "diff_revisions", session, "diff_notebook", notebook=NOTEBOOK, revision=start
+                )
                 await h.measure("history_list", session, "notebook_history", notebook=NOTEBOOK)
         size = sum(f.stat().st_size for f in (h.root / "history").rglob("*") if f.is_file())
         r.add("history_bytes", profile.name, size)
-    r.note("apply_edits_50", f"{BATCH} operations on the {cells}-cell notebook, against one insert_cell there")
-    r.note("diff_revisions", f"diff_notebook between revisions {h.sizes.history_revisions} batches apart")
+    r.note(
+        "apply_edits_50",
+        f"{BATCH} operations on the {cells}-cell notebook, against one insert_cell there",
+    )
+    r.note(
+        "diff_revisions",
+        f"diff_notebook between revisions {h.sizes.history_revisions} batches apart",
+    )

@@ -112,7 +112,9 @@ async def _first_reads(h: Harness, notebook: Any) -> None:
                 with r.timing("read_detailed", "floor"):
                     floor.read_notebook(workspace / NOTEBOOK)
     r.note("read_first", "a fresh server's first call, right after initialize and tools/list")
-    r.note("read_first_settled", f"a fresh server's first call, {h.sizes.settle:g} s after initialize")
+    r.note(
+        "read_first_settled", f"a fresh server's first call, {h.sizes.settle:g} s after initialize"
+    )
 
 
 async def _reads(h: Harness, session: Session, floor_path: Path, rep: int) -> None:
@@ -159,7 +161,9 @@ def heavy_notebook(cells: int) -> Any:
     from nbformat import v4
 
     notebook = v4.new_notebook()
-    payload = base64.b64encode(b"\x89PNG\r\n\x1a\n" + random.Random(7).randbytes(768 * 1024)).decode()
+    payload = base64.b64encode(
+        b"\x89PNG\r\n\x1a\n" + random.Random(7).randbytes(768 * 1024)
+    ).decode()
     for i in range(cells):
         text = "".join(f"line {i}-{n} " + "x" * 60 + "\n" for n in range(4 * 1024 * 1024 // 72))
         outputs = [
@@ -183,7 +187,9 @@ async def read_heavy_outputs(h: Harness) -> None:
         async with h.connect(profile, workspace) as session:
             if profile.supports("open_notebook"):
                 await session.op("open_notebook", notebook=HEAVY)
-            await session.op("read_page", notebook=HEAVY)  # loaded: what every later read starts from
+            await session.op(
+                "read_page", notebook=HEAVY
+            )  # loaded: what every later read starts from
             await asyncio.sleep(0.5)
             before = session.rss_mib()
             seen = []
@@ -196,6 +202,9 @@ async def read_heavy_outputs(h: Harness) -> None:
             if before is not None and seen:
                 r.add("read_heavy_rss_growth", profile.name, max(seen) - before)
                 trail = " ".join(f"{v:.1f}" for v in seen)
-                r.note("read_heavy_rss_growth", f"{profile.name}: {before:.1f} MiB, after each read {trail}")
+                r.note(
+                    "read_heavy_rss_growth",
+                    f"{profile.name}: {before:.1f} MiB, after each read {trail}",
+                )
     if written is not None:
         r.note("read_heavy", f"{h.sizes.heavy_cells} cells, file {written.stat().st_size:,} B")

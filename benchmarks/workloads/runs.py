@@ -32,7 +32,9 @@ async def run_all(h: Harness) -> None:
     async with floor.warm_kernel(h.workspace("rawrun")) as kernel:
         for profile in h.serving("run all", "open_notebook", "execute_cell", "run_all"):
             if profile is OURS:
-                profile = dataclasses.replace(OURS, env={**OURS.env, "JUPYTER_MCP_TOOLSETS": "runs"})
+                profile = dataclasses.replace(
+                    OURS, env={**OURS.env, "JUPYTER_MCP_TOOLSETS": "runs"}
+                )
             workspace = h.workspace("runall")
             notebook = nbformat.v4.new_notebook()
             notebook.cells = [nbformat.v4.new_code_cell("1+1") for _ in range(cells)]

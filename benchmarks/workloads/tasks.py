@@ -68,7 +68,9 @@ class Counting:
         self.spent.calls += 1
         self.spent.bytes += response_bytes(result)
         if result.is_error and tool not in ("run_cells", "execute_cell"):
-            raise RuntimeError(f"{self.session.profile.name}: {tool} failed: {text_of(result)[:300]}")
+            raise RuntimeError(
+                f"{self.session.profile.name}: {tool} failed: {text_of(result)[:300]}"
+            )
         return result
 
 
@@ -95,7 +97,11 @@ def _notebook(cells: list[Any]) -> Any:
     from nbformat import v4
 
     notebook = v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     notebook.cells = cells
     for index, cell in enumerate(cells):
         cell.id = f"cell-{index}"
@@ -120,7 +126,19 @@ def corpus(workspace: Path, notebooks: int) -> str:
         cells = [v4.new_markdown_cell(f"# Notebook {number}")]
         for j in range(10):
             source = f"def helper_{number}_{j}(x):\n    return x * {j} + {number}\n\nhelper_{number}_{j}(2)"
-            cells.append(v4.new_code_cell(source, outputs=[v4.new_output("execute_result", data={"text/plain": str(2 * j + number)}, execution_count=j + 1)], execution_count=j + 1))
+            cells.append(
+                v4.new_code_cell(
+                    source,
+                    outputs=[
+                        v4.new_output(
+                            "execute_result",
+                            data={"text/plain": str(2 * j + number)},
+                            execution_count=j + 1,
+                        )
+                    ],
+                    execution_count=j + 1,
+                )
+            )
         if path == target:
             cells.insert(6, v4.new_code_cell(FUNCTION))
         _write(_notebook(cells), workspace / path)
@@ -137,12 +155,18 @@ def chapters_notebook(path: Path, cells: int) -> list[str]:
         if index % 100 == 0:
             title = f"Chapter {index // 100}: stage {index // 100} of the pipeline"
             titles.append(title)
-            made.append(v4.new_markdown_cell(f"# {title}\n\nWhat this stage does, in a paragraph of prose."))
+            made.append(
+                v4.new_markdown_cell(f"# {title}\n\nWhat this stage does, in a paragraph of prose.")
+            )
         elif index % 10 == 0:
             made.append(v4.new_markdown_cell(f"## Step {index}\n\nA note on step {index}."))
         else:
             output = v4.new_output("stream", name="stdout", text=f"{index * 2}\n" * 5)
-            made.append(v4.new_code_cell(f"value_{index} = {index} * 2\nprint(value_{index})", outputs=[output]))
+            made.append(
+                v4.new_code_cell(
+                    f"value_{index} = {index} * 2\nprint(value_{index})", outputs=[output]
+                )
+            )
     _write(_notebook(made), path)
     return titles
 
@@ -150,8 +174,16 @@ def chapters_notebook(path: Path, cells: int) -> list[str]:
 def long_output_notebook(path: Path, lines: int) -> None:
     from nbformat import v4
 
-    text = "".join(f"step {n}: shard {n % 64} ok, {n * 37 % 1000} records\n" for n in range(lines - 1)) + ERROR_LINE + "\n"
-    cell = v4.new_code_cell("run_pipeline()", outputs=[v4.new_output("stream", name="stdout", text=text)], execution_count=1)
+    text = (
+        "".join(f"step {n}: shard {n % 64} ok, {n * 37 % 1000} records\n" for n in range(lines - 1))
+        + ERROR_LINE
+        + "\n"
+    )
+    cell = v4.new_code_cell(
+        "run_pipeline()",
+        outputs=[v4.new_output("stream", name="stdout", text=text)],
+        execution_count=1,
+    )
     _write(_notebook([v4.new_markdown_cell("# Nightly pipeline"), cell]), path)
 
 
@@ -164,7 +196,9 @@ def failing_notebook(path: Path) -> None:
             [
                 v4.new_code_cell("import datetime\nimport json"),
                 v4.new_code_cell("def snapshot(record):\n    return json.dumps(record, indent=1)"),
-                v4.new_code_cell("nested = {'when': datetime.datetime(2024, 1, 1), 'items': [1, 2]}\nresult = snapshot(nested)\nprint(len(result))"),
+                v4.new_code_cell(
+                    "nested = {'when': datetime.datetime(2024, 1, 1), 'items': [1, 2]}\nresult = snapshot(nested)\nprint(len(result))"
+                ),
             ]
         ),
         path,
@@ -179,9 +213,19 @@ def frame_notebook(path: Path, rows: int) -> None:
     import pandas
     from nbformat import v4
 
-    frame = pandas.DataFrame({"city": [f"city {n}" for n in range(rows)], "population": [1000 + n * 7 for n in range(rows)], "area": [round(3.5 + n * 0.25, 2) for n in range(rows)]})
+    frame = pandas.DataFrame(
+        {
+            "city": [f"city {n}" for n in range(rows)],
+            "population": [1000 + n * 7 for n in range(rows)],
+            "area": [round(3.5 + n * 0.25, 2) for n in range(rows)],
+        }
+    )
     data = {"text/plain": repr(frame), "text/html": frame._repr_html_()}
-    cell = v4.new_code_cell("frame = load_cities()\nframe", outputs=[v4.new_output("execute_result", data=data, execution_count=1)], execution_count=1)
+    cell = v4.new_code_cell(
+        "frame = load_cities()\nframe",
+        outputs=[v4.new_output("execute_result", data=data, execution_count=1)],
+        execution_count=1,
+    )
     _write(_notebook([cell]), path)
 
 
@@ -201,8 +245,13 @@ def plot_notebook(path: Path) -> None:
         image.putpixel((n % 640, n // 640), (250, 250, 250 - n % 5))
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
-    data = {"image/png": base64.b64encode(buffer.getvalue()).decode(), "text/plain": "<Figure size 640x480 with 1 Axes>"}
-    cell = v4.new_code_cell("plot_active_users()", outputs=[v4.new_output("display_data", data=data)], execution_count=1)
+    data = {
+        "image/png": base64.b64encode(buffer.getvalue()).decode(),
+        "text/plain": "<Figure size 640x480 with 1 Axes>",
+    }
+    cell = v4.new_code_cell(
+        "plot_active_users()", outputs=[v4.new_output("display_data", data=data)], execution_count=1
+    )
     _write(_notebook([cell]), path)
 
 
@@ -214,7 +263,13 @@ def rerun_notebook(path: Path) -> None:
     for index in range(RERUN_CELLS):
         value = index * 3
         stored = value + 1 if index in CHANGED else value
-        cells.append(v4.new_code_cell(f"print({index} * 3)", outputs=[v4.new_output("stream", name="stdout", text=f"{stored}\n")], execution_count=index + 1))
+        cells.append(
+            v4.new_code_cell(
+                f"print({index} * 3)",
+                outputs=[v4.new_output("stream", name="stdout", text=f"{stored}\n")],
+                execution_count=index + 1,
+            )
+        )
     _write(_notebook(cells), path)
 
 
@@ -226,7 +281,12 @@ Task = Callable[[Counting, Path, Harness], Awaitable[None]]
 async def find_function_ours(c: Counting, workspace: Path, h: Harness) -> None:
     found = await c.call("search_notebooks", query="def compute_loss(")
     (match,) = found.structured_content["matches"]
-    cell = await c.call("read_cell", notebook_name=match["notebook"], cell_id=match["cell_id"], include_outputs=False)
+    cell = await c.call(
+        "read_cell",
+        notebook_name=match["notebook"],
+        cell_id=match["cell_id"],
+        include_outputs=False,
+    )
     c.spent.completed = FUNCTION.strip() in everything_of(cell)
     c.spent.how = "search_notebooks, then read_cell of the match"
 
@@ -236,7 +296,9 @@ async def find_function_peer(c: Counting, workspace: Path, h: Harness) -> None:
     for path in paths:  # no tool lists or searches files: given the paths, each is read until found
         read = await c.call("read_notebook", path=path)
         if "def compute_loss(" in everything_of(read):
-            sources = ["".join(cell.get("source", "")) for cell in _notebook_json(read).get("cells", [])]
+            sources = [
+                "".join(cell.get("source", "")) for cell in _notebook_json(read).get("cells", [])
+            ]
             c.spent.completed = any(FUNCTION.strip() in source for source in sources)
             break
     c.spent.how = f"no tool lists or searches files: given the {len(paths)} paths, read_notebook of each until found"
@@ -256,7 +318,9 @@ async def sections_peer(c: Counting, workspace: Path, h: Harness) -> None:
 
 
 async def long_error_ours(c: Counting, workspace: Path, h: Harness) -> None:
-    cell = await c.call("read_cell", notebook_name="pipeline.ipynb", cell_index=1, max_output_chars=1500)
+    cell = await c.call(
+        "read_cell", notebook_name="pipeline.ipynb", cell_index=1, max_output_chars=1500
+    )
     c.spent.completed = ERROR_LINE in text_of(cell)
     c.spent.how = "read_cell with max_output_chars=1500 (a long output keeps its head and tail)"
 
@@ -270,11 +334,15 @@ async def long_error_peer(c: Counting, workspace: Path, h: Harness) -> None:
 async def fix_ours(c: Counting, workspace: Path, h: Harness) -> None:
     first = await c.call("run_cells", notebook_name="fix.ipynb", cells="all")
     failed = "TypeError" in text_of(first)
-    await c.call("overwrite_cell_source", notebook_name="fix.ipynb", cell_index=1, cell_source=FIXED_SNAPSHOT)
+    await c.call(
+        "overwrite_cell_source", notebook_name="fix.ipynb", cell_index=1, cell_source=FIXED_SNAPSHOT
+    )
     again = await c.call("run_cells", notebook_name="fix.ipynb", cells="1-2")
     c.spent.completed = failed and not again.is_error and "TypeError" not in text_of(again)
     line = "shown" if "result = snapshot(nested)" in text_of(first) else "not shown"
-    c.spent.how = f"run_cells(all) (the failing user line {line}), overwrite_cell_source, run_cells(1-2)"
+    c.spent.how = (
+        f"run_cells(all) (the failing user line {line}), overwrite_cell_source, run_cells(1-2)"
+    )
 
 
 async def fix_peer(c: Counting, workspace: Path, h: Harness) -> None:
@@ -319,7 +387,11 @@ async def plot_ours(c: Counting, workspace: Path, h: Harness) -> None:
 async def plot_peer(c: Counting, workspace: Path, h: Harness) -> None:
     cell = await c.call("read_cell", path="plot.ipynb", index=0)
     c.spent.completed = has_image(cell)
-    c.spent.how = "read_cell" + ("" if c.spent.completed else ": the PNG comes back as base64 text in the cell's JSON, not an image a model sees (only execution answers images)")
+    c.spent.how = "read_cell" + (
+        ""
+        if c.spent.completed
+        else ": the PNG comes back as base64 text in the cell's JSON, not an image a model sees (only execution answers images)"
+    )
 
 
 async def rerun_ours(c: Counting, workspace: Path, h: Harness) -> None:
@@ -355,9 +427,24 @@ def _notebook_json(result: Any) -> Any:
 
 
 TASKS: list[tuple[str, str, Task, Task]] = [
-    ("find", "find a function among the notebooks, show its source", find_function_ours, find_function_peer),
-    ("sections", "say what a 2,000-cell notebook holds, section by section", sections_ours, sections_peer),
-    ("long_error", "the error at the end of a 200,000-line output", long_error_ours, long_error_peer),
+    (
+        "find",
+        "find a function among the notebooks, show its source",
+        find_function_ours,
+        find_function_peer,
+    ),
+    (
+        "sections",
+        "say what a 2,000-cell notebook holds, section by section",
+        sections_ours,
+        sections_peer,
+    ),
+    (
+        "long_error",
+        "the error at the end of a 200,000-line output",
+        long_error_ours,
+        long_error_peer,
+    ),
     ("fix", "fix a cell that fails inside a library call", fix_ours, fix_peer),
     ("frame", "a 1,000-row DataFrame's first rows and shape", frame_ours, frame_peer),
     ("plot", "say what a plot shows", plot_ours, plot_peer),
@@ -409,4 +496,7 @@ async def tasks(h: Harness) -> None:
             r.add(f"task_{key}_bytes", who, spent.bytes)
             r.add(f"task_{key}_calls", who, spent.calls)
             r.add(f"task_{key}_completed", who, 1.0 if spent.completed else 0.0)
-            r.note(f"task_{key}_bytes", f"{who}: {spent.how}; {'completed' if spent.completed else 'NOT completed'}")
+            r.note(
+                f"task_{key}_bytes",
+                f"{who}: {spent.how}; {'completed' if spent.completed else 'NOT completed'}",
+            )

@@ -105,6 +105,7 @@ def __getattr__(name: str) -> Any:
         return getattr(remote, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -180,7 +181,9 @@ __all__ = [
 ]
 
 
-async def ask(ctx: Any, questions: dict[str, Question], *, timeout: float | None = None) -> dict[str, Answer]:
+async def ask(
+    ctx: Any, questions: dict[str, Question], *, timeout: float | None = None
+) -> dict[str, Answer]:
     """Ask the client of this request (elicitation, sampling, roots) in the middle of a tool
     call, the same way on both protocol generations (``docs/approvals.md``): every question
     answered by key. On 2026-07-28 a round still waiting for answers raises
@@ -256,4 +259,6 @@ def attach_extensions(state: ServerState) -> None:
         try:
             extension.attach(access)
         except Exception:
-            logger.exception("Extension '%s' failed in attach; it runs without the server's access", name)
+            logger.exception(
+                "Extension '%s' failed in attach; it runs without the server's access", name
+            )

@@ -119,7 +119,9 @@ def build_state(
     declared_by_extensions = extensions.collect_capabilities(capabilities)
     try:
         capabilities.apply(parse_list(config.capability_env), "env", "JUPYTER_MCP_CAPABILITIES")
-        capabilities.apply([parse_assignment(a) for a in config.capability_args], "cli", "--capability")
+        capabilities.apply(
+            [parse_assignment(a) for a in config.capability_args], "cli", "--capability"
+        )
     except (UnknownCapability, ValueError) as error:
         raise ConfigError(str(error)) from None
     for capability in declared_by_extensions:
@@ -139,7 +141,11 @@ def build_state(
     local_backend = LocalBackend.build(parts)
     backend_name = kernel_backend_name(config)
     try:
-        backend = local_backend if backend_name == LocalBackend.name else backend_class(backend_name).build(parts)
+        backend = (
+            local_backend
+            if backend_name == LocalBackend.name
+            else backend_class(backend_name).build(parts)
+        )
     except ToolFailure as error:
         raise ConfigError(error.message) from None
     state = ServerState(
@@ -161,7 +167,11 @@ def build_state(
     if backend_name == "jupyter-server":
         # Its notebooks too with --jupyter-contents, each notebook's kernel bound in its sessions.
         state.use_jupyter_server(backend, contents=config.jupyter_contents)
-        logger.info("Kernels start on the Jupyter Server at %s (version %s)", config.jupyter_url, getattr(backend, "version", None))
+        logger.info(
+            "Kernels start on the Jupyter Server at %s (version %s)",
+            config.jupyter_url,
+            getattr(backend, "version", None),
+        )
     if contents is not None:
         state.use_contents(contents)
     if wrap_store is not None:
@@ -194,7 +204,9 @@ class Application:
     def config(self) -> ServerConfig:
         return self.state.config
 
-    def new_server(self, name: str = SERVER_NAME, instructions: str | None = INSTRUCTIONS) -> MCPServer:
+    def new_server(
+        self, name: str = SERVER_NAME, instructions: str | None = INSTRUCTIONS
+    ) -> MCPServer:
         """An MCP server on this state with every protocol feature and no tools yet (the
         extension host puts a selection's tools on it)."""
         state = self.state
@@ -245,7 +257,9 @@ class Application:
         unless it says otherwise), since such a client has no URL to choose them with."""
         built = self.build(parse_selection(self.config.toolsets))
         if built.unknown:
-            logger.warning("--toolsets names unknown toolsets: %s", ", ".join(sorted(built.unknown)))
+            logger.warning(
+                "--toolsets names unknown toolsets: %s", ", ".join(sorted(built.unknown))
+            )
         return built
 
     @contextlib.asynccontextmanager
@@ -290,7 +304,8 @@ def check_environment_settings(state: ServerState) -> None:
             raise ConfigError(f"--python {config.python}: {error}.") from None
         if not facts.has_ipykernel:
             logger.warning(
-                "--python %s has no ipykernel: notebooks cannot run on it until it is installed", config.python
+                "--python %s has no ipykernel: notebooks cannot run on it until it is installed",
+                config.python,
             )
     if config.kernel and not config.jupyter_url:
         known = state.kernels.kernelspecs()

@@ -153,7 +153,12 @@ class ServerConfig:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("transport", "How clients connect: stdio, streamable-http or json-lines.", str, flag="--transport"),
+    Setting(
+        "transport",
+        "How clients connect: stdio, streamable-http or json-lines.",
+        str,
+        flag="--transport",
+    ),
     Setting("host", "HTTP only: the address to bind (default loopback).", str, flag="--host"),
     Setting("port", "HTTP only: the port (default 4040).", int, flag="--port"),
     Setting(
@@ -183,11 +188,46 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         env="JUPYTER_MCP_CAPABILITIES",
     ),
-    Setting("default_timeout", "Seconds per execution when a call gives none.", float, flag="--default-timeout", positive=True, jupyter="default_timeout"),
-    Setting("max_timeout", "The largest timeout a call may ask for, in seconds.", float, flag="--max-timeout", positive=True, jupyter="max_timeout"),
-    Setting("max_output_bytes", "Output bytes kept per execution.", int, flag="--max-output-bytes", positive=True, jupyter="max_output_bytes"),
-    Setting("max_output_blocks", "Output blocks kept per execution.", int, flag="--max-output-blocks", positive=True, jupyter="max_output_blocks"),
-    Setting("max_kernels", "Kernels running at once.", int, flag="--max-kernels", positive=True, jupyter="max_kernels"),
+    Setting(
+        "default_timeout",
+        "Seconds per execution when a call gives none.",
+        float,
+        flag="--default-timeout",
+        positive=True,
+        jupyter="default_timeout",
+    ),
+    Setting(
+        "max_timeout",
+        "The largest timeout a call may ask for, in seconds.",
+        float,
+        flag="--max-timeout",
+        positive=True,
+        jupyter="max_timeout",
+    ),
+    Setting(
+        "max_output_bytes",
+        "Output bytes kept per execution.",
+        int,
+        flag="--max-output-bytes",
+        positive=True,
+        jupyter="max_output_bytes",
+    ),
+    Setting(
+        "max_output_blocks",
+        "Output blocks kept per execution.",
+        int,
+        flag="--max-output-blocks",
+        positive=True,
+        jupyter="max_output_blocks",
+    ),
+    Setting(
+        "max_kernels",
+        "Kernels running at once.",
+        int,
+        flag="--max-kernels",
+        positive=True,
+        jupyter="max_kernels",
+    ),
     Setting(
         "idle_timeout",
         "Seconds before an idle notebook session's kernel is stopped.",
@@ -212,7 +252,13 @@ SETTINGS: tuple[Setting, ...] = (
         flag="--mcp-token",
         env="JUPYTER_MCP_TOKEN",
     ),
-    Setting("audit_log", "Append a JSON line per tool call and execution to this file.", str, flag="--audit-log", jupyter="audit_log"),
+    Setting(
+        "audit_log",
+        "Append a JSON line per tool call and execution to this file.",
+        str,
+        flag="--audit-log",
+        jupyter="audit_log",
+    ),
     Setting(
         "jupyter_url",
         "Start kernels on the Jupyter Server at this URL instead of locally.",
@@ -252,7 +298,9 @@ SETTINGS: tuple[Setting, ...] = (
         env="JUPYTER_MCP_EXTENSIONS",
         empty_is_a_value=True,
     ),
-    Setting("log_level", "The level of the server's log on stderr.", str, env="JUPYTER_MCP_LOG_LEVEL"),
+    Setting(
+        "log_level", "The level of the server's log on stderr.", str, env="JUPYTER_MCP_LOG_LEVEL"
+    ),
     Setting(
         "heartbeat_seconds",
         "A call with a progress token hears a heartbeat after this many silent seconds.",
@@ -334,10 +382,25 @@ SETTINGS: tuple[Setting, ...] = (
         "history_dir",
         "Where each notebook's history is kept (default: the platform's user state directory, "
         "~/.local/state/jupyter-mcp-server/history on Linux), never inside the workspace; 'off' keeps none.",
-        str, flag="--history-dir", env="JUPYTER_MCP_HISTORY_DIR", jupyter="history_dir",
+        str,
+        flag="--history-dir",
+        env="JUPYTER_MCP_HISTORY_DIR",
+        jupyter="history_dir",
     ),
-    Setting("history_max_entries", "Entries kept per notebook's history; the oldest are dropped.", int, env="JUPYTER_MCP_HISTORY_MAX_ENTRIES", positive=True),
-    Setting("history_max_bytes", "Bytes one notebook's history may take; the oldest entries are dropped.", int, env="JUPYTER_MCP_HISTORY_MAX_BYTES", positive=True),
+    Setting(
+        "history_max_entries",
+        "Entries kept per notebook's history; the oldest are dropped.",
+        int,
+        env="JUPYTER_MCP_HISTORY_MAX_ENTRIES",
+        positive=True,
+    ),
+    Setting(
+        "history_max_bytes",
+        "Bytes one notebook's history may take; the oldest entries are dropped.",
+        int,
+        env="JUPYTER_MCP_HISTORY_MAX_BYTES",
+        positive=True,
+    ),
     Setting(
         "http_head_timeout",
         "HTTP: seconds a connection may take to send a request's line and headers.",
@@ -437,10 +500,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         extra = f" (env {setting.env})" if setting.env else ""
         if setting.name == "transport":
-            parser.add_argument(setting.flag, choices=TRANSPORTS, default=None, help=setting.help, dest=setting.name)
+            parser.add_argument(
+                setting.flag, choices=TRANSPORTS, default=None, help=setting.help, dest=setting.name
+            )
         elif setting.kind is bool:
             parser.add_argument(
-                setting.flag, action="store_true", default=None, help=setting.help + extra, dest=setting.name
+                setting.flag,
+                action="store_true",
+                default=None,
+                help=setting.help + extra,
+                dest=setting.name,
             )
         elif setting.kind is list:
             parser.add_argument(
@@ -480,7 +549,9 @@ def _value(setting: Setting, text: str) -> Any:
         try:
             value = setting.kind(text)
         except ValueError:
-            raise ConfigError(f"{text!r} is not a{'n' if setting.kind is int else ''} {setting.kind.__name__}") from None
+            raise ConfigError(
+                f"{text!r} is not a{'n' if setting.kind is int else ''} {setting.kind.__name__}"
+            ) from None
         if setting.positive and (not math.isfinite(value) or value <= 0):
             raise ConfigError(f"{text!r} must be a finite number greater than 0")
         return value
@@ -492,7 +563,8 @@ def _value(setting: Setting, text: str) -> Any:
 INSIDE_JUPYTER = frozenset(
     setting.name
     for setting in SETTINGS
-    if setting.env and setting.name not in ("mcp_token", "jupyter_url", "jupyter_token", "jupyter_contents")
+    if setting.env
+    and setting.name not in ("mcp_token", "jupyter_url", "jupyter_token", "jupyter_contents")
 )
 
 
@@ -544,9 +616,13 @@ def checked(**values: Any) -> ServerConfig:
     if "capability_args" in values:
         values["capability_args"] = tuple(values["capability_args"])
     if isinstance(values.get("approve"), str):
-        values["approve"] = tuple(name.strip() for name in values["approve"].split(",") if name.strip())
+        values["approve"] = tuple(
+            name.strip() for name in values["approve"].split(",") if name.strip()
+        )
     if isinstance(values.get("extensions"), str):
-        values["extensions"] = tuple(name.strip() for name in values["extensions"].split(",") if name.strip())
+        values["extensions"] = tuple(
+            name.strip() for name in values["extensions"].split(",") if name.strip()
+        )
     if values.get("audit_log"):
         values["audit_log"] = Path(values["audit_log"]).resolve()
     else:
@@ -557,11 +633,15 @@ def checked(**values: Any) -> ServerConfig:
     if values.get("installer") is not None:
         installer = str(values["installer"]).strip().lower()
         if installer not in INSTALLERS:
-            raise ConfigError(f"JUPYTER_MCP_INSTALLER {installer!r} is not one of {', '.join(INSTALLERS)}.")
+            raise ConfigError(
+                f"JUPYTER_MCP_INSTALLER {installer!r} is not one of {', '.join(INSTALLERS)}."
+            )
         values["installer"] = installer
     if "history_dir" in values:
         try:
-            values["history_dir"] = given_history_dir(str(values["history_dir"]), values["workspace_root"])
+            values["history_dir"] = given_history_dir(
+                str(values["history_dir"]), values["workspace_root"]
+            )
         except ValueError as error:
             raise ConfigError(str(error)) from None
     known = {item.name for item in fields(ServerConfig)}
@@ -576,14 +656,20 @@ def checked(**values: Any) -> ServerConfig:
         )
     if not 0 < config.port < 65536:
         raise ConfigError(f"--port {config.port} is not a port number (1-65535).")
-    if config.transport == "streamable-http" and config.host not in LOOPBACK_HOSTS and not config.mcp_token:
+    if (
+        config.transport == "streamable-http"
+        and config.host not in LOOPBACK_HOSTS
+        and not config.mcp_token
+    ):
         raise ConfigError(
             f"Refusing to bind {config.host}: anything but loopback needs --mcp-token, because "
             "whoever reaches this server runs code with your rights."
         )
     if config.jupyter_url:
         try:
-            url = normalize_url(config.jupyter_url, ArgumentNames("--jupyter-url", "--jupyter-token"))
+            url = normalize_url(
+                config.jupyter_url, ArgumentNames("--jupyter-url", "--jupyter-token")
+            )
         except ToolFailure as error:
             raise ConfigError(error.message) from None
         return _replaced(config, jupyter_url=url)

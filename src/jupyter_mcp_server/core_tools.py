@@ -35,6 +35,7 @@ from jupyter_mcp_server.version import __version__
 CORE_TOOLSET = "notebooks"
 CORE_EXTENSION = "jupyter-mcp-server"
 
+
 @cache
 def core_tool_specs() -> tuple[ToolSpec, ...]:
     """The notebooks tools as contributions, lifted once."""

@@ -107,7 +107,9 @@ def _reexports(tree: ast.Module) -> dict[str, str] | None:
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             continue
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
+            "__all__"
+        ]:
             continue
         return None
     return exports

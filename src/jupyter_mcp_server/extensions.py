@@ -116,7 +116,10 @@ class JupyterMCPExtension(McpExtension):
         try:
             declared = list(self.tool_extensions())
         except Exception:
-            logger.exception("Extension '%s' failed in tool_extensions(); its other contributions stand", _name_of(self))
+            logger.exception(
+                "Extension '%s' failed in tool_extensions(); its other contributions stand",
+                _name_of(self),
+            )
             declared = []
         self.__dict__["tool_extensions"] = _nothing
         try:
@@ -209,7 +212,9 @@ class ExtensionHost(McpHost):
         for contribution in self.platform.get_contributions(TOOLS, tenant_id=tenant_id):
             spec = contribution.value
             if not isinstance(spec, ToolSpec):
-                logger.error("Extension %s offered something that is not a tool", contribution.plugin)
+                logger.error(
+                    "Extension %s offered something that is not a tool", contribution.plugin
+                )
                 continue
             if wanted is not None and spec.toolset not in wanted:
                 continue
@@ -232,7 +237,11 @@ class ExtensionHost(McpHost):
 
     def unapplied_extensions(self) -> list[tuple[str, str]]:
         """(extension, tool) pairs whose tool nobody offered."""
-        offered = {c.value.name for c in self.platform.get_contributions(TOOLS) if isinstance(c.value, ToolSpec)}
+        offered = {
+            c.value.name
+            for c in self.platform.get_contributions(TOOLS)
+            if isinstance(c.value, ToolSpec)
+        }
         unapplied: list[tuple[str, str]] = []
         for name, extension in self.extensions.items():
             try:
@@ -296,7 +305,8 @@ class ExtensionManager:
             hooks if hooks is not None else Hooks(),
             name=name,
             instructions=instructions,
-            server_factory=server_factory or (lambda name, instructions: ReplacingServer(name=name, instructions=instructions)),
+            server_factory=server_factory
+            or (lambda name, instructions: ReplacingServer(name=name, instructions=instructions)),
         )
         self._started = False
         self._collected: list[Capability] | None = None
@@ -307,7 +317,9 @@ class ExtensionManager:
         """Register each (label, extension); answers the names registered."""
         names = [self.register(extension, label) for label, extension in extensions]
         for name, target in self.host.unapplied_extensions():
-            logger.debug("Extension '%s' extends '%s', which nobody offers; it does not apply", name, target)
+            logger.debug(
+                "Extension '%s' extends '%s', which nobody offers; it does not apply", name, target
+            )
         return [name for name in names if name]
 
     def register(self, extension: McpExtension, label: str | None = None) -> str | None:
@@ -315,7 +327,9 @@ class ExtensionManager:
         try:
             return self.host.add(extension)
         except Exception:
-            logger.exception("Extension '%s' could not be registered", label or type(extension).__name__)
+            logger.exception(
+                "Extension '%s' could not be registered", label or type(extension).__name__
+            )
             return None
 
     def get(self, name: str) -> McpExtension | None:
@@ -359,7 +373,9 @@ class ExtensionManager:
                     "default": toolset.default,
                     # An opt-in toolset serves nothing by default, even under a name a default
                     # tool has (runs offers the execution tools with detach, in their place).
-                    "tools": sorted(name for name in by_toolset.get(toolset.name, []) if name in served)
+                    "tools": sorted(
+                        name for name in by_toolset.get(toolset.name, []) if name in served
+                    )
                     if toolset.default
                     else [],
                     "offered": sorted(by_toolset.get(toolset.name, [])),
@@ -444,14 +460,19 @@ class ExtensionManager:
         return None
 
 
-def load_extensions(names: tuple[str, ...] | None, core: McpExtension) -> list[tuple[str, McpExtension]]:
+def load_extensions(
+    names: tuple[str, ...] | None, core: McpExtension
+) -> list[tuple[str, McpExtension]]:
     """The core tools first, then every installed extension (entry points sorted by name),
     or only those ``names`` lists (an empty tuple: none), each with the entry-point name
     the log calls it by. A name that matches nothing installed is a typo worth a warning."""
     from importlib import metadata
 
     found: list[tuple[str, McpExtension]] = [("core", core)]
-    entry_points = {entry_point.value: entry_point.name for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    entry_points = {
+        entry_point.value: entry_point.name
+        for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP)
+    }
     if names is not None:
         installed = set(entry_points.values())
         missing = sorted(set(names) - installed)

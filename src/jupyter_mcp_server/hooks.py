@@ -78,7 +78,9 @@ class Hooks:
             try:
                 observer(event)
             except Exception:
-                logger.exception("Hook %r failed on %s; the call goes on", observer, type(event).__name__)
+                logger.exception(
+                    "Hook %r failed on %s; the call goes on", observer, type(event).__name__
+                )
 
 
 def observed(tool: str, handler: Callable[..., Any], hooks: Hooks) -> Callable[..., Any]:
@@ -99,7 +101,9 @@ def observed(tool: str, handler: Callable[..., Any], hooks: Hooks) -> Callable[.
     def after(arguments: dict[str, Any], started: float, outcome: str) -> None:
         hooks.fire(
             hooks.after_tool,
-            ToolCallEnded(tool=tool, arguments=arguments, duration=time.monotonic() - started, outcome=outcome),
+            ToolCallEnded(
+                tool=tool, arguments=arguments, duration=time.monotonic() - started, outcome=outcome
+            ),
         )
 
     if _is_async(handler):
@@ -157,7 +161,9 @@ class AuditLog:
 
     `mask` (the server's redaction) is applied to every record before it is written."""
 
-    def __init__(self, path: Path, mask: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, path: Path, mask: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    ) -> None:
         self.path = path
         self.mask = mask
         self._lock = threading.Lock()

@@ -77,6 +77,7 @@ class ConnectionState:
 #: What the kept search texts may weigh (characters): a search reads at most as much.
 SEARCH_TEXTS_WEIGHT = 256 * 1024 * 1024
 
+
 class ServerState:
     """Everything a tool needs, built once from the configuration."""
 
@@ -113,7 +114,9 @@ class ServerState:
             Limits(max_entries=config.history_max_entries, max_bytes=config.history_max_bytes),
             off=None if config.history_dir is not None else "--history-dir is off",
         )
-        self.store: NotebookStore = NotebookStore(self.workspace, recorder=self._recorder(self.workspace.root))
+        self.store: NotebookStore = NotebookStore(
+            self.workspace, recorder=self._recorder(self.workspace.root)
+        )
         #: This server's private runtime directory (local kernels' connection files and
         #: sockets, kernelspecs made on the fly), removed when it stops.
         self.runtime = runtime
@@ -131,7 +134,9 @@ class ServerState:
             backend=backend or local_backend,
         )
         #: Masks secrets in what the server sends (the redaction capability says where).
-        self.redactor = Redactor((*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env))
+        self.redactor = Redactor(
+            (*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env)
+        )
         #: The kernels whose environment the redactor has read (by id).
         self._env_read: set[str | None] = set()
         #: The input_required rounds already answered: none is answered twice.
@@ -164,7 +169,9 @@ class ServerState:
     def use_contents(self, files: Any) -> None:
         """Keep notebooks in a Jupyter Server's contents (a ``store.contents.ContentsFiles``)
         rather than under the workspace root; subscriptions keep hearing about writes."""
-        store = NotebookStore(self.workspace, files, Recorder(self.histories, f"contents:{files.identity}"))
+        store = NotebookStore(
+            self.workspace, files, Recorder(self.histories, f"contents:{files.identity}")
+        )
         store.observers = self.store.observers
         self.store = store
         self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)  # kept for the other files
@@ -192,7 +199,9 @@ class ServerState:
         it (the platform's state directory may be: a workspace may be the home directory)."""
         history = self.histories.root
         if history is not None and history != default_history_dir() and inside(history, root):
-            kept_out = Histories(None, off=f"the history directory {history} is inside the workspace {root}")
+            kept_out = Histories(
+                None, off=f"the history directory {history} is inside the workspace {root}"
+            )
             return Recorder(kept_out, f"workspace:{root}")
         return Recorder(self.histories, f"workspace:{root}")
 
@@ -229,11 +238,17 @@ class ServerState:
         its environment, also says which secret-named variables the kernel has (a user
         expression, no extra round trip), and their values are masked from then on;
         with ``redaction=stored`` the outputs are masked before anything keeps them."""
-        redaction = self.capabilities.value(REDACTION_CAPABILITY) if self.capabilities.enabled(REDACTION_CAPABILITY) else None
+        redaction = (
+            self.capabilities.value(REDACTION_CAPABILITY)
+            if self.capabilities.enabled(REDACTION_CAPABILITY)
+            else None
+        )
         # A user expression costs the kernel a few milliseconds: the environment is read on a
         # kernel's first execution, then after code that may change it.
         kernel_id = getattr(kernel, "kernel_id", None)
-        read_env = bool(redaction) and (kernel_id not in self._env_read or bool(CHANGES_ENVIRONMENT.search(code)))
+        read_env = bool(redaction) and (
+            kernel_id not in self._env_read or bool(CHANGES_ENVIRONMENT.search(code))
+        )
         if read_env:
             self._env_read.add(kernel_id)
         outcome = await run_in_turn(
@@ -248,8 +263,14 @@ class ServerState:
             interrupt_on_cancel=interrupt_on_cancel,
             on_death=on_death or (lambda: self.kernels.mark_lost(kernel)),
             gone_message=gone_message
-            or (lambda: kernel_gone_message(notebook or f"kernel {kernel.kernel_id}", getattr(kernel, "lost_because", None))),
-            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression} if read_env else None,
+            or (
+                lambda: kernel_gone_message(
+                    notebook or f"kernel {kernel.kernel_id}", getattr(kernel, "lost_because", None)
+                )
+            ),
+            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression}
+            if read_env
+            else None,
             on_reply=lambda outcome: self._learned_secrets(outcome, stored=redaction == STORED),
         )
         return outcome
@@ -300,7 +321,9 @@ class ServerState:
 #: The user expression an execution's reply carries when redaction reads the kernel's environment.
 SECRET_ENV_EXPRESSION = "__jupyter_mcp_secret_env__"
 #: Code that may change a kernel's environment variables (after it, they are read again).
-CHANGES_ENVIRONMENT = re.compile(r"environ|putenv|setenv|%env|%set_env|dotenv|load_env", re.IGNORECASE)
+CHANGES_ENVIRONMENT = re.compile(
+    r"environ|putenv|setenv|%env|%set_env|dotenv|load_env", re.IGNORECASE
+)
 
 
 def _secret_env_of(answer: Any) -> dict[str, str]:
@@ -311,12 +334,18 @@ def _secret_env_of(answer: Any) -> dict[str, str]:
         if answer.get("status") != "ok":
             return {}
         found = ast.literal_eval(answer["data"]["text/plain"])
-        return {value: name for name, value in found.items() if isinstance(name, str) and isinstance(value, str)}
+        return {
+            value: name
+            for name, value in found.items()
+            if isinstance(name, str) and isinstance(value, str)
+        }
     except Exception:
         return {}
 
 
-_serving: contextvars.ContextVar[ServerState | None] = contextvars.ContextVar("jupyter_mcp_serving", default=None)
+_serving: contextvars.ContextVar[ServerState | None] = contextvars.ContextVar(
+    "jupyter_mcp_serving", default=None
+)
 _serving_connection: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "jupyter_mcp_serving_connection", default=None
 )
@@ -349,5 +378,7 @@ def state_of(ctx: Any) -> ServerState:
     if not isinstance(state, ServerState):
         state = _serving.get()
     if state is None:
-        raise RuntimeError("this code runs outside a request served by a server built from a ServerState")
+        raise RuntimeError(
+            "this code runs outside a request served by a server built from a ServerState"
+        )
     return state

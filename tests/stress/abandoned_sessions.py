@@ -49,7 +49,10 @@ async def abandoning_client(url: str, deadline: float, counts: list[int]) -> Non
     while time.monotonic() < deadline:
         async with (
             httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=60)) as http,
-            Client(streamable_http_client(url, http_client=http, terminate_on_close=False), mode="legacy") as client,
+            Client(
+                streamable_http_client(url, http_client=http, terminate_on_close=False),
+                mode="legacy",
+            ) as client,
         ):
             await client.call_tool("read_notebook", {"notebook_name": "n.ipynb"})
             await client.call_tool("list_files", {})
@@ -71,8 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--session-timeout", type=float, default=10)
-    parser.add_argument("--src", default=None, help="the package sources the server runs (default: this checkout's)")
-    parser.add_argument("--no-flag", action="store_true", help="do not pass --session-timeout (older code has none)")
+    parser.add_argument(
+        "--src", default=None, help="the package sources the server runs (default: this checkout's)"
+    )
+    parser.add_argument(
+        "--no-flag", action="store_true", help="do not pass --session-timeout (older code has none)"
+    )
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -81,8 +88,18 @@ def main(argv: list[str] | None = None) -> int:
         nbformat.write(nbformat.v4.new_notebook(), workspace / "n.ipynb")
         port = free_port()
         command = [
-            sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace),
-            "--transport", "streamable-http", "--port", str(port), "--capability", "kernel.prestart=off",
+            sys.executable,
+            "-m",
+            "jupyter_mcp_server",
+            "start",
+            "--workspace-root",
+            str(workspace),
+            "--transport",
+            "streamable-http",
+            "--port",
+            str(port),
+            "--capability",
+            "kernel.prestart=off",
         ]
         if not options.no_flag:
             command += ["--session-timeout", str(options.session_timeout)]
@@ -91,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
             env["PYTHONPATH"] = os.pathsep.join([options.src, env["PYTHONPATH"]])
         log = root / "server.log"
         with log.open("wb") as stderr:
-            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=root)
+            process = subprocess.Popen(
+                command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=root
+            )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -116,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
                         samples.append((time.monotonic() - start, rss_bytes(process.pid)))
                         await asyncio.sleep(5)
 
-                await asyncio.gather(sample(), *(abandoning_client(url, end, counts) for _ in range(options.clients)))
+                await asyncio.gather(
+                    sample(), *(abandoning_client(url, end, counts) for _ in range(options.clients))
+                )
 
             asyncio.run(run())
             half = [s for s in samples if s[0] >= options.seconds / 2]

@@ -61,8 +61,12 @@ def matches(actual: list[Cell], expected: list[Cell]) -> bool:
     if len(actual) != len(expected):
         return False
     return all(
-        (want_id is None or have_id == want_id) and have_type == want_type and have_source == want_source
-        for (have_id, have_type, have_source), (want_id, want_type, want_source) in zip(actual, expected, strict=True)
+        (want_id is None or have_id == want_id)
+        and have_type == want_type
+        and have_source == want_source
+        for (have_id, have_type, have_source), (want_id, want_type, want_source) in zip(
+            actual, expected, strict=True
+        )
     )
 
 
@@ -76,7 +80,11 @@ def seed_notebook(path: Path, cells: int, rng: random.Random) -> None:
     for index in range(cells):
         source = f"# seed {index}\n" + "x = 1  # filler\n" * rng.randint(5, 60)
         cell = nbformat.v4.new_code_cell(source)
-        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="output line\n" * rng.randint(0, 200))]
+        cell.outputs = [
+            nbformat.v4.new_output(
+                "stream", name="stdout", text="output line\n" * rng.randint(0, 200)
+            )
+        ]
         notebook.cells.append(cell)
     nbformat.write(notebook, path)
 
@@ -99,20 +107,28 @@ def random_mutation(rng: random.Random, cells: list[Cell], tag: str) -> Mutation
         index = rng.randint(0, len(cells))
         cell_type = rng.choice(["code", "markdown", "raw"])
         expected = [*cells[:index], (None, cell_type, source), *cells[index:]]
-        return Mutation("insert_cell", {**base, "cell_index": index, "cell_type": cell_type, "cell_source": source}, expected)
+        return Mutation(
+            "insert_cell",
+            {**base, "cell_index": index, "cell_type": cell_type, "cell_source": source},
+            expected,
+        )
     index = rng.randrange(len(cells))
     cell_id, cell_type, _ = cells[index]
     assert cell_id is not None
     if kind == "overwrite":
         expected = [*cells[:index], (cell_id, cell_type, source), *cells[index + 1 :]]
-        return Mutation("overwrite_cell_source", {**base, "cell_id": cell_id, "cell_source": source}, expected)
+        return Mutation(
+            "overwrite_cell_source", {**base, "cell_id": cell_id, "cell_source": source}, expected
+        )
     if kind == "delete":
         expected = [*cells[:index], *cells[index + 1 :]]
         return Mutation("delete_cell", {**base, "cell_ids_to_delete": [cell_id]}, expected)
     target = rng.randrange(len(cells))
     rest = [*cells[:index], *cells[index + 1 :]]
     expected = [*rest[:target], cells[index], *rest[target:]]
-    return Mutation("move_cell", {**base, "source_cell_id": cell_id, "target_index": target}, expected)
+    return Mutation(
+        "move_cell", {**base, "source_cell_id": cell_id, "target_index": target}, expected
+    )
 
 
 class Figures:
@@ -132,7 +148,9 @@ class Figures:
 
     def as_dict(self) -> dict[str, Any]:
         figures = {k: v for k, v in vars(self).items() if k not in ("latencies", "problems")}
-        figures["median_mutation_ms"] = round(statistics.median(self.latencies) * 1000, 2) if self.latencies else None
+        figures["median_mutation_ms"] = (
+            round(statistics.median(self.latencies) * 1000, 2) if self.latencies else None
+        )
         figures["problems"] = self.problems
         return figures
 
@@ -170,7 +188,13 @@ def start_server(workspace: Path, figures: Figures, log: Path, env: dict[str, st
 
 
 def mutation_life(
-    workspace: Path, rng: random.Random, cells: list[Cell], life: int, figures: Figures, log: Path, env: dict[str, str]
+    workspace: Path,
+    rng: random.Random,
+    cells: list[Cell],
+    life: int,
+    figures: Figures,
+    log: Path,
+    env: dict[str, str],
 ) -> list[Cell]:
     path = workspace / NOTEBOOK
     server = start_server(workspace, figures, log, env)
@@ -186,13 +210,17 @@ def mutation_life(
             figures.acknowledged += 1
             on_disk, _, data = cells_on_disk(path)
             if not matches(on_disk, mutation.expected):
-                figures.problems.append(f"life {life}: {mutation.tool} was acknowledged but the disk differs")
+                figures.problems.append(
+                    f"life {life}: {mutation.tool} was acknowledged but the disk differs"
+                )
             if result["structuredContent"]["revision"] != revision_of(data):
                 figures.problems.append(f"life {life}: acknowledged revision is not the file's")
             cells = on_disk
         mutation = random_mutation(rng, cells, f"life {life} killed")
         typical = statistics.median(figures.latencies[-50:]) if figures.latencies else 0.02
-        request = server.start("tools/call", {"name": mutation.tool, "arguments": mutation.arguments})
+        request = server.start(
+            "tools/call", {"name": mutation.tool, "arguments": mutation.arguments}
+        )
         time.sleep(rng.uniform(0.2, 1.1) * typical)
         answered = server.poll_answer(request)
         server.kill()
@@ -211,7 +239,13 @@ def mutation_life(
 
 
 def execution_life(
-    workspace: Path, rng: random.Random, cells: list[Cell], life: int, figures: Figures, log: Path, env: dict[str, str]
+    workspace: Path,
+    rng: random.Random,
+    cells: list[Cell],
+    life: int,
+    figures: Figures,
+    log: Path,
+    env: dict[str, str],
 ) -> list[Cell]:
     """Kill while a cell runs or its outputs are stored; its kernel must not outlive the server for long."""
     path = workspace / NOTEBOOK
@@ -225,7 +259,10 @@ def execution_life(
         started = time.monotonic()
         request = server.start(
             "tools/call",
-            {"name": "insert_execute_code_cell", "arguments": {"cell_index": -1, "cell_source": source}},
+            {
+                "name": "insert_execute_code_cell",
+                "arguments": {"cell_index": -1, "cell_source": source},
+            },
         )
         # An execution's insert, run and store take ~10-100 ms: kill anywhere across it.
         time.sleep(rng.uniform(0, 0.15))
@@ -247,17 +284,23 @@ def execution_life(
         options = [("after", inserted)]
     else:
         options = [("before", cells), ("after", inserted)]
-    state = check_after_kill(path, options, figures, f"life {life} (execution, killed after {elapsed:.3f} s)")
+    state = check_after_kill(
+        path, options, figures, f"life {life} (execution, killed after {elapsed:.3f} s)"
+    )
     if state is not None and len(state) == len(inserted) and not cells_on_disk(path)[1][-1]:
         # The cell was inserted but its outputs were not stored yet.
         if answered is not None:
-            figures.problems.append(f"life {life}: the execution was answered but its outputs are not on disk")
+            figures.problems.append(
+                f"life {life}: the execution was answered but its outputs are not on disk"
+            )
         figures.landed_after -= 1
         figures.landed_between += 1
     living = wait_until_gone(kernels, 15)
     if living:
         figures.orphaned_kernels_left += len(living)
-        figures.problems.append(f"life {life}: kernel processes outlived the killed server: {sorted(living)}")
+        figures.problems.append(
+            f"life {life}: kernel processes outlived the killed server: {sorted(living)}"
+        )
     return state if state is not None else cells_on_disk(path)[0]
 
 
@@ -286,7 +329,9 @@ def run(kills: int, executions: int, seed: int, root: Path) -> Figures:
         left = temporary_files(workspace)
         figures.temporary_files_after_restart += len(left)
         if left:
-            figures.problems.append(f"temporary files survived the final restart: {[p.name for p in left]}")
+            figures.problems.append(
+                f"temporary files survived the final restart: {[p.name for p in left]}"
+            )
     strays = sorted(p.name for p in workspace.iterdir() if p.name != NOTEBOOK)
     if strays:
         figures.problems.append(f"files other than the notebook in the workspace: {strays}")
@@ -295,7 +340,9 @@ def run(kills: int, executions: int, seed: int, root: Path) -> Figures:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--short", action="store_true", help="CI mode: 15 kills, 2 of them executing")
+    parser.add_argument(
+        "--short", action="store_true", help="CI mode: 15 kills, 2 of them executing"
+    )
     parser.add_argument("--kills", type=int, default=None)
     parser.add_argument("--executions", type=int, default=None)
     parser.add_argument("--seed", type=int, default=int(os.environ.get("STRESS_SEED", "7")))
@@ -306,7 +353,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="jmcp-crash-") as root:
         figures = run(kills, executions, args.seed, Path(root))
-    report = {"suite": "crash", "seed": args.seed, "seconds": round(time.monotonic() - started, 1), **figures.as_dict()}
+    report = {
+        "suite": "crash",
+        "seed": args.seed,
+        "seconds": round(time.monotonic() - started, 1),
+        **figures.as_dict(),
+    }
     text = json.dumps(report, indent=1)
     print(text)
     if args.json:

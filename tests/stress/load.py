@@ -60,7 +60,9 @@ class Stats:
     conflicts: int = 0
     failures: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
-    acknowledged: dict[str, set[str]] = field(default_factory=dict)  # notebook -> sources still expected
+    acknowledged: dict[str, set[str]] = field(
+        default_factory=dict
+    )  # notebook -> sources still expected
 
 
 def code_of(result: Any) -> str | None:
@@ -102,7 +104,9 @@ async def client_loop(url: str, index: int, deadline: float, stats: Stats, seed:
                 stats.conflicts += 1
                 return None
             if result.is_error:
-                stats.failures.append(f"client {index} {tool} {arguments}: {code}: {text_of(result)[:300]}")
+                stats.failures.append(
+                    f"client {index} {tool} {arguments}: {code}: {text_of(result)[:300]}"
+                )
                 return None
             return result.structured_content
 
@@ -123,33 +127,65 @@ async def client_loop(url: str, index: int, deadline: float, stats: Stats, seed:
             elif roll < 0.38:
                 started = time.monotonic()
                 try:
-                    read = await asyncio.wait_for(client.read_resource(f"notebook:///{notebook}"), 120)
+                    read = await asyncio.wait_for(
+                        client.read_resource(f"notebook:///{notebook}"), 120
+                    )
                     json.loads(read.contents[0].text)
                     stats.calls["resources/read"] += 1
                     stats.latencies.append(time.monotonic() - started)
                 except Exception as error:
-                    stats.failures.append(f"client {index} resources/read: {type(error).__name__}: {error}")
+                    stats.failures.append(
+                        f"client {index} resources/read: {type(error).__name__}: {error}"
+                    )
             elif roll < 0.58:
                 source = f"c{index}-{counter}"
-                placed = await call("insert_cell", {"notebook_name": notebook, "cell_index": -1, "cell_type": "markdown", "cell_source": source})
+                placed = await call(
+                    "insert_cell",
+                    {
+                        "notebook_name": notebook,
+                        "cell_index": -1,
+                        "cell_type": "markdown",
+                        "cell_source": source,
+                    },
+                )
                 if placed is not None:
                     mine.append((placed["cell_id"], source))
             elif roll < 0.66 and mine:
                 position = rng.randrange(len(mine))
                 cell_id, _ = mine[position]
                 source = f"c{index}-{counter} overwritten"
-                if await call("overwrite_cell_source", {"notebook_name": notebook, "cell_id": cell_id, "cell_source": source}) is not None:
+                if (
+                    await call(
+                        "overwrite_cell_source",
+                        {"notebook_name": notebook, "cell_id": cell_id, "cell_source": source},
+                    )
+                    is not None
+                ):
                     mine[position] = (cell_id, source)
             elif roll < 0.71 and mine:
                 position = rng.randrange(len(mine))
                 cell_id, old = mine[position]
                 source = old + " edited"
-                edited = await call("edit_cell_source", {"notebook_name": notebook, "cell_id": cell_id, "old_string": old, "new_string": source})
+                edited = await call(
+                    "edit_cell_source",
+                    {
+                        "notebook_name": notebook,
+                        "cell_id": cell_id,
+                        "old_string": old,
+                        "new_string": source,
+                    },
+                )
                 if edited is not None:
                     mine[position] = (cell_id, source)
             elif roll < 0.76 and mine:
                 position = rng.randrange(len(mine))
-                if await call("delete_cell", {"notebook_name": notebook, "cell_ids_to_delete": [mine[position][0]]}) is not None:
+                if (
+                    await call(
+                        "delete_cell",
+                        {"notebook_name": notebook, "cell_ids_to_delete": [mine[position][0]]},
+                    )
+                    is not None
+                ):
                     mine.pop(position)
             elif roll < 0.82:
                 # With expected_revision: a conflict is the right answer when another client got there first.
@@ -158,18 +194,32 @@ async def client_loop(url: str, index: int, deadline: float, stats: Stats, seed:
                     source = f"c{index}-{counter} guarded"
                     placed = await call(
                         "insert_cell",
-                        {"notebook_name": notebook, "cell_index": 0, "cell_type": "raw", "cell_source": source, "expected_revision": revision["revision"]},
+                        {
+                            "notebook_name": notebook,
+                            "cell_index": 0,
+                            "cell_type": "raw",
+                            "cell_source": source,
+                            "expected_revision": revision["revision"],
+                        },
                         conflict_allowed=True,
                     )
                     if placed is not None:
                         mine.append((placed["cell_id"], source))
             elif roll < 0.94:
-                ran = await call("execute_code", {"notebook_name": notebook, "code": f"print({index} * {counter})"})
+                ran = await call(
+                    "execute_code",
+                    {"notebook_name": notebook, "code": f"print({index} * {counter})"},
+                )
                 if ran is not None and ran.get("status") != "ok":
-                    stats.failures.append(f"client {index} execute_code: status {ran.get('status')}")
+                    stats.failures.append(
+                        f"client {index} execute_code: status {ran.get('status')}"
+                    )
             else:
                 source = f"print('c{index}-{counter}')"
-                ran = await call("insert_execute_code_cell", {"notebook_name": notebook, "cell_index": -1, "cell_source": source})
+                ran = await call(
+                    "insert_execute_code_cell",
+                    {"notebook_name": notebook, "cell_index": -1, "cell_source": source},
+                )
                 if ran is not None:
                     mine.append((ran["cell_id"], source))
         stats.acknowledged.setdefault(notebook, set()).update(source for _, source in mine)
@@ -182,15 +232,22 @@ async def release(url: str) -> None:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    async with httpx2.AsyncClient(timeout=60) as http, Client(streamable_http_client(url, http_client=http)) as client:
+    async with (
+        httpx2.AsyncClient(timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
         for index in range(NOTEBOOKS):
-            result = await client.call_tool("unuse_notebook", {"notebook_name": f"load-{index}.ipynb"})
+            result = await client.call_tool(
+                "unuse_notebook", {"notebook_name": f"load-{index}.ipynb"}
+            )
             assert not result.is_error, text_of(result)
 
 
 async def run_round(url: str, clients: int, seconds: float, stats: Stats, seed: int) -> None:
     deadline = time.monotonic() + seconds
-    await asyncio.gather(*(client_loop(url, index, deadline, stats, seed) for index in range(clients)))
+    await asyncio.gather(
+        *(client_loop(url, index, deadline, stats, seed) for index in range(clients))
+    )
     await release(url)
 
 
@@ -223,15 +280,32 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
         nbformat.write(nbformat.v4.new_notebook(), workspace / f"load-{index}.ipynb")
     port = free_port()
     command = [
-        sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace),
-        "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port),
-        "--capability", "kernel.prestart=off", "--max-kernels", str(NOTEBOOKS + 1),
+        sys.executable,
+        "-m",
+        "jupyter_mcp_server",
+        "start",
+        "--workspace-root",
+        str(workspace),
+        "--transport",
+        "streamable-http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--capability",
+        "kernel.prestart=off",
+        "--max-kernels",
+        str(NOTEBOOKS + 1),
     ]
     log = root / "server.log"
     problems: list[str] = []
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            command, env=environment(JUPYTER_RUNTIME_DIR=str(runtime)), stdout=subprocess.DEVNULL, stderr=stderr, cwd=root
+            command,
+            env=environment(JUPYTER_RUNTIME_DIR=str(runtime)),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=root,
         )
     url = f"http://127.0.0.1:{port}/mcp"
     kernels: set[int] = set()
@@ -270,21 +344,39 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
         rss_second = rss_bytes(process.pid)
         # Every acknowledged insert still there, unless its own client deleted it.
         for notebook, expected in stats.acknowledged.items():
-            sources = {cell.source for cell in nbformat.read(workspace / notebook, as_version=4).cells}
+            sources = {
+                cell.source for cell in nbformat.read(workspace / notebook, as_version=4).cells
+            }
             missing = expected - sources
             if missing:
-                problems.append(f"{notebook}: {len(missing)} acknowledged cells are missing, e.g. {sorted(missing)[:3]}")
+                problems.append(
+                    f"{notebook}: {len(missing)} acknowledged cells are missing, e.g. {sorted(missing)[:3]}"
+                )
             nbformat.validate(nbformat.read(workspace / notebook, as_version=4))
         listed = httpx.post(
             url,
-            headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
-            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "check", "version": "0"}}},
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+            },
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "check", "version": "0"},
+                },
+            },
         )
         if listed.status_code != 200:
             problems.append(f"the server stopped answering: {listed.status_code}")
         leaked = wait_until_gone({pid for pid in descendants(process.pid)}, 10)
         if leaked:
-            problems.append(f"{len(leaked)} kernel processes still running after every notebook was released")
+            problems.append(
+                f"{len(leaked)} kernel processes still running after every notebook was released"
+            )
         problems.extend(stats.failures[:20])
         if len(stats.failures) > 20:
             problems.append(f"... and {len(stats.failures) - 20} more failures")
@@ -295,8 +387,14 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
             calls_per_second=round(total / (seconds * 1.25), 1),
             failures=len(stats.failures),
             revision_conflicts=stats.conflicts,
-            median_latency_ms=round(statistics.median(stats.latencies) * 1000, 1) if stats.latencies else None,
-            p99_latency_ms=round(sorted(stats.latencies)[int(len(stats.latencies) * 0.99)] * 1000, 1) if stats.latencies else None,
+            median_latency_ms=round(statistics.median(stats.latencies) * 1000, 1)
+            if stats.latencies
+            else None,
+            p99_latency_ms=round(
+                sorted(stats.latencies)[int(len(stats.latencies) * 0.99)] * 1000, 1
+            )
+            if stats.latencies
+            else None,
             kernel_processes_seen=len(kernels),
             rss_warm_mib=round(rss_warm / 2**20),
             rss_after_mib=round(rss_after / 2**20),
@@ -304,7 +402,9 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
         )
         # Flat: the second round must not keep growing what the first left.
         if rss_second - rss_after > 64 * 2**20:
-            problems.append(f"memory kept growing: {figures['rss_after_mib']} MiB -> {figures['rss_after_second_round_mib']} MiB")
+            problems.append(
+                f"memory kept growing: {figures['rss_after_mib']} MiB -> {figures['rss_after_second_round_mib']} MiB"
+            )
         if rss_after - rss_warm > 256 * 2**20:
             problems.append(f"memory grew by {(rss_after - rss_warm) // 2**20} MiB during the run")
     finally:
@@ -317,7 +417,9 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
     left = wait_until_gone(kernels, 10)
     if left:
         problems.append(f"{len(left)} processes outlived the server")
-    connection_files = sorted(p.name for p in [*runtime.glob("kernel-*.json"), *runtime.glob("jmcp-*")])
+    connection_files = sorted(
+        p.name for p in [*runtime.glob("kernel-*.json"), *runtime.glob("jmcp-*")]
+    )
     if connection_files:
         problems.append(f"connection files outlived the server: {connection_files}")
     if problems:

@@ -118,7 +118,9 @@ async def one_session(
     stats.sessions += 1
     async with (
         httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=HANG)) as http,
-        Client(streamable_http_client(f"{url}?toolsets=runs", http_client=http), mode=mode) as client,
+        Client(
+            streamable_http_client(f"{url}?toolsets=runs", http_client=http), mode=mode
+        ) as client,
     ):
 
         async def call(tool: str, arguments: dict[str, Any]) -> Any:
@@ -135,7 +137,9 @@ async def one_session(
                 stats.expected_codes[code] += 1
                 return None
             if result.is_error:
-                stats.failures.append(f"client {index} {tool} {json.dumps(arguments)[:200]}: {code}: {text_of(result)[:300]}")
+                stats.failures.append(
+                    f"client {index} {tool} {json.dumps(arguments)[:200]}: {code}: {text_of(result)[:300]}"
+                )
                 return None
             return result.structured_content
 
@@ -149,18 +153,27 @@ async def one_session(
             # The call's stream is cut under it (a closed laptop, a killed client), then the
             # session ends; the server finishes or stops the call on its own.
             stats.left_mid_call += 1
-            code = f"import time\nprint({index}, flush=True)\ntime.sleep({rng.uniform(0.2, 2.0):.2f})"
-            leaving = asyncio.ensure_future(client.call_tool("execute_code", {"notebook_name": notebook, "code": code}))
+            code = (
+                f"import time\nprint({index}, flush=True)\ntime.sleep({rng.uniform(0.2, 2.0):.2f})"
+            )
+            leaving = asyncio.ensure_future(
+                client.call_tool("execute_code", {"notebook_name": notebook, "code": code})
+            )
             await asyncio.sleep(rng.uniform(0.05, 1.0))
             leaving.cancel()
             with contextlib.suppress(BaseException):
                 await leaving
 
 
-async def one_call(call: Any, index: int, notebook: str, rng: random.Random, mine: list[str], stats: Stats) -> None:
+async def one_call(
+    call: Any, index: int, notebook: str, rng: random.Random, mine: list[str], stats: Stats
+) -> None:
     roll = rng.random()
     if len(mine) > OWN_CELLS:
-        if await call("delete_cell", {"notebook_name": notebook, "cell_ids_to_delete": [mine[0]]}) is not None:
+        if (
+            await call("delete_cell", {"notebook_name": notebook, "cell_ids_to_delete": [mine[0]]})
+            is not None
+        ):
             mine.pop(0)
         return
     if roll < 0.15:
@@ -170,25 +183,59 @@ async def one_call(call: Any, index: int, notebook: str, rng: random.Random, min
     elif roll < 0.28:
         await call("get_notebook_revision", {"notebook_name": notebook})
     elif roll < 0.38:
-        placed = await call("insert_cell", {"notebook_name": notebook, "cell_index": -1, "cell_type": "markdown", "cell_source": f"c{index} {roll:.6f}"})
+        placed = await call(
+            "insert_cell",
+            {
+                "notebook_name": notebook,
+                "cell_index": -1,
+                "cell_type": "markdown",
+                "cell_source": f"c{index} {roll:.6f}",
+            },
+        )
         if placed is not None:
             mine.append(placed["cell_id"])
     elif roll < 0.45 and mine:
-        await call("overwrite_cell_source", {"notebook_name": notebook, "cell_id": rng.choice(mine), "cell_source": f"c{index} {roll:.6f} again"})
+        await call(
+            "overwrite_cell_source",
+            {
+                "notebook_name": notebook,
+                "cell_id": rng.choice(mine),
+                "cell_source": f"c{index} {roll:.6f} again",
+            },
+        )
     elif roll < 0.50 and mine:
-        if await call("delete_cell", {"notebook_name": notebook, "cell_ids_to_delete": [mine[-1]]}) is not None:
+        if (
+            await call("delete_cell", {"notebook_name": notebook, "cell_ids_to_delete": [mine[-1]]})
+            is not None
+        ):
             mine.pop()
     elif roll < 0.68:
-        ran = await call("execute_code", {"notebook_name": notebook, "code": f"x{index} = list(range({rng.randint(1, 1000)}))\nlen(x{index})"})
+        ran = await call(
+            "execute_code",
+            {
+                "notebook_name": notebook,
+                "code": f"x{index} = list(range({rng.randint(1, 1000)}))\nlen(x{index})",
+            },
+        )
         if ran is not None and ran.get("status") != "ok":
             stats.failures.append(f"client {index} execute_code: status {ran.get('status')}")
     elif roll < 0.74:
-        ran = await call("insert_execute_code_cell", {"notebook_name": notebook, "cell_index": -1, "cell_source": f"print('c{index}')"})
+        ran = await call(
+            "insert_execute_code_cell",
+            {"notebook_name": notebook, "cell_index": -1, "cell_source": f"print('c{index}')"},
+        )
         if ran is not None:
             mine.append(ran["cell_id"])
     elif roll < 0.84:
         # A detached run, followed to its end.
-        started = await call("execute_code", {"notebook_name": notebook, "code": "import time\ntime.sleep(0.3)\nprint('detached')", "detach": True})
+        started = await call(
+            "execute_code",
+            {
+                "notebook_name": notebook,
+                "code": "import time\ntime.sleep(0.3)\nprint('detached')",
+                "detach": True,
+            },
+        )
         if started is not None:
             stats.detached += 1
             for _ in range(10):
@@ -197,7 +244,10 @@ async def one_call(call: Any, index: int, notebook: str, rng: random.Random, min
                     break
     elif roll < 0.92:
         # A detached run, stopped.
-        started = await call("execute_code", {"notebook_name": notebook, "code": "import time\ntime.sleep(5)", "detach": True})
+        started = await call(
+            "execute_code",
+            {"notebook_name": notebook, "code": "import time\ntime.sleep(5)", "detach": True},
+        )
         if started is not None:
             stats.detached += 1
             await asyncio.sleep(rng.uniform(0.0, 0.5))
@@ -229,7 +279,11 @@ def slope_per_minute(samples: list[tuple[float, float]]) -> float:
     ys = [y for _, y in samples]
     mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
     spread = sum((x - mean_x) ** 2 for x in xs)
-    return 60 * sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread if spread else 0.0
+    return (
+        60 * sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+        if spread
+        else 0.0
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if report["problems"] else 0
 
 
-def run(root: Path, clients: int, seconds: float, sample_seconds: float, seed: int) -> dict[str, Any]:
+def run(
+    root: Path, clients: int, seconds: float, sample_seconds: float, seed: int
+) -> dict[str, Any]:
     workspace = root / "workspace"
     workspace.mkdir()
     runtime = root / "runtime"
@@ -262,24 +318,45 @@ def run(root: Path, clients: int, seconds: float, sample_seconds: float, seed: i
         nbformat.write(nbformat.v4.new_notebook(), workspace / f"soak-{index}.ipynb")
     port = free_port()
     command = [
-        sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace),
-        "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port),
-        "--capability", "kernel.prestart=off", "--max-kernels", str(NOTEBOOKS + 2),
+        sys.executable,
+        "-m",
+        "jupyter_mcp_server",
+        "start",
+        "--workspace-root",
+        str(workspace),
+        "--transport",
+        "streamable-http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--capability",
+        "kernel.prestart=off",
+        "--max-kernels",
+        str(NOTEBOOKS + 2),
     ]
     log = root / "server.log"
     problems: list[str] = []
     # Finished detached runs are kept an hour by default (at most 256): kept a minute here, the
     # store is at its steady size within the run, so what grows after the warm-up is drift.
     env = environment(
-        JUPYTER_RUNTIME_DIR=str(runtime), JUPYTER_MCP_HISTORY_DIR=str(root / "history"), JUPYTER_MCP_TASK_TTL_SECONDS=str(RUNS_KEPT_SECONDS)
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        JUPYTER_MCP_HISTORY_DIR=str(root / "history"),
+        JUPYTER_MCP_TASK_TTL_SECONDS=str(RUNS_KEPT_SECONDS),
     )
     with log.open("wb") as stderr:
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=root)
+        process = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=root
+        )
     url = f"http://127.0.0.1:{port}/mcp"
     seen: set[int] = set()
     series: dict[str, list[tuple[float, float]]] = {name: [] for name in BOUNDS}
     stats = Stats()
-    figures: dict[str, Any] = {"clients": clients, "minutes": round(seconds / 60, 1), "load_average_start": os.getloadavg()[0]}
+    figures: dict[str, Any] = {
+        "clients": clients,
+        "minutes": round(seconds / 60, 1),
+        "load_average_start": os.getloadavg()[0],
+    }
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -296,7 +373,17 @@ def run(root: Path, clients: int, seconds: float, sample_seconds: float, seed: i
             warm_up = Stats()
             await asyncio.gather(
                 *(
-                    one_session(url, index, f"soak-{index}.ipynb", "auto", random.Random(seed + index), float("inf"), [], warm_up, calls=40)
+                    one_session(
+                        url,
+                        index,
+                        f"soak-{index}.ipynb",
+                        "auto",
+                        random.Random(seed + index),
+                        float("inf"),
+                        [],
+                        warm_up,
+                        calls=40,
+                    )
                     for index in range(NOTEBOOKS)
                 )
             )
@@ -319,7 +406,9 @@ def run(root: Path, clients: int, seconds: float, sample_seconds: float, seed: i
             sampler = asyncio.ensure_future(sample())
             try:
                 end = began + seconds
-                await asyncio.gather(*(client_loop(url, index, end, stats, seed) for index in range(clients)))
+                await asyncio.gather(
+                    *(client_loop(url, index, end, stats, seed) for index in range(clients))
+                )
             finally:
                 sampler.cancel()
 
@@ -342,7 +431,9 @@ def run(root: Path, clients: int, seconds: float, sample_seconds: float, seed: i
                 "samples": len(values),
             }
             if seconds >= JUDGED_MINUTES * 60 and slope > BOUNDS[name]:
-                problems.append(f"{name} drifted {slope:.2f}/min after the warm-up (bound {BOUNDS[name]}/min)")
+                problems.append(
+                    f"{name} drifted {slope:.2f}/min after the warm-up (bound {BOUNDS[name]}/min)"
+                )
         figures["drift"] = drift
         problems.extend(stats.failures[:20])
         if len(stats.failures) > 20:
@@ -360,7 +451,9 @@ def run(root: Path, clients: int, seconds: float, sample_seconds: float, seed: i
             cancelled_runs=stats.cancelled,
             restarts=stats.restarts,
             median_latency_ms=round(statistics.median(latencies) * 1000, 1) if latencies else None,
-            p99_latency_ms=round(latencies[int(len(latencies) * 0.99)] * 1000, 1) if latencies else None,
+            p99_latency_ms=round(latencies[int(len(latencies) * 0.99)] * 1000, 1)
+            if latencies
+            else None,
             processes_seen=len(seen),
             load_average_end=os.getloadavg()[0],
         )
@@ -382,7 +475,9 @@ def run(root: Path, clients: int, seconds: float, sample_seconds: float, seed: i
         for pid in orphans:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    connection_files = sorted(p.name for p in [*runtime.glob("kernel-*.json"), *runtime.glob("jmcp-*")])
+    connection_files = sorted(
+        p.name for p in [*runtime.glob("kernel-*.json"), *runtime.glob("jmcp-*")]
+    )
     figures["leftover_connection_files"] = len(connection_files)
     if connection_files:
         problems.append(f"connection files outlived the server: {connection_files}")

@@ -50,6 +50,9 @@ class MyExtension(JupyterMCPExtension):
         return (
             (
                 "list_files",
-                ToolExtension(wrap=only_notebooks, description="List only the notebooks (*.ipynb) in the workspace."),
+                ToolExtension(
+                    wrap=only_notebooks,
+                    description="List only the notebooks (*.ipynb) in the workspace.",
+                ),
             ),
         )

@@ -36,7 +36,14 @@ LAUNCHER = str(Path(limited.__file__).resolve())
 
 def launcher_command(limits: Limits) -> list[str]:
     """Limits, then death with the server, then whatever follows ``--``."""
-    return [sys.executable, LAUNCHER, *limits.launcher_arguments(), "--die-with-parent", str(os.getpid()), "--"]
+    return [
+        sys.executable,
+        LAUNCHER,
+        *limits.launcher_arguments(),
+        "--die-with-parent",
+        str(os.getpid()),
+        "--",
+    ]
 
 
 def ipykernel_command(python: str = sys.executable) -> list[str]:
@@ -46,7 +53,9 @@ def ipykernel_command(python: str = sys.executable) -> list[str]:
 def kernel_environment(name: str, directory: SandboxDirectory) -> dict[str, str]:
     """Its own environment: nothing of the server's (no tokens, no keys), just enough to run."""
     return {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "PATH": os.pathsep.join(
+            [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
+        ),
         "HOME": str(directory.work),
         "TMPDIR": str(directory.work / "tmp"),
         "LANG": "C.UTF-8",
@@ -79,7 +88,11 @@ class KernelSandbox(Sandbox):
 
     @property
     def where(self) -> str:
-        how = "under bubblewrap (no network, read-only system)" if self._confined else "a local process"
+        how = (
+            "under bubblewrap (no network, read-only system)"
+            if self._confined
+            else "a local process"
+        )
         return f"{how}, pid {self.pid}, in {self._directory.work}"
 
     @property
@@ -193,7 +206,9 @@ async def start_kernel_sandbox(
             abandon(manager, None, directory)
             if not isinstance(error, Exception):
                 raise
-            raise ToolFailure(UNSUPPORTED, f"The {spec.variant} sandbox '{spec.name}' could not start: {error}") from error
+            raise ToolFailure(
+                UNSUPPORTED, f"The {spec.variant} sandbox '{spec.name}' could not start: {error}"
+            ) from error
     client = manager.client()
     client.start_channels()
     try:
@@ -217,4 +232,6 @@ async def start_kernel_sandbox(
             f"The {spec.variant} sandbox '{spec.name}' did not answer within {spec.timeout:g}s; it was stopped. "
             "Launch it again with a larger timeout.",
         ) from error
-    return KernelSandbox(spec, manager=manager, client=client, directory=directory, limits=limits, confined=confined)
+    return KernelSandbox(
+        spec, manager=manager, client=client, directory=directory, limits=limits, confined=confined
+    )

@@ -36,8 +36,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--as", dest="address_space", type=int, help="RLIMIT_AS, bytes")
     parser.add_argument("--cpu", type=int, help="RLIMIT_CPU, seconds")
     parser.add_argument("--nofile", type=int, help="RLIMIT_NOFILE, open files")
-    parser.add_argument("--nproc", type=int, help="RLIMIT_NPROC, processes and threads of this user")
-    parser.add_argument("--die-with-parent", type=int, metavar="PID", help="SIGKILL when PID (the server) exits")
+    parser.add_argument(
+        "--nproc", type=int, help="RLIMIT_NPROC, processes and threads of this user"
+    )
+    parser.add_argument(
+        "--die-with-parent", type=int, metavar="PID", help="SIGKILL when PID (the server) exits"
+    )
     options = parser.parse_args(argv[:split])
     command = argv[split + 1 :]
     if not command:

@@ -55,7 +55,9 @@ class Limits:
             ("processes", processes, 1),
         )
         for name, value, minimum in checks:
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < minimum
+            ):
                 raise ToolFailure(
                     INVALID_ARGUMENT,
                     f"{name} must be a whole number of at least {minimum}, not {value!r}.",
@@ -71,19 +73,27 @@ class Limits:
     def launcher_arguments(self) -> list[str]:
         """The arguments of :mod:`jupyter_mcp_sandboxes.limited` that set these limits."""
         return [
-            "--as", str(self.memory_mb * 1024 * 1024),
-            "--cpu", str(self.cpu_seconds),
-            "--nofile", str(self.open_files),
-            "--nproc", str(self.processes),
+            "--as",
+            str(self.memory_mb * 1024 * 1024),
+            "--cpu",
+            str(self.cpu_seconds),
+            "--nofile",
+            str(self.open_files),
+            "--nproc",
+            str(self.processes),
         ]
 
     def caveats(self, *, confined: bool) -> tuple[str, ...]:
         """What Linux does not enforce here, said plainly."""
         if os.geteuid() != 0:
             return ()
-        notes = ["processes is not enforced: the server runs as root, and Linux exempts root from RLIMIT_NPROC."]
+        notes = [
+            "processes is not enforced: the server runs as root, and Linux exempts root from RLIMIT_NPROC."
+        ]
         if not confined:
-            notes.append("The kernel runs as root, so code in it could raise its own limits; the confined variant drops that right.")
+            notes.append(
+                "The kernel runs as root, so code in it could raise its own limits; the confined variant drops that right."
+            )
         return tuple(notes)
 
     def as_dict(self) -> dict[str, int]:

@@ -166,10 +166,16 @@ class CodeSandboxManager:
             )
         missing = variant.unavailable()
         if missing is not None:
-            raise ToolFailure(UNSUPPORTED, f"The {variant.name} variant cannot run here: {missing}.", variant=variant.name)
+            raise ToolFailure(
+                UNSUPPORTED,
+                f"The {variant.name} variant cannot run here: {missing}.",
+                variant=variant.name,
+            )
         self._starting.add(spec.name)
         try:
-            sandbox = await asyncio.wait_for(variant.launch(spec, self.context()), spec.timeout + LAUNCH_GRACE)
+            sandbox = await asyncio.wait_for(
+                variant.launch(spec, self.context()), spec.timeout + LAUNCH_GRACE
+            )
         except asyncio.TimeoutError:
             raise ToolFailure(
                 TIMEOUT,
@@ -214,7 +220,10 @@ class CodeSandboxManager:
         if selected is not None:
             if await selected.is_alive():
                 return selected
-            logger.warning("The selected sandbox '%s' is gone; a notebook gets a fresh one instead", selected.name)
+            logger.warning(
+                "The selected sandbox '%s' is gone; a notebook gets a fresh one instead",
+                selected.name,
+            )
         while True:
             self._notebook_counter += 1
             name = f"notebook-{self._notebook_counter}"
@@ -230,7 +239,13 @@ class CodeSandboxManager:
         sandbox = self._sandboxes.get(name)
         if sandbox is None:
             if name in self._terminated:
-                return Termination(name, stopped=False, already_gone=True, was_active=False, reason=self._terminated[name])
+                return Termination(
+                    name,
+                    stopped=False,
+                    already_gone=True,
+                    was_active=False,
+                    reason=self._terminated[name],
+                )
             self.get(name)  # raises not_found, naming the ones there are
         assert sandbox is not None
         was_active = self._active == name
@@ -243,7 +258,9 @@ class CodeSandboxManager:
             await sandbox.terminate()
         finally:
             self._remember(name, reason or "terminated")
-        return Termination(name, stopped=alive, already_gone=not alive, was_active=was_active, reason=reason)
+        return Termination(
+            name, stopped=alive, already_gone=not alive, was_active=was_active, reason=reason
+        )
 
     def terminate_all(self) -> list[str]:
         """Stop every sandbox now, without an event loop (the server is stopping)."""

@@ -71,7 +71,12 @@ class RemoteSandbox(Sandbox):
         try:
             await self.kernel.shutdown()
         except Exception as error:
-            logger.warning("Deleting kernel %s on %s failed: %s", self.kernel_id, self.kernel.server_url, type(error).__name__)
+            logger.warning(
+                "Deleting kernel %s on %s failed: %s",
+                self.kernel_id,
+                self.kernel.server_url,
+                type(error).__name__,
+            )
 
     def _terminate_now(self) -> None:
         self.channels.stop_channels()

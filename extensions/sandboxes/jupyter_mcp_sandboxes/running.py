@@ -34,7 +34,9 @@ def where_meta(sandbox: Sandbox) -> dict[str, Any]:
     }
 
 
-async def execute_in(server: ServerAccess, sandbox: Sandbox, code: str, timeout: float) -> CallToolResult:
+async def execute_in(
+    server: ServerAccess, sandbox: Sandbox, code: str, timeout: float
+) -> CallToolResult:
     """Run `code` on `sandbox`, in turn with everything else running there."""
     if not await sandbox.is_alive():
         raise ToolFailure(KERNEL_GONE, gone_message(sandbox), sandbox_name=sandbox.name)
@@ -43,9 +45,15 @@ async def execute_in(server: ServerAccess, sandbox: Sandbox, code: str, timeout:
         sandbox.mark_gone("its kernel died while running code")
 
     outcome = await server.run_code(
-        sandbox, code, timeout=timeout, on_death=record_death, gone_message=lambda: gone_message(sandbox)
+        sandbox,
+        code,
+        timeout=timeout,
+        on_death=record_death,
+        gone_message=lambda: gone_message(sandbox),
     )
-    result = execution_result(outcome, note=f"Ran in sandbox '{sandbox.name}' ({sandbox.variant}: {sandbox.where}).")
+    result = execution_result(
+        outcome, note=f"Ran in sandbox '{sandbox.name}' ({sandbox.variant}: {sandbox.where})."
+    )
     return with_sandbox_meta(result, sandbox)
 
 

@@ -25,7 +25,15 @@ MAX_LAUNCH_TIMEOUT = 600.0
 DEFAULT_LAUNCH_TIMEOUT = 60.0
 
 #: The launch options, besides name, variant and timeout.
-OPTIONS = ("memory_mb", "cpu_seconds", "open_files", "processes", "server_url", "token", "kernel_name")
+OPTIONS = (
+    "memory_mb",
+    "cpu_seconds",
+    "open_files",
+    "processes",
+    "server_url",
+    "token",
+    "kernel_name",
+)
 
 
 @dataclass(frozen=True)
@@ -55,8 +63,17 @@ class SandboxSpec:
                 argument="sandbox_name",
             )
         timeout = self.timeout
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
-            raise ToolFailure(INVALID_ARGUMENT, f"timeout must be a positive number of seconds, not {timeout!r}.", argument="timeout")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"timeout must be a positive number of seconds, not {timeout!r}.",
+                argument="timeout",
+            )
         if timeout > MAX_LAUNCH_TIMEOUT:
             raise ToolFailure(
                 INVALID_ARGUMENT,
@@ -74,7 +91,11 @@ class SandboxSpec:
     def with_defaults(self, defaults: dict[str, object]) -> SandboxSpec:
         """This request with the operator's defaults for options it left unset."""
         known = {f.name for f in fields(self)}
-        changes = {k: v for k, v in defaults.items() if k in OPTIONS and k in known and getattr(self, k) is None}
+        changes = {
+            k: v
+            for k, v in defaults.items()
+            if k in OPTIONS and k in known and getattr(self, k) is None
+        }
         if not changes:
             return self
         values = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -49,18 +49,34 @@ SANDBOXES_TOOLSET = Toolset(
 
 #: Each call costs another sandbox, and what it starts runs arbitrary code.
 LAUNCH_SANDBOX_ANNOTATIONS = ToolAnnotations(
-    title="Launch Sandbox", read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+    title="Launch Sandbox",
+    read_only_hint=False,
+    destructive_hint=True,
+    idempotent_hint=False,
+    open_world_hint=True,
 )
 LIST_SANDBOXES_ANNOTATIONS = ToolAnnotations(
-    title="List Sandboxes", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    title="List Sandboxes",
+    read_only_hint=True,
+    destructive_hint=False,
+    idempotent_hint=True,
+    open_world_hint=False,
 )
 #: Selecting the same one again leaves the same selection.
 USE_SANDBOX_ANNOTATIONS = ToolAnnotations(
-    title="Use Sandbox", read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    title="Use Sandbox",
+    read_only_hint=False,
+    destructive_hint=True,
+    idempotent_hint=True,
+    open_world_hint=False,
 )
 #: Terminating one already gone leaves it gone: safe to retry after a timeout.
 TERMINATE_SANDBOX_ANNOTATIONS = ToolAnnotations(
-    title="Terminate Sandbox", read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    title="Terminate Sandbox",
+    read_only_hint=False,
+    destructive_hint=True,
+    idempotent_hint=True,
+    open_world_hint=False,
 )
 
 SandboxName = Annotated[
@@ -91,14 +107,36 @@ def build_tools(manager: CodeSandboxManager) -> list[ToolSpec]:
                 "server_url). list_sandboxes names the variants this server has."
             ),
         ] = None,
-        timeout: Annotated[float, Field(description="Seconds to wait for it to be ready (at most 600).")] = 60,
-        memory_mb: Annotated[int | None, Field(description="local/confined: memory limit in MiB (default 1024).")] = None,
-        cpu_seconds: Annotated[int | None, Field(description="local/confined: CPU seconds it may use in its lifetime (default 1800).")] = None,
-        open_files: Annotated[int | None, Field(description="local/confined: open-file limit (default 256).")] = None,
-        processes: Annotated[int | None, Field(description="local/confined: process/thread limit of its user (RLIMIT_NPROC).")] = None,
-        server_url: Annotated[str | None, Field(description="jupyter-server: the server's URL, like http://127.0.0.1:8888.")] = None,
-        token: Annotated[str | None, Field(description="jupyter-server: the server's token.")] = None,
-        kernel_name: Annotated[str | None, Field(description="jupyter-server: the kernelspec to start (default python3).")] = None,
+        timeout: Annotated[
+            float, Field(description="Seconds to wait for it to be ready (at most 600).")
+        ] = 60,
+        memory_mb: Annotated[
+            int | None, Field(description="local/confined: memory limit in MiB (default 1024).")
+        ] = None,
+        cpu_seconds: Annotated[
+            int | None,
+            Field(
+                description="local/confined: CPU seconds it may use in its lifetime (default 1800)."
+            ),
+        ] = None,
+        open_files: Annotated[
+            int | None, Field(description="local/confined: open-file limit (default 256).")
+        ] = None,
+        processes: Annotated[
+            int | None,
+            Field(description="local/confined: process/thread limit of its user (RLIMIT_NPROC)."),
+        ] = None,
+        server_url: Annotated[
+            str | None,
+            Field(description="jupyter-server: the server's URL, like http://127.0.0.1:8888."),
+        ] = None,
+        token: Annotated[
+            str | None, Field(description="jupyter-server: the server's token.")
+        ] = None,
+        kernel_name: Annotated[
+            str | None,
+            Field(description="jupyter-server: the kernelspec to start (default python3)."),
+        ] = None,
     ) -> Annotated[CallToolResult, SandboxModel]:
         """Launch a sandbox: a separate place to run code that is not the notebook's kernel.
 
@@ -145,14 +183,18 @@ def build_tools(manager: CodeSandboxManager) -> list[ToolSpec]:
                 f"{'* ' if entry['active'] else '  '}{entry['sandbox_name']} ({entry['variant']}, {entry['state']}): {entry['where']}"
                 for entry in listed
             ]
-            text = "\n".join(lines) + ("" if active else "\nNone is selected: execute_code runs on the notebook's kernel.")
+            text = "\n".join(lines) + (
+                "" if active else "\nNone is selected: execute_code runs on the notebook's kernel."
+            )
         return answer(structured, text)
 
     @tool_handler("use_sandbox")
     async def use_sandbox(
         sandbox_name: Annotated[
             str | None,
-            Field(description="The sandbox execute_code should run in from now on; omit (null) to go back to the notebook's kernel."),
+            Field(
+                description="The sandbox execute_code should run in from now on; omit (null) to go back to the notebook's kernel."
+            ),
         ] = None,
     ) -> Annotated[CallToolResult, SandboxSelection]:
         """Select the sandbox execute_code runs in, or clear the selection (no name) to run on the notebook's kernel again.
@@ -172,7 +214,9 @@ def build_tools(manager: CodeSandboxManager) -> list[ToolSpec]:
         return answer(structured, text)
 
     @tool_handler("terminate_sandbox")
-    async def terminate_sandbox(sandbox_name: SandboxName) -> Annotated[CallToolResult, SandboxTermination]:
+    async def terminate_sandbox(
+        sandbox_name: SandboxName,
+    ) -> Annotated[CallToolResult, SandboxTermination]:
         """Stop a sandbox and delete its directory; its variables and files are lost.
 
         Terminating one that is already gone succeeds and says so, so it is safe to retry. If it was selected, execute_code goes back to the notebook's kernel.
@@ -194,8 +238,32 @@ def build_tools(manager: CodeSandboxManager) -> list[ToolSpec]:
         return answer(structured, text)
 
     return [
-        ToolSpec(name="launch_sandbox", handler=launch_sandbox, title="Launch Sandbox", toolset=TOOLSET, annotations=LAUNCH_SANDBOX_ANNOTATIONS),
-        ToolSpec(name="list_sandboxes", handler=list_sandboxes, title="List Sandboxes", toolset=TOOLSET, annotations=LIST_SANDBOXES_ANNOTATIONS),
-        ToolSpec(name="use_sandbox", handler=use_sandbox, title="Use Sandbox", toolset=TOOLSET, annotations=USE_SANDBOX_ANNOTATIONS),
-        ToolSpec(name="terminate_sandbox", handler=terminate_sandbox, title="Terminate Sandbox", toolset=TOOLSET, annotations=TERMINATE_SANDBOX_ANNOTATIONS),
+        ToolSpec(
+            name="launch_sandbox",
+            handler=launch_sandbox,
+            title="Launch Sandbox",
+            toolset=TOOLSET,
+            annotations=LAUNCH_SANDBOX_ANNOTATIONS,
+        ),
+        ToolSpec(
+            name="list_sandboxes",
+            handler=list_sandboxes,
+            title="List Sandboxes",
+            toolset=TOOLSET,
+            annotations=LIST_SANDBOXES_ANNOTATIONS,
+        ),
+        ToolSpec(
+            name="use_sandbox",
+            handler=use_sandbox,
+            title="Use Sandbox",
+            toolset=TOOLSET,
+            annotations=USE_SANDBOX_ANNOTATIONS,
+        ),
+        ToolSpec(
+            name="terminate_sandbox",
+            handler=terminate_sandbox,
+            title="Terminate Sandbox",
+            toolset=TOOLSET,
+            annotations=TERMINATE_SANDBOX_ANNOTATIONS,
+        ),
     ]

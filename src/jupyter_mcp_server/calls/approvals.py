@@ -48,12 +48,21 @@ RESTORE_REVISION = "notebook.restore"
 INSTALL_PACKAGES = "packages.install"
 SHELL_CODE = "code.shell"
 #: The actions asked about unless JUPYTER_MCP_APPROVE says otherwise.
-DEFAULT_ACTIONS: tuple[str, ...] = (RESTART_KERNEL, RELEASE_KERNEL, DELETE_CELLS, RESTORE_REVISION, INSTALL_PACKAGES, SHELL_CODE)
+DEFAULT_ACTIONS: tuple[str, ...] = (
+    RESTART_KERNEL,
+    RELEASE_KERNEL,
+    DELETE_CELLS,
+    RESTORE_REVISION,
+    INSTALL_PACKAGES,
+    SHELL_CODE,
+)
 
 #: The answer's form: one boolean.
 SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"approve": {"type": "boolean", "title": "Approve", "description": "Let the agent do this."}},
+    "properties": {
+        "approve": {"type": "boolean", "title": "Approve", "description": "Let the agent do this."}
+    },
     "required": ["approve"],
 }
 
@@ -68,7 +77,9 @@ def asks_for(state: Any, action: str) -> bool:
 
 #: Actions approved for the call this context belongs to: a detached run repeats its tool's
 #: checks after the call has answered, when there is nobody left to ask.
-_APPROVED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("approved", default=frozenset())
+_APPROVED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "approved", default=frozenset()
+)
 
 
 def approved_already(*actions: str) -> None:
@@ -91,13 +102,19 @@ async def approve(ctx: Any, action: str, description: str) -> None:
     question = Elicitation(f"{description}\n\nApprove?", SCHEMA)
     timeout = state.config.approval_timeout
     try:
-        answers = await ask(ctx, {f"approve:{action}": question}, used=state.used_states, timeout=timeout)
+        answers = await ask(
+            ctx, {f"approve:{action}": question}, used=state.used_states, timeout=timeout
+        )
     except TimeoutError:
         raise ToolFailure(
-            DECLINED, f"Not approved: nobody answered within {timeout:g} s. Nothing was done: {description}", action=action
+            DECLINED,
+            f"Not approved: nobody answered within {timeout:g} s. Nothing was done: {description}",
+            action=action,
         ) from None
     except MissingClientCapability:  # pragma: no cover - checked above
-        raise ToolFailure(APPROVAL_REQUIRED, f"This needs the person's approval: {description}", action=action) from None
+        raise ToolFailure(
+            APPROVAL_REQUIRED, f"This needs the person's approval: {description}", action=action
+        ) from None
     answer = next(iter(answers.values()))
     content = getattr(answer, "content", None) or {}
     if getattr(answer, "action", None) == "accept" and content.get("approve") is True:
@@ -107,7 +124,12 @@ async def approve(ctx: Any, action: str, description: str) -> None:
     said = "declined" if how != "cancel" else "cancelled"
     if how == "accept":
         said = "did not approve"
-    raise ToolFailure(DECLINED, f"The person {said} this; nothing was done: {description}", action=action, answer=how)
+    raise ToolFailure(
+        DECLINED,
+        f"The person {said} this; nothing was done: {description}",
+        action=action,
+        answer=how,
+    )
 
 
 def without_asking(state: Any, action: str, description: str, why: str) -> None:
@@ -163,4 +185,6 @@ async def approve_shell_cells(ctx: Any, cells: Iterable[tuple[str, str]], where:
 
 
 def _shown(lines: list[str]) -> str:
-    return "; ".join(f"`{line[:160]}`" for line in lines[:8]) + (f" and {len(lines) - 8} more" if len(lines) > 8 else "")
+    return "; ".join(f"`{line[:160]}`" for line in lines[:8]) + (
+        f" and {len(lines) - 8} more" if len(lines) > 8 else ""
+    )

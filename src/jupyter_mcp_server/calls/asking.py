@@ -83,7 +83,9 @@ class Elicitation:
     kind: str = field(default="elicitation", init=False)
 
     def request(self) -> ElicitRequest:
-        return ElicitRequest(params=ElicitRequestFormParams(message=self.message, requested_schema=dict(self.schema)))
+        return ElicitRequest(
+            params=ElicitRequestFormParams(message=self.message, requested_schema=dict(self.schema))
+        )
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,13 @@ class Sampling:
     kind: str = field(default="sampling", init=False)
 
     def request(self) -> CreateMessageRequest:
-        messages = [m if isinstance(m, SamplingMessage) else SamplingMessage.model_validate(m) for m in self.messages]
-        params = CreateMessageRequestParams(messages=messages, max_tokens=self.max_tokens, system_prompt=self.system_prompt)
+        messages = [
+            m if isinstance(m, SamplingMessage) else SamplingMessage.model_validate(m)
+            for m in self.messages
+        ]
+        params = CreateMessageRequestParams(
+            messages=messages, max_tokens=self.max_tokens, system_prompt=self.system_prompt
+        )
         return CreateMessageRequest(params=params)
 
 
@@ -114,7 +121,11 @@ class RootsRequest:
 Question = Elicitation | Sampling | RootsRequest
 Answer = ElicitResult | CreateMessageResult | ListRootsResult
 
-_ANSWER_TYPES: dict[str, type[Any]] = {"elicitation": ElicitResult, "sampling": CreateMessageResult, "roots": ListRootsResult}
+_ANSWER_TYPES: dict[str, type[Any]] = {
+    "elicitation": ElicitResult,
+    "sampling": CreateMessageResult,
+    "roots": ListRootsResult,
+}
 
 
 class MissingClientCapability(MCPError):
@@ -122,14 +133,20 @@ class MissingClientCapability(MCPError):
 
     def __init__(self, kind: str) -> None:
         required = {
-            "elicitation": ClientCapabilities(elicitation=ElicitationCapability(form=FormElicitationCapability())),
+            "elicitation": ClientCapabilities(
+                elicitation=ElicitationCapability(form=FormElicitationCapability())
+            ),
             "sampling": ClientCapabilities(sampling=SamplingCapability()),
             "roots": ClientCapabilities(roots=RootsCapability()),
         }[kind]
         super().__init__(
             code=MISSING_REQUIRED_CLIENT_CAPABILITY,
             message=f"The client did not declare the {kind} capability this call needs.",
-            data={"requiredCapabilities": required.model_dump(by_alias=True, mode="json", exclude_none=True)},
+            data={
+                "requiredCapabilities": required.model_dump(
+                    by_alias=True, mode="json", exclude_none=True
+                )
+            },
         )
         self.kind = kind
 
@@ -161,7 +178,9 @@ def client_can(ctx: Any, kind: str) -> bool:
         return False
     if kind == "elicitation":
         elicitation = capabilities.elicitation
-        declared = elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+        declared = elicitation is not None and (
+            elicitation.form is not None or elicitation.url is None
+        )
     elif kind == "sampling":
         declared = capabilities.sampling is not None
     else:
@@ -199,12 +218,20 @@ class _Round:
     issued: float | None
 
 
-_rounds: contextvars.ContextVar[tuple[Any, _Round] | None] = contextvars.ContextVar("jupyter_mcp_rounds", default=None)
+_rounds: contextvars.ContextVar[tuple[Any, _Round] | None] = contextvars.ContextVar(
+    "jupyter_mcp_rounds", default=None
+)
 
 
 def _digest(request: Any) -> str:
-    rendered = json.dumps(request.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True)
-    return base64.urlsafe_b64encode(hashlib.sha256(rendered.encode()).digest()[:16]).decode().rstrip("=")
+    rendered = json.dumps(
+        request.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True
+    )
+    return (
+        base64.urlsafe_b64encode(hashlib.sha256(rendered.encode()).digest()[:16])
+        .decode()
+        .rstrip("=")
+    )
 
 
 def _round_of(ctx: Any, used: UsedStates) -> _Round:
@@ -227,7 +254,11 @@ def _round_of(ctx: Any, used: UsedStates) -> _Round:
                 message="Invalid or expired requestState: it was altered or has already been answered.",
                 data={"reason": "invalid_request_state"},
             )
-        round_ = _Round(answers=dict(state.get("answers") or {}), asked=dict(state.get("asked") or {}), issued=state.get("t"))
+        round_ = _Round(
+            answers=dict(state.get("answers") or {}),
+            asked=dict(state.get("asked") or {}),
+            issued=state.get("t"),
+        )
     _rounds.set((request_context, round_))
     return round_
 
@@ -238,11 +269,19 @@ def _checked_answer(question: Question, answer: Any) -> Answer | None:
     wanted = _ANSWER_TYPES[question.kind]
     try:
         if not isinstance(answer, wanted):
-            wire = answer.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(answer, "model_dump") else answer
+            wire = (
+                answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+                if hasattr(answer, "model_dump")
+                else answer
+            )
             answer = wanted.model_validate(wire)
     except Exception:
         return None
-    if isinstance(question, Elicitation) and answer.action == "accept" and not _fits(question.schema, answer.content):
+    if (
+        isinstance(question, Elicitation)
+        and answer.action == "accept"
+        and not _fits(question.schema, answer.content)
+    ):
         return ElicitResult(action="decline")
     return answer  # type: ignore[no-any-return]
 
@@ -308,12 +347,17 @@ async def _answered_through_task(
     except InputRequired as needed:
         pending = needed.result.input_requests or {}
         gathered = dict(needed.answered)
-    requests = {key: request.model_dump(by_alias=True, mode="json", exclude_none=True) for key, request in pending.items()}
+    requests = {
+        key: request.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for key, request in pending.items()
+    }
     try:
         with anyio.fail_after(timeout):
             responses = await run.ask(requests)
     except TimeoutError:
-        raise TimeoutError(f"The client did not answer {', '.join(map(repr, requests))} within {timeout:g} s.") from None
+        raise TimeoutError(
+            f"The client did not answer {', '.join(map(repr, requests))} within {timeout:g} s."
+        ) from None
     for key in requests:
         checked = _checked_answer(questions[key], responses.get(key))
         gathered[key] = checked if checked is not None else ElicitResult(action="decline")
@@ -338,13 +382,20 @@ def _answered_by_input_required(
                 continue
         response = responses.get(key)
         if response is not None and round_.asked.get(key) == digest:
-            if timeout is not None and round_.issued is not None and time.time() - round_.issued > timeout:
+            if (
+                timeout is not None
+                and round_.issued is not None
+                and time.time() - round_.issued > timeout
+            ):
                 raise TimeoutError(f"The answer to {key!r} came after {timeout:g} s.")
             checked = _checked_answer(question, response)
             if checked is not None:
                 answers[key] = checked
                 # Kept for the rounds still to come, so it is not asked again.
-                round_.answers[key] = {"q": digest, "a": checked.model_dump(mode="json", by_alias=True, exclude_none=True)}
+                round_.answers[key] = {
+                    "q": digest,
+                    "a": checked.model_dump(mode="json", by_alias=True, exclude_none=True),
+                }
                 continue
         pending[key] = (request, digest)
     if pending:

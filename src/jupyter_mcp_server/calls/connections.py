@@ -21,7 +21,9 @@ STDIO_CONNECTION = "stdio"
 
 #: The MCP client's name (its ``clientInfo``) for the request being served, for code called
 #: without its context (the collaboration extension's awareness names the agent by it).
-_serving_client: contextvars.ContextVar[str | None] = contextvars.ContextVar("jupyter_mcp_serving_client", default=None)
+_serving_client: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jupyter_mcp_serving_client", default=None
+)
 
 
 def client_name_of(ctx: Any) -> str | None:

@@ -151,7 +151,10 @@ class Run:
             self._answers[key] = waiting[key]
         # Only a task can be answered: a request still waiting for it answers with the task now.
         self.gathered.set()
-        self.status, self.status_message = INPUT_REQUIRED, "Waiting for the client's answer (tasks/update)."
+        self.status, self.status_message = (
+            INPUT_REQUIRED,
+            "Waiting for the client's answer (tasks/update).",
+        )
         self.updated = time.time()
         try:
             await asyncio.gather(*waiting.values())
@@ -181,7 +184,9 @@ class Run:
         self.outputs, self._kept_bytes = [], 0
 
 
-_current: contextvars.ContextVar[Run | None] = contextvars.ContextVar("jupyter_mcp_run", default=None)
+_current: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
+    "jupyter_mcp_run", default=None
+)
 
 
 def current_run() -> Run | None:
@@ -270,7 +275,9 @@ class RunRegistry:
             ttl=self.ttl_seconds,
             queue=queue,
             notebook=notebook,
-            status_message="Waiting for its turn on the kernel." if queue is not None else "Running.",
+            status_message="Waiting for its turn on the kernel."
+            if queue is not None
+            else "Running.",
             answerable=answerable,
             gathering=gathering,
         )
@@ -281,7 +288,9 @@ class RunRegistry:
         run.runner.add_done_callback(lambda done: done.cancelled() or done.exception())
         return run
 
-    async def _run(self, run: Run, call: Callable[[], Awaitable[Any]], prepare: Callable[[Run], None] | None) -> Any:
+    async def _run(
+        self, run: Run, call: Callable[[], Awaitable[Any]], prepare: Callable[[Run], None] | None
+    ) -> Any:
         _current.set(run)
         if prepare is not None:
             prepare(run)
@@ -299,7 +308,10 @@ class RunRegistry:
         except Exception as error:
             code = getattr(getattr(error, "error", None), "code", None)
             message = getattr(getattr(error, "error", None), "message", None)
-            run.error = {"code": code if isinstance(code, int) else -32603, "message": message or f"{type(error).__name__}: {error}"}
+            run.error = {
+                "code": code if isinstance(code, int) else -32603,
+                "message": message or f"{type(error).__name__}: {error}",
+            }
             run.end(FAILED, f"The call failed: {run.error['message']}")
             raise
         finally:
@@ -363,7 +375,9 @@ class RunRegistry:
             return
         gathered = asyncio.ensure_future(run.gathered.wait())
         try:
-            await asyncio.wait({run.runner, gathered}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {run.runner, gathered}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             gathered.cancel()
 
@@ -410,7 +424,6 @@ class RunRegistry:
         run = _current.get()
         if run is not None:
             run.kernel_id = None  # the kernel may run someone else's code from now on
-
 
 
 def _summary(output: dict[str, Any]) -> str:

@@ -21,7 +21,9 @@ class InputRequired(MCPError):
     """Raised by :func:`ask` on 2026-07-28 while questions are unanswered: the request is
     answered with `result` (the server's middleware, :class:`AnswersInputRequired`)."""
 
-    def __init__(self, result: InputRequiredResult, answered: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, result: InputRequiredResult, answered: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(code=INVALID_PARAMS, message="input required")
         self.result = result
         #: The questions of this round already answered (the others are in `result`).

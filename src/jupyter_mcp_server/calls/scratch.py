@@ -64,13 +64,17 @@ class ScratchOutputs:
         """Keep `outputs`; answer their key."""
         self._expire()
         key = secrets.token_hex(8)
-        data = json.dumps(outputs, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        data = json.dumps(outputs, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
         compressed = zlib.compress(data, 1)
         self._entries[key] = _Entry(compressed, self._clock() + self.ttl_seconds)
         self._bytes += len(compressed)
         # The newest is kept even alone above max_bytes: it is what the result
         # being answered links to, and it is bounded by --max-output-bytes.
-        while len(self._entries) > 1 and (len(self._entries) > self.max_executions or self._bytes > self.max_bytes):
+        while len(self._entries) > 1 and (
+            len(self._entries) > self.max_executions or self._bytes > self.max_bytes
+        ):
             self._drop_oldest()
         return key
 
@@ -80,7 +84,9 @@ class ScratchOutputs:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        outputs: list[dict[str, Any]] = json.loads(zlib.decompress(entry.compressed).decode("utf-8", "surrogatepass"))
+        outputs: list[dict[str, Any]] = json.loads(
+            zlib.decompress(entry.compressed).decode("utf-8", "surrogatepass")
+        )
         return outputs
 
     def __len__(self) -> int:

@@ -242,7 +242,9 @@ class LiveStore:
         return self._store
 
     @contextlib.asynccontextmanager
-    async def executing(self, path: str, cell_id: str) -> AsyncIterator[Callable[[dict[str, Any]], None] | None]:
+    async def executing(
+        self, path: str, cell_id: str
+    ) -> AsyncIterator[Callable[[dict[str, Any]], None] | None]:
         room = await self.live.room(self._store.files.locate(path))
         if room is None:
             yield None
@@ -259,10 +261,14 @@ class LiveStore:
             try:
                 running.show(output)
             except Exception:
-                logger.debug("Could not show an output of %s in its open document", cell_id, exc_info=True)
+                logger.debug(
+                    "Could not show an output of %s in its open document", cell_id, exc_info=True
+                )
 
         try:
-            with self.live.presence.holding(room.document.awareness, room.path, running.cell, serving_client()):
+            with self.live.presence.holding(
+                room.document.awareness, room.path, running.cell, serving_client()
+            ):
                 yield show
         finally:
             with contextlib.suppress(Exception):
@@ -290,13 +296,26 @@ class LiveStore:
                 if room.document.get() != notebook:
                     room.document.set(notebook)
                     # The person sees who changed it, and where: the first cell written.
-                    written = next((cell.get("id") for cell in notebook.cells if looked.get(cell.get("id")) != _looks(cell)), None)
-                    self.live.presence.show(room.document.awareness, key, room.ycell(written), serving_client())
+                    written = next(
+                        (
+                            cell.get("id")
+                            for cell in notebook.cells
+                            if looked.get(cell.get("id")) != _looks(cell)
+                        ),
+                        None,
+                    )
+                    self.live.presence.show(
+                        room.document.awareness, key, room.ycell(written), serving_client()
+                    )
                 if await room.save(notebook):
                     view = await self._store.read(key)
-                    note = self._store.history_said(note or self._store.after_outside_write(view, before.revision))
+                    note = self._store.history_said(
+                        note or self._store.after_outside_write(view, before.revision)
+                    )
                     self._store.announce_write(key, view.revision)
-                    view = dataclasses.replace(view, previous_revision=before.revision, history_off=note)
+                    view = dataclasses.replace(
+                        view, previous_revision=before.revision, history_off=note
+                    )
                     if before.older_format is not None and view.older_format is None:
                         view = dataclasses.replace(view, upgraded_from=before.older_format)
                     return result, view

@@ -160,7 +160,9 @@ class Presence:
             else:
                 user = identity(client)
             if current not in paths:
-                before = str((awareness.get_local_state() or {}).get("current", "")).partition(":")[2]
+                before = str((awareness.get_local_state() or {}).get("current", "")).partition(":")[
+                    2
+                ]
                 current = before if before in paths else paths[0]
             state = {"user": user, "current": f"notebook:{current}", "documents": paths}
             if awareness.get_local_state() != state:

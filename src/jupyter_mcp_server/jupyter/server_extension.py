@@ -119,7 +119,9 @@ class MCPHandler(JupyterHandler):
         await super().prepare(_redirect_to_login=False)
         user = self.current_user
         if user is None:
-            raise web.HTTPError(403, "Authentication required: send 'Authorization: token <Jupyter token>'.")
+            raise web.HTTPError(
+                403, "Authentication required: send 'Authorization: token <Jupyter token>'."
+            )
         # Whoever reaches the tools runs code and writes files.
         for action, resource in (("execute", "kernels"), ("write", "contents")):
             if not await ensure_async(self.authorizer.is_authorized(self, user, action, resource)):
@@ -157,7 +159,11 @@ def _trait(setting: Setting) -> TraitType[Any, Any]:
 
 def _given(app: JupyterMCPServerApp) -> dict[str, Any]:
     """The settings' values from the extension's traits, by setting name (None: not given)."""
-    values = {setting.name: getattr(app, setting.jupyter) for setting in JUPYTER_SETTINGS if setting.jupyter}
+    values = {
+        setting.name: getattr(app, setting.jupyter)
+        for setting in JUPYTER_SETTINGS
+        if setting.jupyter
+    }
     return {name: None if value in ("", None) else value for name, value in values.items()}
 
 
@@ -168,7 +174,9 @@ class JupyterMCPServerApp(ExtensionApp):
     load_other_extensions = True
 
     # One trait per setting config.SETTINGS declares for Jupyter, made from its declaration.
-    locals().update({setting.jupyter: _trait(setting) for setting in JUPYTER_SETTINGS if setting.jupyter})
+    locals().update(
+        {setting.jupyter: _trait(setting) for setting in JUPYTER_SETTINGS if setting.jupyter}
+    )
     use_contents_manager = Bool(
         None,
         allow_none=True,
@@ -251,7 +259,9 @@ def _soon(refresh: Any, log: Any) -> None:
         try:
             await refresh()
         except Exception as error:
-            log.warning("jupyter-mcp-server: could not ask the gateway for its kernelspecs yet (%s)", error)
+            log.warning(
+                "jupyter-mcp-server: could not ask the gateway for its kernelspecs yet (%s)", error
+            )
 
     with contextlib.suppress(RuntimeError):
         asyncio.get_event_loop().call_soon(lambda: asyncio.ensure_future(run()))

@@ -140,7 +140,9 @@ def backend_class(name: str) -> type[KernelBackend]:
     ones when none is, or when what is published is not a :class:`KernelBackend`."""
     from importlib import metadata
 
-    published = {entry.name: entry.value for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    published = {
+        entry.name: entry.value for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)
+    }
     known = {**BUILT_IN_BACKENDS, **published}
     target = known.get(name)
     if target is None:
@@ -152,7 +154,10 @@ def backend_class(name: str) -> type[KernelBackend]:
     module, _, attribute = target.partition(":")
     found = getattr(importlib.import_module(module), attribute)
     if not (isinstance(found, type) and issubclass(found, KernelBackend)):
-        raise ToolFailure(INVALID_ARGUMENT, f"The kernel backend {name!r} ({target}) is not a KernelBackend subclass.")
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"The kernel backend {name!r} ({target}) is not a KernelBackend subclass.",
+        )
     return found
 
 
@@ -204,7 +209,9 @@ class NotebookSessions:
         try:
             return await self._kernel_of_existing(path)
         except Exception as error:
-            logger.debug("Could not look up the Jupyter session of %s: %s", path, type(error).__name__)
+            logger.debug(
+                "Could not look up the Jupyter session of %s: %s", path, type(error).__name__
+            )
             return None
 
     async def bind(self, path: str, kernel_id: str, kernel_name: str) -> None:
@@ -216,12 +223,18 @@ class NotebookSessions:
                 if not (self.can_rebind and mine is not None and mine[0] == session_id):
                     # The person's session (or one this server cannot move without
                     # stopping its kernel): theirs to keep.
-                    logger.info("%s already has a Jupyter session on another kernel; left as it is", path)
+                    logger.info(
+                        "%s already has a Jupyter session on another kernel; left as it is", path
+                    )
                     return
                 await self._rebind(session_id, kernel_id)
             self._made[path] = (session_id, kernel_id)
         except Exception as error:
-            logger.warning("Could not bind %s to its kernel in the Jupyter sessions: %s", path, type(error).__name__)
+            logger.warning(
+                "Could not bind %s to its kernel in the Jupyter sessions: %s",
+                path,
+                type(error).__name__,
+            )
 
     async def release(self, kernel_id: str, *, stopped: bool) -> None:
         """Let go of `kernel_id`'s sessions; delete them when the kernel was stopped by this server."""
@@ -285,7 +298,9 @@ class LocalBackend(KernelBackend):
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_core.paths import jupyter_path
 
-        return KernelSpecManager(kernel_dirs=[*jupyter_path("kernels"), str(self._ipython_kernels())])
+        return KernelSpecManager(
+            kernel_dirs=[*jupyter_path("kernels"), str(self._ipython_kernels())]
+        )
 
     @functools.cached_property
     def _zmq_context(self) -> Any:
@@ -373,7 +388,9 @@ class LocalBackend(KernelBackend):
         options: dict[str, Any] = {"kernel_spec_manager": self._specs, "context": self._zmq_context}
         if env.needs_a_kernelspec and self.environments is not None:
             made = self.environments.kernelspec_dir(env)
-            options["kernel_spec_manager"] = KernelSpecManager(kernel_dirs=[str(made)], ensure_native_kernel=False)
+            options["kernel_spec_manager"] = KernelSpecManager(
+                kernel_dirs=[str(made)], ensure_native_kernel=False
+            )
         kernel_id = str(uuid.uuid4())
         sockets = self.runtime.socket_prefix(kernel_id) if self.ipc() else None
         if sockets is not None:
@@ -382,7 +399,9 @@ class LocalBackend(KernelBackend):
             options.update(transport="ipc", ip=sockets)
         # Its kernel's whole process tree ends with it, and with this server (process_tree.py).
         manager = TreeKernelManager(
-            kernel_name=kernel_name, connection_file=self.runtime.connection_file(kernel_id), **options
+            kernel_name=kernel_name,
+            connection_file=self.runtime.connection_file(kernel_id),
+            **options,
         )
         await manager.start_kernel(cwd=str(cwd))
         client = manager.client(context=self._zmq_context)

@@ -16,7 +16,9 @@ import contextlib
 import os
 import re
 
-_NAME = re.compile(r"kernel-jmcp-(\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json")
+_NAME = re.compile(
+    r"kernel-jmcp-(\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json"
+)
 
 
 def connection_file_name(kernel_id: str) -> str:

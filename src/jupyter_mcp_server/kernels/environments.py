@@ -148,18 +148,34 @@ def safe_name(text: str) -> str:
 
 
 def _python_environment(
-    prefix: Path, name: str, found_in: str, *, path: str | None = None, interpreter: Path | None = None
+    prefix: Path,
+    name: str,
+    found_in: str,
+    *,
+    path: str | None = None,
+    interpreter: Path | None = None,
 ) -> Environment:
     conda = (prefix / "conda-meta").is_dir() and not (prefix / "pyvenv.cfg").is_file()
     cfg = read_pyvenv_cfg(prefix)
     interpreter = interpreter or interpreter_in(prefix)
-    version = cfg.get("version_info") or cfg.get("version") or (conda_python_version(prefix) if conda else None)
+    version = (
+        cfg.get("version_info")
+        or cfg.get("version")
+        or (conda_python_version(prefix) if conda else None)
+    )
     own = same_directory(prefix, the_servers_prefix())
     if interpreter is None:
         return Environment(
-            name=name, kind="conda" if conda else "virtualenv", language="python",
-            display_name=f"Python ({name})", found_in=(found_in,), prefix=str(prefix), path=path,
-            python_version=version, has_ipykernel=False, ready=False,
+            name=name,
+            kind="conda" if conda else "virtualenv",
+            language="python",
+            display_name=f"Python ({name})",
+            found_in=(found_in,),
+            prefix=str(prefix),
+            path=path,
+            python_version=version,
+            has_ipykernel=False,
+            ready=False,
             problem=f"no Python interpreter in {prefix} (bin/python is missing)",
         )
     ipykernel = has_ipykernel(str(interpreter), prefix)
@@ -208,7 +224,11 @@ def _kernelspec_interpreter(argv: list[str]) -> str | None:
         return None
     first = argv[0]
     # jupyter_client runs "python", "python3" and "python3.X" with its own interpreter.
-    if first in {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}:
+    if first in {
+        "python",
+        f"python{sys.version_info[0]}",
+        "python{}.{}".format(*sys.version_info[:2]),
+    }:
         return sys.executable
     if os.path.isabs(first):
         return first
@@ -236,7 +256,10 @@ def installed_kernelspecs(specs: Any) -> list[Environment]:
             ready, problem = False, f"its program {argv[0] if argv else '(none)'!r} is not found"
         elif runs_ipykernel:
             ipykernel = has_ipykernel(interpreter, prefix)
-            ready, problem = ipykernel, None if ipykernel else f"ipykernel is not installed for {interpreter}"
+            ready, problem = (
+                ipykernel,
+                None if ipykernel else f"ipykernel is not installed for {interpreter}",
+            )
         version = read_pyvenv_cfg(prefix).get("version_info") if prefix else None
         found.append(
             Environment(
@@ -245,14 +268,20 @@ def installed_kernelspecs(specs: Any) -> list[Environment]:
                 language=language,
                 display_name=display,
                 found_in=("jupyter",),
-                interpreter=interpreter if (runs_ipykernel or language.lower() == "python") else None,
+                interpreter=interpreter
+                if (runs_ipykernel or language.lower() == "python")
+                else None,
                 prefix=str(prefix) if prefix else None,
                 python_version=version,
                 has_ipykernel=ipykernel,
                 ready=ready,
                 problem=problem,
                 server_environment=bool(
-                    interpreter and (interpreter == sys.executable or same_directory(prefix, the_servers_prefix()))
+                    interpreter
+                    and (
+                        interpreter == sys.executable
+                        or same_directory(prefix, the_servers_prefix())
+                    )
                 ),
             )
         )
@@ -289,7 +318,9 @@ class Environments:
     def found(self) -> list[Environment]:
         """Installed kernelspecs, then the workspace's environments, then the launcher's and
         ``--python``'s; one entry per environment directory, names unique."""
-        listed: list[Environment] = installed_kernelspecs(self.specs()) if self.specs is not None else []
+        listed: list[Environment] = (
+            installed_kernelspecs(self.specs()) if self.specs is not None else []
+        )
         taken = {env.name for env in listed}
         prefixes: list[Environment] = []
 
@@ -305,12 +336,21 @@ class Environments:
             while name in taken:
                 name, number = f"{base}-{number}", number + 1
             taken.add(name)
-            listed.append(replace(env, name=name, display_name=env.display_name.replace(f"({env.name})", f"({name})")))
+            listed.append(
+                replace(
+                    env,
+                    name=name,
+                    display_name=env.display_name.replace(f"({env.name})", f"({name})"),
+                )
+            )
             prefixes.append(env)
 
         for env in workspace_environments(self.sources.workspace_root):
             add(env, "workspace")
-        launched = (("VIRTUAL_ENV", self.sources.virtual_env), ("CONDA_PREFIX", self.sources.conda_prefix))
+        launched = (
+            ("VIRTUAL_ENV", self.sources.virtual_env),
+            ("CONDA_PREFIX", self.sources.conda_prefix),
+        )
         for variable, value in launched:
             if not value or not Path(value).is_dir():
                 continue
@@ -325,13 +365,22 @@ class Environments:
     def _configured_python(self, interpreter: str) -> Environment:
         prefix = environment_prefix(interpreter)
         if prefix is not None:
-            return _python_environment(prefix, safe_name(prefix.name), "--python", interpreter=Path(interpreter))
+            return _python_environment(
+                prefix, safe_name(prefix.name), "--python", interpreter=Path(interpreter)
+            )
         try:
             facts = probe_interpreter(interpreter)
         except NotAnInterpreter as error:
             return Environment(
-                name="python", kind="python", language="python", display_name="Python (--python)",
-                found_in=("--python",), interpreter=interpreter, has_ipykernel=False, ready=False, problem=str(error),
+                name="python",
+                kind="python",
+                language="python",
+                display_name="Python (--python)",
+                found_in=("--python",),
+                interpreter=interpreter,
+                has_ipykernel=False,
+                ready=False,
+                problem=str(error),
             )
         return Environment(
             name=safe_name(Path(interpreter).name),
@@ -395,7 +444,9 @@ def made_kernelspec(env: Environment) -> dict[str, Any]:
         "display_name": env.display_name,
         "language": "python",
         "env": activation,
-        "metadata": {"jupyter_mcp_server": {"environment": env.name, "found_in": list(env.found_in)}},
+        "metadata": {
+            "jupyter_mcp_server": {"environment": env.name, "found_in": list(env.found_in)}
+        },
     }
 
 
@@ -420,12 +471,17 @@ def choose(
     if named and named in names and named != GENERIC_PYTHON:
         return KernelChoice(named, f"the notebook's metadata names '{named}'")
     if named and named not in names:
-        language = str(spec.get("language") or ((metadata or {}).get("language_info") or {}).get("name") or "")
+        language = str(
+            spec.get("language") or ((metadata or {}).get("language_info") or {}).get("name") or ""
+        )
         if language and language.lower() != "python":
-            same = [env.name for env in listed if env.language.lower() == language.lower() and env.ready]
+            same = [
+                env.name for env in listed if env.language.lower() == language.lower() and env.ready
+            ]
             if same:
                 return KernelChoice(
-                    same[0], f"the notebook names '{named}', which is not installed; '{same[0]}' runs its language, {language}"
+                    same[0],
+                    f"the notebook names '{named}', which is not installed; '{same[0]}' runs its language, {language}",
                 )
             raise no_kernel_for(language, named, listed)
         said = f"the notebook names '{named}', which is not installed here; "
@@ -433,7 +489,10 @@ def choose(
         said = "the notebook names the generic python3; "
     workspace = [env for env in listed if "workspace" in env.found_in and env.is_python]
     if len(workspace) == 1:
-        return KernelChoice(workspace[0].name, f"{said}'{workspace[0].name}' is the workspace's only Python environment")
+        return KernelChoice(
+            workspace[0].name,
+            f"{said}'{workspace[0].name}' is the workspace's only Python environment",
+        )
     several = (
         f"; the workspace has {len(workspace)} environments ({', '.join(env.name for env in workspace)}): "
         "pass kernel_name to pick one"
@@ -441,13 +500,24 @@ def choose(
         else ""
     )
     if configured_kernel and configured_kernel in names:
-        return KernelChoice(configured_kernel, f"{said}--kernel {configured_kernel} is the configured default{several}")
+        return KernelChoice(
+            configured_kernel,
+            f"{said}--kernel {configured_kernel} is the configured default{several}",
+        )
     for source in ("--python", "VIRTUAL_ENV", "CONDA_PREFIX"):
         for env in listed:
             if source in env.found_in and env.is_python:
-                why = "--python names it" if source == "--python" else f"the server was launched in it ({source})"
+                why = (
+                    "--python names it"
+                    if source == "--python"
+                    else f"the server was launched in it ({source})"
+                )
                 return KernelChoice(env.name, f"{said}'{env.name}': {why}{several}")
-    own = ", the server's own Python" if any(e.name == GENERIC_PYTHON and e.server_environment for e in listed) else ""
+    own = (
+        ", the server's own Python"
+        if any(e.name == GENERIC_PYTHON and e.server_environment for e in listed)
+        else ""
+    )
     if named == GENERIC_PYTHON:
         return KernelChoice(GENERIC_PYTHON, f"the notebook's metadata names python3{own}{several}")
     if GENERIC_PYTHON in names or not listed:

@@ -236,7 +236,9 @@ async def run_code(
                     raise KernelDied(collector.result()) from None
                 replied_at = time.monotonic()
             elif time.monotonic() - replied_at > IOPUB_GRACE:
-                logger.warning("The kernel replied to %s, but its idle status never came on iopub", msg_id)
+                logger.warning(
+                    "The kernel replied to %s, but its idle status never came on iopub", msg_id
+                )
                 iopub_lost = True
                 break
             continue
@@ -265,9 +267,14 @@ async def run_code(
             status = TIMEOUT
         elif collected.error is not None or reply_content.get("status") == "error":
             interrupted_on_purpose = interrupted is not None and interrupted.is_set()
-            is_keyboard = collected.error is not None and collected.error.ename == "KeyboardInterrupt"
+            is_keyboard = (
+                collected.error is not None and collected.error.ename == "KeyboardInterrupt"
+            )
             status = INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
-        elif reply_content.get("status") in ("aborted", "abort"):  # "abort": bash_kernel's, an older spec's
+        elif reply_content.get("status") in (
+            "aborted",
+            "abort",
+        ):  # "abort": bash_kernel's, an older spec's
             status = INTERRUPTED if interrupted is not None and interrupted.is_set() else ERROR
         else:
             status = OK
@@ -281,7 +288,9 @@ async def run_code(
         execution_count=collected.execution_count,
         user_expressions=reply_content.get("user_expressions") or None,
         duration=time.monotonic() - started,
-        reason=_reason(still_running=still_running, acknowledged=acknowledged, iopub_lost=iopub_lost),
+        reason=_reason(
+            still_running=still_running, acknowledged=acknowledged, iopub_lost=iopub_lost
+        ),
         kernel_state=BUSY_AFTER_INTERRUPT if still_running else None,
     )
 
@@ -347,7 +356,9 @@ async def _reply_for(client: Any, msg_id: str) -> dict[str, Any] | None:
     return None
 
 
-async def _interrupt_and_settle(client: Any, interrupt: Callable[[], Awaitable[None]], msg_id: str) -> bool:
+async def _interrupt_and_settle(
+    client: Any, interrupt: Callable[[], Awaitable[None]], msg_id: str
+) -> bool:
     """Interrupt, then wait for the interrupted execution to end; whether it did.
 
     Returning before it ends would let the next request reach the kernel

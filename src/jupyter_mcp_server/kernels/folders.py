@@ -52,7 +52,9 @@ async def moved(kernel: Any, target: str, timeout: float = MOVE_TIMEOUT) -> bool
     queued ahead of it): nobody else reads the kernel's replies until it is handed out.
     """
     try:
-        msg_id = kernel.client.execute(change_folder_code(target), silent=True, store_history=False, allow_stdin=False)
+        msg_id = kernel.client.execute(
+            change_folder_code(target), silent=True, store_history=False, allow_stdin=False
+        )
         deadline = time.monotonic() + timeout
         while (wait := deadline - time.monotonic()) > 0:
             reply = await kernel.client.get_shell_msg(timeout=wait)

@@ -216,7 +216,11 @@ def _cheap_facts(value, subclasses=False):
     array = numpy is not None and issubclass(kind, numpy.ndarray)
     frame = pandas is not None and issubclass(kind, pandas.DataFrame)
     series = pandas is not None and issubclass(kind, pandas.Series)
-    libraries = (getattr(numpy, "ndarray", None), getattr(pandas, "DataFrame", None), getattr(pandas, "Series", None))
+    libraries = (
+        getattr(numpy, "ndarray", None),
+        getattr(pandas, "DataFrame", None),
+        getattr(pandas, "Series", None),
+    )
     subclassed = (array or frame or series) and kind not in libraries
     if subclasses != subclassed:
         return facts
@@ -291,7 +295,10 @@ def _shown(status, shown):
     if status == "error":
         return {"repr": None, "repr_note": "its __repr__ raised " + shown}
     if status == "timeout":
-        return {"repr": None, "repr_note": "its __repr__ took longer than the budget and was abandoned"}
+        return {
+            "repr": None,
+            "repr_note": "its __repr__ took longer than the budget and was abandoned",
+        }
     return {"repr": None, "repr_note": "not shown: the call's time budget was spent"}
 
 
@@ -330,7 +337,10 @@ def _describe(request, namespace, hidden):
         pass
     numpy = sys.modules.get("numpy")
     pandas = sys.modules.get("pandas")
-    tasks = {"repr": lambda: _repr_of(value, limit), "facts": lambda: _cheap_facts(value, subclasses=True)}
+    tasks = {
+        "repr": lambda: _repr_of(value, limit),
+        "facts": lambda: _cheap_facts(value, subclasses=True),
+    }
     if pandas is not None and issubclass(kind, pandas.DataFrame):
         described["kind"] = "dataframe"
 
@@ -361,11 +371,17 @@ def _describe(request, namespace, hidden):
         described["kind"] = "class"
         tasks.update(_callable_tasks(value, limit))
     elif callable(value):
-        described["kind"] = "function" if issubclass(kind, (FunctionType, MethodType)) else "callable"
+        described["kind"] = (
+            "function" if issubclass(kind, (FunctionType, MethodType)) else "callable"
+        )
         tasks.update(_callable_tasks(value, limit))
-    elif kind.__name__ in ("generator", "coroutine", "async_generator") or hasattr(kind, "__next__"):
+    elif kind.__name__ in ("generator", "coroutine", "async_generator") or hasattr(
+        kind, "__next__"
+    ):
         described["kind"] = "iterator"
-        described["note"] = "An iterator is described without being advanced: nothing of it was consumed."
+        described["note"] = (
+            "An iterator is described without being advanced: nothing of it was consumed."
+        )
     else:
         described["kind"] = "object"
         tasks["attributes"] = lambda: [a for a in dir(value) if not a.startswith("_")][:100]
@@ -426,7 +442,9 @@ def _chosen_frames(is_cell, max_frames):
     room = max(max_frames - 1, 1) if len(is_cell) > len(cells) else max_frames
     if len(cells) > room:
         outer = max(room // 2, 1)
-        cells = cells[:outer] + cells[len(cells) - (room - outer) :] if room > outer else cells[:outer]
+        cells = (
+            cells[:outer] + cells[len(cells) - (room - outer) :] if room > outer else cells[:outer]
+        )
     chosen = set(cells)
     for index in range(len(is_cell) - 1, -1, -1):
         if len(chosen) >= max_frames:
@@ -450,7 +468,10 @@ def _debug(request, namespace):
             frames.append((frame, traceback.tb_lineno))
         traceback = traceback.tb_next
     total = len(frames)
-    chosen = _chosen_frames([_is_cell_file(frame.f_code.co_filename) for frame, _ in frames], request.get("max_frames", 10))
+    chosen = _chosen_frames(
+        [_is_cell_file(frame.f_code.co_filename) for frame, _ in frames],
+        request.get("max_frames", 10),
+    )
     described, tasks, slots = [], [], []
     previous = -1
     for position in chosen:
@@ -463,7 +484,9 @@ def _debug(request, namespace):
             "line": line,
             "function": frame.f_code.co_name,
             "first_line": first,
-            "source": [_plain_cut(text.rstrip("\n"), 300) for text in lines[first - 1 : line + context]],
+            "source": [
+                _plain_cut(text.rstrip("\n"), 300) for text in lines[first - 1 : line + context]
+            ],
         }
         if position > previous + 1:
             skipped = frames[previous + 1 : position]

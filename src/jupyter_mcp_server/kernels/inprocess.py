@@ -74,7 +74,11 @@ class ServerSessions(NotebookSessions):
         else:
             model = await ensure_async(
                 manager.create_session(
-                    path=path, kernel_id=kernel_id, kernel_name=kernel_name, name=path.rsplit("/", 1)[-1], type="notebook"
+                    path=path,
+                    kernel_id=kernel_id,
+                    kernel_name=kernel_name,
+                    name=path.rsplit("/", 1)[-1],
+                    type="notebook",
                 )
             )
         return str(model["id"]), str(model["kernel"]["id"])
@@ -104,7 +108,10 @@ class ServerAppBackend(KernelBackend):
         """Jupyter Server's own kernel, kernelspec and session managers (the server extension's)."""
         serverapp = parts.serverapp
         if serverapp is None:
-            raise ToolFailure(INVALID_ARGUMENT, "The jupyter-server-extension kernel backend runs only inside Jupyter Server.")
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                "The jupyter-server-extension kernel backend runs only inside Jupyter Server.",
+            )
         return cls(
             serverapp.kernel_manager,
             serverapp.kernel_spec_manager,
@@ -151,7 +158,9 @@ class ServerAppBackend(KernelBackend):
         if self.remote_specs:
             return sorted(self._remote_specs)
         found = self.kernel_spec_manager.find_kernel_specs()
-        if inspect.isawaitable(found):  # an async spec manager of another kind: not asked synchronously
+        if inspect.isawaitable(
+            found
+        ):  # an async spec manager of another kind: not asked synchronously
             getattr(found, "close", lambda: None)()
             return []
         return sorted(found)
@@ -202,7 +211,9 @@ class ServerAppBackend(KernelBackend):
         """A kernel somebody else started in this Jupyter Server (JupyterLab), to share it."""
         if kernel_id not in self.kernel_manager:
             return None
-        name = str(getattr(self.kernel_manager.get_kernel(kernel_id), "kernel_name", "") or "python3")
+        name = str(
+            getattr(self.kernel_manager.get_kernel(kernel_id), "kernel_name", "") or "python3"
+        )
         return await self._connect(kernel_id, None), name
 
     async def _connect(self, kernel_id: str, kernel_name: str | None) -> StartedKernel:
@@ -224,7 +235,9 @@ class ServerAppBackend(KernelBackend):
             ) from error
         return StartedKernel(kernel_id, ServerKernel(self.kernel_manager, kernel_id), client)
 
-    async def _connect_through_gateway(self, kernel_id: str, kernel_name: str | None) -> StartedKernel:
+    async def _connect_through_gateway(
+        self, kernel_id: str, kernel_name: str | None
+    ) -> StartedKernel:
         """A kernel on the gateway of ``--GatewayClient.url``, reached over its websocket as
         the remote backend reaches one, with the gateway's own URL and headers (Jupyter
         Server's gateway kernel client sends no credentials on its websocket)."""

@@ -77,7 +77,10 @@ def site_packages(prefix: Path) -> list[Path]:
     for lib in ("lib", "lib64"):
         with contextlib.suppress(OSError):
             for entry in sorted((prefix / lib).iterdir()):
-                if entry.name.startswith(("python3", "pypy3")) and (entry / "site-packages").is_dir():
+                if (
+                    entry.name.startswith(("python3", "pypy3"))
+                    and (entry / "site-packages").is_dir()
+                ):
                     found.append(entry / "site-packages")
     windows = prefix / "Lib" / "site-packages"
     if windows.is_dir():
@@ -134,7 +137,9 @@ def _probe(interpreter: str, mtime_ns: int) -> InterpreterFacts:
     except subprocess.TimeoutExpired:
         raise NotAnInterpreter(f"{interpreter} did not answer within {PROBE_TIMEOUT:g} s") from None
     except OSError as error:
-        raise NotAnInterpreter(f"{interpreter} could not be run: {error.strerror or error}") from None
+        raise NotAnInterpreter(
+            f"{interpreter} could not be run: {error.strerror or error}"
+        ) from None
     try:
         facts = json.loads(done.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
         return InterpreterFacts(
@@ -174,7 +179,9 @@ def has_ipykernel(interpreter: str, prefix: Path | None = None) -> bool:
         directories = site_packages(prefix)
         if has_package(directories, "ipykernel"):
             return True
-        system = read_pyvenv_cfg(prefix).get("include-system-site-packages", "false").lower() == "true"
+        system = (
+            read_pyvenv_cfg(prefix).get("include-system-site-packages", "false").lower() == "true"
+        )
         if directories and not system:
             return False
     try:

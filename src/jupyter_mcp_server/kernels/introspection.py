@@ -91,7 +91,9 @@ def busy_failure(kernel: Any, where: str, *, websocket: bool = False) -> ToolFai
 
 
 def is_busy(kernel: Any) -> bool:
-    return bool(kernel.lock.locked() or kernel.busy or getattr(kernel, "still_running", None) is not None)
+    return bool(
+        kernel.lock.locked() or kernel.busy or getattr(kernel, "still_running", None) is not None
+    )
 
 
 async def introspector_of(kernel: Any) -> Introspector:
@@ -112,7 +114,9 @@ async def introspector_of(kernel: Any) -> Introspector:
             info = await _request(made, "control", "kernel_info_request", {}, SETUP_TIMEOUT)
             made.language = str((info.get("language_info") or {}).get("name", ""))
             if "kernel subshells" in (info.get("supported_features") or []):
-                created = await _request(made, "control", "create_subshell_request", {}, SETUP_TIMEOUT)
+                created = await _request(
+                    made, "control", "create_subshell_request", {}, SETUP_TIMEOUT
+                )
                 made.subshell_id = created.get("subshell_id")
         except BaseException:
             made.close()
@@ -243,8 +247,11 @@ async def run_helper(kernel: Any, request: dict[str, Any], *, where: str) -> dic
         result = json.loads(ast.literal_eval(answered["data"]["text/plain"]))
     except (KeyError, ValueError, SyntaxError, TypeError):
         raise ToolFailure(
-            UNSUPPORTED, f"{where} answered the introspection helper in a form it cannot read. {instead}"
+            UNSUPPORTED,
+            f"{where} answered the introspection helper in a form it cannot read. {instead}",
         ) from None
     if "failure" in result:
-        raise ToolFailure(UNSUPPORTED, f"Reading the variables of {where} failed: {result['failure']}. {instead}")
+        raise ToolFailure(
+            UNSUPPORTED, f"Reading the variables of {where} failed: {result['failure']}. {instead}"
+        )
     return dict(result)

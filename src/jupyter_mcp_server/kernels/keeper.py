@@ -144,7 +144,10 @@ def _start_kernel(argv: list[str]) -> int:
             os.execvpe(argv[0], argv, environment)
         except BaseException as error:
             with contextlib.suppress(Exception):
-                os.write(2, f"jupyter-mcp-server keeper: cannot start the kernel {argv[0]!r}: {error}\n".encode())
+                os.write(
+                    2,
+                    f"jupyter-mcp-server keeper: cannot start the kernel {argv[0]!r}: {error}\n".encode(),
+                )
         finally:
             os._exit(127)
     return pid
@@ -163,7 +166,10 @@ def main(arguments: list[str]) -> int:
         return 2
     server, argv = int(arguments[0]), arguments[2:]
     if not _prctl(PR_SET_CHILD_SUBREAPER, 1):
-        os.write(2, b"jupyter-mcp-server keeper: no child subreaper here; orphans of the kernel are not kept\n")
+        os.write(
+            2,
+            b"jupyter-mcp-server keeper: no child subreaper here; orphans of the kernel are not kept\n",
+        )
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)

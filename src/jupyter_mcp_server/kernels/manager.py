@@ -201,7 +201,10 @@ class KernelManager:
         """
         async with self._binding_lock(notebook):
             return await self._attach(
-                notebook, kernel_id=kernel_id, kernel_name=kernel_name, metadata_kernel=metadata_kernel
+                notebook,
+                kernel_id=kernel_id,
+                kernel_name=kernel_name,
+                metadata_kernel=metadata_kernel,
             )
 
     def _binding_lock(self, notebook: str) -> asyncio.Lock:
@@ -224,7 +227,9 @@ class KernelManager:
             # agent's code runs there too, so each sees the other's variables.
             kernel_id = await self._kernel_of_open_notebook(notebook)
         if kernel_id is not None:
-            kernel = self._kernels.get(kernel_id) or await self._adopt(kernel_id) or self.get(kernel_id)
+            kernel = (
+                self._kernels.get(kernel_id) or await self._adopt(kernel_id) or self.get(kernel_id)
+            )
             if current is not None and current != kernel_id:
                 await self.detach(notebook)
             kernel.notebooks.add(notebook)
@@ -241,7 +246,8 @@ class KernelManager:
             # Jupyter, the notebook moves to a new kernel of that spec.
             await self.detach(notebook)
         kernel = await self.start(
-            kernel_name or metadata_kernel or self.default_kernel_name(), folder=self.folder_for(notebook)
+            kernel_name or metadata_kernel or self.default_kernel_name(),
+            folder=self.folder_for(notebook),
         )
         kernel.notebooks.add(notebook)
         self._bindings[notebook] = kernel.kernel_id
@@ -319,7 +325,9 @@ class KernelManager:
             waited = time.monotonic() - stuck.since
             logger.warning(
                 "Kernel of %s still runs an execution %.0f s after its interrupt; restarting it (%s)",
-                notebook, waited, RESTART_UNRESPONSIVE,
+                notebook,
+                waited,
+                RESTART_UNRESPONSIVE,
             )
             fresh = await self._restart(notebook)
         return Attachment(fresh, replaced=True, note=restarted_unresponsive_note(notebook, waited))
@@ -342,7 +350,9 @@ class KernelManager:
         if not self.capability(AUTO_RESTART):
             because = kernel.lost_because if kernel is not None else None
             raise ToolFailure(KERNEL_GONE, gone_message(notebook, because), notebook=notebook)
-        logger.warning("Kernel of %s is gone; starting a replacement (kernel.auto-restart)", notebook)
+        logger.warning(
+            "Kernel of %s is gone; starting a replacement (kernel.auto-restart)", notebook
+        )
         return Attachment(await self._attach(notebook, kernel_name=name), replaced=True)
 
     async def mark_lost(self, kernel: Kernel) -> None:
@@ -414,7 +424,9 @@ class KernelManager:
         return kernel
 
     @contextlib.asynccontextmanager
-    async def throwaway(self, kernel_name: str | None = None, *, folder: str = "") -> AsyncIterator[Kernel]:
+    async def throwaway(
+        self, kernel_name: str | None = None, *, folder: str = ""
+    ) -> AsyncIterator[Kernel]:
         """A kernel bound to no notebook, for one call (``verify_notebook``, in the notebook's
         `folder`): counted against --max-kernels while it lives, stopped on the way out whatever happens."""
         kernel = await self.start(kernel_name, folder=folder)
@@ -526,10 +538,14 @@ class KernelManager:
         # server's root it started in (the same for a kernel that has run nothing of anybody's).
         target = str(self.workspace_root / folder) if self.backend.name == "local" else folder
         if await moved(kernel, target):
-            logger.debug("The prestarted kernel %s moved to %r for its notebook", kernel.kernel_id, folder)
+            logger.debug(
+                "The prestarted kernel %s moved to %r for its notebook", kernel.kernel_id, folder
+            )
             kernel.folder = folder
             return kernel
-        logger.warning("The prestarted kernel could not change to %r; starting another there", folder)
+        logger.warning(
+            "The prestarted kernel could not change to %r; starting another there", folder
+        )
         await self._shutdown_quietly(kernel)
         return None
 
@@ -556,7 +572,9 @@ class KernelManager:
         except Exception:
             logger.debug("Choosing the kernel to prestart failed", exc_info=True)
             return
-        self._pool.fill(REFILL_DELAY if delay is None else delay, name, warm=language.lower() == "python")
+        self._pool.fill(
+            REFILL_DELAY if delay is None else delay, name, warm=language.lower() == "python"
+        )
 
     async def _forget(self, kernel: Kernel) -> None:
         for notebook in kernel.notebooks:
@@ -584,7 +602,9 @@ class KernelManager:
                 try:
                     await kernel.release()
                 except Exception:
-                    logger.warning("Releasing provided kernel %s failed", kernel.kernel_id, exc_info=True)
+                    logger.warning(
+                        "Releasing provided kernel %s failed", kernel.kernel_id, exc_info=True
+                    )
             return
         with contextlib.suppress(Exception):
             kernel.client.stop_channels()

@@ -132,7 +132,9 @@ def normalise_error(
     name = _shorten(name, ENAME_MAX_CHARS)
     cap = min(max(max_bytes // 16, FIELD_MIN_CHARS), FIELD_MAX_CHARS)
     while True:
-        info = ErrorInfo(name, _shorten(value, cap), [shorten_entry(line, cap, ELLIPSIS) for line in lines])
+        info = ErrorInfo(
+            name, _shorten(value, cap), [shorten_entry(line, cap, ELLIPSIS) for line in lines]
+        )
         size = payload_size(_error_output(info.ename, info.evalue, info.traceback))
         if size <= max_bytes or cap <= FIELD_MIN_CHARS:
             return info, max(0, original - size)
@@ -410,7 +412,9 @@ def describe(output: dict[str, Any]) -> str:
         return f"[{output.get('text', '')}]\n"
     if kind == "stream":
         text = output.get("text", "")
-        return f"[{output.get('name', 'stdout')}] " + ("".join(text) if isinstance(text, list) else str(text))
+        return f"[{output.get('name', 'stdout')}] " + (
+            "".join(text) if isinstance(text, list) else str(text)
+        )
     if kind == "error":
         return f"[error] {output.get('ename')}: {output.get('evalue')}"
     data = output.get("data") or {}

@@ -103,7 +103,9 @@ def installer_for(env: Environment, setting: str = "auto") -> Installer:
     if uv is not None:
         return Installer("uv", (uv, "pip", "install", "--python", env.interpreter))
     if setting == "uv":
-        raise ToolFailure(UNSUPPORTED, "JUPYTER_MCP_INSTALLER=uv, but uv is not found (pip install uv).")
+        raise ToolFailure(
+            UNSUPPORTED, "JUPYTER_MCP_INSTALLER=uv, but uv is not found (pip install uv)."
+        )
     if prefix is not None and not has_pip(prefix) and site_packages(prefix):
         raise ToolFailure(
             UNSUPPORTED,
@@ -111,7 +113,9 @@ def installer_for(env: Environment, setting: str = "auto") -> Installer:
             "or install uv (pip install uv) where the server can find it.",
             environment=env.name,
         )
-    return Installer("pip", (env.interpreter, "-m", "pip", "install", "--disable-pip-version-check"))
+    return Installer(
+        "pip", (env.interpreter, "-m", "pip", "install", "--disable-pip-version-check")
+    )
 
 
 def fix_command(env: Environment, setting: str = "auto") -> str:
@@ -138,20 +142,29 @@ def _looks_like_a_path(text: str) -> bool:
     )
 
 
-def checked_packages(packages: list[str], *, any_source: bool, workspace_root: Path) -> tuple[list[str], list[str]]:
+def checked_packages(
+    packages: list[str], *, any_source: bool, workspace_root: Path
+) -> tuple[list[str], list[str]]:
     """The arguments to pass and the requirement names they name; ``invalid_argument``
     naming what cannot be passed. With `any_source`, options, URLs and paths pass too (a
     relative path is the workspace's, and must exist)."""
     if not packages:
-        raise ToolFailure(INVALID_ARGUMENT, "packages is empty: name at least one, like ['pandas'] or ['pandas>=2'].")
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            "packages is empty: name at least one, like ['pandas'] or ['pandas>=2'].",
+        )
     if len(packages) > MAX_PACKAGES:
-        raise ToolFailure(INVALID_ARGUMENT, f"At most {MAX_PACKAGES} packages at once, not {len(packages)}.")
+        raise ToolFailure(
+            INVALID_ARGUMENT, f"At most {MAX_PACKAGES} packages at once, not {len(packages)}."
+        )
     arguments: list[str] = []
     names: list[str] = []
     for given in packages:
         text = given.strip()
         if not text or len(text) > MAX_SPEC_LENGTH or any(ord(c) < 32 for c in text):
-            raise ToolFailure(INVALID_ARGUMENT, f"{given!r} is not a package specification.", package=given)
+            raise ToolFailure(
+                INVALID_ARGUMENT, f"{given!r} is not a package specification.", package=given
+            )
         match = _SPECIFIER.fullmatch(text)
         if match is not None:
             arguments.append(text)
@@ -206,7 +219,9 @@ def installed(env: Environment) -> dict[str, tuple[str, str]]:
                 match = _DIST_INFO.fullmatch(entry.name)
                 if match is not None:
                     name = match.group("name")
-                    found.setdefault(normalized(name), (name.replace("_", "-"), match.group("version")))
+                    found.setdefault(
+                        normalized(name), (name.replace("_", "-"), match.group("version"))
+                    )
     return found
 
 
@@ -216,20 +231,28 @@ _ASK_INSTALLED = (
 )
 
 
-async def installed_by_asking(interpreter: str, timeout: float = 30.0) -> dict[str, tuple[str, str]]:
+async def installed_by_asking(
+    interpreter: str, timeout: float = 30.0
+) -> dict[str, tuple[str, str]]:
     """What an interpreter outside any recognisable environment has installed, asked of it."""
     import json
 
     process = await asyncio.create_subprocess_exec(
-        interpreter, "-c", _ASK_INSTALLED, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        interpreter,
+        "-c",
+        _ASK_INSTALLED,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         out, _ = await asyncio.wait_for(process.communicate(), timeout)
     except asyncio.TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
-        raise ToolFailure(TIMEOUT, f"{interpreter} did not list its packages within {timeout:g} s.") from None
+        raise ToolFailure(
+            TIMEOUT, f"{interpreter} did not list its packages within {timeout:g} s."
+        ) from None
     try:
         pairs = json.loads(out.decode("utf-8", "replace"))
     except ValueError:
@@ -250,7 +273,11 @@ def top_level_modules(env: Environment, name: str) -> list[str]:
                     continue
                 info = Path(entry.path)
                 with contextlib.suppress(OSError):
-                    return [line.strip() for line in (info / "top_level.txt").read_text().splitlines() if line.strip()]
+                    return [
+                        line.strip()
+                        for line in (info / "top_level.txt").read_text().splitlines()
+                        if line.strip()
+                    ]
                 modules: set[str] = set()
                 with contextlib.suppress(OSError):
                     for line in (info / "RECORD").read_text().splitlines():
@@ -277,7 +304,11 @@ class InstallerRun:
 
 
 async def run_installer(
-    command: list[str], *, timeout: float, on_line: Callable[[str], None] | None = None, cwd: Path | None = None
+    command: list[str],
+    *,
+    timeout: float,
+    on_line: Callable[[str], None] | None = None,
+    cwd: Path | None = None,
 ) -> InstallerRun:
     """Run `command` (never through a shell) in a process group of its own; every line it
     prints goes to `on_line`; past `timeout` the whole group is killed and ``timeout`` raised."""
@@ -328,4 +359,6 @@ async def run_installer(
             timeout=timeout,
             output=output,
         ) from None
-    return InstallerRun(process.returncode or 0, "".join(tail)[-OUTPUT_TAIL:], time.monotonic() - started)
+    return InstallerRun(
+        process.returncode or 0, "".join(tail)[-OUTPUT_TAIL:], time.monotonic() - started
+    )

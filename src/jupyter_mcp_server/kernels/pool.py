@@ -81,7 +81,9 @@ class WarmPool:
         while self._waiting:
             prestart = self._waiting.pop(0)
             prestart.hurry.set()  # somebody is waiting: no more delay
-            await asyncio.wait({prestart.started, prestart.task}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {prestart.started, prestart.task}, return_when=asyncio.FIRST_COMPLETED
+            )
             if not prestart.started.done():
                 with contextlib.suppress(asyncio.CancelledError):
                     if (error := prestart.task.exception()) is not None:
@@ -149,7 +151,9 @@ class WarmPool:
         if not warm:
             return kernel
         try:
-            msg_id = kernel.client.execute(self._warm_up, silent=False, store_history=False, allow_stdin=False)
+            msg_id = kernel.client.execute(
+                self._warm_up, silent=False, store_history=False, allow_stdin=False
+            )
             deadline = time.monotonic() + 10
             while (wait := deadline - time.monotonic()) > 0:
                 reply = await kernel.client.get_shell_msg(timeout=wait)

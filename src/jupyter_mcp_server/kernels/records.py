@@ -95,7 +95,9 @@ class NotebookRuns:
         self._on_kernel(kernel_id)
         self.forget_cell(cell_id)
         for display_id, indices in displays.items():
-            self.displays.setdefault(display_id, []).extend(DisplayPlace(cell_id, index) for index in indices)
+            self.displays.setdefault(display_id, []).extend(
+                DisplayPlace(cell_id, index) for index in indices
+            )
             self.displays.move_to_end(display_id)
         while len(self.displays) > MAX_DISPLAYS:
             self.displays.popitem(last=False)

@@ -87,7 +87,9 @@ def server_message(response: httpx.Response, token: str | None = None) -> str:
     never the token; "" when it said nothing beyond the status."""
     try:
         body = response.json()
-        said = str(body.get("message") or body.get("reason") or "") if isinstance(body, dict) else ""
+        said = (
+            str(body.get("message") or body.get("reason") or "") if isinstance(body, dict) else ""
+        )
     except ValueError:
         said = ""
     said = " ".join(redact(said, token).split())
@@ -114,7 +116,9 @@ async def request(
     try:
         response = await http.request(method, url, **kwargs)
     except httpx.TimeoutException:
-        raise ToolFailure(TIMEOUT, f"The Jupyter Server at {server_url} did not answer within {timeout:g}s.") from None
+        raise ToolFailure(
+            TIMEOUT, f"The Jupyter Server at {server_url} did not answer within {timeout:g}s."
+        ) from None
     except httpx.HTTPError as error:
         raise ToolFailure(
             NOT_FOUND,
@@ -127,7 +131,7 @@ async def request(
         # A gateway at its kernel limit: the token was fine, and another kernel is not.
         raise ToolFailure(
             KERNEL_LIMIT,
-            f"The server at {server_url} refused {method} {url[len(server_url):]} for its own limit "
+            f"The server at {server_url} refused {method} {url[len(server_url) :]} for its own limit "
             f"(HTTP {response.status_code}: {said or 'too many requests'}). Free a kernel there "
             "(unuse_notebook here, or shut one down on that server), or ask its operator to raise "
             "the limit (Kernel Gateway: --KernelGatewayApp.max_kernels; Enterprise Gateway: "
@@ -148,14 +152,16 @@ async def request(
     if response.status_code >= 400:
         raise ToolFailure(
             NOT_FOUND if response.status_code == 404 else INVALID_ARGUMENT,
-            f"The Jupyter Server at {server_url} answered {method} {url[len(server_url):]} "
+            f"The Jupyter Server at {server_url} answered {method} {url[len(server_url) :]} "
             f"with HTTP {response.status_code}. Is {names.url} the server's URL (with its base URL)?",
             argument=names.url,
         )
     return response
 
 
-def _kernelspecs_of(response: httpx.Response, server_url: str, names: ArgumentNames) -> dict[str, dict[str, str]]:
+def _kernelspecs_of(
+    response: httpx.Response, server_url: str, names: ArgumentNames
+) -> dict[str, dict[str, str]]:
     try:
         specs = response.json()["kernelspecs"]
         return {
@@ -176,7 +182,11 @@ def _kernelspecs_of(response: httpx.Response, server_url: str, names: ArgumentNa
 
 
 async def check_server(
-    server_url: str, token: str | None, *, timeout: float = REQUEST_TIMEOUT, names: ArgumentNames = TOOL_ARGUMENTS
+    server_url: str,
+    token: str | None,
+    *,
+    timeout: float = REQUEST_TIMEOUT,
+    names: ArgumentNames = TOOL_ARGUMENTS,
 ) -> tuple[str, dict[str, dict[str, str]]]:
     """``(version, kernelspecs)`` of the Jupyter Server at `server_url`, or a failure saying what to fix.
 
@@ -194,12 +204,18 @@ async def check_server(
                 "(with its base URL)?",
                 argument=names.url,
             ) from None
-        specs = await request(http, "GET", f"{server_url}/api/kernelspecs", server_url, timeout, names)
+        specs = await request(
+            http, "GET", f"{server_url}/api/kernelspecs", server_url, timeout, names
+        )
     return version, _kernelspecs_of(specs, server_url, names)
 
 
 async def check_contents(
-    server_url: str, token: str | None, *, timeout: float = REQUEST_TIMEOUT, names: ArgumentNames = TOOL_ARGUMENTS
+    server_url: str,
+    token: str | None,
+    *,
+    timeout: float = REQUEST_TIMEOUT,
+    names: ArgumentNames = TOOL_ARGUMENTS,
 ) -> None:
     """That the server at `server_url` keeps notebooks (``GET /api/contents``): a kernel
     gateway serves kernels only, and notebooks cannot be kept there."""
@@ -248,7 +264,7 @@ class RemoteKernel:
     @property
     def channels_url(self) -> str:
         scheme = "wss" if self.server_url.startswith("https") else "ws"
-        return f"{scheme}{self.kernel_url[self.kernel_url.index(':'):]}/channels"
+        return f"{scheme}{self.kernel_url[self.kernel_url.index(':') :]}/channels"
 
     @property
     def headers(self) -> dict[str, str]:
@@ -266,7 +282,9 @@ class RemoteKernel:
     ) -> RemoteKernel:
         """A new kernel on the server; every failure names what to fix, never the token."""
         async with httpx.AsyncClient(timeout=timeout, headers=auth_headers(token)) as http:
-            specs = await request(http, "GET", f"{server_url}/api/kernelspecs", server_url, timeout, names)
+            specs = await request(
+                http, "GET", f"{server_url}/api/kernelspecs", server_url, timeout, names
+            )
             known = sorted(_kernelspecs_of(specs, server_url, names))
             if kernel_name not in known:
                 raise ToolFailure(
@@ -281,7 +299,9 @@ class RemoteKernel:
             env = kernel_env()
             if env:
                 body["env"] = env
-            created = await request(http, "POST", f"{server_url}/api/kernels", server_url, timeout, names, json=body)
+            created = await request(
+                http, "POST", f"{server_url}/api/kernels", server_url, timeout, names, json=body
+            )
         try:
             kernel_id = str(created.json()["id"])
         except (ValueError, KeyError, TypeError):
@@ -302,7 +322,11 @@ class RemoteKernel:
         if channels is not None and (channels.gone or channels.closed or channels.shutting_down):
             return False
         now = time.monotonic()
-        if channels is not None and channels.connected and now - self._alive_at < ALIVE_CACHE_SECONDS:
+        if (
+            channels is not None
+            and channels.connected
+            and now - self._alive_at < ALIVE_CACHE_SECONDS
+        ):
             return True
         try:
             async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
@@ -392,7 +416,12 @@ class RemoteSessions(NotebookSessions):
         return f"RemoteSessions({self.server_url!r})"
 
     async def _create(self, path: str, kernel_id: str, kernel_name: str) -> tuple[str, str]:
-        body = {"path": path, "type": "notebook", "name": path.rsplit("/", 1)[-1], "kernel": {"id": kernel_id}}
+        body = {
+            "path": path,
+            "type": "notebook",
+            "name": path.rsplit("/", 1)[-1],
+            "kernel": {"id": kernel_id},
+        }
         async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, headers=self._headers) as http:
             response = await http.post(f"{self.server_url}/api/sessions", json=body)
         response.raise_for_status()
@@ -460,9 +489,14 @@ class JupyterServerBackend(KernelBackend):
 
         config = parts.config
         if not config.jupyter_url:
-            raise ToolFailure(INVALID_ARGUMENT, "The jupyter-server kernel backend needs --jupyter-url (or JUPYTER_URL).")
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                "The jupyter-server kernel backend needs --jupyter-url (or JUPYTER_URL).",
+            )
         names = ArgumentNames("--jupyter-url", "--jupyter-token")
-        version, specs = asyncio.run(check_server(config.jupyter_url, config.jupyter_token, names=names))
+        version, specs = asyncio.run(
+            check_server(config.jupyter_url, config.jupyter_token, names=names)
+        )
         if config.jupyter_contents:
             asyncio.run(check_contents(config.jupyter_url, config.jupyter_token, names=names))
         return cls(config.jupyter_url, config.jupyter_token, version=version, kernelspecs=specs)
@@ -490,7 +524,9 @@ class JupyterServerBackend(KernelBackend):
     async def adopt(self, kernel_id: str) -> tuple[StartedKernel, str] | None:
         """A kernel already running on the server (somebody's JupyterLab), to share it."""
         kernel = RemoteKernel(self.url, self._token, kernel_id)
-        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, headers=auth_headers(self._token)) as http:
+        async with httpx.AsyncClient(
+            timeout=REQUEST_TIMEOUT, headers=auth_headers(self._token)
+        ) as http:
             try:
                 response = await http.get(kernel.kernel_url)
             except httpx.HTTPError:
@@ -524,8 +560,12 @@ class JupyterServerBackend(KernelBackend):
             with contextlib.suppress(ToolFailure):
                 await self.refresh()
             if kernel_name not in self._specs:
-                raise unknown_kernelspec(kernel_name, self.kernelspecs(), f" on the Jupyter Server at {self.url}")
+                raise unknown_kernelspec(
+                    kernel_name, self.kernelspecs(), f" on the Jupyter Server at {self.url}"
+                )
         # path "" is the server's root directory (without it, wherever the server process runs).
         path = folder if self.sees_notebooks else ""
-        kernel, channels = await open_remote_kernel(self.url, self._token, kernel_name, READY_TIMEOUT, path=path)
+        kernel, channels = await open_remote_kernel(
+            self.url, self._token, kernel_name, READY_TIMEOUT, path=path
+        )
         return StartedKernel(kernel.kernel_id, kernel, channels)

@@ -65,7 +65,9 @@ def default_bases() -> list[str]:
 
 def fits(base: str) -> bool:
     """Whether a socket of a directory made in `base` has a path short enough."""
-    return len(os.path.abspath(base)) + 1 + _directory_name_length() + SOCKET_TAIL <= MAX_SOCKET_PATH
+    return (
+        len(os.path.abspath(base)) + 1 + _directory_name_length() + SOCKET_TAIL <= MAX_SOCKET_PATH
+    )
 
 
 class ServerRuntime:

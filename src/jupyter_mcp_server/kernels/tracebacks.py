@@ -54,7 +54,10 @@ def is_cell_frame(entry: str) -> bool:
     """A frame of a notebook cell: IPython 8 and later ``Cell In[3], line 2``; IPython 7
     ``Input In [3]`` or ``<ipython-input-3-…>``."""
     stripped = entry.lstrip()
-    return stripped.startswith(("Cell In[", "Input In [")) or "<ipython-input-" in stripped.split("\n", 1)[0]
+    return (
+        stripped.startswith(("Cell In[", "Input In ["))
+        or "<ipython-input-" in stripped.split("\n", 1)[0]
+    )
 
 
 def library_of(entry: str) -> str | None:
@@ -121,7 +124,10 @@ def _fold_repeats(entries: list[str]) -> list[str]:
                 if len(block) < length or not all(is_frame(entry) for entry in block):
                     break
                 repeats = 1
-                while entries[position + repeats * length : position + (repeats + 1) * length] == block:
+                while (
+                    entries[position + repeats * length : position + (repeats + 1) * length]
+                    == block
+                ):
                     repeats += 1
                 if repeats >= MIN_REPEATS and repeats * length > best_repeats * best_length:
                     best_length, best_repeats = length, repeats
@@ -158,7 +164,11 @@ def _bound_entries(entries: list[str]) -> list[str]:
         return entries
     head = MAX_ENTRIES // 4
     tail = MAX_ENTRIES - head - 1
-    return [*entries[:head], f"[… {len(entries) - head - tail} traceback entries folded here]", *entries[-tail:]]
+    return [
+        *entries[:head],
+        f"[… {len(entries) - head - tail} traceback entries folded here]",
+        *entries[-tail:],
+    ]
 
 
 _COUNT = re.compile(r"^\[… (\d+) library frame")

@@ -85,7 +85,13 @@ async def run_in_turn(
             # channels are closed, and nothing of this code ran.
             hooks.fire(
                 hooks.after_execution,
-                ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=INTERRUPTED, duration=0.0),
+                ExecutionEnded(
+                    code=code,
+                    kernel_id=kernel.kernel_id,
+                    notebook=notebook,
+                    status=INTERRUPTED,
+                    duration=0.0,
+                ),
             )
             return ExecutionOutcome(
                 status=INTERRUPTED,
@@ -131,7 +137,10 @@ async def run_in_turn(
         if hasattr(kernel, "running"):
             kernel.running = RunningCode(code, time.monotonic())
         kernel.interrupted.clear()
-        hooks.fire(hooks.before_execution, Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook))
+        hooks.fire(
+            hooks.before_execution,
+            Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook),
+        )
         try:
             outcome = await run_code(
                 kernel.client,
@@ -151,7 +160,13 @@ async def run_in_turn(
             if not getattr(kernel, "stopped", False) or died.outputs is None:
                 hooks.fire(
                     hooks.after_execution,
-                    ExecutionEnded(code=code, kernel_id=kernel.kernel_id, notebook=notebook, status="gone", duration=0.0),
+                    ExecutionEnded(
+                        code=code,
+                        kernel_id=kernel.kernel_id,
+                        notebook=notebook,
+                        status="gone",
+                        duration=0.0,
+                    ),
                 )
                 if on_death is not None:
                     await on_death()
@@ -175,7 +190,11 @@ async def run_in_turn(
     hooks.fire(
         hooks.after_execution,
         ExecutionEnded(
-            code=code, kernel_id=kernel.kernel_id, notebook=notebook, status=outcome.status, duration=outcome.duration
+            code=code,
+            kernel_id=kernel.kernel_id,
+            notebook=notebook,
+            status=outcome.status,
+            duration=outcome.duration,
         ),
     )
     return outcome

@@ -113,8 +113,12 @@ class KernelWebSocket:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
 
-        request = HTTPRequest(self.url, headers=self._headers, connect_timeout=timeout, request_timeout=timeout)
-        return await asyncio.wait_for(websocket_connect(request, max_message_size=MAX_MESSAGE_BYTES), timeout)
+        request = HTTPRequest(
+            self.url, headers=self._headers, connect_timeout=timeout, request_timeout=timeout
+        )
+        return await asyncio.wait_for(
+            websocket_connect(request, max_message_size=MAX_MESSAGE_BYTES), timeout
+        )
 
     async def _run(self) -> None:
         try:
@@ -123,7 +127,9 @@ class KernelWebSocket:
                 if self._stopping:
                     return
                 self._socket = None
-                logger.warning("The websocket of a remote kernel dropped; reconnecting (%s)", self._where())
+                logger.warning(
+                    "The websocket of a remote kernel dropped; reconnecting (%s)", self._where()
+                )
                 if not await self._reconnect():
                     return
         finally:
@@ -140,7 +146,10 @@ class KernelWebSocket:
             except (ValueError, IndexError):
                 logger.warning("Ignored a kernel websocket frame that is not a message")
                 continue
-            if message.get("msg_type", (message.get("header") or {}).get("msg_type")) == "shutdown_reply":
+            if (
+                message.get("msg_type", (message.get("header") or {}).get("msg_type"))
+                == "shutdown_reply"
+            ):
                 # The kernel is being shut down (by whoever asked the server): it is going away.
                 self.shutting_down = True
             channel = self._queues.get(message.get("channel", ""))
@@ -166,7 +175,9 @@ class KernelWebSocket:
                         f"the Jupyter Server at {self._server()} refused connections for {now - refused_since:.1f}s: "
                         "it is not running, and the kernel ended with it"
                     )
-                    logger.warning("Gave up the websocket of a remote kernel: %s", self.ended_because)
+                    logger.warning(
+                        "Gave up the websocket of a remote kernel: %s", self.ended_because
+                    )
                     return False
                 await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
                 delay = min(delay * 2, MAX_RECONNECT_DELAY)
@@ -177,7 +188,9 @@ class KernelWebSocket:
                     self.ended_because = "the Jupyter Server no longer has the kernel"
                     return False
                 if error.code in (401, 403):
-                    self.ended_because = f"the Jupyter Server refused the token on reconnection (HTTP {error.code})"
+                    self.ended_because = (
+                        f"the Jupyter Server refused the token on reconnection (HTTP {error.code})"
+                    )
                     return False
             except (OSError, asyncio.TimeoutError, TimeoutError) as error:
                 logger.debug("Reconnecting a kernel websocket failed: %s", type(error).__name__)
@@ -197,7 +210,9 @@ class KernelWebSocket:
             refused_since = None  # something answered, or the network is away: not a dead server
             await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
             delay = min(delay * 2, MAX_RECONNECT_DELAY)
-        self.ended_because = f"the Jupyter Server could not be reached again within {self.reconnect_window:g}s"
+        self.ended_because = (
+            f"the Jupyter Server could not be reached again within {self.reconnect_window:g}s"
+        )
         return False
 
     def _where(self) -> str:
@@ -298,7 +313,9 @@ class KernelWebSocket:
                         return
             except queue.Empty:
                 if self.closed:
-                    raise ConnectionError("the kernel's websocket closed before the kernel answered") from None
+                    raise ConnectionError(
+                        "the kernel's websocket closed before the kernel answered"
+                    ) from None
                 continue
         raise TimeoutError(f"the kernel did not answer kernel_info within {timeout:g}s")
 

@@ -39,7 +39,9 @@ class Capability:
 
     def __post_init__(self) -> None:
         if self.values and self.value not in self.values:
-            raise ValueError(f"capability {self.name!r}: value {self.value!r} is not one of {self.values}")
+            raise ValueError(
+                f"capability {self.name!r}: value {self.value!r} is not one of {self.values}"
+            )
 
     def as_dict(self) -> dict[str, object]:
         described: dict[str, object] = {
@@ -258,7 +260,9 @@ class CapabilityRegistry:
         on, value = capability.valued(raw, source)
         self._declared[name] = replace(capability, enabled=on, value=value, source=source)
 
-    def apply(self, assignments: Iterable[tuple[str, str | bool | None]], source: str, where: str) -> None:
+    def apply(
+        self, assignments: Iterable[tuple[str, str | bool | None]], source: str, where: str
+    ) -> None:
         """Apply one layer; unknown names and values are refused all together, before any applies."""
         assignments = list(assignments)
         unknown = [name for name, _ in assignments if name not in self._declared]

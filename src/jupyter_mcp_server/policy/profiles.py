@@ -56,7 +56,9 @@ def annotation(annotations: Any, name: str, default: bool) -> bool:
     if isinstance(annotations, dict):
         value = annotations.get(name)
         if value is None:
-            value = annotations.get({"read_only_hint": "readOnlyHint", "open_world_hint": "openWorldHint"}[name])
+            value = annotations.get(
+                {"read_only_hint": "readOnlyHint", "open_world_hint": "openWorldHint"}[name]
+            )
     else:
         value = getattr(annotations, name, None)
     return default if value is None else bool(value)

@@ -51,17 +51,29 @@ MIN_SECRET_LENGTH = 6
 #: Well-known token formats: (kind, substrings one of which every match contains, pattern).
 #: The substrings are looked for first (a fast scan); a pattern runs only on text that has one.
 TOKEN_FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("private key", ("PRIVATE KEY-----",), r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    (
+        "private key",
+        ("PRIVATE KEY-----",),
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    ),
     ("anthropic key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
     ("openai key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    ("github token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    (
+        "github token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+    ),
     ("gitlab token", ("glpat-",), r"\bglpat-[A-Za-z0-9_-]{20,}"),
     ("aws access key", ("AKIA", "ASIA"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     ("slack token", ("xox",), r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     ("google api key", ("AIza",), r"\bAIza[0-9A-Za-z_-]{35}\b"),
     ("stripe key", ("_live_", "_test_"), r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
     ("hugging face token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}"),
-    ("json web token", ("eyJ",), r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    (
+        "json web token",
+        ("eyJ",),
+        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    ),
 )
 
 #: Output data under these MIME types (and prefixes) is binary: never masked.
@@ -83,7 +95,9 @@ def secret_values(environ: Mapping[str, str], patterns: Iterable[str]) -> dict[s
     return {
         value: name
         for name, value in environ.items()
-        if isinstance(value, str) and len(value.strip()) >= MIN_SECRET_LENGTH and secret_name(name, patterns)
+        if isinstance(value, str)
+        and len(value.strip()) >= MIN_SECRET_LENGTH
+        and secret_name(name, patterns)
     }
 
 
@@ -100,13 +114,22 @@ def kernel_env_expression(patterns: Iterable[str]) -> str:
 class Redactor:
     """Masks known secret values and token formats in text and in JSON-like values."""
 
-    def __init__(self, patterns: Iterable[str] = DEFAULT_SECRET_NAMES, values: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        patterns: Iterable[str] = DEFAULT_SECRET_NAMES,
+        values: Mapping[str, str] | None = None,
+    ) -> None:
         self.patterns = tuple(patterns)
         self._values: dict[str, str] = {}
         self._lock = threading.Lock()
-        self._formats = [(f"[redacted: {kind}]", anchors, re.compile(pattern)) for kind, anchors, pattern in TOKEN_FORMATS]
+        self._formats = [
+            (f"[redacted: {kind}]", anchors, re.compile(pattern))
+            for kind, anchors, pattern in TOKEN_FORMATS
+        ]
         #: Every format's anchors in one expression: most texts hold none, found in one scan.
-        self._any_anchor = re.compile("|".join(re.escape(a) for _kind, anchors, _p in TOKEN_FORMATS for a in anchors))
+        self._any_anchor = re.compile(
+            "|".join(re.escape(a) for _kind, anchors, _p in TOKEN_FORMATS for a in anchors)
+        )
         #: (value, its mask), longest first, so a value that contains another is masked whole.
         self._masks: tuple[tuple[str, str], ...] = ()
         if values:
@@ -118,7 +141,11 @@ class Redactor:
 
     def add_values(self, values: Mapping[str, str]) -> None:
         """Mask these {value: name} from now on (a kernel's environment, read on a reply)."""
-        new = {value: name for value, name in values.items() if len(value.strip()) >= MIN_SECRET_LENGTH and value not in self._values}
+        new = {
+            value: name
+            for value, name in values.items()
+            if len(value.strip()) >= MIN_SECRET_LENGTH and value not in self._values
+        }
         if not new:
             return
         with self._lock:
@@ -158,7 +185,9 @@ class Redactor:
             changed = False
             out: dict[Any, Any] = {}
             for key, item in value.items():
-                if isinstance(key, str) and (key.startswith(BINARY_PREFIXES) or key in BINARY_FIELDS):
+                if isinstance(key, str) and (
+                    key.startswith(BINARY_PREFIXES) or key in BINARY_FIELDS
+                ):
                     out[key] = item
                     continue
                 masked = self.value(item)

@@ -18,7 +18,9 @@ from mcp.types import CallToolResult, TextContent
 
 from jupyter_mcp_server.errors import ERROR_META_KEY, INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 
-VALIDATION = re.compile(r"^Error executing tool (?P<tool>\S+): \d+ validation errors? for \S+\n(?P<body>.*)$", re.S)
+VALIDATION = re.compile(
+    r"^Error executing tool (?P<tool>\S+): \d+ validation errors? for \S+\n(?P<body>.*)$", re.S
+)
 UNKNOWN_TOOL = re.compile(r"^Unknown tool: (?P<tool>.+)$")
 DOCS_LINK = re.compile(r"\n\s*For further information visit \S+")
 
@@ -44,19 +46,26 @@ class ArgumentErrors(Extension):
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
         result = await call_next(ctx)
-        if not isinstance(result, CallToolResult) or not result.is_error or (result.meta or {}).get(ERROR_META_KEY):
+        if (
+            not isinstance(result, CallToolResult)
+            or not result.is_error
+            or (result.meta or {}).get(ERROR_META_KEY)
+        ):
             return result
         text = "".join(getattr(block, "text", "") for block in result.content)
         if match := VALIDATION.match(text):
             problems = field_problems(match.group("body"))
             failure = ToolFailure(
                 INVALID_ARGUMENT,
-                f"Invalid arguments for {match.group('tool')}: " + "; ".join(problems)
+                f"Invalid arguments for {match.group('tool')}: "
+                + "; ".join(problems)
                 + ". Fix them and call again; the tool's input schema says what each accepts.",
                 fields=[problem.split(":", 1)[0] for problem in problems],
             )
         elif match := UNKNOWN_TOOL.match(text):
-            known = sorted(tool.name for tool in await self.server.list_tools()) if self.server else []
+            known = (
+                sorted(tool.name for tool in await self.server.list_tools()) if self.server else []
+            )
             failure = ToolFailure(
                 NOT_FOUND,
                 f"There is no tool '{match.group('tool')}' on this server. Its tools: {', '.join(known)}.",

@@ -87,7 +87,9 @@ _current_request: contextvars.ContextVar[_RequestLog | None] = contextvars.Conte
     "jupyter_mcp_request_log", default=None
 )
 #: Set while a record is being delivered, so delivering never logs itself.
-_delivering: contextvars.ContextVar[bool] = contextvars.ContextVar("jupyter_mcp_delivering", default=False)
+_delivering: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "jupyter_mcp_delivering", default=False
+)
 
 
 class ClientLogHandler(logging.Handler):
@@ -117,14 +119,18 @@ class ClientLogHandler(logging.Handler):
         if request is not None and record.levelno >= request.level:
             with contextlib.suppress(RuntimeError):
                 loop = asyncio.get_running_loop()
-                request.pending.append(loop.create_task(_send(request.session, level, data, record.name)))
+                request.pending.append(
+                    loop.create_task(_send(request.session, level, data, record.name))
+                )
         for key, listener in list(self.listeners.items()):
             if record.levelno < listener.level:
                 continue
             if listener.loop.is_closed():
                 self.listeners.pop(key, None)
                 continue
-            listener.loop.call_soon_threadsafe(self._schedule, key, listener, level, data, record.name)
+            listener.loop.call_soon_threadsafe(
+                self._schedule, key, listener, level, data, record.name
+            )
 
     def _schedule(self, key: str, listener: _Listener, level: str, data: str, name: str) -> None:
         async def deliver() -> None:
@@ -148,7 +154,9 @@ class ClientLogHandler(logging.Handler):
         self.refresh_level()
         hooks.before_tool.append(lambda call: tool_logger.debug("Calling tool %s", call.tool))
         hooks.after_tool.append(
-            lambda ended: tool_logger.info("Tool %s ended: %s in %.3f s", ended.tool, ended.outcome, ended.duration)
+            lambda ended: tool_logger.info(
+                "Tool %s ended: %s in %.3f s", ended.tool, ended.outcome, ended.duration
+            )
         )
 
     def uninstall(self) -> None:
@@ -172,7 +180,9 @@ class ClientLogHandler(logging.Handler):
         )
         # A session that ends (DELETE, expiry) takes its listener with it, and the session object
         # the listener holds, rather than leaving it until a record fails to reach it.
-        when_connection_closes(ctx, "jupyter_mcp_server.protocol.client_logging", lambda: self.forget(key))
+        when_connection_closes(
+            ctx, "jupyter_mcp_server.protocol.client_logging", lambda: self.forget(key)
+        )
         self.refresh_level()
         return EmptyResult()
 

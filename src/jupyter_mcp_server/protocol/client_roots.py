@@ -57,7 +57,9 @@ class FollowClientRoots:
 
     def applies(self, ctx: Any) -> bool:
         state = self.state
-        if state.config.workspace_root_given or not state.capabilities.enabled(CLIENT_ROOTS_CAPABILITY):
+        if state.config.workspace_root_given or not state.capabilities.enabled(
+            CLIENT_ROOTS_CAPABILITY
+        ):
             return False
         if session_of(ctx) != STDIO_CONNECTION:
             return False
@@ -78,8 +80,11 @@ class FollowClientRoots:
         try:
             answered = await asyncio.wait_for(session.list_roots(), ANSWER_WITHIN)
         except Exception as error:
-            logger.warning("The client offers roots but roots/list failed (%s); the workspace stays %s",
-                           error or type(error).__name__, self.state.workspace.root)
+            logger.warning(
+                "The client offers roots but roots/list failed (%s); the workspace stays %s",
+                error or type(error).__name__,
+                self.state.workspace.root,
+            )
             return
         for root in answered.roots:
             directory = directory_of(str(root.uri))
@@ -94,4 +99,7 @@ class FollowClientRoots:
             else:
                 logger.warning("The workspace is now %s, the client's first root", directory)
             return
-        logger.info("The client's roots name no local directory; the workspace stays %s", self.state.workspace.root)
+        logger.info(
+            "The client's roots name no local directory; the workspace stays %s",
+            self.state.workspace.root,
+        )

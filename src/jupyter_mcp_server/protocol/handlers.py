@@ -79,7 +79,9 @@ class ConnectionEnds:
         connection = getattr(getattr(ctx, "session", None), "_connection", None)
         session_id = getattr(connection, "session_id", None)
         if isinstance(session_id, str) and session_id:
-            when_connection_closes(ctx, "jupyter_mcp_server.connection_ends", lambda: self.ended(session_id))
+            when_connection_closes(
+                ctx, "jupyter_mcp_server.connection_ends", lambda: self.ended(session_id)
+            )
         return await call_next(ctx)
 
 

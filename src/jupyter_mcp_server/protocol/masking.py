@@ -33,7 +33,9 @@ from jupyter_mcp_server.state import ServerState
 logger = logging.getLogger(__name__)
 
 #: Results that carry what tools, resources and prompts said.
-MASKED_METHODS = frozenset({"tools/call", "resources/read", "prompts/get", "tasks/get", "tasks/result"})
+MASKED_METHODS = frozenset(
+    {"tools/call", "resources/read", "prompts/get", "tasks/get", "tasks/result"}
+)
 
 
 def redaction_on(state: ServerState) -> bool:
@@ -59,10 +61,14 @@ def mask_call_result(redactor: Redactor, result: CallToolResult) -> CallToolResu
             if text is not block.text:
                 block = block.model_copy(update={"text": text})
                 changed = True
-        elif isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents):
+        elif isinstance(block, EmbeddedResource) and isinstance(
+            block.resource, TextResourceContents
+        ):
             text = redactor.text(block.resource.text)
             if text is not block.resource.text:
-                block = block.model_copy(update={"resource": block.resource.model_copy(update={"text": text})})
+                block = block.model_copy(
+                    update={"resource": block.resource.model_copy(update={"text": text})}
+                )
                 changed = True
         content.append(block)
     structured = result.structured_content
@@ -106,8 +112,15 @@ class ResultMasking:
             # Failing closed: a result that could not be checked is not sent.
             logger.exception("Masking the result of %s failed; it is withheld", ctx.method)
             if ctx.method != "tools/call":
-                raise MCPError(code=INTERNAL_ERROR, message="The result could not be checked for secrets.") from None
+                raise MCPError(
+                    code=INTERNAL_ERROR, message="The result could not be checked for secrets."
+                ) from None
             return CallToolResult(
-                content=[TextContent(type="text", text="The result could not be checked for secrets and is withheld.")],
+                content=[
+                    TextContent(
+                        type="text",
+                        text="The result could not be checked for secrets and is withheld.",
+                    )
+                ],
                 is_error=True,
             )

@@ -82,11 +82,18 @@ def attach_profiles(server: Any, state: ServerState) -> None:
     wrap(server, "tools/call", calling)
 
 
-def refuse(state: ServerState, tool: str, arguments: dict[str, Any], profile: str) -> CallToolResult:
+def refuse(
+    state: ServerState, tool: str, arguments: dict[str, Any], profile: str
+) -> CallToolResult:
     """The refusal of a tool outside the profile, seen by the hooks (the audit log) like any call."""
     logger.info("Refused %s under the %s profile", tool, profile)
     hooks = state.hooks
     seen = redacted(arguments)
     hooks.fire(hooks.before_tool, ToolCall(tool=tool, arguments=seen))
-    hooks.fire(hooks.after_tool, ToolCallEnded(tool=tool, arguments=seen, duration=0.0, outcome=NOT_PERMITTED))
-    return failure(ToolFailure(NOT_PERMITTED, refusal_message(tool, profile), profile=profile, tool=tool))
+    hooks.fire(
+        hooks.after_tool,
+        ToolCallEnded(tool=tool, arguments=seen, duration=0.0, outcome=NOT_PERMITTED),
+    )
+    return failure(
+        ToolFailure(NOT_PERMITTED, refusal_message(tool, profile), profile=profile, tool=tool)
+    )

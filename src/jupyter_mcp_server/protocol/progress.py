@@ -94,7 +94,8 @@ class Reporter:
 
 @contextlib.asynccontextmanager
 async def reporting(
-    send: Callable[[float, str], Awaitable[None]], heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+    send: Callable[[float, str], Awaitable[None]],
+    heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS,
 ) -> AsyncIterator[Reporter]:
     """A running reporter for the duration of the block; what is pending is sent at the end."""
     reporter = Reporter(send, heartbeat_seconds)
@@ -122,7 +123,9 @@ class ProgressReporting(Extension):
     identifier = "io.jupyter-mcp/progress"
 
     def __init__(
-        self, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS, mask: Callable[[str], str] | None = None
+        self,
+        heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS,
+        mask: Callable[[str], str] | None = None,
     ) -> None:
         self.heartbeat_seconds = heartbeat_seconds
         #: What a message goes through before it is sent (the server's redaction).

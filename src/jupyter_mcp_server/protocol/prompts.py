@@ -56,11 +56,15 @@ def parse_cell_ranges(expression: str, cell_count: int) -> list[int]:
             start = int(first.strip())
             end = int(last.strip()) if dash else start
         except ValueError:
-            raise ValueError(f"cell_indices item {part!r} is not an index or a range. {example}") from None
+            raise ValueError(
+                f"cell_indices item {part!r} is not an index or a range. {example}"
+            ) from None
         if start < 0 or end < 0:
             raise ValueError(f"cell_indices item {part!r} is negative. {example}")
         if end < start:
-            raise ValueError(f"cell_indices range {part!r} runs backwards; write it as '{end}-{start}'.")
+            raise ValueError(
+                f"cell_indices range {part!r} runs backwards; write it as '{end}-{start}'."
+            )
         if end >= cell_count:
             raise ValueError(
                 f"cell_indices item {part!r} is out of range: the notebook has {cell_count} cells "
@@ -74,7 +78,9 @@ def parse_cell_ranges(expression: str, cell_count: int) -> list[int]:
 
 def cite_text(prompt: str, expression: str, path: str, notebook: Any, indices: list[int]) -> str:
     """The message: which cells of which notebook, each with its source, then the prompt."""
-    language = str(((notebook.get("metadata") or {}).get("kernelspec") or {}).get("language") or "python")
+    language = str(
+        ((notebook.get("metadata") or {}).get("kernelspec") or {}).get("language") or "python"
+    )
     parts = [f"Cells {expression} of the notebook '{path}':", ""]
     for index in indices:
         cell = notebook.cells[index]
@@ -93,12 +99,16 @@ async def cite(
     prompt: Annotated[str, Field(description="What to ask about the cited cells.")],
     cell_indices: Annotated[
         str,
-        Field(description="The cells to cite: 0-based indices and ranges, e.g. '0,1,2', '0-2' or '0-2,4'."),
+        Field(
+            description="The cells to cite: 0-based indices and ranges, e.g. '0,1,2', '0-2' or '0-2,4'."
+        ),
     ],
     ctx: Context,
     notebook_name: Annotated[
         str,
-        Field(description="A name given to use_notebook, or a notebook path; empty means this connection's current notebook."),
+        Field(
+            description="A name given to use_notebook, or a notebook path; empty means this connection's current notebook."
+        ),
     ] = "",
 ) -> list[dict[str, Any]]:
     """Cite cells of a notebook in a prompt, like @-mentioning a file: their sources, then your question."""
@@ -108,7 +118,9 @@ async def cite(
         indices = parse_cell_ranges(cell_indices, len(view.notebook.cells))
         text = cite_text(prompt, cell_indices.strip(), path, view.notebook, indices)
     except ToolFailure as error:
-        raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}", data=error.as_meta()) from None
+        raise MCPError(
+            INVALID_PARAMS, f"{error.code}: {error.message}", data=error.as_meta()
+        ) from None
     except ValueError as error:
         raise MCPError(INVALID_PARAMS, str(error)) from None
     return [{"role": "user", "content": {"type": "text", "text": text}}]
@@ -161,15 +173,23 @@ async def complete(state: ServerState, ref: Any, argument: Any, context: Any) ->
         if name == "cell_indices":
             return _limited(await range_suggestions(state, known.get("notebook_name", ""), partial))
         return None
-    if isinstance(ref, ResourceTemplateReference) and ref.uri in (NOTEBOOK_TEMPLATE, CELL_TEMPLATE, OUTPUT_TEMPLATE):
+    if isinstance(ref, ResourceTemplateReference) and ref.uri in (
+        NOTEBOOK_TEMPLATE,
+        CELL_TEMPLATE,
+        OUTPUT_TEMPLATE,
+    ):
         if name == "path":
             return _limited(await notebook_paths(state, partial))
         if name == "cell" and known.get("path"):
             cells = await _cells_of(state, known["path"])
-            return _limited([str(cell.get("id")) for cell in cells if str(cell.get("id")).startswith(partial)])
+            return _limited(
+                [str(cell.get("id")) for cell in cells if str(cell.get("id")).startswith(partial)]
+            )
         if name == "output" and known.get("path") and known.get("cell"):
             cells = await _cells_of(state, known["path"])
-            outputs: list[Any] = next((c.get("outputs", []) for c in cells if c.get("id") == known["cell"]), [])
+            outputs: list[Any] = next(
+                (c.get("outputs", []) for c in cells if c.get("id") == known["cell"]), []
+            )
             return _limited([str(i) for i in range(len(outputs)) if str(i).startswith(partial)])
     return None
 

@@ -91,6 +91,7 @@ def self_description(state: ServerState) -> dict[str, Any]:
 
 def attach_resources(server: Any, state: ServerState) -> None:
     """Serve the capabilities, the self-description, notebooks, cells and outputs."""
+
     @server.resource(
         CAPABILITIES_URI,
         name="capabilities",
@@ -147,10 +148,14 @@ def attach_resources(server: Any, state: ServerState) -> None:
         mime_type=OUTPUT_MIME,
         security=_no_sdk_path_policy(),
     )
-    async def output(path: str, ctx: Context, cell: str | None = None, output: str | None = None) -> str | bytes:
+    async def output(
+        path: str, ctx: Context, cell: str | None = None, output: str | None = None
+    ) -> str | bytes:
         uri = str((ctx.request_context.params or {}).get("uri", ""))
         first = (await output_contents(state_of(ctx), uri))[0]
-        return first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
+        return (
+            first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
+        )
 
     @server.resource(
         SCRATCH_TEMPLATE,
@@ -165,7 +170,9 @@ def attach_resources(server: Any, state: ServerState) -> None:
     async def scratch(key: str, ctx: Context, output: str | None = None) -> str | bytes:
         uri = str((ctx.request_context.params or {}).get("uri", ""))
         first = scratch_contents(state_of(ctx), uri)[0]
-        return first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
+        return (
+            first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
+        )
 
     _serve_output_contents(server)
     wrap(server, "resources/read", _refusals_coded)
@@ -247,7 +254,9 @@ def _refusals_coded(original: Handler) -> Handler:
                 )
                 error = MCPError(INVALID_PARAMS, message, data={**data, "code": code, "uri": uri})
             if code == NOT_FOUND and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                raise MCPError(RESOURCE_NOT_FOUND, error.error.message, data=error.error.data) from None
+                raise MCPError(
+                    RESOURCE_NOT_FOUND, error.error.message, data=error.error.data
+                ) from None
             raise error from None
 
     return read
@@ -293,24 +302,32 @@ def parse_part_uri(uri: str, scheme: str) -> tuple[str, dict[str, str]]:
         raise _resource_error(INVALID_PATH, f"{uri!r} is not a {scheme}: URI.", uri)
     rest, _, query = uri[len(prefix) :].partition("?")
     if "#" in query or "#" in rest:
-        raise _resource_error(INVALID_PATH, f"{uri!r} has a fragment; address the cell with ?cell=ID.", uri)
+        raise _resource_error(
+            INVALID_PATH, f"{uri!r} has a fragment; address the cell with ?cell=ID.", uri
+        )
     try:
         path = path_of_uri("notebook:" + rest)
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ToolFailure as error:
         raise _resource_error(error.code, error.message, uri) from None
     except ValueError:
-        raise _resource_error(INVALID_PATH, f"{uri!r} has a malformed query; write ?cell=ID&output=N.", uri) from None
+        raise _resource_error(
+            INVALID_PATH, f"{uri!r} has a malformed query; write ?cell=ID&output=N.", uri
+        ) from None
     return path, dict(pairs)
 
 
-async def _cell_of_uri(state: ServerState, uri: str, scheme: str) -> tuple[str, dict[str, str], Any]:
+async def _cell_of_uri(
+    state: ServerState, uri: str, scheme: str
+) -> tuple[str, dict[str, str], Any]:
     """The path, the query and the cell a cell or output URI names."""
 
     path, query = parse_part_uri(uri, scheme)
     cell_id = query.get("cell")
     if not cell_id:
-        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).", uri)
+        raise _resource_error(
+            INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).", uri
+        )
     try:
         relative = state.locate(path)
         view = await state.store.read(relative)
@@ -320,16 +337,22 @@ async def _cell_of_uri(state: ServerState, uri: str, scheme: str) -> tuple[str, 
         if cell.get("id") == cell_id:
             return relative, query, cell
     raise _resource_error(
-        NOT_FOUND, f"'{relative}' has no cell with id {cell_id!r}; read_notebook lists the ids.", uri
+        NOT_FOUND,
+        f"'{relative}' has no cell with id {cell_id!r}; read_notebook lists the ids.",
+        uri,
     )
 
 
-async def output_contents(state: ServerState, uri: str) -> list[TextResourceContents | BlobResourceContents]:
+async def output_contents(
+    state: ServerState, uri: str
+) -> list[TextResourceContents | BlobResourceContents]:
     """Every representation of one output, each as a content with its own MIME type."""
     relative, query, cell = await _cell_of_uri(state, uri, OUTPUT_SCHEME)
     raw = query.get("output", "")
     if not raw.isdigit():
-        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs &output=N, the output's 0-based index.", uri)
+        raise _resource_error(
+            INVALID_ARGUMENT, f"{uri!r} needs &output=N, the output's 0-based index.", uri
+        )
     outputs = list(cell.get("outputs") or [])
     index = int(raw)
     if index >= len(outputs):
@@ -341,20 +364,30 @@ async def output_contents(state: ServerState, uri: str) -> list[TextResourceCont
     return representations(uri, outputs[index])
 
 
-def scratch_contents(state: ServerState, uri: str) -> list[TextResourceContents | BlobResourceContents]:
+def scratch_contents(
+    state: ServerState, uri: str
+) -> list[TextResourceContents | BlobResourceContents]:
     """Every representation of one output of recent scratch code."""
     rest, _, query = uri[len(SCRATCH_SCHEME) + 1 :].partition("?")
     key = rest.removeprefix("///")
     raw = dict(parse_qsl(query, keep_blank_values=True)).get("output", "")
     if not raw.isdigit():
-        raise _resource_error(INVALID_ARGUMENT, f"{uri!r} needs ?output=N, the output's 0-based index.", uri)
+        raise _resource_error(
+            INVALID_ARGUMENT, f"{uri!r} needs ?output=N, the output's 0-based index.", uri
+        )
     outputs = state.scratch.get(key)
     if outputs is None:
         raise _resource_error(
-            NOT_FOUND, f"The scratch outputs {key!r} are gone (only recent ones are kept); run the code again.", uri
+            NOT_FOUND,
+            f"The scratch outputs {key!r} are gone (only recent ones are kept); run the code again.",
+            uri,
         )
     if int(raw) >= len(outputs):
-        raise _resource_error(NOT_FOUND, f"That execution has {len(outputs)} outputs; output {raw} does not exist.", uri)
+        raise _resource_error(
+            NOT_FOUND,
+            f"That execution has {len(outputs)} outputs; output {raw} does not exist.",
+            uri,
+        )
     return representations(uri, outputs[int(raw)])
 
 
@@ -362,18 +395,30 @@ def representations(uri: str, output: Any) -> list[TextResourceContents | BlobRe
     """An nbformat output as resource contents, one per MIME type it carries."""
     kind = output.get("output_type")
     if kind == "stream":
-        return [TextResourceContents(uri=uri, mime_type="text/plain", text=_joined(output.get("text", "")))]
+        return [
+            TextResourceContents(
+                uri=uri, mime_type="text/plain", text=_joined(output.get("text", ""))
+            )
+        ]
     if kind == "error":
         lines = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
-        return [TextResourceContents(uri=uri, mime_type="text/plain", text="\n".join(map(str, lines)))]
+        return [
+            TextResourceContents(uri=uri, mime_type="text/plain", text="\n".join(map(str, lines)))
+        ]
     contents: list[TextResourceContents | BlobResourceContents] = []
     for mime, value in (output.get("data") or {}).items():
         if mime in BINARY_TYPES:
-            contents.append(BlobResourceContents(uri=uri, mime_type=mime, blob=_joined(value).replace("\n", "")))
+            contents.append(
+                BlobResourceContents(uri=uri, mime_type=mime, blob=_joined(value).replace("\n", ""))
+            )
         elif isinstance(value, str | list) and not mime.endswith("json"):
             contents.append(TextResourceContents(uri=uri, mime_type=mime, text=_joined(value)))
         else:
-            contents.append(TextResourceContents(uri=uri, mime_type=mime, text=json.dumps(value, ensure_ascii=False)))
+            contents.append(
+                TextResourceContents(
+                    uri=uri, mime_type=mime, text=json.dumps(value, ensure_ascii=False)
+                )
+            )
     return contents or [TextResourceContents(uri=uri, mime_type="text/plain", text="")]
 
 
@@ -412,7 +457,11 @@ def described_capabilities(state: ServerState) -> dict[str, Any]:
     """``capabilities://`` and ``server/discover``'s capabilities extension: the capabilities,
     the workspace with who chose it (``cli``, ``cwd``, ``client-roots``), and whether the
     notebooks' history is kept."""
-    return {**state.capabilities.describe(), "workspace": state.describe_workspace(), "history": described_history(state)}
+    return {
+        **state.capabilities.describe(),
+        "workspace": state.describe_workspace(),
+        "history": described_history(state),
+    }
 
 
 def described_history(state: ServerState) -> dict[str, Any]:
@@ -422,10 +471,15 @@ def described_history(state: ServerState) -> dict[str, Any]:
     store = state.store
     histories = store.recorder.histories if store.recorder is not None else None
     root = histories.root if histories is not None else None
-    off = store.history_off or (histories.off if histories is not None else "this store keeps no history")
+    off = store.history_off or (
+        histories.off if histories is not None else "this store keeps no history"
+    )
     if off is None and root is not None:
         off = _unwritable(root)
-    described: dict[str, Any] = {"on": off is None, "directory": str(root) if root is not None else None}
+    described: dict[str, Any] = {
+        "on": off is None,
+        "directory": str(root) if root is not None else None,
+    }
     if off is not None:
         described["off"] = off
     return described
@@ -438,7 +492,9 @@ def _unwritable(root: Path) -> str | None:
 
     where = root
     while not where.exists() and where.parent != where:
-        where = where.parent  # the history makes the missing folders: the first that exists must take them
+        where = (
+            where.parent
+        )  # the history makes the missing folders: the first that exists must take them
     try:
         if not where.is_dir():
             raise NotADirectoryError(20, "Not a directory", str(where))

@@ -124,7 +124,11 @@ class NotebookEvents:
         scheme, colon, _ = uri.partition(":")
         foreign = bool(colon) and _SCHEME.fullmatch(scheme) is not None
         scheme = scheme.lower()
-        path = None if foreign and scheme not in ("notebook", CELL_SCHEME, OUTPUT_SCHEME) else self.path_of(uri)
+        path = (
+            None
+            if foreign and scheme not in ("notebook", CELL_SCHEME, OUTPUT_SCHEME)
+            else self.path_of(uri)
+        )
         connection = self.connections.setdefault(key, _Connection(session))
         connection.session = session
         connection.uris.add(uri)
@@ -152,7 +156,9 @@ class NotebookEvents:
             try:
                 path = self.path_of(uri)
             except Exception:
-                logger.info("A listen stream asked for %r, which names no notebook; it never fires", uri)
+                logger.info(
+                    "A listen stream asked for %r, which names no notebook; it never fires", uri
+                )
                 continue
             self.listened[uri] += 1
             await self._hold(uri, path)
@@ -258,7 +264,9 @@ class NotebookEvents:
                 for path in sorted(changed):
                     await self.announce(path, await self._revision_now(path))
         except Exception:
-            logger.warning("Watching %s for outside changes failed", files.missing_where, exc_info=True)
+            logger.warning(
+                "Watching %s for outside changes failed", files.missing_where, exc_info=True
+            )
 
 
 def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
@@ -279,9 +287,15 @@ def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
             await events.subscribe(key, ctx.session, str(params.uri))
             # The session may end without unsubscribing (DELETE, expiry, a client
             # killed): its subscriptions, and the watcher they keep, end with it.
-            when_connection_closes(ctx, "jupyter_mcp_server.protocol.subscriptions", lambda: events.forget_connection(key))
+            when_connection_closes(
+                ctx,
+                "jupyter_mcp_server.protocol.subscriptions",
+                lambda: events.forget_connection(key),
+            )
         except ToolFailure as error:
-            raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}", data={"code": error.code}) from None
+            raise MCPError(
+                INVALID_PARAMS, f"{error.code}: {error.message}", data={"code": error.code}
+            ) from None
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: Any) -> Any:

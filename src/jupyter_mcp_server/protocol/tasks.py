@@ -147,7 +147,10 @@ def _check_routing_header(ctx: Any, task_id: str) -> None:
 
     named = header_of(ctx, MCP_NAME_HEADER)
     if named is not None and decode_header_value(named) != task_id:
-        raise MCPError(HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter")
+        raise MCPError(
+            HEADER_MISMATCH,
+            f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter",
+        )
 
 
 def _not_found(task_id: str) -> Exception:
@@ -177,7 +180,9 @@ class TaskSupport:
         if tool not in self._declared:
             # A tool not seen yet (an extension that woke up since): read the specs again.
             self._declared = {
-                spec.name: str(declared.get("taskSupport")) if isinstance(declared := spec.meta.get(EXTENSION), dict) else None
+                spec.name: str(declared.get("taskSupport"))
+                if isinstance(declared := spec.meta.get(EXTENSION), dict)
+                else None
                 for spec in self.state.extensions.tools()
             }
             self._declared.setdefault(tool, None)
@@ -189,7 +194,9 @@ class Tasks(Extension):
 
     identifier = EXTENSION
 
-    def __init__(self, state: ServerState, grace_seconds: float = 1.0, support: TaskSupport | None = None) -> None:
+    def __init__(
+        self, state: ServerState, grace_seconds: float = 1.0, support: TaskSupport | None = None
+    ) -> None:
         self.state = state
         self.grace_seconds = grace_seconds
         self.support = support or TaskSupport(state)

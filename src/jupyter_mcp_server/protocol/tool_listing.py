@@ -82,7 +82,9 @@ def compact_output(schema: Any) -> Any:
         if key == "properties" and isinstance(value, dict):
             required = set(schema.get("required") or ())
             kept[key] = {
-                name: compact_output(sub) for name, sub in value.items() if name not in _UNLISTED or name in required
+                name: compact_output(sub)
+                for name, sub in value.items()
+                if name not in _UNLISTED or name in required
             }
         else:
             kept[key] = compact_output(value)

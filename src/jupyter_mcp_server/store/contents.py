@@ -105,7 +105,10 @@ class ContentsFiles:
     def locate(self, path: str) -> str:
         """The canonical relative path: the workspace's rules, without a local disk to resolve on."""
         if not isinstance(path, str):
-            raise ToolFailure(INVALID_PATH, f"Paths are strings relative to the root of {self.where}; got {path!r}.")
+            raise ToolFailure(
+                INVALID_PATH,
+                f"Paths are strings relative to the root of {self.where}; got {path!r}.",
+            )
         problem = problem_with(path)
         if problem:
             raise ToolFailure(
@@ -123,7 +126,9 @@ class ContentsFiles:
         if model is None:
             return None
         if model.get("type") == "directory":
-            raise ToolFailure(INVALID_PATH, f"{key!r} is a directory on {self.where}, not a notebook.", path=key)
+            raise ToolFailure(
+                INVALID_PATH, f"{key!r} is a directory on {self.where}, not a notebook.", path=key
+            )
         return Fingerprint(_nanoseconds(model.get("last_modified")), int(model.get("size") or 0))
 
     def being_saved(self, key: str) -> bool:
@@ -132,10 +137,16 @@ class ContentsFiles:
     async def read_bytes(self, key: str) -> bytes:
         model = await self._get(key, content=True)
         if model is None:
-            raise ToolFailure(NOT_FOUND, f"{key!r} does not exist on {self.where}. Use list_files to see what is there.", path=key)
+            raise ToolFailure(
+                NOT_FOUND,
+                f"{key!r} does not exist on {self.where}. Use list_files to see what is there.",
+                path=key,
+            )
         content = model.get("content")
         if model.get("format") == "base64" or not isinstance(content, str):
-            raise ToolFailure(INVALID_PATH, f"{key!r} on {self.where} is not a text file.", path=key)
+            raise ToolFailure(
+                INVALID_PATH, f"{key!r} on {self.where} is not a text file.", path=key
+            )
         return content.encode("utf-8")
 
     async def changes(
@@ -169,7 +180,12 @@ class ContentsFiles:
         return contextlib.nullcontext()
 
     async def write(
-        self, key: str, data: bytes, *, exclusive: bool = False, unchanged_since: Snapshot | None = None
+        self,
+        key: str,
+        data: bytes,
+        *,
+        exclusive: bool = False,
+        unchanged_since: Snapshot | None = None,
     ) -> Fingerprint:
         """As the store's files write; ``unchanged_since`` compares ``last_modified``, size and
         then the bytes' hash, one round trip before the save (no conditional save exists)."""
@@ -189,13 +205,17 @@ class ContentsFiles:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise ToolFailure(INVALID_ARGUMENT, f"{key!r}: only UTF-8 text is saved to {self.where}.") from None
+            raise ToolFailure(
+                INVALID_ARGUMENT, f"{key!r}: only UTF-8 text is saved to {self.where}."
+            ) from None
         saved = await self._put(key, {"type": "file", "format": "text", "content": text})
         if saved.get("last_modified") is not None and saved.get("size") is not None:
             return Fingerprint(_nanoseconds(saved["last_modified"]), int(saved["size"]))
         status = await self.stat(key)
         if status is None:
-            raise ToolFailure(NOT_FOUND, f"{key!r} was saved to {self.where} but is not there.", path=key)
+            raise ToolFailure(
+                NOT_FOUND, f"{key!r} was saved to {self.where} but is not there.", path=key
+            )
         return status
 
     async def _make_parents(self, key: str) -> None:
@@ -206,9 +226,15 @@ class ContentsFiles:
             if model is None:
                 await self._put(directory, {"type": "directory"})
             elif model.get("type") != "directory":
-                raise ToolFailure(INVALID_PATH, f"{directory!r} on {self.where} is a file, not a directory.", path=key)
+                raise ToolFailure(
+                    INVALID_PATH,
+                    f"{directory!r} on {self.where} is a file, not a directory.",
+                    path=key,
+                )
 
-    async def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[dict[str, Any]]:
+    async def list_files(
+        self, path: str = "", max_depth: int = 1, pattern: str = ""
+    ) -> list[dict[str, Any]]:
         if type(max_depth) is not int or not 0 <= max_depth <= MAX_LIST_DEPTH:
             raise ToolFailure(
                 INVALID_ARGUMENT,
@@ -217,7 +243,11 @@ class ContentsFiles:
         base = self.locate(path) if path else ""
         root = await self._get(base, content=True)
         if root is None:
-            raise ToolFailure(NOT_FOUND, f"{path!r} does not exist on {self.where}. Use list_files to see what is there.", path=path)
+            raise ToolFailure(
+                NOT_FOUND,
+                f"{path!r} does not exist on {self.where}. Use list_files to see what is there.",
+                path=path,
+            )
         if root.get("type") != "directory":
             name = base.rsplit("/", 1)[-1]
             raise ToolFailure(
@@ -245,12 +275,16 @@ class ContentsFiles:
             if is_directory and depth < max_depth:
                 children = model.get("content")
                 if children is None:
-                    children = ((await self._get(relative, content=True)) or {}).get("content") or []
+                    children = ((await self._get(relative, content=True)) or {}).get(
+                        "content"
+                    ) or []
                 for child in children:
                     child_name = str(child.get("name", ""))
                     if not child_name or child_name.startswith("."):
                         continue
-                    await visit(child, f"{relative}/{child_name}" if relative else child_name, depth + 1)
+                    await visit(
+                        child, f"{relative}/{child_name}" if relative else child_name, depth + 1
+                    )
 
         await visit(root, base, 0)
         return sorted(entries, key=lambda entry: entry["path"])
@@ -351,12 +385,20 @@ class ManagerContents(ContentsFiles):
                 is_directory = await ensure_async(self.manager.dir_exists(path))
                 if is_directory:
                     return dict(await ensure_async(self.manager.get(path, content=True)))
-                return dict(await ensure_async(self.manager.get(path, content=True, type="file", format="text")))
+                return dict(
+                    await ensure_async(
+                        self.manager.get(path, content=True, type="file", format="text")
+                    )
+                )
             return dict(await ensure_async(self.manager.get(path, content=False)))
         except HTTPError as error:
             if error.status_code == 404:
                 return None
-            raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not read {path!r}: {error.log_message or error}", path=path) from None
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"{self.where} could not read {path!r}: {error.log_message or error}",
+                path=path,
+            ) from None
 
     async def _put(self, path: str, model: dict[str, Any]) -> dict[str, Any]:
         from tornado.web import HTTPError
@@ -364,7 +406,11 @@ class ManagerContents(ContentsFiles):
         try:
             return dict(await ensure_async(self.manager.save(model, path)))
         except HTTPError as error:
-            raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not save {path!r}: {error.log_message or error}", path=path) from None
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"{self.where} could not save {path!r}: {error.log_message or error}",
+                path=path,
+            ) from None
 
     async def create_checkpoint(self, key: str) -> dict[str, Any]:
         from tornado.web import HTTPError
@@ -372,4 +418,8 @@ class ManagerContents(ContentsFiles):
         try:
             return dict(await ensure_async(self.manager.create_checkpoint(key)))
         except HTTPError as error:
-            raise ToolFailure(INVALID_ARGUMENT, f"{self.where} could not checkpoint {key!r}: {error.log_message or error}", path=key) from None
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"{self.where} could not checkpoint {key!r}: {error.log_message or error}",
+                path=key,
+            ) from None

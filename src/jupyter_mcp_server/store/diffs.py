@@ -23,7 +23,11 @@ def unified_diff(before: str, after: str, context: int = 2) -> str:
     """The unified diff from ``before`` to ``after``; "" when they are equal."""
     lines = []
     for line in difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), "before", "after", n=context
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        "before",
+        "after",
+        n=context,
     ):
         lines.append(line)
         if line.splitlines() == [line]:  # no line break at its end: the text's last line
@@ -56,12 +60,22 @@ def cell_diff(before_cells: Sequence[Any], after_cells: Sequence[Any]) -> dict[s
     before_at = {cell["id"]: index for index, cell in enumerate(before_cells)}
     after_at = {cell["id"]: index for index, cell in enumerate(after_cells)}
     added = [
-        {"cell_id": cell["id"], "index": index, "cell_type": cell["cell_type"], "source": cell.get("source", "")}
+        {
+            "cell_id": cell["id"],
+            "index": index,
+            "cell_type": cell["cell_type"],
+            "source": cell.get("source", ""),
+        }
         for index, cell in enumerate(after_cells)
         if cell["id"] not in before_at
     ]
     removed = [
-        {"cell_id": cell["id"], "index": index, "cell_type": cell["cell_type"], "source": cell.get("source", "")}
+        {
+            "cell_id": cell["id"],
+            "index": index,
+            "cell_type": cell["cell_type"],
+            "source": cell.get("source", ""),
+        }
         for index, cell in enumerate(before_cells)
         if cell["id"] not in after_at
     ]
@@ -85,9 +99,13 @@ def cell_diff(before_cells: Sequence[Any], after_cells: Sequence[Any]) -> dict[s
         if old.get("source", "") != cell.get("source", ""):
             entry["source_diff"] = unified_diff(old.get("source", ""), cell.get("source", ""))
         if old.get("outputs", []) != cell.get("outputs", []):
-            entry["outputs"] = f"{_outputs_summary(old.get('outputs', []))} -> {_outputs_summary(cell.get('outputs', []))}"
+            entry["outputs"] = (
+                f"{_outputs_summary(old.get('outputs', []))} -> {_outputs_summary(cell.get('outputs', []))}"
+            )
         if old.get("execution_count") != cell.get("execution_count"):
-            entry["execution_count"] = f"{old.get('execution_count')} -> {cell.get('execution_count')}"
+            entry["execution_count"] = (
+                f"{old.get('execution_count')} -> {cell.get('execution_count')}"
+            )
         metadata_keys = _changed_keys(old.get("metadata", {}), cell.get("metadata", {}))
         if metadata_keys:
             entry["metadata"] = metadata_keys
@@ -131,10 +149,14 @@ def diff_text(diff: dict[str, Any], metadata: dict[str, Any] | None = None) -> s
         lines.append(f"+ added {cell['cell_type']} cell {cell['cell_id']} at {cell['index']}")
         lines.extend("  +" + line for line in cell["source"].splitlines())
     for cell in diff["removed"]:
-        lines.append(f"- removed {cell['cell_type']} cell {cell['cell_id']} (was at {cell['index']})")
+        lines.append(
+            f"- removed {cell['cell_type']} cell {cell['cell_id']} (was at {cell['index']})"
+        )
         lines.extend("  -" + line for line in cell["source"].splitlines())
     for cell in diff["moved"]:
-        lines.append(f"~ moved cell {cell['cell_id']} from {cell['from_index']} to {cell['to_index']}")
+        lines.append(
+            f"~ moved cell {cell['cell_id']} from {cell['from_index']} to {cell['to_index']}"
+        )
     for cell in diff["changed"]:
         lines.append(f"* changed cell {cell['cell_id']} at {cell['index']}")
         for key in ("cell_type", "outputs", "execution_count"):
@@ -145,5 +167,7 @@ def diff_text(diff: dict[str, Any], metadata: dict[str, Any] | None = None) -> s
         if cell.get("source_diff"):
             lines.append(cell["source_diff"].rstrip("\n"))
     if metadata:
-        lines.append(f"* notebook metadata: {json.dumps(metadata, ensure_ascii=False, default=str)[:2000]}")
+        lines.append(
+            f"* notebook metadata: {json.dumps(metadata, ensure_ascii=False, default=str)[:2000]}"
+        )
     return "\n".join(lines) if lines else "(no change)"

@@ -142,7 +142,9 @@ class _Planner:
         self.steps: list[dict[str, Any]] = []
         # New cells' ids follow from the batch, so that a dry run makes the revision the
         # real run makes (and the same batch on the same notebook, the same ids).
-        self._seed = hashlib.sha256(json.dumps(operations, sort_keys=True, default=str).encode()).digest()
+        self._seed = hashlib.sha256(
+            json.dumps(operations, sort_keys=True, default=str).encode()
+        ).digest()
         self._made = 0
 
     def _new_id(self) -> str:
@@ -167,7 +169,9 @@ class _Planner:
         cell_id = operation.get("cell_id")
         cell_index = operation.get("cell_index")
         if (cell_id is None) == (cell_index is None):
-            raise ToolFailure(INVALID_ARGUMENT, "Name the cell with exactly one of cell_id or cell_index.")
+            raise ToolFailure(
+                INVALID_ARGUMENT, "Name the cell with exactly one of cell_id or cell_index."
+            )
         if cell_id is not None:
             for position, cell in enumerate(self.cells):
                 if cell["id"] == cell_id:
@@ -226,7 +230,9 @@ class _Planner:
                 )
             if wanted in taken:
                 raise ToolFailure(
-                    INVALID_ARGUMENT, f"cell_id {wanted!r} is already used by another cell: ids are unique.", cell_id=wanted
+                    INVALID_ARGUMENT,
+                    f"cell_id {wanted!r} is already used by another cell: ids are unique.",
+                    cell_id=wanted,
                 )
             cell["id"] = wanted
         else:
@@ -253,7 +259,9 @@ class _Planner:
     def _replace(self, operation: dict[str, Any]) -> dict[str, Any]:
         old, new = operation.get("old_string"), operation.get("new_string")
         if not isinstance(old, str) or old == "":
-            raise ToolFailure(INVALID_ARGUMENT, "old_string is empty: give the exact text to replace.")
+            raise ToolFailure(
+                INVALID_ARGUMENT, "old_string is empty: give the exact text to replace."
+            )
         _check_source(new, "new_string")
         position = self._position(operation)
         source = self.cells[position].get("source", "")
@@ -300,9 +308,14 @@ class _Planner:
         changes = operation.get("metadata")
         tags = operation.get("tags")
         if changes is None and tags is None:
-            raise ToolFailure(INVALID_ARGUMENT, "Give metadata (keys to set; null removes one) or tags (the whole list).")
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                "Give metadata (keys to set; null removes one) or tags (the whole list).",
+            )
         if changes is not None and not isinstance(changes, dict):
-            raise ToolFailure(INVALID_ARGUMENT, "metadata must be an object of keys to set (null removes a key).")
+            raise ToolFailure(
+                INVALID_ARGUMENT, "metadata must be an object of keys to set (null removes a key)."
+            )
         position = self._position(operation)
         cell = self._own_copy(position)
         metadata = _merged(cell.get("metadata", {}), changes or {})
@@ -318,7 +331,10 @@ class _Planner:
     def _set_notebook_metadata(self, operation: dict[str, Any]) -> dict[str, Any]:
         changes = operation.get("metadata")
         if not isinstance(changes, dict) or not changes:
-            raise ToolFailure(INVALID_ARGUMENT, "metadata must be a non-empty object of keys to set (null removes a key).")
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                "metadata must be a non-empty object of keys to set (null removes a key).",
+            )
         metadata = _merged(self.metadata, changes)
         _check_notebook_metadata(metadata)
         self.metadata = metadata
@@ -371,7 +387,9 @@ def _check_against_format(pointer: str, value: Any) -> None:
     problem = jsonschema.exceptions.best_match(_format_validator(pointer).iter_errors(value))
     if problem is None:
         return
-    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in problem.absolute_path)
+    where = "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}" for part in problem.absolute_path
+    )
     raise ToolFailure(
         INVALID_ARGUMENT,
         f"The notebook format (nbformat 4.5) does not allow this metadata: {problem.message}"

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 #: file systems, FAT and some network mounts), the bytes are compared as well.
 _RACY_WINDOW_NS = 2_000_000_000
 
+
 def revision_of(data: bytes) -> str:
     """The revision of a file holding ``data``."""
     return hashlib.sha256(data).hexdigest()[:16]

@@ -117,7 +117,9 @@ def new_cell(cell_type: str, source: str) -> NotebookNode:
             f"Unknown cell_type {cell_type!r}: use one of {', '.join(_CELL_TYPES)}.",
             known=list(_CELL_TYPES),
         )
-    cell = NotebookNode(id=new_cell_id(), cell_type=cell_type, metadata=NotebookNode(), source=source)
+    cell = NotebookNode(
+        id=new_cell_id(), cell_type=cell_type, metadata=NotebookNode(), source=source
+    )
     if cell_type == "code":
         cell["execution_count"] = None
         cell["outputs"] = []
@@ -240,7 +242,9 @@ def _percent_script(notebook: NotebookNode) -> str:
     if representation is None:
         return str(jupytext.writes(notebook, fmt=PY_PERCENT))
     if "format_version" not in representation:
-        section = {k: v for k, v in notebook["metadata"]["jupytext"].items() if k != "text_representation"}
+        section = {
+            k: v for k, v in notebook["metadata"]["jupytext"].items() if k != "text_representation"
+        }
         metadata = {k: v for k, v in notebook["metadata"].items() if k != "jupytext"}
         if section:
             metadata["jupytext"] = section
@@ -267,7 +271,9 @@ def _parse_ipynb(data: bytes) -> tuple[NotebookNode, list[int], str | None]:
     if b"\\u" in data and _has_lone_surrogate(raw):
         # JSON can spell half of a UTF-16 pair ("\ud800"); such a string is not
         # text, cannot be written back as UTF-8, and must not reach an answer.
-        raise ValueError("a string holds a lone surrogate escape such as \\ud800, which is not Unicode text")
+        raise ValueError(
+            "a string holds a lone surrogate escape such as \\ud800, which is not Unicode text"
+        )
     if not isinstance(raw, dict) or "nbformat" not in raw:
         raise ValueError("the JSON has no nbformat version, so it is not a notebook")
     major, minor = get_version(raw)

@@ -129,7 +129,9 @@ class Limits:
 class Histories:
     """Every notebook's history under one state directory."""
 
-    def __init__(self, root: Path | None, limits: Limits | None = None, off: str | None = None) -> None:
+    def __init__(
+        self, root: Path | None, limits: Limits | None = None, off: str | None = None
+    ) -> None:
         self.root = root
         self.limits = limits or Limits()
         #: Why there is no history at all (None: there is one).
@@ -143,7 +145,9 @@ class Histories:
         name = hashlib.sha256(f"{namespace}\0{key}".encode()).hexdigest()[:32]
         history = self._open.get(name)
         if history is None:
-            history = self._open[name] = NotebookHistory(self.root / name, namespace, key, self.limits)
+            history = self._open[name] = NotebookHistory(
+                self.root / name, namespace, key, self.limits
+            )
         return history
 
     def moved(self, namespace: str, old: str, new: str) -> bool:
@@ -176,7 +180,10 @@ class Histories:
             candidate = NotebookHistory(directory, namespace, "", self.limits)
             with contextlib.suppress(OSError, ValueError):
                 index = candidate.index()
-                if index.get("namespace") == namespace and candidate.last_revision_read() == revision:
+                if (
+                    index.get("namespace") == namespace
+                    and candidate.last_revision_read() == revision
+                ):
                     found.append(str(index["path"]))
         return found
 
@@ -304,7 +311,9 @@ class NotebookHistory:
                     record = _unpacked(self._revision_path(last).read_bytes())
                     digests, packs = record["digests"], record["packs"]
                     for i, number in enumerate(record["at"]):
-                        self._where[digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]] = packs[number]
+                        self._where[digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]] = packs[
+                            number
+                        ]
         return self._where
 
     def _record(self, revision: str) -> dict[str, Any]:
@@ -317,7 +326,10 @@ class NotebookHistory:
         """A kept revision's header and cells (id, digest); ``not_found`` saying what is kept."""
         record = self._record(revision)
         ids, digests = record["ids"].split("\n") if record["ids"] else [], record["digests"]
-        return record["header"], [(cell_id, digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]) for i, cell_id in enumerate(ids)]
+        return record["header"], [
+            (cell_id, digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS])
+            for i, cell_id in enumerate(ids)
+        ]
 
     def texts(self, revision: str, digests: set[str] | None = None) -> dict[str, str]:
         """The texts of a kept revision's cells (only those of ``digests``, when given), by digest."""
@@ -394,19 +406,30 @@ class NotebookHistory:
         return None
 
     def intend(
-        self, revision: str | None, previous: str | None, origin: Origin | None, write: str | None = None
+        self,
+        revision: str | None,
+        previous: str | None,
+        origin: Origin | None,
+        write: str | None = None,
     ) -> str:
         """Say which write comes next, for a process that dies before its entry (and for another
         process that reads the file first): the write's id, which its entry carries too."""
         write = write or secrets.token_hex(8)
-        record = {"revision": revision, "previous_revision": previous, "write": write, **asdict(origin or Origin())}
+        record = {
+            "revision": revision,
+            "previous_revision": previous,
+            "write": write,
+            **asdict(origin or Origin()),
+        }
         data = json.dumps(record).encode()
         with self.locked():
             # Rewritten in place, not replaced: a note comes before every write (each cell's
             # outputs in a run), and creating and renaming a file costs a millisecond or more
             # on some disks. Readers hold the lock; a process killed between the write and the
             # truncation leaves a note that does not parse, which is no note.
-            fd = os.open(self.directory / "pending.json", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(
+                self.directory / "pending.json", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600
+            )
             try:
                 os.pwrite(fd, data, 0)
                 os.ftruncate(fd, len(data))
@@ -427,7 +450,9 @@ class NotebookHistory:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.directory / "pending.json")
 
-    def append(self, revision: str, previous: str | None, origin: Origin | None, write: str | None = None) -> None:
+    def append(
+        self, revision: str, previous: str | None, origin: Origin | None, write: str | None = None
+    ) -> None:
         """Add the entry of a change, unless the history already ends at ``revision`` or holds
         this very write (``write``: its id, from `intend`), recorded by another process."""
         with self.locked():
@@ -451,9 +476,16 @@ class NotebookHistory:
                 return
             pending = self.pending()
             origin, write = None, None
-            if pending and pending.get("revision") in (None, revision) and pending.get("previous_revision") == last:
+            if (
+                pending
+                and pending.get("revision") in (None, revision)
+                and pending.get("previous_revision") == last
+            ):
                 origin = Origin(
-                    pending.get("tool"), pending.get("client"), pending.get("connection"), pending.get("restored_from")
+                    pending.get("tool"),
+                    pending.get("client"),
+                    pending.get("connection"),
+                    pending.get("restored_from"),
                 )
                 write = pending.get("write")
             if not self._kept_already(revision):
@@ -462,7 +494,9 @@ class NotebookHistory:
             # Its change is recorded: the note could only be mistaken for a later one's.
             self._forget_pending(write)
 
-    def _append(self, revision: str, previous: str | None, origin: Origin | None, write: str | None) -> None:
+    def _append(
+        self, revision: str, previous: str | None, origin: Origin | None, write: str | None
+    ) -> None:
         """Under the lock (see `append`)."""
         entries = self.entries()
         if entries and entries[-1]["revision"] == revision:
@@ -470,7 +504,9 @@ class NotebookHistory:
         # Another server process may have recorded this very write already (it read the file
         # before this one added the entry, and found the pending note): once is enough. Only
         # the write's id says so: the same revisions come again in an undo then a redo.
-        if write is not None and any(e.get("write") == write and e["revision"] == revision for e in entries):
+        if write is not None and any(
+            e.get("write") == write and e["revision"] == revision for e in entries
+        ):
             return
         index = self.index()
         if not (self.directory / "index.json").exists() or index.get("missing"):
@@ -560,12 +596,19 @@ class NotebookHistory:
     def _rewrite(self, entries: list[dict[str, Any]], kept: list[dict[str, Any]]) -> None:
         dropped = len(entries) - len(kept)
         if dropped:
-            data = b"".join(json.dumps(e, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n" for e in kept)
+            data = b"".join(
+                json.dumps(e, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+                for e in kept
+            )
             self._write_file(self.directory / "entries.jsonl", data)
             index = self.index()
             index["dropped"] = int(index.get("dropped", 0)) + dropped
             self.write_index(index)
-            logger.info("History of %s: dropped its %d oldest entries to stay within bounds", self.key, dropped)
+            logger.info(
+                "History of %s: dropped its %d oldest entries to stay within bounds",
+                self.key,
+                dropped,
+            )
         index = self.index()
         needed = {e["revision"] for e in kept} | set(index.get("checkpoints", {}).values())
         now = time.time()

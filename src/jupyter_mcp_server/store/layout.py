@@ -153,7 +153,14 @@ class CellTexts:
         self._texts = texts
         self._written = parts
         indent = "\n" + " " * CELL_LEVEL
-        return Verbatim("[" + indent + ("," + indent).join(text for text, _ in parts) + "\n" + " " * (CELL_LEVEL - 1) + "]")
+        return Verbatim(
+            "["
+            + indent
+            + ("," + indent).join(text for text, _ in parts)
+            + "\n"
+            + " " * (CELL_LEVEL - 1)
+            + "]"
+        )
 
 
 def _no_digest(text: str) -> str:

@@ -46,11 +46,18 @@ logger = logging.getLogger(__name__)
 def content_of(notebook: NotebookNode, written: list[tuple[str, str]] | None) -> Content:
     """The content the history keeps of ``notebook``; ``written``: its cells' (text, digest), if encoded."""
     cells = notebook["cells"]
-    header = {k: v for k, v in formats.disk_form(notebook, with_cells=False).items() if k != "cells"}
+    header = {
+        k: v for k, v in formats.disk_form(notebook, with_cells=False).items() if k != "cells"
+    }
     if written is None or len(written) != len(cells) or any(not digest for _, digest in written):
         from nbformat.v4.nbjson import BytesEncoder
 
-        texts = [json.dumps(formats.disk_cell(cell), cls=BytesEncoder, sort_keys=True, ensure_ascii=False) for cell in cells]
+        texts = [
+            json.dumps(
+                formats.disk_cell(cell), cls=BytesEncoder, sort_keys=True, ensure_ascii=False
+            )
+            for cell in cells
+        ]
         written = [(text, digest_of(text)) for text in texts]
     return Content(
         header=header,
@@ -84,7 +91,9 @@ def diff_revisions(history: NotebookHistory, before: str, after: str) -> dict[st
     shared: dict[tuple[str, str], dict[str, Any]] = {}
 
     def cells(revision: str, listed: list[tuple[str, str]]) -> list[dict[str, Any]]:
-        texts = history.texts(revision, {digest for pair in listed if pair not in same for _, digest in [pair]})
+        texts = history.texts(
+            revision, {digest for pair in listed if pair not in same for _, digest in [pair]}
+        )
         out = []
         for pair in listed:
             if pair in same:
@@ -151,7 +160,9 @@ class Recorder:
             logger.debug("The history of %s could not be read for its cell ids", key, exc_info=True)
             return None
 
-    def noticed(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts) -> str | None:
+    def noticed(
+        self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts
+    ) -> str | None:
         """The store read a revision it did not write: the history ends there, if the notebook has one."""
         history = self.history(key)
         try:
@@ -194,7 +205,12 @@ class Recorder:
         return None
 
     def will_write(
-        self, key: str, notebook: NotebookNode | None, revision: str | None, previous: str | None, written: Any
+        self,
+        key: str,
+        notebook: NotebookNode | None,
+        revision: str | None,
+        previous: str | None,
+        written: Any,
     ) -> str | None:
         """Keep the content of the revision about to be written, and say it is coming."""
         history = self.history(key)
@@ -231,7 +247,9 @@ class Recorder:
         self._failures.pop(key, None)
         return None
 
-    def release(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts, held: HeldEntry) -> str | None:
+    def release(
+        self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts, held: HeldEntry
+    ) -> str | None:
         """The one entry of the held writes to ``key``: from the revision before the first of
         them to ``revision``, the notebook as the last left it (by the origin set now)."""
         if key not in held.before:

@@ -73,7 +73,10 @@ def _install() -> bool:
     import nbformat
     from nbformat import json_compat, validator
 
-    if validator.get_current_validator() is not json_compat.FastJsonSchemaValidator or _key() in validator.validators:
+    if (
+        validator.get_current_validator() is not json_compat.FastJsonSchemaValidator
+        or _key() in validator.validators
+    ):
         return False
     schema = validator._get_schema_json(nbformat.v4, version=VERSION, version_minor=MINOR)
     compiled = _load(schema, nbformat.__version__, fastjsonschema.VERSION)
@@ -84,7 +87,10 @@ def _install() -> bool:
             self._validator = compiled
 
     validator.validators[_key()] = GeneratedValidator(schema)
-    if validator.get_validator(version=VERSION, version_minor=MINOR) is not validator.validators[_key()]:
+    if (
+        validator.get_validator(version=VERSION, version_minor=MINOR)
+        is not validator.validators[_key()]
+    ):
         del validator.validators[_key()]  # looked up under another key: nbformat compiles its own
         return False
     return True
@@ -95,7 +101,9 @@ def _load(schema: dict[str, Any], nbformat_version: str, fastjsonschema_version:
     import fastjsonschema
 
     canonical = json.dumps(schema, sort_keys=True).encode()
-    digest = hashlib.sha256(canonical + f"|{nbformat_version}|{fastjsonschema_version}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(
+        canonical + f"|{nbformat_version}|{fastjsonschema_version}".encode()
+    ).hexdigest()[:16]
     path = cache_dir() / f"nbformat_v{VERSION}_{MINOR}_{digest}.py"
     if not path.is_file():
         _write(path, fastjsonschema.compile_to_code(schema))

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+
 @dataclass(frozen=True)
 class NotebookView:
     """A notebook as the store holds it right now.
@@ -107,7 +108,9 @@ class NotebookStore:
     #: notebook a person has open).
     torn_read_wait: float = 1.0
 
-    def __init__(self, workspace: Workspace, files: Files | None = None, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self, workspace: Workspace, files: Files | None = None, recorder: Recorder | None = None
+    ) -> None:
         self.files: Files = files if files is not None else WorkspaceFiles(workspace)
         #: Keeps each notebook's history (:mod:`.recording`); None keeps none.
         self.recorder = recorder
@@ -133,7 +136,9 @@ class NotebookStore:
         key, fmt = self._locate(path)
         async with self._lock(key):
             document = await self._current(key, fmt)
-            note = await self._before_write(key, document.notebook, document.revision, self._texts(key))
+            note = await self._before_write(
+                key, document.notebook, document.revision, self._texts(key)
+            )
             return _view(key, document), self.history_said(note)
 
     def locate(self, path: str) -> str:
@@ -141,7 +146,9 @@ class NotebookStore:
         that is absolute, escapes, or is malformed."""
         return self.files.locate(path)
 
-    async def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[dict[str, Any]]:
+    async def list_files(
+        self, path: str = "", max_depth: int = 1, pattern: str = ""
+    ) -> list[dict[str, Any]]:
         """What ``list_files`` lists, wherever the notebooks are kept."""
         return await self.files.list_files(path, max_depth, pattern)
 
@@ -204,7 +211,9 @@ class NotebookStore:
         key, fmt = self._locate(path)
         async with self._lock(key):
             patience = Patience(self.write_deadline)
-            attempt: Callable[[], contextlib.AbstractAsyncContextManager[None]] = contextlib.nullcontext
+            attempt: Callable[[], contextlib.AbstractAsyncContextManager[None]] = (
+                contextlib.nullcontext
+            )
             while True:
                 async with attempt():
                     written = await self._write_once(key, fmt, change, expected_revision)
@@ -249,8 +258,14 @@ class NotebookStore:
             revision = revision_of(data)
             if revision == document.revision:  # same bytes: leave the file be
                 texts.take_written()
-                return result, replace(_view(key, document), previous_revision=revision, history_off=self.history_said(note))
-            note = self._will_write(key, document.notebook, revision, document.revision, texts, note)
+                return result, replace(
+                    _view(key, document),
+                    previous_revision=revision,
+                    history_off=self.history_said(note),
+                )
+            note = self._will_write(
+                key, document.notebook, revision, document.revision, texts, note
+            )
             checked_ns = time.time_ns()
             fingerprint = await self.files.write(key, data, unchanged_since=document.snapshot)
         except ChangedMeanwhile:
@@ -261,13 +276,19 @@ class NotebookStore:
             raise
         upgraded_from, previous = document.older_format, document.revision
         document = _Document(
-            document.notebook, fmt, Snapshot(fingerprint, revision, checked_ns), newer_format=document.newer_format
+            document.notebook,
+            fmt,
+            Snapshot(fingerprint, revision, checked_ns),
+            newer_format=document.newer_format,
         )
         self._documents[key] = document
         note = self.history_said(note or self._written(key, revision, previous))
         self.announce_write(key, revision)
         return result, replace(
-            _view(key, document), upgraded_from=upgraded_from, previous_revision=previous, history_off=note
+            _view(key, document),
+            upgraded_from=upgraded_from,
+            previous_revision=previous,
+            history_off=note,
         )
 
     # The notebook's history (:mod:`.recording`): a history never fails an edit;
@@ -285,16 +306,26 @@ class NotebookStore:
     def _texts(self, key: str) -> CellTexts:
         texts = self._cell_texts.get(key)
         if texts is None:
-            texts = self._cell_texts[key] = self.recorder.new_cell_texts() if self.recorder else CellTexts()
+            texts = self._cell_texts[key] = (
+                self.recorder.new_cell_texts() if self.recorder else CellTexts()
+            )
         return texts
 
-    async def _before_write(self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts) -> str | None:
+    async def _before_write(
+        self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts
+    ) -> str | None:
         if self.recorder is None:
             return None
         return await self.recorder.before_write(key, notebook, revision, texts, self.files.stat)
 
     def _will_write(
-        self, key: str, notebook: NotebookNode, revision: str, previous: str | None, texts: CellTexts, note: str | None
+        self,
+        key: str,
+        notebook: NotebookNode,
+        revision: str,
+        previous: str | None,
+        texts: CellTexts,
+        note: str | None,
     ) -> str | None:
         written = texts.take_written()  # always: the texts are not kept past this write
         if self.recorder is None or note is not None:
@@ -311,16 +342,24 @@ class NotebookStore:
         if self.recorder is None or document is None:
             held.before.pop(key, None)
             return None
-        return self.history_said(self.recorder.release(key, document.notebook, document.revision, self._texts(key), held))
+        return self.history_said(
+            self.recorder.release(key, document.notebook, document.revision, self._texts(key), held)
+        )
 
     async def before_outside_write(self, view: NotebookView) -> str | None:
         """Before another writer (a JupyterLab room's loader) saves a change made for this
         server: keep the revision it changes."""
-        return await self._before_write(view.path, view.notebook, view.revision, self._texts(view.path))
+        return await self._before_write(
+            view.path, view.notebook, view.revision, self._texts(view.path)
+        )
 
     def intend_outside_write(self, view: NotebookView) -> str | None:
         """Say that the next revision after ``view``'s, saved by that other writer, is this server's."""
-        return None if self.recorder is None else self.recorder.will_write(view.path, None, None, view.revision, None)
+        return (
+            None
+            if self.recorder is None
+            else self.recorder.will_write(view.path, None, None, view.revision, None)
+        )
 
     def after_outside_write(self, view: NotebookView, previous: str) -> str | None:
         """After that save, read back as ``view``: its entry (if the read did not add it)."""
@@ -332,7 +371,9 @@ class NotebookStore:
         return revision_of(data)
 
     @contextlib.asynccontextmanager
-    async def executing(self, path: str, cell_id: str) -> AsyncIterator[Callable[[dict[str, Any]], None] | None]:
+    async def executing(
+        self, path: str, cell_id: str
+    ) -> AsyncIterator[Callable[[dict[str, Any]], None] | None]:
         """While a cell of `path` runs: who shows its outputs as they arrive, where a
         person watches the notebook live (None here: the file gets them when it ends)."""
         yield None
@@ -399,7 +440,9 @@ class NotebookStore:
             remembered = None
             if previous is None and self.recorder is not None:
                 remembered = functools.partial(self.recorder.last_kept, key)
-            notebook, older_format, newer_format = formats.parse_notebook(data, fmt, key, previous, remembered)
+            notebook, older_format, newer_format = formats.parse_notebook(
+                data, fmt, key, previous, remembered
+            )
         except ToolFailure:
             self._retire(key)  # keep its ids for when the file is fixed
             if waited < self.torn_read_wait and formats.maybe_half_written(data, fmt):
@@ -433,7 +476,12 @@ class NotebookStore:
 
 def _view(key: str, document: _Document) -> NotebookView:
     return NotebookView(
-        key, document.notebook, document.revision, document.format, document.older_format, document.newer_format
+        key,
+        document.notebook,
+        document.revision,
+        document.format,
+        document.older_format,
+        document.newer_format,
     )
 
 

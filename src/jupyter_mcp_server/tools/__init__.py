@@ -65,7 +65,9 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(outline.outline, "Outline Notebook", True, False, True, False),
     NotebookTool(search.search_notebooks, "Search Notebooks", True, False, True, False),
     NotebookTool(notebooks.read_notebook, "Read Notebook", True, False, True, False),
-    NotebookTool(notebooks.get_notebook_revision, "Get Notebook Revision", True, False, True, False),
+    NotebookTool(
+        notebooks.get_notebook_revision, "Get Notebook Revision", True, False, True, False
+    ),
     NotebookTool(cells.insert_cell, "Insert Cell", False, False, False, False),
     NotebookTool(cells.overwrite_cell_source, "Overwrite Cell Source", False, True, True, False),
     NotebookTool(cells.edit_cell_source, "Edit Cell Source", False, True, False, False),
@@ -75,23 +77,87 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(cells.read_cell, "Read Cell", True, False, True, False),
     NotebookTool(output_pages.read_output, "Read Output", True, False, True, False),
     *(
-        NotebookTool(detaching.without_detach(handler), title, False, True, False, True, meta=task_support())
+        NotebookTool(
+            detaching.without_detach(handler), title, False, True, False, True, meta=task_support()
+        )
         for handler, title in _EXECUTION_TOOLS
     ),
     NotebookTool(running.interrupt_kernel, "Interrupt Kernel", False, True, True, False),
-    NotebookTool(running.interrupt_notebook_session, "Interrupt Notebook Session", False, True, True, False),
-    NotebookTool(notebooks.connect_to_jupyter, "Connect to Jupyter Server", False, True, True, True),
+    NotebookTool(
+        running.interrupt_notebook_session, "Interrupt Notebook Session", False, True, True, False
+    ),
+    NotebookTool(
+        notebooks.connect_to_jupyter, "Connect to Jupyter Server", False, True, True, True
+    ),
     # Opt-in (core_tools.CoreToolsExtension.toolsets): they change nothing, but every tool costs context.
-    NotebookTool(inspecting.list_variables, "List Variables", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
-    NotebookTool(inspecting.describe_variable, "Describe Variable", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
-    NotebookTool(inspecting.complete, "Complete or Inspect Code", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
-    NotebookTool(inspecting.debug_error, "Debug Last Error", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
-    NotebookTool(inspecting.kernel_history, "Kernel History", True, False, True, False, inspecting.INTROSPECTION_TOOLSET),
+    NotebookTool(
+        inspecting.list_variables,
+        "List Variables",
+        True,
+        False,
+        True,
+        False,
+        inspecting.INTROSPECTION_TOOLSET,
+    ),
+    NotebookTool(
+        inspecting.describe_variable,
+        "Describe Variable",
+        True,
+        False,
+        True,
+        False,
+        inspecting.INTROSPECTION_TOOLSET,
+    ),
+    NotebookTool(
+        inspecting.complete,
+        "Complete or Inspect Code",
+        True,
+        False,
+        True,
+        False,
+        inspecting.INTROSPECTION_TOOLSET,
+    ),
+    NotebookTool(
+        inspecting.debug_error,
+        "Debug Last Error",
+        True,
+        False,
+        True,
+        False,
+        inspecting.INTROSPECTION_TOOLSET,
+    ),
+    NotebookTool(
+        inspecting.kernel_history,
+        "Kernel History",
+        True,
+        False,
+        True,
+        False,
+        inspecting.INTROSPECTION_TOOLSET,
+    ),
     # Opt-in: installing changes an environment the person may share with other work.
-    NotebookTool(environments.install_packages, "Install Packages", False, True, True, True, environments.ENVIRONMENTS_TOOLSET),
-    NotebookTool(environments.list_packages, "List Packages", True, False, True, False, environments.ENVIRONMENTS_TOOLSET),
+    NotebookTool(
+        environments.install_packages,
+        "Install Packages",
+        False,
+        True,
+        True,
+        True,
+        environments.ENVIRONMENTS_TOOLSET,
+    ),
+    NotebookTool(
+        environments.list_packages,
+        "List Packages",
+        True,
+        False,
+        True,
+        False,
+        environments.ENVIRONMENTS_TOOLSET,
+    ),
     # Opt-in: whole-notebook runs, stale cells, detached runs.
-    NotebookTool(runs.run_cells, "Run Cells", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
+    NotebookTool(
+        runs.run_cells, "Run Cells", False, True, False, True, runs.RUNS_TOOLSET, task_support()
+    ),
     NotebookTool(runs.clear_outputs, "Clear Outputs", False, True, True, False, runs.RUNS_TOOLSET),
     # With runs on, the execution tools take detach=true (they replace the default ones by name).
     *(
@@ -101,12 +167,63 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(detaching.get_run, "Get Run", True, False, True, False, runs.RUNS_TOOLSET),
     NotebookTool(detaching.cancel_run, "Cancel Run", False, True, True, False, runs.RUNS_TOOLSET),
     # Runs the notebook's code (whatever it does to files) in a kernel of its own: not read-only.
-    NotebookTool(verify.verify_notebook, "Verify Notebook", False, True, False, True, runs.RUNS_TOOLSET, task_support()),
+    NotebookTool(
+        verify.verify_notebook,
+        "Verify Notebook",
+        False,
+        True,
+        False,
+        True,
+        runs.RUNS_TOOLSET,
+        task_support(),
+    ),
     # Opt-in: batches, history, diffs and restores.
-    NotebookTool(editing.apply_edits, "Apply Edits", False, True, False, False, editing.HISTORY_TOOLSET),
-    NotebookTool(editing.set_cell_metadata, "Set Cell Metadata", False, False, True, False, editing.HISTORY_TOOLSET),
-    NotebookTool(history.notebook_history, "Notebook History", True, False, True, False, editing.HISTORY_TOOLSET),
-    NotebookTool(history.diff_notebook, "Diff Notebook Revisions", True, False, True, False, editing.HISTORY_TOOLSET),
-    NotebookTool(history.restore_notebook, "Restore Notebook Revision", False, True, False, False, editing.HISTORY_TOOLSET),
-    NotebookTool(history.checkpoint, "Checkpoint Notebook", False, False, True, False, editing.HISTORY_TOOLSET),
+    NotebookTool(
+        editing.apply_edits, "Apply Edits", False, True, False, False, editing.HISTORY_TOOLSET
+    ),
+    NotebookTool(
+        editing.set_cell_metadata,
+        "Set Cell Metadata",
+        False,
+        False,
+        True,
+        False,
+        editing.HISTORY_TOOLSET,
+    ),
+    NotebookTool(
+        history.notebook_history,
+        "Notebook History",
+        True,
+        False,
+        True,
+        False,
+        editing.HISTORY_TOOLSET,
+    ),
+    NotebookTool(
+        history.diff_notebook,
+        "Diff Notebook Revisions",
+        True,
+        False,
+        True,
+        False,
+        editing.HISTORY_TOOLSET,
+    ),
+    NotebookTool(
+        history.restore_notebook,
+        "Restore Notebook Revision",
+        False,
+        True,
+        False,
+        False,
+        editing.HISTORY_TOOLSET,
+    ),
+    NotebookTool(
+        history.checkpoint,
+        "Checkpoint Notebook",
+        False,
+        False,
+        True,
+        False,
+        editing.HISTORY_TOOLSET,
+    ),
 )

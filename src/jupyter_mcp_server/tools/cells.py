@@ -32,9 +32,7 @@ from jupyter_mcp_server.workspace.notebook_uris import output_uri
 
 MaxOutputChars = Annotated[
     int | None,
-    Field(
-        description="Output characters returned (1024-262144); read_output pages the rest."
-    ),
+    Field(description="Output characters returned (1024-262144); read_output pages the rest."),
 ]
 CellIndex = Annotated[int | None, Field(description="0-based index; or give cell_id.")]
 CellId = Annotated[str | None, Field(description="Stable id; or give cell_index.")]
@@ -55,7 +53,9 @@ def insertion_index(cells: list[Any], cell_index: int) -> int:
 @tool_handler("insert_cell")
 async def insert_cell(
     cell_index: Annotated[int, Field(description="Where the new cell goes (0-based); -1 appends.")],
-    cell_type: Annotated[Literal["code", "markdown", "raw"], Field(description="The new cell's type.")],
+    cell_type: Annotated[
+        Literal["code", "markdown", "raw"], Field(description="The new cell's type.")
+    ],
     cell_source: Annotated[str, Field(description="The new cell's source.")],
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
@@ -72,8 +72,13 @@ async def insert_cell(
 
     (cell_id, index), view = await state_of(ctx).store.mutate(path, change, expected_revision)
     upgraded, said = upgrade_by_edit(view)
-    result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision, format_upgraded=upgraded)
-    return answer(result.model_dump(), f"Inserted {cell_type} cell {cell_id} at index {index}; revision {view.revision}.{said}")
+    result = models.CellPlaced(
+        cell_id=cell_id, cell_index=index, revision=view.revision, format_upgraded=upgraded
+    )
+    return answer(
+        result.model_dump(),
+        f"Inserted {cell_type} cell {cell_id} at index {index}; revision {view.revision}.{said}",
+    )
 
 
 async def edit_source(
@@ -108,10 +113,17 @@ async def overwrite_cell_source(
 ) -> Annotated[CallToolResult, models.CellEdited]:
     """Replace a cell's whole source (outputs are kept); returns the diff. For a small change prefer edit_cell_source."""
     path = notebook_path(ctx, notebook_name)
-    found_id, diff, view = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, lambda _: cell_source)
+    found_id, diff, view = await edit_source(
+        state_of(ctx), path, cell_index, cell_id, expected_revision, lambda _: cell_source
+    )
     upgraded, said = upgrade_by_edit(view)
-    result = models.CellEdited(cell_id=found_id, diff=diff, revision=view.revision, format_upgraded=upgraded)
-    return answer(result.model_dump(), f"Cell {found_id} rewritten; revision {view.revision}.{said}\n{diff or '(no change)'}")
+    result = models.CellEdited(
+        cell_id=found_id, diff=diff, revision=view.revision, format_upgraded=upgraded
+    )
+    return answer(
+        result.model_dump(),
+        f"Cell {found_id} rewritten; revision {view.revision}.{said}\n{diff or '(no change)'}",
+    )
 
 
 @tool_handler("edit_cell_source")
@@ -120,7 +132,12 @@ async def edit_cell_source(
     new_string: Annotated[str, Field(description="Text to put in its place.")],
     cell_index: CellIndex = None,
     cell_id: CellId = None,
-    replace_all: Annotated[bool, Field(description="Replace every occurrence; otherwise old_string must occur exactly once.")] = False,
+    replace_all: Annotated[
+        bool,
+        Field(
+            description="Replace every occurrence; otherwise old_string must occur exactly once."
+        ),
+    ] = False,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
@@ -133,7 +150,10 @@ async def edit_cell_source(
     def rewrite(source: str) -> str:
         count = source.count(old_string)
         if count == 0:
-            raise ToolFailure(NOT_FOUND, "old_string does not occur in the cell's source. Read the cell with read_cell and copy the text exactly.")
+            raise ToolFailure(
+                NOT_FOUND,
+                "old_string does not occur in the cell's source. Read the cell with read_cell and copy the text exactly.",
+            )
         if count > 1 and not replace_all:
             raise ToolFailure(
                 INVALID_ARGUMENT,
@@ -142,18 +162,32 @@ async def edit_cell_source(
             )
         return source.replace(old_string, new_string)
 
-    found_id, diff, view = await edit_source(state_of(ctx), path, cell_index, cell_id, expected_revision, rewrite)
+    found_id, diff, view = await edit_source(
+        state_of(ctx), path, cell_index, cell_id, expected_revision, rewrite
+    )
     upgraded, said = upgrade_by_edit(view)
-    result = models.CellEdited(cell_id=found_id, diff=diff, revision=view.revision, format_upgraded=upgraded)
-    return answer(result.model_dump(), f"Cell {found_id} edited; revision {view.revision}.{said}\n{diff}")
+    result = models.CellEdited(
+        cell_id=found_id, diff=diff, revision=view.revision, format_upgraded=upgraded
+    )
+    return answer(
+        result.model_dump(), f"Cell {found_id} edited; revision {view.revision}.{said}\n{diff}"
+    )
 
 
 @tool_handler("move_cell")
 async def move_cell(
-    source_index: Annotated[int | None, Field(description="Index of the cell to move; or give source_cell_id.")] = None,
-    source_cell_id: Annotated[str | None, Field(description="Id of the cell to move; or give source_index.")] = None,
-    target_index: Annotated[int | None, Field(description="Its index after the move; or give target_cell_id.")] = None,
-    target_cell_id: Annotated[str | None, Field(description="Move it where this cell is now; or give target_index.")] = None,
+    source_index: Annotated[
+        int | None, Field(description="Index of the cell to move; or give source_cell_id.")
+    ] = None,
+    source_cell_id: Annotated[
+        str | None, Field(description="Id of the cell to move; or give source_index.")
+    ] = None,
+    target_index: Annotated[
+        int | None, Field(description="Its index after the move; or give target_cell_id.")
+    ] = None,
+    target_cell_id: Annotated[
+        str | None, Field(description="Move it where this cell is now; or give target_index.")
+    ] = None,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
@@ -170,31 +204,52 @@ async def move_cell(
 
     (cell_id, index), view = await state_of(ctx).store.mutate(path, change, expected_revision)
     upgraded, said = upgrade_by_edit(view)
-    result = models.CellPlaced(cell_id=cell_id, cell_index=index, revision=view.revision, format_upgraded=upgraded)
-    return answer(result.model_dump(), f"Moved cell {cell_id} to index {index}; revision {view.revision}.{said}")
+    result = models.CellPlaced(
+        cell_id=cell_id, cell_index=index, revision=view.revision, format_upgraded=upgraded
+    )
+    return answer(
+        result.model_dump(),
+        f"Moved cell {cell_id} to index {index}; revision {view.revision}.{said}",
+    )
 
 
 @tool_handler("delete_cell")
 async def delete_cell(
-    cell_indices: Annotated[list[int] | None, Field(description="Indices of the cells to delete; or give cell_ids_to_delete.")] = None,
-    cell_ids_to_delete: Annotated[list[str] | None, Field(description="Ids of the cells to delete; or give cell_indices.")] = None,
-    include_source: Annotated[bool, Field(description="Return each deleted cell's source, so the deletion can be undone.")] = True,
+    cell_indices: Annotated[
+        list[int] | None,
+        Field(description="Indices of the cells to delete; or give cell_ids_to_delete."),
+    ] = None,
+    cell_ids_to_delete: Annotated[
+        list[str] | None, Field(description="Ids of the cells to delete; or give cell_indices.")
+    ] = None,
+    include_source: Annotated[
+        bool, Field(description="Return each deleted cell's source, so the deletion can be undone.")
+    ] = True,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CellsDeleted]:
     """Delete one or more cells, all at once, by indices or by ids."""
-    if (cell_indices is None) == (cell_ids_to_delete is None) or not (cell_indices or cell_ids_to_delete):
-        raise ToolFailure(INVALID_ARGUMENT, "Name the cells to delete with exactly one of cell_indices or cell_ids_to_delete (non-empty).")
+    if (cell_indices is None) == (cell_ids_to_delete is None) or not (
+        cell_indices or cell_ids_to_delete
+    ):
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            "Name the cells to delete with exactly one of cell_indices or cell_ids_to_delete (non-empty).",
+        )
     path = notebook_path(ctx, notebook_name)
 
     def positions_in(notebook: Any) -> list[int]:
         if cell_indices is not None:
             positions = [cell_position(notebook, index, None) for index in cell_indices]
         else:
-            positions = [cell_position(notebook, None, cell_id) for cell_id in cell_ids_to_delete or []]
+            positions = [
+                cell_position(notebook, None, cell_id) for cell_id in cell_ids_to_delete or []
+            ]
         if len(set(positions)) != len(positions):
-            raise ToolFailure(INVALID_ARGUMENT, "The same cell is named twice; name each cell once.")
+            raise ToolFailure(
+                INVALID_ARGUMENT, "The same cell is named twice; name each cell once."
+            )
         return positions
 
     if asks_for(state_of(ctx), DELETE_CELLS):
@@ -243,7 +298,10 @@ async def clear_cell_output(
     def change(notebook: Any) -> str:
         cell = notebook.cells[cell_position(notebook, cell_index, cell_id)]
         if cell.get("cell_type") != "code":
-            raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells have outputs.")
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells have outputs.",
+            )
         cell["outputs"] = []
         cell["execution_count"] = None
         return cell["id"]
@@ -255,14 +313,19 @@ async def clear_cell_output(
         runs.forget_cell(found_id)  # its display ids are shown nowhere now
     upgraded, said = upgrade_by_edit(view)
     result = models.CellCleared(cell_id=found_id, revision=view.revision, format_upgraded=upgraded)
-    return answer(result.model_dump(), f"Cleared the outputs of cell {found_id}; revision {view.revision}.{said}")
+    return answer(
+        result.model_dump(),
+        f"Cleared the outputs of cell {found_id}; revision {view.revision}.{said}",
+    )
 
 
 @tool_handler("read_cell")
 async def read_cell(
     cell_index: CellIndex = None,
     cell_id: CellId = None,
-    include_outputs: Annotated[bool, Field(description="Include its outputs (images as image content).")] = True,
+    include_outputs: Annotated[
+        bool, Field(description="Include its outputs (images as image content).")
+    ] = True,
     notebook_name: NotebookName = None,
     max_output_chars: MaxOutputChars = None,
     ctx: Context | None = None,
@@ -273,7 +336,11 @@ async def read_cell(
     view = await state_of(ctx).store.read(path)
     index = cell_position(view.notebook, cell_index, cell_id)
     cell = view.notebook.cells[index]
-    outputs = list(cell.get("outputs", [])) if include_outputs and cell.get("cell_type") == "code" else None
+    outputs = (
+        list(cell.get("outputs", []))
+        if include_outputs and cell.get("cell_type") == "code"
+        else None
+    )
 
     def link(output_index: int) -> str:
         return output_uri(path, cell["id"], output_index)

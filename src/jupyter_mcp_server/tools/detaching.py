@@ -40,7 +40,9 @@ Detach = Annotated[
 ]
 
 
-def without_detach(tool: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Awaitable[CallToolResult]]:
+def without_detach(
+    tool: Callable[..., Awaitable[CallToolResult]],
+) -> Callable[..., Awaitable[CallToolResult]]:
     """`tool` as the default toolset offers it: the same call, without its ``detach`` argument.
 
     Following a detached run takes get_run and cancel_run, which are in the ``runs``
@@ -56,9 +58,13 @@ def without_detach(tool: Callable[..., Awaitable[CallToolResult]]) -> Callable[.
 
     signature = inspect.signature(tool, eval_str=True)
     offered.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[parameter for parameter in signature.parameters.values() if parameter.name != "detach"]
+        parameters=[
+            parameter for parameter in signature.parameters.values() if parameter.name != "detach"
+        ]
     )
-    offered.__annotations__ = {name: hint for name, hint in tool.__annotations__.items() if name != "detach"}
+    offered.__annotations__ = {
+        name: hint for name, hint in tool.__annotations__.items() if name != "detach"
+    }
     return offered
 
 
@@ -110,12 +116,19 @@ def execution_started(cell_id: str | None = None, revision: str | None = None) -
     """An execution tool's result for a run that has only started."""
     truncation = models.TruncationModel(truncated=False, omitted_blocks=0, omitted_bytes=0)
     return models.ExecutionResult(
-        execution_count=None, truncation=truncation, error=None, user_expressions=None, status="running",
-        cell_id=cell_id, revision=revision,
+        execution_count=None,
+        truncation=truncation,
+        error=None,
+        user_expressions=None,
+        status="running",
+        cell_id=cell_id,
+        revision=revision,
     ).model_dump()
 
 
-def run_state(server: ServerState, run: Run, since_output: int, limits: InlineLimits) -> models.RunState:
+def run_state(
+    server: ServerState, run: Run, since_output: int, limits: InlineLimits
+) -> models.RunState:
     """`run` as get_run answers it."""
     outputs: list[dict[str, Any]] = []
     missed = 0
@@ -167,9 +180,23 @@ def _find(ctx: Context | None, run_id: str) -> tuple[ServerState, Run]:
 @tool_handler("get_run")
 async def get_run(
     run_id: Annotated[str, Field(description="The run_id a detach=true call answered.")],
-    since_output: Annotated[int, Field(ge=0, description="Only outputs from this number on (next_output of the last answer).")] = 0,
-    wait_seconds: Annotated[float, Field(ge=0, le=MAX_WAIT, description="Wait up to this long for the run to end or print something new.")] = 0,
-    max_output_chars: Annotated[int | None, Field(description="Output characters to return; default: the server's.")] = None,
+    since_output: Annotated[
+        int,
+        Field(
+            ge=0, description="Only outputs from this number on (next_output of the last answer)."
+        ),
+    ] = 0,
+    wait_seconds: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=MAX_WAIT,
+            description="Wait up to this long for the run to end or print something new.",
+        ),
+    ] = 0,
+    max_output_chars: Annotated[
+        int | None, Field(description="Output characters to return; default: the server's.")
+    ] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.RunState]:
     """Follow a detached run: its status and place in its kernel's queue, the outputs added since since_output, and, once it ended, the tool's own result."""
@@ -187,16 +214,22 @@ async def get_run(
         "failed": "failed",
         "cancelled": "cancelled",
     }[run.status]
-    lines = [f"Run {run.run_id} ({run.tool}{f' on {run.notebook!r}' if run.notebook else ''}) is {where}."]
+    lines = [
+        f"Run {run.run_id} ({run.tool}{f' on {run.notebook!r}' if run.notebook else ''}) is {where}."
+    ]
     if run.progress and not run.finished:
         lines.append(f"Last step: {run.progress}")
     if state.outputs_missed:
-        lines.append(f"{state.outputs_missed} output(s) asked for are no longer held; the notebook has them.")
+        lines.append(
+            f"{state.outputs_missed} output(s) asked for are no longer held; the notebook has them."
+        )
     content: list[ContentBlock] = [TextContent(type="text", text=" ".join(lines))]
     if run.finished and run.result is not None:
         content.extend(run.result.content)
     elif run.error is not None:
-        content.append(TextContent(type="text", text=f"Error {run.error['code']}: {run.error['message']}"))
+        content.append(
+            TextContent(type="text", text=f"Error {run.error['code']}: {run.error['message']}")
+        )
     else:
         kept, _ = run.outputs_since(since_output)
         content.extend(output_blocks(kept, None, limits))
@@ -215,5 +248,9 @@ async def cancel_run(
     if stopped:
         await server.runs.wait(run, 5.0)
     state = run_state(server, run, run.output_count, InlineLimits.of(server.config))
-    said = f"Run {run.run_id} is {run.status}." if stopped else f"Run {run.run_id} had already ended ({run.status}); nothing to stop."
+    said = (
+        f"Run {run.run_id} is {run.status}."
+        if stopped
+        else f"Run {run.run_id} had already ended ({run.status}); nothing to stop."
+    )
     return answer(state.model_dump(), said)

@@ -29,10 +29,14 @@ HISTORY_TOOLSET = "history"
 
 _CellId = Annotated[str | None, Field(description="The cell's id. Give this or cell_index.")]
 _CellIndex = Annotated[
-    int | None, Field(description="The cell's index as the earlier operations of the batch left it. Give this or cell_id.")
+    int | None,
+    Field(
+        description="The cell's index as the earlier operations of the batch left it. Give this or cell_id."
+    ),
 ]
 _Metadata = Annotated[
-    dict[str, Any] | None, Field(description="Keys to set (merged in); a null value removes the key.")
+    dict[str, Any] | None,
+    Field(description="Keys to set (merged in); a null value removes the key."),
 ]
 
 
@@ -45,7 +49,10 @@ class Insert(_Operation):
     index: int = Field(default=-1, description="Where the new cell goes; -1 appends.")
     cell_type: Literal["code", "markdown", "raw"] = "code"
     source: str = ""
-    cell_id: str | None = Field(default=None, description="An id for the new cell, so later operations can name it (unique).")
+    cell_id: str | None = Field(
+        default=None,
+        description="An id for the new cell, so later operations can name it (unique).",
+    )
     metadata: _Metadata = None
 
 
@@ -60,7 +67,9 @@ class Replace(_Operation):
     op: Literal["replace"]
     cell_id: _CellId = None
     cell_index: _CellIndex = None
-    old_string: str = Field(description="Exact text in the cell's source; must occur once unless replace_all.")
+    old_string: str = Field(
+        description="Exact text in the cell's source; must occur once unless replace_all."
+    )
     new_string: str
     replace_all: bool = False
 
@@ -83,12 +92,16 @@ class SetCellMetadata(_Operation):
     cell_id: _CellId = None
     cell_index: _CellIndex = None
     metadata: _Metadata = None
-    tags: list[str] | None = Field(default=None, description="The cell's whole tags list (e.g. ['parameters']); [] removes it.")
+    tags: list[str] | None = Field(
+        default=None, description="The cell's whole tags list (e.g. ['parameters']); [] removes it."
+    )
 
 
 class SetNotebookMetadata(_Operation):
     op: Literal["set_notebook_metadata"]
-    metadata: dict[str, Any] = Field(description="Keys to set (merged in); a null value removes the key.")
+    metadata: dict[str, Any] = Field(
+        description="Keys to set (merged in); a null value removes the key."
+    )
 
 
 Operation = Annotated[
@@ -98,7 +111,10 @@ Operation = Annotated[
 
 
 def as_dicts(operations: list[Any]) -> list[dict[str, Any]]:
-    return [op.model_dump(exclude_none=True) if isinstance(op, BaseModel) else dict(op) for op in operations]
+    return [
+        op.model_dump(exclude_none=True) if isinstance(op, BaseModel) else dict(op)
+        for op in operations
+    ]
 
 
 async def apply_operations(
@@ -123,7 +139,9 @@ async def apply_operations(
         plan.commit(notebook)
         return plan
 
-    if any(operation.get("op") == "delete" for operation in operations) and asks_for(state_of(ctx), DELETE_CELLS):
+    if any(operation.get("op") == "delete" for operation in operations) and asks_for(
+        state_of(ctx), DELETE_CELLS
+    ):
         # The person approves the cells this batch deletes, and exactly those are deleted, or none.
         view = await store.read(path)
         if expected_revision is None:
@@ -134,12 +152,18 @@ async def apply_operations(
         if gone:
             named = ", ".join(f"{c['id']} ({first_line(c.get('source', ''))!r})" for c in gone[:20])
             more = f" and {len(gone) - 20} more" if len(gone) > 20 else ""
-            await approve(ctx, DELETE_CELLS, f"Delete {len(gone)} cell(s) of '{path}' in a batch of edits: {named}{more}.")
+            await approve(
+                ctx,
+                DELETE_CELLS,
+                f"Delete {len(gone)} cell(s) of '{path}' in a batch of edits: {named}{more}.",
+            )
     plan, view = await store.mutate(path, change, expected_revision)
     return plan, view, view.previous_revision or view.revision
 
 
-def edited_answer(plan: EditPlan, view: Any, previous: str, dry_run: bool, revision: str) -> CallToolResult:
+def edited_answer(
+    plan: EditPlan, view: Any, previous: str, dry_run: bool, revision: str
+) -> CallToolResult:
     diff = plan.diff()
     upgraded, said = upgrade_by_edit(view) if not dry_run else (None, "")
     result = hm.EditsApplied(
@@ -172,7 +196,9 @@ async def apply_edits(
             "set_notebook_metadata. Cells are named by cell_id, or cell_index as earlier operations left them."
         ),
     ],
-    dry_run: Annotated[bool, Field(description="Return the diff and the revision it would make, writing nothing.")] = False,
+    dry_run: Annotated[
+        bool, Field(description="Return the diff and the revision it would make, writing nothing.")
+    ] = False,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
@@ -181,25 +207,40 @@ async def apply_edits(
     path = notebook_path(ctx, notebook_name)
     ops = as_dicts(operations)
     plan, view, previous = await apply_operations(ctx, path, ops, expected_revision, dry_run)
-    revision = state_of(ctx).store.revision_if(view, plan.as_notebook(view.notebook)) if dry_run else view.revision
+    revision = (
+        state_of(ctx).store.revision_if(view, plan.as_notebook(view.notebook))
+        if dry_run
+        else view.revision
+    )
     return edited_answer(plan, view, previous, dry_run, revision)
 
 
 @tool_handler("set_cell_metadata")
 async def set_cell_metadata(
     cell_id: _CellId = None,
-    cell_index: Annotated[int | None, Field(description="The cell's 0-based index. Give this or cell_id.")] = None,
+    cell_index: Annotated[
+        int | None, Field(description="The cell's 0-based index. Give this or cell_id.")
+    ] = None,
     metadata: _Metadata = None,
     tags: Annotated[
-        list[str] | None, Field(description="The cell's whole tags list (e.g. ['parameters'] for papermill); [] removes it.")
+        list[str] | None,
+        Field(
+            description="The cell's whole tags list (e.g. ['parameters'] for papermill); [] removes it."
+        ),
     ] = None,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, hm.EditsApplied]:
     """Set a cell's metadata keys or its tags (such as papermill's 'parameters'), checked against the notebook format, as one revision. read_cell returns a cell's metadata."""
-    operation: dict[str, Any] = {"op": "set_cell_metadata", "cell_id": cell_id, "cell_index": cell_index}
-    operation.update({key: value for key, value in (("metadata", metadata), ("tags", tags)) if value is not None})
+    operation: dict[str, Any] = {
+        "op": "set_cell_metadata",
+        "cell_id": cell_id,
+        "cell_index": cell_index,
+    }
+    operation.update(
+        {key: value for key, value in (("metadata", metadata), ("tags", tags)) if value is not None}
+    )
     path = notebook_path(ctx, notebook_name)
     plan, view, previous = await apply_operations(
         ctx, path, [{k: v for k, v in operation.items() if v is not None}], expected_revision

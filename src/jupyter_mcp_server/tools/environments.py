@@ -52,11 +52,15 @@ ANY_SOURCE = "packages.any-source"
 SERVER_ENVIRONMENT = "packages.server-environment"
 #: What a silent execution asks a Python kernel after an install: the modules it has
 #: imported, and its import caches emptied, so the next import finds what was installed.
-MODULES_EXPRESSION = "__import__('importlib').invalidate_caches() or sorted(__import__('sys').modules)"
+MODULES_EXPRESSION = (
+    "__import__('importlib').invalidate_caches() or sorted(__import__('sys').modules)"
+)
 
 EnvironmentName = Annotated[
     str | None,
-    Field(description="An environment or kernelspec name from list_kernels; default: the notebook's kernel's."),
+    Field(
+        description="An environment or kernelspec name from list_kernels; default: the notebook's kernel's."
+    ),
 ]
 
 
@@ -141,11 +145,16 @@ def _timeout(server: ServerState, timeout: float | None) -> float:
 async def install_packages(
     packages: Annotated[
         list[str],
-        Field(description="Requirement specifiers, one per entry: 'pandas', 'pandas>=2', 'requests[socks]==2.32.3'."),
+        Field(
+            description="Requirement specifiers, one per entry: 'pandas', 'pandas>=2', 'requests[socks]==2.32.3'."
+        ),
     ],
     notebook_name: NotebookName = None,
     environment: EnvironmentName = None,
-    timeout: Annotated[float | None, Field(description="Seconds before the installer is stopped; default: the server's.")] = None,
+    timeout: Annotated[
+        float | None,
+        Field(description="Seconds before the installer is stopped; default: the server's."),
+    ] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.PackagesInstalled]:
     """Install Python packages into the environment a notebook's kernel runs in (or a named environment), with that environment's installer (uv, pip, or conda).
@@ -154,7 +163,10 @@ async def install_packages(
     """
     server, env, kernel, path = await target(ctx, notebook_name, environment)
     if env.interpreter is None:
-        raise ToolFailure(UNSUPPORTED, f"'{env.name}' runs {env.language}, not Python: it has no Python packages to install.")
+        raise ToolFailure(
+            UNSUPPORTED,
+            f"'{env.name}' runs {env.language}, not Python: it has no Python packages to install.",
+        )
     if env.server_environment and not server.capabilities.enabled(SERVER_ENVIRONMENT):
         raise ToolFailure(
             NOT_PERMITTED,
@@ -167,7 +179,9 @@ async def install_packages(
             capability=SERVER_ENVIRONMENT,
         )
     arguments, names = checked_packages(
-        packages, any_source=server.capabilities.enabled(ANY_SOURCE), workspace_root=server.workspace.root
+        packages,
+        any_source=server.capabilities.enabled(ANY_SOURCE),
+        workspace_root=server.workspace.root,
     )
     seconds = _timeout(server, timeout)
     installer = installer_for(env, server.config.installer)
@@ -185,7 +199,8 @@ async def install_packages(
         ctx,
         INSTALL_PACKAGES,
         f"Install {', '.join(packages)} into the environment '{env.name}' ({env.prefix or env.interpreter}) "
-        f"with {installer.name}" + (f", which the kernel of '{path}' runs in" if kernel is not None else "")
+        f"with {installer.name}"
+        + (f", which the kernel of '{path}' runs in" if kernel is not None else "")
         + f": `{shlex.join(command)}`.",
     )
     ran = await run_installer(command, timeout=seconds, on_line=on_line, cwd=server.workspace.root)
@@ -200,7 +215,9 @@ async def install_packages(
         )
     after = installed(env)
     changes = [
-        models.InstalledPackage(name=name, version=version, previous_version=before[key][1] if key in before else None)
+        models.InstalledPackage(
+            name=name, version=version, previous_version=before[key][1] if key in before else None
+        )
         for key, (name, version) in sorted(after.items())
         if before.get(key, (None, None))[1] != version
     ]
@@ -221,7 +238,11 @@ async def install_packages(
         command=command,
         installed=changes,
         removed=removed,
-        already_present=sorted(name for name in names if name in after and not any(normalized(c.name) == name for c in changes)),
+        already_present=sorted(
+            name
+            for name in names
+            if name in after and not any(normalized(c.name) == name for c in changes)
+        ),
         kernel_id=kernel.kernel_id if kernel else None,
         needs_restart=needs_restart,
         stale_modules=sorted(set(stale)),
@@ -251,11 +272,15 @@ def _said(result: models.PackagesInstalled, path: str | None) -> str:
             "the old version. Call restart_notebook for the new one to take effect (its variables will be gone)."
         )
     elif result.needs_restart is False:
-        lines.append(f"The kernel of '{path}' keeps running and can import them now: no restart needed.")
+        lines.append(
+            f"The kernel of '{path}' keeps running and can import them now: no restart needed."
+        )
     elif result.kernel_id is None:
         lines.append("No running kernel of this environment was affected.")
     else:
-        lines.append("Whether its kernel had imported a changed module could not be asked (it is busy); if so, restart it.")
+        lines.append(
+            "Whether its kernel had imported a changed module could not be asked (it is busy); if so, restart it."
+        )
     return "\n".join(lines)
 
 
@@ -263,22 +288,33 @@ def _said(result: models.PackagesInstalled, path: str | None) -> str:
 async def list_packages(
     notebook_name: NotebookName = None,
     environment: EnvironmentName = None,
-    pattern: Annotated[str, Field(description="Only names matching this glob, case-insensitive: 'pandas', 'jupyter*'.")] = "",
+    pattern: Annotated[
+        str,
+        Field(description="Only names matching this glob, case-insensitive: 'pandas', 'jupyter*'."),
+    ] = "",
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.PackageList]:
     """List the Python packages (names and versions) installed in the environment a notebook's kernel runs in, or in a named environment."""
     _, env, _, _ = await target(ctx, notebook_name, environment)
     if env.interpreter is None:
-        raise ToolFailure(UNSUPPORTED, f"'{env.name}' runs {env.language}, not Python: it has no Python packages to list.")
+        raise ToolFailure(
+            UNSUPPORTED,
+            f"'{env.name}' runs {env.language}, not Python: it has no Python packages to list.",
+        )
     found: dict[str, tuple[str, str]] = installed(env) or await installed_by_asking(env.interpreter)
     matching: list[Any] = [
         models.PackageEntry(name=name, version=version)
         for _, (name, version) in sorted(found.items())
-        if not pattern or fnmatch.fnmatch(name.lower(), pattern.lower()) or fnmatch.fnmatch(normalized(name), pattern.lower())
+        if not pattern
+        or fnmatch.fnmatch(name.lower(), pattern.lower())
+        or fnmatch.fnmatch(normalized(name), pattern.lower())
     ]
     result = models.PackageList(
         environment=env.name, interpreter=env.interpreter, packages=matching, total=len(found)
     )
-    lines = [f"'{env.name}' ({env.interpreter}): {len(matching)} of {len(found)} packages" + (f" match {pattern!r}" if pattern else "")]
+    lines = [
+        f"'{env.name}' ({env.interpreter}): {len(matching)} of {len(found)} packages"
+        + (f" match {pattern!r}" if pattern else "")
+    ]
     lines.extend(f"{entry.name}=={entry.version}" for entry in matching)
     return answer(result.model_dump(), "\n".join(lines))

@@ -36,7 +36,8 @@ _REVISION = re.compile(r"^[0-9a-f]{16}$")
 _CHECKPOINT_NAME = re.compile(r"^[\w.\- ]{1,64}$")
 
 RevisionOrCheckpoint = Annotated[
-    str, Field(description="A revision (16 hex digits, from notebook_history) or a checkpoint's name.")
+    str,
+    Field(description="A revision (16 hex digits, from notebook_history) or a checkpoint's name."),
 ]
 
 
@@ -48,7 +49,10 @@ def history_of(server: ServerState, key: str, note: str | None = None) -> Notebo
         failed = recorder.failure_of(key) if recorder is not None and note is not None else None
         if isinstance(failed, OSError):
             refused = storage_failure(
-                failed, f"The history of {key}", server.histories.root or "", "The notebook itself was not changed."
+                failed,
+                f"The history of {key}",
+                server.histories.root or "",
+                "The notebook itself was not changed.",
             )
             if refused is not None:
                 refused.details["path"] = key
@@ -77,7 +81,9 @@ def resolved(history: NotebookHistory, name: str) -> str:
     )
 
 
-async def opened(ctx: Context | None, notebook_name: str | None) -> tuple[ServerState, Any, NotebookHistory]:
+async def opened(
+    ctx: Context | None, notebook_name: str | None
+) -> tuple[ServerState, Any, NotebookHistory]:
     """The server, the notebook's view (None when it is missing: deleted or renamed) with its
     current revision kept in its history, and that history."""
     server = state_of(ctx)
@@ -94,12 +100,17 @@ async def opened(ctx: Context | None, notebook_name: str | None) -> tuple[Server
 def _bounded(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return text[:limit] + f"\n... ({len(text) - limit} more characters: the structured diff has it all)"
+    return (
+        text[:limit]
+        + f"\n... ({len(text) - limit} more characters: the structured diff has it all)"
+    )
 
 
 @tool_handler("notebook_history")
 async def notebook_history(
-    limit: Annotated[int, Field(description="Entries to return, newest first (1-500).", ge=1, le=500)] = 20,
+    limit: Annotated[
+        int, Field(description="Entries to return, newest first (1-500).", ge=1, le=500)
+    ] = 20,
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, hm.NotebookHistory]:
@@ -151,7 +162,9 @@ async def notebook_history(
 @tool_handler("diff_notebook")
 async def diff_notebook(
     from_revision: RevisionOrCheckpoint,
-    to_revision: Annotated[str | None, Field(description="A revision or checkpoint; default: the current revision.")] = None,
+    to_revision: Annotated[
+        str | None, Field(description="A revision or checkpoint; default: the current revision.")
+    ] = None,
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, hm.NotebookDiffed]:
@@ -162,7 +175,9 @@ async def diff_notebook(
         raise ToolFailure(INVALID_ARGUMENT, f"{history.key} is missing: name to_revision too.")
     after = resolved(history, to_revision) if to_revision is not None else view.revision
     diff = diff_revisions(history, before, after)
-    result = hm.NotebookDiffed(path=history.key, from_revision=before, to_revision=after, diff=hm.NotebookDiff(**diff))
+    result = hm.NotebookDiffed(
+        path=history.key, from_revision=before, to_revision=after, diff=hm.NotebookDiff(**diff)
+    )
     text = _bounded(diff_text(diff, diff.get("metadata")), server.config.inline_budget_chars)
     return answer(result.model_dump(), f"{history.key}: {before} -> {after}\n{text}")
 
@@ -183,7 +198,11 @@ async def restore_notebook(
         if view is not None and expected_revision is None:
             expected_revision = view.revision
         preview = cell_diff(view.notebook["cells"] if view is not None else [], old["cells"])
-        now = f"its current revision {view.revision}" if view is not None else "nothing (it is missing)"
+        now = (
+            f"its current revision {view.revision}"
+            if view is not None
+            else "nothing (it is missing)"
+        )
         await approve(
             ctx,
             RESTORE_REVISION,
@@ -192,7 +211,9 @@ async def restore_notebook(
             "stays in the history.",
         )
     if view is None:
-        await server.store.create(history.key)  # deleted since: it comes back, then gets the content
+        await server.store.create(
+            history.key
+        )  # deleted since: it comes back, then gets the content
 
     def change(notebook: Any) -> dict[str, Any]:
         diff = cell_diff(notebook["cells"], old["cells"])
@@ -215,7 +236,9 @@ async def restore_notebook(
         history=written.history_off,
         format_upgraded=upgraded,
     )
-    head = f"Restored {history.key} to the content of {wanted} as revision {written.revision}.{said}"
+    head = (
+        f"Restored {history.key} to the content of {wanted} as revision {written.revision}.{said}"
+    )
     if written.revision == written.previous_revision:
         head = f"{history.key} already holds the content of {wanted}; nothing was written (revision {written.revision})."
     text = _bounded(diff_text(diff, diff.get("metadata")), server.config.inline_budget_chars)
@@ -224,7 +247,12 @@ async def restore_notebook(
 
 @tool_handler("checkpoint")
 async def checkpoint(
-    name: Annotated[str, Field(description="The checkpoint's name (letters, digits, space, '.', '-', '_'; at most 64).")],
+    name: Annotated[
+        str,
+        Field(
+            description="The checkpoint's name (letters, digits, space, '.', '-', '_'; at most 64)."
+        ),
+    ],
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, hm.Checkpointed]:
@@ -243,10 +271,17 @@ async def checkpoint(
         history.checkpoint(name, view.revision)
     except OSError as error:
         where = server.histories.root or ""
-        refused = storage_failure(error, f"Checkpoint {name!r} of {view.path}", where, "The notebook and its history are unchanged.")
+        refused = storage_failure(
+            error,
+            f"Checkpoint {name!r} of {view.path}",
+            where,
+            "The notebook and its history are unchanged.",
+        )
         if refused is not None:
             raise refused from error
-        raise ToolFailure(UNSUPPORTED, f"The checkpoint could not be kept: {error.strerror or error}.") from error
+        raise ToolFailure(
+            UNSUPPORTED, f"The checkpoint could not be kept: {error.strerror or error}."
+        ) from error
     said = ""
     jupyter = None
     files = server.store.files
@@ -257,4 +292,7 @@ async def checkpoint(
         jupyter = str(created.get("id"))
         said = f" Jupyter checkpoint {jupyter} made too (JupyterLab: File > Revert Notebook to Checkpoint)."
     result = hm.Checkpointed(name=name, revision=view.revision, jupyter_checkpoint=jupyter)
-    return answer(result.model_dump(), f"Checkpoint {name!r} is revision {view.revision} of {view.path}.{said}")
+    return answer(
+        result.model_dump(),
+        f"Checkpoint {name!r} is revision {view.revision} of {view.path}.{said}",
+    )

@@ -40,7 +40,9 @@ MAX_HISTORY_INPUT = 2000
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-async def kernel_of(ctx: Context | None, notebook_name: str | None) -> tuple[ServerState, Kernel, str]:
+async def kernel_of(
+    ctx: Context | None, notebook_name: str | None
+) -> tuple[ServerState, Kernel, str]:
     """The notebook's running kernel; never one started for the question."""
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
@@ -69,9 +71,14 @@ def where(path: str) -> str:
 async def list_variables(
     notebook_name: NotebookName = None,
     type_filter: Annotated[
-        str | None, Field(description="Only variables of this type or a subclass: 'DataFrame', 'ndarray', 'int', 'function'.")
+        str | None,
+        Field(
+            description="Only variables of this type or a subclass: 'DataFrame', 'ndarray', 'int', 'function'."
+        ),
     ] = None,
-    name_pattern: Annotated[str | None, Field(description="Only names matching this glob: 'df_*', 'model?'.")] = None,
+    name_pattern: Annotated[
+        str | None, Field(description="Only names matching this glob: 'df_*', 'model?'.")
+    ] = None,
     include_modules: Annotated[bool, Field(description="List imported modules too.")] = False,
     offset: Annotated[int, Field(ge=0, description="Skip this many (names are sorted).")] = 0,
     limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="At most this many.")] = 50,
@@ -96,11 +103,16 @@ async def list_variables(
     listed = await run_helper(kernel, request, where=where(path))
     variables = listed["variables"]
     result = models.VariableList(
-        kernel_id=kernel.kernel_id, variables=variables, total=listed["total"], offset=listed["offset"]
+        kernel_id=kernel.kernel_id,
+        variables=variables,
+        total=listed["total"],
+        offset=listed["offset"],
     )
     lines = [f"{len(variables)} of {listed['total']} variables in '{path}' (offset {offset}):"]
     for entry in variables:
-        sizes = ", ".join(f"{key} {entry[key]}" for key in ("shape", "len", "dtype", "bytes") if key in entry)
+        sizes = ", ".join(
+            f"{key} {entry[key]}" for key in ("shape", "len", "dtype", "bytes") if key in entry
+        )
         shown = entry["repr"] if entry.get("repr") is not None else f"[{entry.get('repr_note')}]"
         lines.append(f"{entry['name']}: {entry['type']}{f' ({sizes})' if sizes else ''} = {shown}")
     return answer(result.model_dump(), "\n".join(lines))
@@ -108,7 +120,10 @@ async def list_variables(
 
 @tool_handler("describe_variable")
 async def describe_variable(
-    name: Annotated[str, Field(description="A variable name in the notebook's kernel, as list_variables shows it.")],
+    name: Annotated[
+        str,
+        Field(description="A variable name in the notebook's kernel, as list_variables shows it."),
+    ],
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.VariableDescribed]:
@@ -117,7 +132,9 @@ async def describe_variable(
     DataFrame: shape, columns with dtypes and non-null counts, the first rows. Array: shape, dtype, min/max/mean/std. Function or class: signature and docstring. Anything else: a bounded repr and its public attribute names. Generators are not advanced. Slow parts are cut after a second each and said so.
     """
     if not name.isidentifier():
-        raise ToolFailure(INVALID_ARGUMENT, f"'{name}' is not a variable name; pass a name such as 'df'.")
+        raise ToolFailure(
+            INVALID_ARGUMENT, f"'{name}' is not a variable name; pass a name such as 'df'."
+        )
     _, kernel, path = await kernel_of(ctx, notebook_name)
     request = {
         "op": "describe",
@@ -141,12 +158,23 @@ async def describe_variable(
 
 def _described_text(described: dict[str, Any]) -> str:
     lines = [f"{described['name']}: {described['type']} ({described.get('kind')})"]
-    for key in ("shape", "len", "dtype", "bytes", "signature", "non_null", "stats", "module", "note"):
+    for key in (
+        "shape",
+        "len",
+        "dtype",
+        "bytes",
+        "signature",
+        "non_null",
+        "stats",
+        "module",
+        "note",
+    ):
         if described.get(key) is not None:
             lines.append(f"{key}: {described[key]}")
     if described.get("columns"):
         listed = ", ".join(
-            f"{c['name']} {c['dtype']}" + (f" ({c['non_null']} non-null)" if c.get("non_null") is not None else "")
+            f"{c['name']} {c['dtype']}"
+            + (f" ({c['non_null']} non-null)" if c.get("non_null") is not None else "")
             for c in described["columns"]
         )
         more = described.get("columns_total", 0) - len(described["columns"])
@@ -167,7 +195,10 @@ def _described_text(described: dict[str, Any]) -> str:
 async def complete(
     code: Annotated[str, Field(description="The code, as it would be in a cell.")],
     cursor_pos: Annotated[
-        int | None, Field(description="Where the cursor is, in characters from the start of code. Default: the end.")
+        int | None,
+        Field(
+            description="Where the cursor is, in characters from the start of code. Default: the end."
+        ),
     ] = None,
     mode: Annotated[
         Literal["complete", "inspect", "is_complete"],
@@ -176,7 +207,9 @@ async def complete(
             "cursor; is_complete: whether code is a whole statement that would run (or needs more lines)."
         ),
     ] = "complete",
-    detail_level: Annotated[int, Field(ge=0, le=1, description="inspect: 1 adds the source where it is known.")] = 0,
+    detail_level: Annotated[
+        int, Field(ge=0, le=1, description="inspect: 1 adds the source where it is known.")
+    ] = 0,
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.CodeAssisted]:
@@ -193,12 +226,17 @@ async def complete(
     _, kernel, path = await kernel_of(ctx, notebook_name)
     result = models.CodeAssisted(kernel_id=kernel.kernel_id, mode=mode)
     if mode == "complete":
-        reply = await ask(kernel, "complete_request", {"code": code, "cursor_pos": cursor_pos}, where=where(path))
+        reply = await ask(
+            kernel, "complete_request", {"code": code, "cursor_pos": cursor_pos}, where=where(path)
+        )
         matches = [str(m) for m in reply.get("matches", [])]
         result.matches = matches[:MAX_MATCHES]
         result.cursor_start, result.cursor_end = reply.get("cursor_start"), reply.get("cursor_end")
         more = f" (first {MAX_MATCHES} of {len(matches)})" if len(matches) > MAX_MATCHES else ""
-        text = f"{len(result.matches)} completions{more} replacing characters {result.cursor_start}-{result.cursor_end}:\n" + "\n".join(result.matches)
+        text = (
+            f"{len(result.matches)} completions{more} replacing characters {result.cursor_start}-{result.cursor_end}:\n"
+            + "\n".join(result.matches)
+        )
     elif mode == "inspect":
         content = {"code": code, "cursor_pos": cursor_pos, "detail_level": detail_level}
         reply = await ask(kernel, "inspect_request", content, where=where(path))
@@ -209,39 +247,67 @@ async def complete(
     else:
         reply = await ask(kernel, "is_complete_request", {"code": code}, where=where(path))
         result.status, result.indent = reply.get("status"), reply.get("indent")
-        text = f"is_complete: {result.status}" + (f" (indent the next line with {result.indent!r})" if result.indent else "")
+        text = f"is_complete: {result.status}" + (
+            f" (indent the next line with {result.indent!r})" if result.indent else ""
+        )
     return answer(result.model_dump(), text)
 
 
 @tool_handler("debug_error")
 async def debug_error(
     notebook_name: NotebookName = None,
-    context_lines: Annotated[int, Field(ge=0, le=20, description="Source lines shown before and after each frame's line.")] = 3,
-    max_frames: Annotated[int, Field(ge=1, le=50, description="At most this many frames: the notebook's own cells first (the line that ran among them), then the innermost; the rest folded.")] = 10,
+    context_lines: Annotated[
+        int,
+        Field(ge=0, le=20, description="Source lines shown before and after each frame's line."),
+    ] = 3,
+    max_frames: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=50,
+            description="At most this many frames: the notebook's own cells first (the line that ran among them), then the innermost; the rest folded.",
+        ),
+    ] = 10,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ErrorReport]:
     """After a cell raised: the last traceback's frames (cell or file, line, function, source around it) with each frame's local variables as short reprs, read from the Python kernel post mortem. Nothing is run again."""
     server, kernel, path = await kernel_of(ctx, notebook_name)
-    request = {"op": "debug", "context_lines": context_lines, "max_frames": max_frames, "repr_chars": 200}
+    request = {
+        "op": "debug",
+        "context_lines": context_lines,
+        "max_frames": max_frames,
+        "repr_chars": 200,
+    }
     report = await run_helper(kernel, request, where=where(path))
     frames = report.get("frames", [])
     await _place_cells(server, path, frames)
     result = models.ErrorReport(
-        kernel_id=kernel.kernel_id, error=report.get("error"), frames=frames, frames_total=report.get("frames_total", 0)
+        kernel_id=kernel.kernel_id,
+        error=report.get("error"),
+        frames=frames,
+        frames_total=report.get("frames_total", 0),
     )
     if result.error is None:
-        return answer(result.model_dump(), f"No error has been raised in the kernel of '{path}' yet.")
+        return answer(
+            result.model_dump(), f"No error has been raised in the kernel of '{path}' yet."
+        )
     lines = [f"{result.error['ename']}: {result.error['evalue']}"]
     for frame in frames:
         folded = frame.get("folded_before")
         if folded:
-            lines.append(f"\n[… {folded['frames']} frame(s) folded: {', '.join(folded['packages'])}]")
-        place = f"cell {frame['cell_index']}" if frame.get("cell_index") is not None else frame["file"]
+            lines.append(
+                f"\n[… {folded['frames']} frame(s) folded: {', '.join(folded['packages'])}]"
+            )
+        place = (
+            f"cell {frame['cell_index']}" if frame.get("cell_index") is not None else frame["file"]
+        )
         lines.append(f"\n{place}, line {frame['line']}, in {frame['function']}")
         for number, source in enumerate(frame["source"], start=frame["first_line"]):
             lines.append(f"{'->' if number == frame['line'] else '  '} {number:4} {source}")
         for name, local in (frame.get("locals") or {}).items():
-            lines.append(f"   {name} = {local['repr'] if local.get('repr') is not None else '[' + str(local.get('repr_note')) + ']'}")
+            lines.append(
+                f"   {name} = {local['repr'] if local.get('repr') is not None else '[' + str(local.get('repr_note')) + ']'}"
+            )
     return answer(result.model_dump(), "\n".join(lines))
 
 
@@ -264,7 +330,9 @@ async def _place_cells(server: ServerState, path: str, frames: list[dict[str, An
 @tool_handler("kernel_history")
 async def kernel_history(
     notebook_name: NotebookName = None,
-    limit: Annotated[int, Field(ge=1, le=MAX_HISTORY, description="The last this many inputs.")] = 20,
+    limit: Annotated[
+        int, Field(ge=1, le=MAX_HISTORY, description="The last this many inputs.")
+    ] = 20,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelHistory]:
     """What was executed in the notebook's kernel since it started, oldest first: the kernel's own history, so every client's executions and cells since deleted or edited are there (introspection calls are not)."""
@@ -272,7 +340,14 @@ async def kernel_history(
     # This kernel's session only: "tail" would read IPython's history database, every earlier
     # kernel's inputs included. The session is read whole and its end kept: a negative start
     # past its beginning makes IPython index past it.
-    content = {"output": False, "raw": True, "hist_access_type": "range", "session": 0, "start": 1, "stop": None}
+    content = {
+        "output": False,
+        "raw": True,
+        "hist_access_type": "range",
+        "session": 0,
+        "start": 1,
+        "stop": None,
+    }
     reply = await ask(kernel, "history_request", content, where=where(path))
     entries, truncated = [], False
     for item in (reply.get("history") or [])[-limit:]:
@@ -281,5 +356,8 @@ async def kernel_history(
             source, truncated = source[:MAX_HISTORY_INPUT] + "…", True
         entries.append({"session": session, "line": line, "input": source})
     result = models.KernelHistory(kernel_id=kernel.kernel_id, entries=entries, truncated=truncated)
-    text = "\n".join(f"[{e['line']}] {e['input']}" for e in entries) or f"Nothing has been executed in the kernel of '{path}'."
+    text = (
+        "\n".join(f"[{e['line']}] {e['input']}" for e in entries)
+        or f"Nothing has been executed in the kernel of '{path}'."
+    )
     return answer(result.model_dump(), text)

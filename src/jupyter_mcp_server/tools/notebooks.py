@@ -79,11 +79,28 @@ def kernel_change(server: ServerState, kernel_name: str) -> Callable[[Any], bool
 
 @tool_handler("use_notebook")
 async def use_notebook(
-    notebook_name: Annotated[str, Field(description="The name to call this notebook by on this connection, or its path.")],
-    notebook_path: Annotated[str | None, Field(description="Workspace-relative path (.ipynb or .py percent script). Omitted: notebook_name is the path.")] = None,
+    notebook_name: Annotated[
+        str, Field(description="The name to call this notebook by on this connection, or its path.")
+    ],
+    notebook_path: Annotated[
+        str | None,
+        Field(
+            description="Workspace-relative path (.ipynb or .py percent script). Omitted: notebook_name is the path."
+        ),
+    ] = None,
     mode: Literal["connect", "create"] = "connect",  # the description says which does what
-    kernel_id: Annotated[str | None, Field(description="Share this already running kernel (see list_kernels) instead of starting one.")] = None,
-    kernel_name: Annotated[str | None, Field(description="Kernelspec or environment (see list_kernels). Default: the notebook's own, else the workspace's environment.")] = None,
+    kernel_id: Annotated[
+        str | None,
+        Field(
+            description="Share this already running kernel (see list_kernels) instead of starting one."
+        ),
+    ] = None,
+    kernel_name: Annotated[
+        str | None,
+        Field(
+            description="Kernelspec or environment (see list_kernels). Default: the notebook's own, else the workspace's environment."
+        ),
+    ] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookUsed]:
     """Open (mode="connect") or create (mode="create") a notebook with a kernel, and make it this connection's current notebook (later tools default to it).
@@ -106,9 +123,14 @@ async def use_notebook(
         or (kernel_id is None and kernel_name is not None and kernel_name != before.kernel_name)
     ):
         # Moving to another kernel releases this one, as unuse_notebook does.
-        wanted = f"the running kernel {kernel_id}" if kernel_id is not None else f"a new {kernel_name} kernel"
+        wanted = (
+            f"the running kernel {kernel_id}"
+            if kernel_id is not None
+            else f"a new {kernel_name} kernel"
+        )
         await approve(
-            ctx, RELEASE_KERNEL,
+            ctx,
+            RELEASE_KERNEL,
             f"Move '{path}' from its kernel {before.kernel_id} ({before.kernel_name}) to {wanted}: the old kernel is "
             "shut down unless another notebook shares it, and the variables it holds are lost.",
         )
@@ -131,17 +153,25 @@ async def use_notebook(
     try:
         if kernel_id is not None:
             kernel = await server.kernels.attach(path, kernel_id=kernel_id)
-            choice = KernelChoice(kernel.kernel_name, f"the running kernel {kernel.kernel_id} was asked for")
+            choice = KernelChoice(
+                kernel.kernel_name, f"the running kernel {kernel.kernel_id} was asked for"
+            )
         elif kernel_name is not None:
             choice = KernelChoice(kernel_name, "kernel_name asked for it")
             kernel = await server.kernels.attach(path, kernel_name=kernel_name)
         elif before is not None and not server.kernels.is_lost(path):
             choice = KernelChoice(before.kernel_name, "the kernel it already runs on")
-            kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(server, view.notebook))).kernel
+            kernel = (
+                await server.kernels.live_kernel_of(
+                    path, metadata_kernel=metadata_kernel(server, view.notebook)
+                )
+            ).kernel
         else:
             if mode != "create":
                 choice = server.kernels.choose(view.notebook.get("metadata"))
-            kernel = (await server.kernels.live_kernel_of(path, metadata_kernel=choice.kernel_name)).kernel
+            kernel = (
+                await server.kernels.live_kernel_of(path, metadata_kernel=choice.kernel_name)
+            ).kernel
     except ToolFailure as failure:
         if mode == "create":
             # Refused where the kernel runs (a gateway's own limit, say), after the file was made.
@@ -152,11 +182,20 @@ async def use_notebook(
             failure.args = (failure.message,)
         raise
     changed = ""
-    if kernel_name is not None and kernel_id is None and mode != "create" and server.kernels.kernelspec(kernel.kernel_name):
+    if (
+        kernel_name is not None
+        and kernel_id is None
+        and mode != "create"
+        and server.kernels.kernelspec(kernel.kernel_name)
+    ):
         # Asked for: the notebook says so too, in the same write as nothing else.
         wrote, view = await server.store.mutate(path, kernel_change(server, kernel.kernel_name))
         if before_name is not None and before_name != kernel.kernel_name:
-            gone = "was shut down" if before_id not in server.kernels.kernels_by_id() else "still runs for the notebooks that share it"
+            gone = (
+                "was shut down"
+                if before_id not in server.kernels.kernels_by_id()
+                else "still runs for the notebooks that share it"
+            )
             changed = (
                 f" Its kernel changed from {before_name} to {kernel.kernel_name}: this is a new kernel, and every "
                 f"variable, import and definition of the old session is gone (the old kernel {gone})."
@@ -200,7 +239,9 @@ def elsewhere(server: Any, kernel: Any, path: str) -> str:
 
 
 @tool_handler("list_notebooks")
-async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult, models.NotebookList]:
+async def list_notebooks(
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.NotebookList]:
     """List the notebooks this connection named with use_notebook and those with a kernel, marking the current one."""
     server = state_of(ctx)
     state = connection_of(ctx)
@@ -217,7 +258,10 @@ async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult
             entries.setdefault(
                 path,
                 models.NotebookEntry(
-                    notebook_name=path, notebook_path=path, current=path == state.current, kernel_id=kernel.kernel_id
+                    notebook_name=path,
+                    notebook_path=path,
+                    current=path == state.current,
+                    kernel_id=kernel.kernel_id,
                 ),
             )
     listed = models.NotebookList(notebooks=sorted(entries.values(), key=lambda e: e.notebook_path))
@@ -225,7 +269,10 @@ async def list_notebooks(ctx: Context | None = None) -> Annotated[CallToolResult
         f"{'* ' if e.current else '  '}{e.notebook_name} -> {e.notebook_path} (kernel {e.kernel_id or 'none'})"
         for e in listed.notebooks
     ]
-    return answer(listed.model_dump(), "\n".join(lines) or "No notebooks are in use. Call use_notebook to open one.")
+    return answer(
+        listed.model_dump(),
+        "\n".join(lines) or "No notebooks are in use. Call use_notebook to open one.",
+    )
 
 
 @tool_handler("unuse_notebook")
@@ -239,7 +286,8 @@ async def unuse_notebook(
     attached = server.kernels.kernel_id_of(path)
     if attached is not None:
         await approve(
-            ctx, RELEASE_KERNEL,
+            ctx,
+            RELEASE_KERNEL,
             f"Release '{path}' from its kernel {attached}: the kernel is shut down unless another notebook "
             "shares it, and the variables it holds are lost.",
         )
@@ -250,7 +298,10 @@ async def unuse_notebook(
     if state.current == path:
         state.current = None
     released = models.Released(notebook_name=notebook_name, notebook_path=path, kernel_id=kernel_id)
-    return answer(released.model_dump(), f"Released '{path}'" + (f" and its kernel {kernel_id}." if kernel_id else "."))
+    return answer(
+        released.model_dump(),
+        f"Released '{path}'" + (f" and its kernel {kernel_id}." if kernel_id else "."),
+    )
 
 
 @tool_handler("restart_notebook")
@@ -265,11 +316,18 @@ async def restart_notebook(
     attached = server.kernels.kernel_id_of(path)
     if attached is not None:
         await approve(
-            ctx, RESTART_KERNEL, f"Restart the kernel of '{path}' (kernel {attached}): every variable it holds is lost."
+            ctx,
+            RESTART_KERNEL,
+            f"Restart the kernel of '{path}' (kernel {attached}): every variable it holds is lost.",
         )
-    kernel = await server.kernels.restart(path, metadata_kernel=metadata_kernel(server, view.notebook))
+    kernel = await server.kernels.restart(
+        path, metadata_kernel=metadata_kernel(server, view.notebook)
+    )
     result = models.KernelRestarted(kernel_id=kernel.kernel_id, revision=view.revision)
-    return answer(result.model_dump(), f"'{path}' now runs on a fresh kernel {kernel.kernel_id}; its previous session is gone.")
+    return answer(
+        result.model_dump(),
+        f"'{path}' now runs on a fresh kernel {kernel.kernel_id}; its previous session is gone.",
+    )
 
 
 @tool_handler("get_notebook_revision")
@@ -286,9 +344,16 @@ async def get_notebook_revision(
 @tool_handler("read_notebook")
 async def read_notebook(
     notebook_name: NotebookName = None,
-    response_format: Annotated[Literal["brief", "detailed"], Field(description="brief: ids, types and the first line of each cell; detailed: full sources and outputs.")] = "brief",
+    response_format: Annotated[
+        Literal["brief", "detailed"],
+        Field(
+            description="brief: ids, types and the first line of each cell; detailed: full sources and outputs."
+        ),
+    ] = "brief",
     start_index: Annotated[int, Field(description="First cell to return (0-based).", ge=0)] = 0,
-    limit: Annotated[int, Field(description="Cells to return (0: all from start_index).", ge=0)] = 20,
+    limit: Annotated[
+        int, Field(description="Cells to return (0: all from start_index).", ge=0)
+    ] = 20,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookRead]:
     """Read a page of the notebook's cells: ids, types, sources and (detailed) outputs. In a large notebook, outline and search_notebooks first, then read_cell."""
@@ -296,7 +361,10 @@ async def read_notebook(
     view = await state_of(ctx).store.read(path)
     cells = view.notebook.cells
     if start_index > len(cells):
-        raise ToolFailure(INVALID_ARGUMENT, f"start_index {start_index} is past the end: the notebook has {len(cells)} cells.")
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"start_index {start_index} is past the end: the notebook has {len(cells)} cells.",
+        )
     stop = len(cells) if limit == 0 else min(len(cells), start_index + limit)
     detailed = response_format == "detailed"
     summaries = []
@@ -318,7 +386,9 @@ async def read_notebook(
             # Cut as the text of a result is: a page of cells with 50 MiB of
             # outputs would otherwise be 50 MiB of structuredContent, and the
             # server's memory would keep the high-water mark of encoding it.
-            outputs, cut = bounded_outputs(list(cell.get("outputs", [])), _output_link(path, cell.get("id", "")), limits)
+            outputs, cut = bounded_outputs(
+                list(cell.get("outputs", [])), _output_link(path, cell.get("id", "")), limits
+            )
             cuts = [models.OutputCut(**each) for each in cut] or None
         summaries.append(
             models.CellSummary(
@@ -337,7 +407,13 @@ async def read_notebook(
         if detailed:
             for number, output in enumerate(cell.get("outputs") or []):
                 if output.get("output_type") == "error":
-                    errors.append((len(lines), output_uri(path, cell.get("id", ""), number), output_text(output) or ""))
+                    errors.append(
+                        (
+                            len(lines),
+                            output_uri(path, cell.get("id", ""), number),
+                            output_text(output) or "",
+                        )
+                    )
                     lines.append("")
     # The text shows each error where it was raised (its folded traceback), within the budget;
     # the other outputs are in the structured cells, and read_cell shows them.
@@ -347,7 +423,11 @@ async def read_notebook(
     if (headings := headings_line(headings_of(cells[start_index:stop], start_index))) is not None:
         lines.insert(1 + bool(said), headings)
     result = models.NotebookRead(
-        cell_count=len(cells), start_index=start_index, cells=summaries, revision=view.revision, format_upgraded=upgraded
+        cell_count=len(cells),
+        start_index=start_index,
+        cells=summaries,
+        revision=view.revision,
+        format_upgraded=upgraded,
     )
     if stop < len(cells):
         lines.append(f"… {len(cells) - stop} more cells: call again with start_index={stop}.")
@@ -363,8 +443,18 @@ def _output_link(path: str, cell_id: str) -> OutputLink:
 
 @tool_handler("connect_to_jupyter")
 async def connect_to_jupyter(
-    jupyter_url: Annotated[str, Field(description="The Jupyter Server's URL with its base URL, like http://127.0.0.1:8888 (no token in it).")],
-    jupyter_token: Annotated[str | None, Field(description="Its token (what `jupyter server list` shows after ?token=). Omit for a server without one.")] = None,
+    jupyter_url: Annotated[
+        str,
+        Field(
+            description="The Jupyter Server's URL with its base URL, like http://127.0.0.1:8888 (no token in it)."
+        ),
+    ],
+    jupyter_token: Annotated[
+        str | None,
+        Field(
+            description="Its token (what `jupyter server list` shows after ?token=). Omit for a server without one."
+        ),
+    ] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.JupyterConnected]:
     """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab).

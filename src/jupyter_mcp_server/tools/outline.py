@@ -91,9 +91,13 @@ def _fold(headings: list[models.Heading], limit: int) -> _Folding:
 def section_of(headings: list[models.Heading], cell_count: int, at: int) -> tuple[int, int]:
     """The cells of the section whose heading is in cell `at`: from there to the next heading
     of the same or a higher level; ``invalid_argument`` when that cell holds no heading."""
-    first = next((position for position, heading in enumerate(headings) if heading.cell_index == at), None)
+    first = next(
+        (position for position, heading in enumerate(headings) if heading.cell_index == at), None
+    )
     if first is None:
-        near = ", ".join(f"[{h.cell_index}]" for h in headings if abs(h.cell_index - at) <= 50)[:200]
+        near = ", ".join(f"[{h.cell_index}]" for h in headings if abs(h.cell_index - at) <= 50)[
+            :200
+        ]
         raise ToolFailure(
             INVALID_ARGUMENT,
             f"cell {at} holds no heading: pass section as a heading's cell index, as outline lists it"
@@ -101,13 +105,20 @@ def section_of(headings: list[models.Heading], cell_count: int, at: int) -> tupl
         )
     level = headings[first].level
     stop = next(
-        (h.cell_index for h in headings[first + 1 :] if h.level <= level and h.cell_index > at), cell_count
+        (h.cell_index for h in headings[first + 1 :] if h.level <= level and h.cell_index > at),
+        cell_count,
     )
     return at, stop
 
 
 def size_said(size: int) -> str:
-    return f"{size}B" if size < 1024 else f"{size / 1024:.1f}K" if size < 1024 * 1024 else f"{size / 1048576:.1f}M"
+    return (
+        f"{size}B"
+        if size < 1024
+        else f"{size / 1024:.1f}K"
+        if size < 1024 * 1024
+        else f"{size / 1048576:.1f}M"
+    )
 
 
 def output_summary(output: Any) -> str:
@@ -117,7 +128,20 @@ def output_summary(output: Any) -> str:
     if kind == "stream":
         return f"{output.get('name', 'stream')} {size_said(payload_size(output))}"
     data = output.get("data") or {}
-    main = next((mime for mime in ("image/png", "image/jpeg", "text/html", "text/markdown", "application/json") if mime in data), "text/plain")
+    main = next(
+        (
+            mime
+            for mime in (
+                "image/png",
+                "image/jpeg",
+                "text/html",
+                "text/markdown",
+                "application/json",
+            )
+            if mime in data
+        ),
+        "text/plain",
+    )
     return f"{main} {size_said(payload_size(output))}"
 
 
@@ -129,9 +153,16 @@ def first_line(source: str) -> str:
 @tool_handler("outline")
 async def outline(
     notebook_name: NotebookName = None,
-    start_index: Annotated[int, Field(description="First cell (and heading) listed, 0-based.", ge=0)] = 0,
+    start_index: Annotated[
+        int, Field(description="First cell (and heading) listed, 0-based.", ge=0)
+    ] = 0,
     limit: Annotated[int, Field(description="Cells listed, 1-200.", ge=1, le=200)] = 20,
-    section: Annotated[int | None, Field(description="A heading's cell index: list that section's subheadings and cells.", ge=0)] = None,
+    section: Annotated[
+        int | None,
+        Field(
+            description="A heading's cell index: list that section's subheadings and cells.", ge=0
+        ),
+    ] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.Outline]:
     """Start here: a notebook's headings as a tree and one line per cell (type, id, first line, outputs and sizes), paged. Next: search_notebooks for a name, then read_cell or read_notebook(start_index) for only the cells needed."""
@@ -141,7 +172,10 @@ async def outline(
     cells = view.notebook.cells
     states = states_of(server.kernels, path, view.notebook)
     if start_index > len(cells):
-        raise ToolFailure(INVALID_ARGUMENT, f"start_index {start_index} is past the end: the notebook has {len(cells)} cells.")
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"start_index {start_index} is past the end: the notebook has {len(cells)} cells.",
+        )
     every = headings_of(cells)
     begin, end = 0, len(cells)
     if section is not None:
@@ -170,23 +204,42 @@ async def outline(
     said = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     lines = [f"'{path}': {len(cells)} cells ({said}), revision {view.revision}"]
     if shown:
-        where = f" of the section at cell {begin} (cells {begin}-{end - 1})" if section is not None else ""
+        where = (
+            f" of the section at cell {begin} (cells {begin}-{end - 1})"
+            if section is not None
+            else ""
+        )
         lines.append(f"Headings{where} (cell index; +N: folded below it):")
         lines.extend(
-            f"{'  ' * (h.level - 1)}{'#' * h.level} {h.text} [{h.cell_index}]" + (f" +{n}" if n else "")
+            f"{'  ' * (h.level - 1)}{'#' * h.level} {h.text} [{h.cell_index}]"
+            + (f" +{n}" if n else "")
             for h, n in zip(shown, folding.under, strict=True)
         )
     if any(folding.under):
-        lines.append(f"({sum(folding.under)} folded: section=<a heading's cell index> lists its subheadings.)")
+        lines.append(
+            f"({sum(folding.under)} folded: section=<a heading's cell index> lists its subheadings.)"
+        )
     if folding.continues_at is not None:
         again = f"section={section}, " if section is not None else ""
-        lines.append(f"(More headings from cell {folding.continues_at}: {again}start_index={folding.continues_at}.)")
+        lines.append(
+            f"(More headings from cell {folding.continues_at}: {again}start_index={folding.continues_at}.)"
+        )
     kind_letter = {"code": "c", "markdown": "m", "raw": "r"}
-    lines.append(f"Cells {start_index}-{stop - 1} (c code, m markdown, r raw):" if rows else "No cells in this page.")
+    lines.append(
+        f"Cells {start_index}-{stop - 1} (c code, m markdown, r raw):"
+        if rows
+        else "No cells in this page."
+    )
     for row in rows:
         outputs = f" → {', '.join(row.outputs)}" if row.outputs else ""
-        state = f" [{row.execution_state}]" if row.execution_state and row.execution_state != FRESH else ""
-        lines.append(f"{row.index} {kind_letter.get(row.cell_type, row.cell_type)} {row.cell_id} {row.first_line}{outputs}{state}")
+        state = (
+            f" [{row.execution_state}]"
+            if row.execution_state and row.execution_state != FRESH
+            else ""
+        )
+        lines.append(
+            f"{row.index} {kind_letter.get(row.cell_type, row.cell_type)} {row.cell_id} {row.first_line}{outputs}{state}"
+        )
     following = stop if stop < len(cells) else None
     if following is not None:
         lines.append(f"… {len(cells) - stop} more cells: start_index={stop}.")

@@ -57,16 +57,23 @@ async def output_of_uri(state: ServerState, uri: str) -> Any:
         path = path_of_uri("notebook:" + rest)
         cell_id = query.get("cell")
         if not cell_id:
-            raise ToolFailure(INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook).")
+            raise ToolFailure(
+                INVALID_ARGUMENT, f"{uri!r} names no cell; add ?cell=ID (see read_notebook)."
+            )
         relative = state.locate(path)
         view = await state.store.read(relative)
         cell = next((cell for cell in view.notebook.cells if cell.get("id") == cell_id), None)
         if cell is None:
-            raise ToolFailure(NOT_FOUND, f"'{relative}' has no cell with id {cell_id!r}; read_notebook lists the ids.")
+            raise ToolFailure(
+                NOT_FOUND,
+                f"'{relative}' has no cell with id {cell_id!r}; read_notebook lists the ids.",
+            )
         outputs = list(cell.get("outputs") or [])
         where = f"cell {cell_id}"
     if index >= len(outputs):
-        raise ToolFailure(NOT_FOUND, f"{where} has {len(outputs)} outputs; output {index} does not exist.")
+        raise ToolFailure(
+            NOT_FOUND, f"{where} has {len(outputs)} outputs; output {index} does not exist."
+        )
     return outputs[index]
 
 
@@ -74,15 +81,21 @@ async def output_of_uri(state: ServerState, uri: str) -> Any:
 async def read_output(
     uri: Annotated[str, Field(description="The output URI a cut result names.")],
     offset: Annotated[int, Field(description="First line (or byte) to read, 0-based.", ge=0)] = 0,
-    limit: Annotated[int | None, Field(description="Lines (or bytes) to read; default 500 lines.", ge=1)] = None,
-    by: Annotated[Literal["lines", "bytes"], Field(description="Page by lines or by UTF-8 bytes.")] = "lines",
+    limit: Annotated[
+        int | None, Field(description="Lines (or bytes) to read; default 500 lines.", ge=1)
+    ] = None,
+    by: Annotated[
+        Literal["lines", "bytes"], Field(description="Page by lines or by UTF-8 bytes.")
+    ] = "lines",
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.OutputPage]:
     """Read part of one long output by lines or bytes: what a result cut out. Images: read the URI as a resource."""
     state = state_of(ctx)
     text = output_text(await output_of_uri(state, uri))
     if text is None:
-        raise ToolFailure(INVALID_ARGUMENT, f"{uri} has no text (an image); read it as a resource instead.")
+        raise ToolFailure(
+            INVALID_ARGUMENT, f"{uri} has no text (an image); read it as a resource instead."
+        )
     budget = budget_of(state.config.inline_budget_chars, None)
     data = text.encode("utf-8", "surrogatepass")
     # Lines end at '\n' only, as the markers of a cut result count them (str.splitlines
@@ -132,11 +145,12 @@ async def read_output(
         total_lines=len(lines),
         total_bytes=len(data),
     )
-    more = (
-        f"[jupyter-mcp-server: {by} {start}-{start + returned - 1} of {total}; "
-        + (f"next: offset={next_offset}]" if next_offset is not None else "the end]")
+    more = f"[jupyter-mcp-server: {by} {start}-{start + returned - 1} of {total}; " + (
+        f"next: offset={next_offset}]" if next_offset is not None else "the end]"
     )
-    return answer(result.model_dump(), page + ("" if page.endswith("\n") or not page else "\n") + more)
+    return answer(
+        result.model_dump(), page + ("" if page.endswith("\n") or not page else "\n") + more
+    )
 
 
 def _char_start(data: bytes, position: int) -> int:

@@ -87,7 +87,9 @@ def effective_timeout(server: ServerState, timeout: float | None) -> float:
     return timeout
 
 
-async def run_on(server: ServerState, kernel: Kernel, code: str, timeout: float, notebook: str | None) -> ExecutionOutcome:
+async def run_on(
+    server: ServerState, kernel: Kernel, code: str, timeout: float, notebook: str | None
+) -> ExecutionOutcome:
     """Run code on a kernel, in order with the other calls on it; a death is reported, not hidden."""
     return await server.run_in_turn(
         kernel,
@@ -121,7 +123,10 @@ def execution_result(
     """
     collected = outcome.outputs
     structured = models.ExecutionResult(
-        **execution_fields(outcome), cell_id=cell_id, revision=revision, format_upgraded=format_upgraded
+        **execution_fields(outcome),
+        cell_id=cell_id,
+        revision=revision,
+        format_upgraded=format_upgraded,
     ).model_dump()
     content: list[Any] = []
     if note:
@@ -197,7 +202,10 @@ def store_outputs(cell: Any, outcome: ExecutionOutcome) -> None:
 
 
 def cell_writer(
-    cell_id: str, source: str, outcome: ExecutionOutcome, displays: Callable[[Any], None] | None = None
+    cell_id: str,
+    source: str,
+    outcome: ExecutionOutcome,
+    displays: Callable[[Any], None] | None = None,
 ) -> Any:
     """Write an execution's outputs into its cell by id, wherever the cell is now (and with
     `displays`, its display updates into the cells showing those ids)."""
@@ -251,7 +259,9 @@ async def run_cell(
             "earlier variables, imports and definitions are not in it."
         )
     try:
-        _, written = await server.store.mutate(path, cell_writer(cell_id, source, outcome, displays))
+        _, written = await server.store.mutate(
+            path, cell_writer(cell_id, source, outcome, displays)
+        )
     except ToolFailure as error:
         # The insert before the run may have been the edit that upgraded the file.
         upgraded, said = upgrade_by_edit(view)
@@ -318,29 +328,50 @@ async def execute_cell(
         )
     cell = view.notebook.cells[cell_position(view.notebook, cell_index, cell_id)]
     if cell.get("cell_type") != "code":
-        raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.")
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.",
+        )
     await approve_shell_code(ctx, cell.get("source", ""), f"in cell {cell['id']} of '{path}'")
     if detach:
         approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
-        return await _detached_cell(ctx, "execute_cell", path, cell["id"], view.revision, timeout, max_output_chars)
+        return await _detached_cell(
+            ctx, "execute_cell", path, cell["id"], view.revision, timeout, max_output_chars
+        )
     return await run_cell(server, view, cell["id"], cell.get("source", ""), seconds, limits)
 
 
 async def _detached_cell(
-    ctx: Context | None, tool: str, path: str, cell_id: str, revision: str, timeout: float | None, max_output_chars: int | None
+    ctx: Context | None,
+    tool: str,
+    path: str,
+    cell_id: str,
+    revision: str,
+    timeout: float | None,
+    max_output_chars: int | None,
 ) -> CallToolResult:
     """Run the cell `cell_id` as a detached run (its turn comes after the runs queued on the notebook)."""
 
     async def call() -> CallToolResult:
-        return await execute_cell(cell_id=cell_id, timeout=timeout, notebook_name=path, max_output_chars=max_output_chars, ctx=ctx)
+        return await execute_cell(
+            cell_id=cell_id,
+            timeout=timeout,
+            notebook_name=path,
+            max_output_chars=max_output_chars,
+            ctx=ctx,
+        )
 
     started = execution_started(cell_id, revision)
-    return await detached(ctx, tool, call, queue=notebook_queue(path), notebook=path, started=started)
+    return await detached(
+        ctx, tool, call, queue=notebook_queue(path), notebook=path, started=started
+    )
 
 
 @tool_handler("insert_execute_code_cell")
 async def insert_execute_code_cell(
-    cell_index: Annotated[int, Field(description="Where the new code cell goes (0-based); -1 appends.")],
+    cell_index: Annotated[
+        int, Field(description="Where the new code cell goes (0-based); -1 appends.")
+    ],
     cell_source: Annotated[str, Field(description="The code to put in the cell and run.")],
     timeout: Timeout = None,
     notebook_name: NotebookName = None,
@@ -365,7 +396,9 @@ async def insert_execute_code_cell(
     cell_id, view = await server.store.mutate(path, change, expected_revision)
     if detach:
         approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
-        return await _detached_cell(ctx, "insert_execute_code_cell", path, cell_id, view.revision, timeout, max_output_chars)
+        return await _detached_cell(
+            ctx, "insert_execute_code_cell", path, cell_id, view.revision, timeout, max_output_chars
+        )
     return await run_cell(server, view, cell_id, cell_source, seconds, limits)
 
 
@@ -373,7 +406,10 @@ async def insert_execute_code_cell(
 async def execute_code(
     code: Annotated[str, Field(description="Code to run. Nothing is stored in the notebook.")],
     timeout: Timeout = None,
-    kernel_id: Annotated[str | None, Field(description="Run on this kernel (see list_kernels) instead of the notebook's.")] = None,
+    kernel_id: Annotated[
+        str | None,
+        Field(description="Run on this kernel (see list_kernels) instead of the notebook's."),
+    ] = None,
     notebook_name: NotebookName = None,
     max_output_chars: MaxOutputChars = None,
     detach: Detach = False,
@@ -399,11 +435,18 @@ async def execute_code(
 
         async def call() -> CallToolResult:
             return await execute_code(
-                code=code, timeout=timeout, kernel_id=kernel_id, notebook_name=path, max_output_chars=max_output_chars, ctx=ctx
+                code=code,
+                timeout=timeout,
+                kernel_id=kernel_id,
+                notebook_name=path,
+                max_output_chars=max_output_chars,
+                ctx=ctx,
             )
 
         queue = kernel_queue(kernel_id) if kernel_id is not None else notebook_queue(str(path))
-        return await detached(ctx, "execute_code", call, queue=queue, notebook=path, started=execution_started())
+        return await detached(
+            ctx, "execute_code", call, queue=queue, notebook=path, started=execution_started()
+        )
     for intercept in server.interceptors:
         intercepted = await intercept(code, seconds)
         if intercepted is not None:
@@ -421,10 +464,14 @@ async def execute_code(
         # Read only when a kernel has to start: scratch code needs no file.
         return await metadata_kernel(server, (await server.store.read(path)).notebook)()
 
-    attachment = await server.kernels.live_kernel_of(path, metadata_kernel=named_kernel, to_run_code=True)
+    attachment = await server.kernels.live_kernel_of(
+        path, metadata_kernel=named_kernel, to_run_code=True
+    )
     outcome = await run_on(server, attachment.kernel, code, seconds, path)
     note = attachment.note or (
-        "Note: the kernel was gone and a replacement was started (kernel.auto-restart)." if attachment.replaced else None
+        "Note: the kernel was gone and a replacement was started (kernel.auto-restart)."
+        if attachment.replaced
+        else None
     )
     return execution_result(outcome, note=note, limits=limits, link=scratch_link(server, outcome))
 
@@ -438,7 +485,11 @@ async def interrupt_kernel(
     server = state_of(ctx)
     kernel = server.kernels.get(kernel_id)
     was_busy = await server.kernels.interrupt(kernel)
-    text = f"Interrupted kernel {kernel_id}." if was_busy else f"Kernel {kernel_id} was idle; the interrupt had nothing to stop."
+    text = (
+        f"Interrupted kernel {kernel_id}."
+        if was_busy
+        else f"Kernel {kernel_id} was idle; the interrupt had nothing to stop."
+    )
     return answer({"kernel_id": kernel_id}, text)
 
 
@@ -454,8 +505,15 @@ async def interrupt_notebook_session(
     if kernel_id is None and server.kernels.is_lost(path):
         raise ToolFailure(KERNEL_GONE, gone_message(path), notebook=path)
     if kernel_id is None:
-        raise ToolFailure(NOT_FOUND, f"'{path}' has no kernel; nothing is running. Call use_notebook to attach one.")
+        raise ToolFailure(
+            NOT_FOUND,
+            f"'{path}' has no kernel; nothing is running. Call use_notebook to attach one.",
+        )
     kernel = server.kernels.get(kernel_id)
     was_busy = await server.kernels.interrupt(kernel)
-    text = f"Interrupted '{path}' (kernel {kernel_id})." if was_busy else f"'{path}' was idle; the interrupt had nothing to stop."
+    text = (
+        f"Interrupted '{path}' (kernel {kernel_id})."
+        if was_busy
+        else f"'{path}' was idle; the interrupt had nothing to stop."
+    )
     return answer({"kernel_id": kernel_id}, text)

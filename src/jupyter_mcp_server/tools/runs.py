@@ -53,9 +53,24 @@ UpToCell = Annotated[
 async def run_cells(
     cells: Cells = "all",
     up_to_cell: UpToCell = None,
-    restart: Annotated[bool, Field(description="Restart the kernel first (every variable is lost): restart-and-run-all.")] = False,
-    stop_on_error: Annotated[bool, Field(description="Stop at the first cell that fails (default); false runs on past errors.")] = True,
-    timeout: Annotated[float | None, Field(description="Seconds each cell may run before its kernel is interrupted; default: the server's.")] = None,
+    restart: Annotated[
+        bool,
+        Field(
+            description="Restart the kernel first (every variable is lost): restart-and-run-all."
+        ),
+    ] = False,
+    stop_on_error: Annotated[
+        bool,
+        Field(
+            description="Stop at the first cell that fails (default); false runs on past errors."
+        ),
+    ] = True,
+    timeout: Annotated[
+        float | None,
+        Field(
+            description="Seconds each cell may run before its kernel is interrupted; default: the server's."
+        ),
+    ] = None,
     notebook_name: NotebookName = None,
     max_output_chars: MaxOutputChars = None,
     detach: Detach = False,
@@ -70,7 +85,9 @@ async def run_cells(
     limits = InlineLimits.of(server.config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
     if detach:
-        return await _detached_run(ctx, path, cells, up_to_cell, restart, stop_on_error, timeout, max_output_chars)
+        return await _detached_run(
+            ctx, path, cells, up_to_cell, restart, stop_on_error, timeout, max_output_chars
+        )
 
     async def approved(notebook: Any, selection: Selection) -> None:
         await _approve_run(ctx, path, notebook, selection, restart)
@@ -114,29 +131,50 @@ async def _detached_run(
 
     async def call() -> CallToolResult:
         return await run_cells(
-            cells=cells, up_to_cell=up_to_cell, restart=restart, stop_on_error=stop_on_error, timeout=timeout,
-            notebook_name=path, max_output_chars=max_output_chars, ctx=ctx,
+            cells=cells,
+            up_to_cell=up_to_cell,
+            restart=restart,
+            stop_on_error=stop_on_error,
+            timeout=timeout,
+            notebook_name=path,
+            max_output_chars=max_output_chars,
+            ctx=ctx,
         )
 
     started = models.NotebookRun(
-        status="running", kernel_id=server.kernels.kernel_id_of(path), read_revision=view.revision, revision=view.revision,
-        cells_selected=len(selection.indices), cells_run=0, cells=[], stopped_at=None, stop_reason=None, not_run=[],
+        status="running",
+        kernel_id=server.kernels.kernel_id_of(path),
+        read_revision=view.revision,
+        revision=view.revision,
+        cells_selected=len(selection.indices),
+        cells_run=0,
+        cells=[],
+        stopped_at=None,
+        stop_reason=None,
+        not_run=[],
         fresh_skipped=0,
     ).model_dump()
-    return await detached(ctx, "run_cells", call, queue=notebook_queue(path), notebook=path, started=started)
+    return await detached(
+        ctx, "run_cells", call, queue=notebook_queue(path), notebook=path, started=started
+    )
 
 
-async def _approve_run(ctx: Context | None, path: str, notebook: Any, selection: Selection, restart: bool) -> None:
+async def _approve_run(
+    ctx: Context | None, path: str, notebook: Any, selection: Selection, restart: bool
+) -> None:
     """Ask the person before a run restarts the notebook's kernel or runs cells with shell commands."""
     server = state_of(ctx)
     attached = server.kernels.kernel_id_of(path)
     if restart and attached is not None:
         await approve(
-            ctx, RESTART_KERNEL,
+            ctx,
+            RESTART_KERNEL,
             f"Restart the kernel of '{path}' (kernel {attached}) before running its cells: every variable it holds is lost.",
         )
     chosen = (notebook.cells[index] for index in selection.indices)
-    await approve_shell_cells(ctx, ((str(cell.get("id", "")), cell.get("source", "")) for cell in chosen), f"of '{path}'")
+    await approve_shell_cells(
+        ctx, ((str(cell.get("id", "")), cell.get("source", "")) for cell in chosen), f"of '{path}'"
+    )
 
 
 @tool_handler("clear_outputs")
@@ -150,7 +188,9 @@ async def clear_outputs(
     """Remove the outputs and execution counts of a notebook's code cells (all of them, a range, or a list of ids) in one revision. Sources are kept."""
     path = notebook_path(ctx, notebook_name)
     if isinstance(cells, str) and cells.strip().lower() == "stale":
-        raise ToolFailure(INVALID_ARGUMENT, 'clear_outputs takes "all", a range or a list of ids, not "stale".')
+        raise ToolFailure(
+            INVALID_ARGUMENT, 'clear_outputs takes "all", a range or a list of ids, not "stale".'
+        )
 
     def change(notebook: Any) -> list[str]:
         cleared = []
@@ -169,6 +209,12 @@ async def clear_outputs(
         for cell_id in cleared:
             runs.forget_cell(cell_id)
     upgraded, said = upgrade_by_edit(view)
-    result = models.OutputsCleared(cleared=cleared, revision=view.revision, format_upgraded=upgraded)
-    what = f"Cleared the outputs of {len(cleared)} cell(s)" if cleared else "No selected cell had outputs; nothing changed"
+    result = models.OutputsCleared(
+        cleared=cleared, revision=view.revision, format_upgraded=upgraded
+    )
+    what = (
+        f"Cleared the outputs of {len(cleared)} cell(s)"
+        if cleared
+        else "No selected cell had outputs; nothing changed"
+    )
     return answer(result.model_dump(), f"{what} in '{path}'; revision {view.revision}.{said}")

@@ -112,7 +112,9 @@ def _units_of_json(path: str, data: bytes) -> tuple[_Unit, ...] | None:
     if document.get("nbformat") != 4 or not isinstance(cells, list):
         return None
     ids = [cell.get("id") if isinstance(cell, dict) else None for cell in cells]
-    if not all(isinstance(cell_id, str) and _LEGAL_ID.fullmatch(cell_id) for cell_id in ids) or len(set(ids)) < len(ids):
+    if not all(isinstance(cell_id, str) and _LEGAL_ID.fullmatch(cell_id) for cell_id in ids) or len(
+        set(ids)
+    ) < len(ids):
         return None  # the store decides: it refuses duplicate or illegal ids
     return _units_of_cells(path, cells)
 
@@ -154,7 +156,9 @@ async def _units_of_file(state: ServerState, path: str) -> tuple[_Unit, ...]:
             raise ValueError("not a valid notebook") from failure
         units = _units_of_cells(path, view.notebook.cells)
     if trusted:
-        state.search_texts.put(key, fingerprint, units, sum(len(unit.text) for unit in units) + len(units) * 64)
+        state.search_texts.put(
+            key, fingerprint, units, sum(len(unit.text) for unit in units) + len(units) * 64
+        )
     return units
 
 
@@ -171,7 +175,11 @@ class _Walked:
 def _wanted(path: str, glob: str | None) -> bool:
     if not path.endswith((".ipynb", ".py")):
         return False
-    return glob is None or fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(path.rsplit("/", 1)[-1], glob)
+    return (
+        glob is None
+        or fnmatch.fnmatch(path, glob)
+        or fnmatch.fnmatch(path.rsplit("/", 1)[-1], glob)
+    )
 
 
 async def _walk(state: ServerState, glob: str | None, deadline: float) -> _Walked:
@@ -191,13 +199,18 @@ async def _walk(state: ServerState, glob: str | None, deadline: float) -> _Walke
         except (ToolFailure, OSError):
             continue  # unreadable, or gone since its parent was listed
         folders += 1
-        if folder and any(entry["path"].rsplit("/", 1)[-1] in ENVIRONMENT_MARKERS for entry in entries):
+        if folder and any(
+            entry["path"].rsplit("/", 1)[-1] in ENVIRONMENT_MARKERS for entry in entries
+        ):
             continue
         for entry in entries:
             entries_seen += 1
             path = str(entry["path"])
             if entry.get("type") == "directory":
-                if path.rsplit("/", 1)[-1] in SKIPPED_FOLDERS or path.count("/") + 2 > MAX_PATH_DEPTH:
+                if (
+                    path.rsplit("/", 1)[-1] in SKIPPED_FOLDERS
+                    or path.count("/") + 2 > MAX_PATH_DEPTH
+                ):
                     continue
                 try:
                     real = state.store.locate(path)
@@ -232,12 +245,17 @@ async def _units(state: ServerState, glob: str | None, deadline: float) -> _Read
     out = _Read(stopped=walked.stopped)
     paths = walked.paths[:MAX_FILES]
     if len(walked.paths) > MAX_FILES:
-        out.stopped = out.stopped or f"the {MAX_FILES:,}-notebook limit ({len(walked.paths) - MAX_FILES} deeper or later not read)"
+        out.stopped = (
+            out.stopped
+            or f"the {MAX_FILES:,}-notebook limit ({len(walked.paths) - MAX_FILES} deeper or later not read)"
+        )
     total = 0
     for number, path in enumerate(sorted(paths)):
         size = walked.sizes.get(path, 0)
         if time.monotonic() > deadline:
-            out.stopped = f"the {SEARCH_SECONDS:g} s budget ran out after {number} of {len(paths)} notebooks"
+            out.stopped = (
+                f"the {SEARCH_SECONDS:g} s budget ran out after {number} of {len(paths)} notebooks"
+            )
             break
         if total + size > MAX_TOTAL_BYTES:
             out.stopped = f"the {MAX_TOTAL_BYTES // 2**20} MiB limit on bytes read ({len(paths) - number} notebooks not read)"
@@ -245,7 +263,9 @@ async def _units(state: ServerState, glob: str | None, deadline: float) -> _Read
         try:
             found = await _units_of_file(state, path)
         except (ToolFailure, ValueError, OSError) as problem:
-            out.skipped.append((path, str(problem) if isinstance(problem, ValueError) else "unreadable"))
+            out.skipped.append(
+                (path, str(problem) if isinstance(problem, ValueError) else "unreadable")
+            )
             continue
         total += size
         out.read += 1
@@ -270,18 +290,27 @@ def _literal(units: list[_Unit], query: str, deadline: float) -> tuple[list[tupl
     return found, True
 
 
-async def _regex(units: list[_Unit], pattern: str, deadline: float) -> tuple[list[tuple[int, int]], bool]:
+async def _regex(
+    units: list[_Unit], pattern: str, deadline: float
+) -> tuple[list[tuple[int, int]], bool]:
     """Matches found by the worker before `deadline`; ToolFailure(timeout) when it was still at it."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-I", "-S", str(WORKER),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        sys.executable,
+        "-I",
+        "-S",
+        str(WORKER),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin, process.stdout
 
     async def feed() -> None:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            stdin.write((json.dumps({"pattern": pattern, "max_matches": MAX_MATCHES}) + "\n").encode())
+            stdin.write(
+                (json.dumps({"pattern": pattern, "max_matches": MAX_MATCHES}) + "\n").encode()
+            )
             for number, unit in enumerate(units):
                 stdin.write((json.dumps([number, unit.text]) + "\n").encode())
                 await stdin.drain()
@@ -318,14 +347,26 @@ def _shortened(line: str, start: int) -> str:
     if len(line) <= LINE_CHARS:
         return line
     begin = max(0, min(start - LINE_CHARS // 3, len(line) - LINE_CHARS))
-    return ("…" if begin else "") + line[begin : begin + LINE_CHARS] + ("…" if begin + LINE_CHARS < len(line) else "")
+    return (
+        ("…" if begin else "")
+        + line[begin : begin + LINE_CHARS]
+        + ("…" if begin + LINE_CHARS < len(line) else "")
+    )
 
 
 @tool_handler("search_notebooks")
 async def search_notebooks(
-    query: Annotated[str, Field(description="Text to find (case-sensitive), or a Python regular expression with regex=true.", min_length=1)],
+    query: Annotated[
+        str,
+        Field(
+            description="Text to find (case-sensitive), or a Python regular expression with regex=true.",
+            min_length=1,
+        ),
+    ],
     regex: Annotated[bool, Field(description="Treat query as a regular expression.")] = False,
-    glob: Annotated[str | None, Field(description="Only files whose path or name matches this glob.")] = None,
+    glob: Annotated[
+        str | None, Field(description="Only files whose path or name matches this glob.")
+    ] = None,
     offset: Annotated[int, Field(description="Matches to skip (paging).", ge=0)] = 0,
     limit: Annotated[int, Field(description="Matches to return, 1-100.", ge=1, le=100)] = 20,
     ctx: Context | None = None,
@@ -370,7 +411,11 @@ async def search_notebooks(
     following = offset + len(page) if offset + len(page) < len(found) else None
     stopped = searched.stopped
     if stopped is None and not finished:
-        stopped = f"the {MAX_MATCHES:,}-match limit" if len(found) >= MAX_MATCHES else f"the {SEARCH_SECONDS:g} s budget ran out while matching"
+        stopped = (
+            f"the {MAX_MATCHES:,}-match limit"
+            if len(found) >= MAX_MATCHES
+            else f"the {SEARCH_SECONDS:g} s budget ran out while matching"
+        )
     result = models.SearchResult(
         matches=matches,
         total=len(found),
@@ -388,7 +433,9 @@ async def search_notebooks(
         + ("" if stopped is None else f"; incomplete, stopped by {stopped}: narrow with glob")
         + "."
     ]
-    lines.extend(f"{m.notebook} [{m.cell_index}] {m.cell_id} {m.where}:{m.line}: {m.text}" for m in matches)
+    lines.extend(
+        f"{m.notebook} [{m.cell_index}] {m.cell_id} {m.where}:{m.line}: {m.text}" for m in matches
+    )
     if following is not None:
         lines.append(f"… more: offset={following}.")
     return answer(result.model_dump(), "\n".join(lines))

@@ -14,7 +14,9 @@ from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 
 @tool_handler("list_files")
 async def list_files(
-    path: Annotated[str, Field(description="Directory relative to the workspace root ('' is the root).")] = "",
+    path: Annotated[
+        str, Field(description="Directory relative to the workspace root ('' is the root).")
+    ] = "",
     max_depth: Annotated[int, Field(description="Levels to descend, 1-3.", ge=0, le=3)] = 1,
     start_index: Annotated[int, Field(description="First entry to return, for paging.", ge=0)] = 0,
     limit: Annotated[int, Field(description="Entries to return (0: all).", ge=0)] = 25,
@@ -26,10 +28,14 @@ async def list_files(
         raise ToolFailure(INVALID_ARGUMENT, f"max_depth must be 0 to 3, not {max_depth}.")
     entries = await state_of(ctx).store.list_files(path, max_depth, pattern)
     page = entries[start_index:] if limit == 0 else entries[start_index : start_index + limit]
-    listed = models.FileList(files=[models.FileEntry.model_validate(e) for e in page], total=len(entries))
+    listed = models.FileList(
+        files=[models.FileEntry.model_validate(e) for e in page], total=len(entries)
+    )
     lines = [f"{e['type']:9} {e['size']:>10}  {e['path']}" for e in page]
     if start_index + len(page) < len(entries):
-        lines.append(f"… {len(entries) - start_index - len(page)} more: call again with start_index={start_index + len(page)}.")
+        lines.append(
+            f"… {len(entries) - start_index - len(page)} more: call again with start_index={start_index + len(page)}."
+        )
     return answer(listed.model_dump(), "\n".join(lines) or "No files match.")
 
 
@@ -44,15 +50,25 @@ async def list_kernels(ctx: Context | None = None) -> Annotated[CallToolResult, 
     listed = models.KernelList(
         kernels=[
             models.KernelEntry(
-                kernel_id=k.kernel_id, kernel_name=k.kernel_name, state=k.state, notebooks=sorted(k.notebooks)
+                kernel_id=k.kernel_id,
+                kernel_name=k.kernel_name,
+                state=k.state,
+                notebooks=sorted(k.notebooks),
             )
             for k in kernels.kernels
         ],
         kernelspecs=kernels.kernelspecs(),
-        environments=[models.EnvironmentEntry.model_validate(env.as_dict()) for env in environments],
-        default_kernel=models.KernelChoiceModel(kernel_name=default.kernel_name, reason=default.reason),
+        environments=[
+            models.EnvironmentEntry.model_validate(env.as_dict()) for env in environments
+        ],
+        default_kernel=models.KernelChoiceModel(
+            kernel_name=default.kernel_name, reason=default.reason
+        ),
     )
-    lines = [f"{k.kernel_id} {k.kernel_name} {k.state} {', '.join(k.notebooks) or '(no notebook)'}" for k in listed.kernels]
+    lines = [
+        f"{k.kernel_id} {k.kernel_name} {k.state} {', '.join(k.notebooks) or '(no notebook)'}"
+        for k in listed.kernels
+    ]
     lines.append(f"Kernelspecs: {', '.join(listed.kernelspecs)}")
     if environments:
         lines.append("Environments:")

@@ -85,15 +85,21 @@ class AccessChecks:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+        }
         host = headers.get("host")
         if host is None or not self.allowed_host(host_name(host)):
-            await refuse(send, 421, "Misdirected request: this server answers only to its own address.")
+            await refuse(
+                send, 421, "Misdirected request: this server answers only to its own address."
+            )
             return
         origin = headers.get("origin")
         if origin is not None and origin != "null":
             origin_host = host_name(urlsplit(origin).netloc)
-            if not self.allowed_host(origin_host) or (self.bound_host in WILDCARDS and origin_host != host_name(host)):
+            if not self.allowed_host(origin_host) or (
+                self.bound_host in WILDCARDS and origin_host != host_name(host)
+            ):
                 await refuse(send, 403, "Forbidden: requests from another origin are refused.")
                 return
         elif origin == "null":
@@ -102,9 +108,13 @@ class AccessChecks:
         if self.token is not None and scope.get("path") not in UNAUTHENTICATED_PATHS:
             presented = headers.get("authorization", "")
             scheme, _, value = presented.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self.token.encode()):
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                value.strip().encode(), self.token.encode()
+            ):
                 await refuse(
-                    send, 401, "Unauthorized: send 'Authorization: Bearer <token>' with the --mcp-token value.",
+                    send,
+                    401,
+                    "Unauthorized: send 'Authorization: Bearer <token>' with the --mcp-token value.",
                     extra=[(b"www-authenticate", b'Bearer realm="jupyter-mcp-server"')],
                 )
                 return
@@ -121,13 +131,17 @@ class AccessChecks:
                 body = await asyncio.wait_for(self._read_body(receive), self.body_timeout)
             except asyncio.TimeoutError:
                 await refuse(
-                    send, 408, f"Request timeout: the body did not arrive within {self.body_timeout:g} s.",
+                    send,
+                    408,
+                    f"Request timeout: the body did not arrive within {self.body_timeout:g} s.",
                     extra=[(b"connection", b"close")],
                 )
                 return
             if body is None:
                 await refuse(
-                    send, 413, f"Request body too large: at most {self.max_body} bytes.",
+                    send,
+                    413,
+                    f"Request body too large: at most {self.max_body} bytes.",
                     extra=[(b"connection", b"close")],
                 )
                 return
@@ -163,13 +177,19 @@ def _replaying(first: MutableMapping[str, Any], receive: Receive) -> Receive:
     return replay
 
 
-async def refuse(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def refuse(
+    send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
     body = json.dumps({"error": message}).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(extra or []),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -91,7 +91,9 @@ class SelectionRouter:
         raw = scope.get("query_string", b"").decode("utf-8", "replace")
         built = self.application.build(parse_selection(raw, ignore=(QUERY_KEY,)))
         if built.unknown:
-            logger.warning("A client asked for unknown toolsets: %s", ", ".join(sorted(built.unknown)))
+            logger.warning(
+                "A client asked for unknown toolsets: %s", ", ".join(sorted(built.unknown))
+            )
         key = (id(built.server), ",".join(sorted(built.toolsets)))
         app = self._apps.get(key)
         if app is not None:
@@ -111,7 +113,11 @@ class SelectionRouter:
     def asked_profile(self, scope: Scope) -> tuple[str | None, str | None]:
         """(the profile the URL asks for or None, a refusal's message or None)."""
         raw = scope.get("query_string", b"").decode("utf-8", "replace")
-        asked = [value.strip().lower() for key, value in parse_qsl(raw, keep_blank_values=True) if key.strip() == QUERY_KEY]
+        asked = [
+            value.strip().lower()
+            for key, value in parse_qsl(raw, keep_blank_values=True)
+            if key.strip() == QUERY_KEY
+        ]
         if not asked:
             return None, None
         profile = asked[-1]
@@ -173,7 +179,12 @@ class SelectionRouter:
         if self._closing is None or self._closing.is_set():
             return  # the server is stopping: every session ends with it
         config = self.application.config
-        notebooks = sorted({*(chosen.names.values() if chosen else ()), *([chosen.current] if chosen and chosen.current else [])})
+        notebooks = sorted(
+            {
+                *(chosen.names.values() if chosen else ()),
+                *([chosen.current] if chosen and chosen.current else []),
+            }
+        )
         kernels = (
             f"the kernels of {', '.join(notebooks[:5])}{' …' if len(notebooks) > 5 else ''} keep running for "
             f"any client until --idle-timeout ({config.idle_timeout:g} s unused) stops them"
@@ -191,7 +202,12 @@ class SelectionRouter:
             return
         idle = time.monotonic() - last
         if idle < config.session_timeout * 0.9:
-            logger.info("HTTP session %s… ended without a DELETE after %.0f s (its connection closed); %s", shown, idle, kernels)
+            logger.info(
+                "HTTP session %s… ended without a DELETE after %.0f s (its connection closed); %s",
+                shown,
+                idle,
+                kernels,
+            )
             return
         logger.warning(
             "HTTP session %s… expired: no request for %s s (--session-timeout %g s), its client gone without "
@@ -242,7 +258,9 @@ def create_app(application: Application) -> Any:
         ],
         lifespan=lifespan,
     )
-    return AccessChecks(app, bound_host=config.host, token=config.mcp_token, body_timeout=config.http_body_timeout)
+    return AccessChecks(
+        app, bound_host=config.host, token=config.mcp_token, body_timeout=config.http_body_timeout
+    )
 
 
 _TOO_SLOW_BODY = b'{"error": "Request timeout: the request head came too slowly."}'

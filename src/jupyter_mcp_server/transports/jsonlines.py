@@ -64,8 +64,12 @@ from jupyter_mcp_server.store import WRITTEN_VERSION
 METHODS = ("open", "status", "execute", "save", "interrupt", "restart", "shutdown")
 #: The narrowest profile (jupyter_mcp_server.policy.profiles) each method is allowed under.
 NEEDS_PROFILE = {
-    "open": READ_ONLY, "status": READ_ONLY, "shutdown": READ_ONLY,
-    "save": EDIT, "interrupt": EDIT, "restart": EDIT,
+    "open": READ_ONLY,
+    "status": READ_ONLY,
+    "shutdown": READ_ONLY,
+    "save": EDIT,
+    "interrupt": EDIT,
+    "restart": EDIT,
     "execute": FULL,
 }
 #: The most bytes one request line may have.
@@ -111,7 +115,9 @@ class JsonLinesServer:
             if not isinstance(request, dict):
                 raise ValueError("a request is a JSON object")
         except ValueError as error:
-            self.send(_error(None, ToolFailure(INVALID_ARGUMENT, f"Not a JSON request object: {error}.")))
+            self.send(
+                _error(None, ToolFailure(INVALID_ARGUMENT, f"Not a JSON request object: {error}."))
+            )
             return
         task = asyncio.ensure_future(self.answer(request))
         self._running.add(task)
@@ -121,13 +127,15 @@ class JsonLinesServer:
         request_id = request.get("id")
         method = request.get("method")
         params = request.get("params") or {}
-        handler: Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]] | None = getattr(
-            self, f"do_{method}", None
-        ) if method in METHODS else None
+        handler: Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]] | None = (
+            getattr(self, f"do_{method}", None) if method in METHODS else None
+        )
         try:
             if handler is None:
                 raise ToolFailure(
-                    UNSUPPORTED, f"Unknown method {method!r}; the methods are {', '.join(METHODS)}.", methods=list(METHODS)
+                    UNSUPPORTED,
+                    f"Unknown method {method!r}; the methods are {', '.join(METHODS)}.",
+                    methods=list(METHODS),
                 )
             if not isinstance(params, dict):
                 raise ToolFailure(INVALID_ARGUMENT, "params must be a JSON object.")
@@ -146,7 +154,11 @@ class JsonLinesServer:
         except ToolFailure as failure:
             self.send(_error(request_id, failure))
         except Exception as error:  # a bug must still answer, saying what
-            self.send(_error(request_id, ToolFailure(INVALID_ARGUMENT, f"{type(error).__name__}: {error}")))
+            self.send(
+                _error(
+                    request_id, ToolFailure(INVALID_ARGUMENT, f"{type(error).__name__}: {error}")
+                )
+            )
         else:
             self.send({"id": request_id, "result": result})
             if method == "shutdown":
@@ -168,14 +180,18 @@ class JsonLinesServer:
     def _path(self, params: dict[str, Any]) -> str:
         path = params.get("path")
         if not isinstance(path, str) or not path:
-            raise ToolFailure(INVALID_ARGUMENT, "params.path is required: the notebook's path in the workspace.")
+            raise ToolFailure(
+                INVALID_ARGUMENT, "params.path is required: the notebook's path in the workspace."
+            )
         return checked_path(self.state, path)
 
     def _opened(self, params: dict[str, Any]) -> OpenNotebook:
         path = self._path(params)
         opened = self.open.get(path)
         if opened is None:
-            raise ToolFailure(NOT_FOUND, f"{path!r} is not open on this connection; send open first.", path=path)
+            raise ToolFailure(
+                NOT_FOUND, f"{path!r} is not open on this connection; send open first.", path=path
+            )
         return opened
 
     async def do_open(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -189,13 +205,17 @@ class JsonLinesServer:
         view = await store.read(path)
         opened = OpenNotebook(path, copy.deepcopy(view.notebook), view.revision, view.format)
         self.open[path] = opened
-        attachment = await kernels.live_kernel_of(path, metadata_kernel=metadata_kernel(self.state, view.notebook))
+        attachment = await kernels.live_kernel_of(
+            path, metadata_kernel=metadata_kernel(self.state, view.notebook)
+        )
         answer: dict[str, Any] = {
             "path": path,
             "revision": view.revision,
             "format": view.format,
             "kernel_id": attachment.kernel.kernel_id,
-            "cells": [_cell_summary(index, cell) for index, cell in enumerate(opened.notebook.cells)],
+            "cells": [
+                _cell_summary(index, cell) for index, cell in enumerate(opened.notebook.cells)
+            ],
         }
         if view.older_format is not None:
             # The first save writes it in the newer version: said before, not after.
@@ -241,23 +261,37 @@ class JsonLinesServer:
         if "code" in params:
             code = params["code"]
             if not isinstance(code, str) or any(k in params for k in ("cell_id", "cell_index")):
-                raise ToolFailure(INVALID_ARGUMENT, "Give code (a string), or one of cell_id / cell_index, not both.")
+                raise ToolFailure(
+                    INVALID_ARGUMENT,
+                    "Give code (a string), or one of cell_id / cell_index, not both.",
+                )
         else:
             cell_index, cell_id = params.get("cell_index"), params.get("cell_id")
-            if cell_index is not None and (isinstance(cell_index, bool) or not isinstance(cell_index, int)):
-                raise ToolFailure(INVALID_ARGUMENT, f"cell_index must be an integer, not {cell_index!r}.")
+            if cell_index is not None and (
+                isinstance(cell_index, bool) or not isinstance(cell_index, int)
+            ):
+                raise ToolFailure(
+                    INVALID_ARGUMENT, f"cell_index must be an integer, not {cell_index!r}."
+                )
             cell = opened.notebook.cells[cell_position(opened.notebook, cell_index, cell_id)]
             if cell.get("cell_type") != "code":
-                raise ToolFailure(INVALID_ARGUMENT, f"Cell {cell.get('id')} is a {cell.get('cell_type')} cell; only code cells run.")
+                raise ToolFailure(
+                    INVALID_ARGUMENT,
+                    f"Cell {cell.get('id')} is a {cell.get('cell_type')} cell; only code cells run.",
+                )
             code = cell.get("source", "")
         lines = shell_lines(code)
         if lines:
             without_asking(
-                self.state, SHELL_CODE, f"Run code in '{opened.path}' that runs shell commands: {'; '.join(lines[:8])}.",
+                self.state,
+                SHELL_CODE,
+                f"Run code in '{opened.path}' that runs shell commands: {'; '.join(lines[:8])}.",
                 "JSON lines has no way to ask",
             )
         attachment = await self.state.kernels.live_kernel_of(
-            opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook), to_run_code=True
+            opened.path,
+            metadata_kernel=metadata_kernel(self.state, opened.notebook),
+            to_run_code=True,
         )
 
         def forward(output: dict[str, Any]) -> None:
@@ -272,7 +306,9 @@ class JsonLinesServer:
         if attachment.note:
             result["note"] = attachment.note
         elif attachment.replaced:
-            result["note"] = "The kernel was gone and a replacement was started (kernel.auto-restart)."
+            result["note"] = (
+                "The kernel was gone and a replacement was started (kernel.auto-restart)."
+            )
         if cell is not None:
             # Recorded as any cell run (execution states, display ids), and its display
             # updates shown in the earlier cells of this copy of the notebook.
@@ -289,11 +325,18 @@ class JsonLinesServer:
 
     def _timeout(self, value: Any) -> float:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise ToolFailure(INVALID_ARGUMENT, f"timeout must be a number of seconds, not {value!r}.")
+            raise ToolFailure(
+                INVALID_ARGUMENT, f"timeout must be a number of seconds, not {value!r}."
+            )
         return effective_timeout(self.state, None if value is None else float(value))
 
     async def _run(
-        self, kernel: Any, code: str, timeout: float, notebook: str, on_output: Callable[[dict[str, Any]], None]
+        self,
+        kernel: Any,
+        code: str,
+        timeout: float,
+        notebook: str,
+        on_output: Callable[[dict[str, Any]], None],
     ) -> Any:
         """Run code on a kernel in order with every other call on it; a death is reported."""
         return await self.state.run_in_turn(kernel, code, timeout, notebook, on_output)
@@ -318,7 +361,11 @@ class JsonLinesServer:
             notebook.metadata.update(copy.deepcopy(dict(source.metadata)))
 
         _, view = await self.state.store.mutate(opened.path, replace, expected_revision=revision)
-        opened.notebook, opened.revision, opened.dirty = copy.deepcopy(view.notebook), view.revision, False
+        opened.notebook, opened.revision, opened.dirty = (
+            copy.deepcopy(view.notebook),
+            view.revision,
+            False,
+        )
         if view.upgraded_from is not None or view.newer_format is not None:
             return {
                 "path": opened.path,
@@ -341,7 +388,10 @@ class JsonLinesServer:
         opened = self._opened(params)
         if self.state.kernels.kernel_id_of(opened.path) is not None:
             without_asking(
-                self.state, RESTART_KERNEL, f"Restart the kernel of '{opened.path}'.", "JSON lines has no way to ask"
+                self.state,
+                RESTART_KERNEL,
+                f"Restart the kernel of '{opened.path}'.",
+                "JSON lines has no way to ask",
             )
         kernel = await self.state.kernels.restart(
             opened.path, metadata_kernel=metadata_kernel(self.state, opened.notebook)
@@ -354,7 +404,10 @@ class JsonLinesServer:
 
 
 def _error(request_id: Any, failure: ToolFailure) -> dict[str, Any]:
-    return {"id": request_id, "error": {"code": failure.code, "message": failure.message, **failure.details}}
+    return {
+        "id": request_id,
+        "error": {"code": failure.code, "message": failure.message, **failure.details},
+    }
 
 
 def _cell_summary(index: int, cell: Any) -> dict[str, Any]:
@@ -374,7 +427,9 @@ def _checked_notebook(value: Any) -> Any:
         notebook = nbformat.from_dict(value)
         nbformat.validate(notebook)
     except Exception as error:
-        raise ToolFailure(INVALID_ARGUMENT, f"params.notebook is not a valid nbformat 4 notebook: {error}") from None
+        raise ToolFailure(
+            INVALID_ARGUMENT, f"params.notebook is not a valid nbformat 4 notebook: {error}"
+        ) from None
     return notebook
 
 
@@ -400,7 +455,9 @@ async def serve_async(application: Application) -> None:
                 try:
                     line = await reader.readline()
                 except ValueError:
-                    server.send(_error(None, ToolFailure(INVALID_ARGUMENT, "A request line is too long.")))
+                    server.send(
+                        _error(None, ToolFailure(INVALID_ARGUMENT, "A request line is too long."))
+                    )
                     continue
                 if not line:
                     return

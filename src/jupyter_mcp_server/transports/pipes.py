@@ -70,7 +70,10 @@ def _claimed_std_descriptors() -> Any:
     finally:
         os.close(null)
     try:
-        yield fcntl.fcntl(wire_in, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(wire_out, fcntl.F_DUPFD_CLOEXEC, 3)
+        yield (
+            fcntl.fcntl(wire_in, fcntl.F_DUPFD_CLOEXEC, 3),
+            fcntl.fcntl(wire_out, fcntl.F_DUPFD_CLOEXEC, 3),
+        )
     finally:
         for wire, fd in ((wire_in, 0), (wire_out, 1)):
             with contextlib.suppress(OSError):
@@ -119,7 +122,9 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
                 while line := await reader.readline():
                     text = line.decode("utf-8", errors="replace")
                     try:
-                        message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+                        message = mcp_types.jsonrpc_message_adapter.validate_json(
+                            text, by_name=False
+                        )
                     except Exception as problem:
                         await read_stream_writer.send(problem)
                         continue
@@ -130,7 +135,9 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
                 async for session_message in write_stream_reader:
                     if write_transport.is_closing():
                         continue  # the client is gone (see _Output): answers go nowhere
-                    text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    text = session_message.message.model_dump_json(
+                        by_alias=True, exclude_unset=True
+                    )
                     writer.write(text.encode("utf-8") + b"\n")
                     with contextlib.suppress(ConnectionError):
                         await writer.drain()

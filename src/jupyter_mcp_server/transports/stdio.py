@@ -62,7 +62,9 @@ def refusal_of(problem: Exception) -> Any:
             continue
         if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
             return None
-        reasons = (f"{'.'.join(map(str, e['loc'][1:])) or 'message'}: {e['msg']}" for e in problem.errors())
+        reasons = (
+            f"{'.'.join(map(str, e['loc'][1:])) or 'message'}: {e['msg']}" for e in problem.errors()
+        )
         what = "; ".join(dict.fromkeys(reasons))[:500]
         return SessionMessage(
             JSONRPCError(
@@ -74,7 +76,9 @@ def refusal_of(problem: Exception) -> Any:
     return None
 
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|[{}\[\]:,]|true|false|null|\s+|.')
+_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|[{}\[\]:,]|true|false|null|\s+|.'
+)
 
 
 def _top_level_members(text: str) -> dict[str, Any]:
@@ -116,7 +120,9 @@ def _top_level_members(text: str) -> dict[str, Any]:
 def completes_the_handshake(item: Any) -> bool:
     """Whether a message read is the client's ``notifications/initialized``."""
     message = getattr(item, "message", None)
-    return getattr(message, "method", None) == "notifications/initialized" and not hasattr(message, "id")
+    return getattr(message, "method", None) == "notifications/initialized" and not hasattr(
+        message, "id"
+    )
 
 
 async def serve_stdio(mcp: Any, on_handshake: Callable[[], None] = lambda: None) -> None:

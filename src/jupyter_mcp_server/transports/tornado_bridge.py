@@ -47,7 +47,8 @@ async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect
         "query_string": (request.query or "").encode("latin-1"),
         "root_path": "",
         "headers": [
-            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.get_all()
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in request.headers.get_all()
         ],
         "client": (request.remote_ip or "", 0),
         "server": (host or request.host or "", int(port) if port.isdigit() else 0),

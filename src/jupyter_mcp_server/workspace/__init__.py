@@ -133,7 +133,8 @@ class Workspace:
             shown = f"{shown[:150]}…{shown[-50:]}"
         return ToolFailure(
             INVALID_PATH,
-            f"Paths are relative to the workspace root {self.root}; {shown} {problem}. " + next_step,
+            f"Paths are relative to the workspace root {self.root}; {shown} {problem}. "
+            + next_step,
             path=relative if isinstance(relative, str) else None,
         )
 
@@ -440,7 +441,9 @@ class Workspace:
                 os.path.relpath(too_deep[0], self.root)[:200],
             )
         if unreadable:
-            logger.debug("Could not list %d directories while looking for temporary files", unreadable)
+            logger.debug(
+                "Could not list %d directories while looking for temporary files", unreadable
+            )
         return removed
 
     def list_files(self, path: str = "", max_depth: int = 1, pattern: str = "") -> list[FileEntry]:
@@ -471,7 +474,13 @@ class Workspace:
         shown = "/".join(part for part in path.split("/") if part not in ("", "."))
         entries: list[FileEntry] = []
 
-        def visit(names: tuple[str, ...], relative: str, status: os.stat_result, fd: int | None, depth: int) -> None:
+        def visit(
+            names: tuple[str, ...],
+            relative: str,
+            status: os.stat_result,
+            fd: int | None,
+            depth: int,
+        ) -> None:
             name = relative.rsplit("/", 1)[-1]
             is_directory = fd is not None
             # The path itself is an entry only when nothing below it was asked for.
@@ -488,7 +497,9 @@ class Workspace:
                     }
                 )
             if fd is not None and depth < max_depth:
-                for child, child_names, child_status, child_fd in self._children_of(fd, names, allow_failure=depth > 0):
+                for child, child_names, child_status, child_fd in self._children_of(
+                    fd, names, allow_failure=depth > 0
+                ):
                     try:
                         child_relative = f"{relative}/{child}" if relative else child
                         visit(child_names, child_relative, child_status, child_fd, depth + 1)

@@ -89,4 +89,8 @@ OUTPUT_SCHEME = "notebook-output"
 
 def output_uri(path: str, cell_id: str, index: int) -> str:
     """``notebook-output:///{path}?cell=ID&output=N`` for a workspace path."""
-    return OUTPUT_SCHEME + notebook_uri(path)[len("notebook") :] + f"?cell={quote(cell_id, safe='')}&output={index}"
+    return (
+        OUTPUT_SCHEME
+        + notebook_uri(path)[len("notebook") :]
+        + f"?cell={quote(cell_id, safe='')}&output={index}"
+    )

@@ -104,25 +104,39 @@ def likely_mistakes(parts: list[str]) -> Iterator[tuple[int, str, str]]:
             meaning = f"percent-encoded {chr(byte)!r}" if byte < 0x80 else "a percent-encoded byte"
             decoded = unquote("/".join(parts))
             instead = f", such as {decoded!r}" if problem_with(decoded) is None else ""
-            yield index, f"looks URL-encoded: '{escape.group()}' is {meaning}", (
-                f"Paths are plain text, not URL-encoded: write the characters themselves{instead}."
+            yield (
+                index,
+                f"looks URL-encoded: '{escape.group()}' is {meaning}",
+                (
+                    f"Paths are plain text, not URL-encoded: write the characters themselves{instead}."
+                ),
             )
         # After the escapes: '%C3%A9' is a URL's 'é', not a Windows variable.
         variable = _VARIABLE.search(part)
         if variable:
-            yield index, f"holds '{variable.group()}', an environment variable", not_expanded(
-                index, variable.group()
+            yield (
+                index,
+                f"holds '{variable.group()}', an environment variable",
+                not_expanded(index, variable.group()),
             )
         look_alike = next((c for c in part if c in _LOOK_ALIKES), None)
         if look_alike is not None:
-            yield index, (
-                f"contains {look_alike!r} (U+{ord(look_alike):04X} {unicodedata.name(look_alike)}), "
-                f"which looks like {_LOOK_ALIKES[look_alike]!r} but is another character"
-            ), f"Write a plain {_LOOK_ALIKES[look_alike][0]!r} where one was meant. " + plain
+            yield (
+                index,
+                (
+                    f"contains {look_alike!r} (U+{ord(look_alike):04X} {unicodedata.name(look_alike)}), "
+                    f"which looks like {_LOOK_ALIKES[look_alike]!r} but is another character"
+                ),
+                f"Write a plain {_LOOK_ALIKES[look_alike][0]!r} where one was meant. " + plain,
+            )
         invisible = [c for c in part if unicodedata.category(c) == "Cf"]
         if invisible and "".join(c for c in part if c not in invisible) in (".", ".."):
             shown = invisible[0]
-            yield index, (
-                f"looks like '{part.translate(dict.fromkeys(map(ord, invisible)))}' but holds "
-                f"U+{ord(shown):04X} {unicodedata.name(shown, 'an invisible character')}"
-            ), plain
+            yield (
+                index,
+                (
+                    f"looks like '{part.translate(dict.fromkeys(map(ord, invisible)))}' but holds "
+                    f"U+{ord(shown):04X} {unicodedata.name(shown, 'an invisible character')}"
+                ),
+                plain,
+            )

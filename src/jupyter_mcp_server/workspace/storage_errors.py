@@ -19,10 +19,26 @@ from jupyter_mcp_server.errors import DISK_FULL, PERMISSION_DENIED, READ_ONLY, T
 #: errno -> (code, what the file system said, what to do).
 _STORAGE_REASONS: dict[int, tuple[str, str, str]] = {
     errno.ENOSPC: (DISK_FULL, "the file system is full", "Free some space on it, then call again"),
-    errno.EDQUOT: (DISK_FULL, "the disk quota is used up", "Free some space within the quota (or have it raised), then call again"),
-    errno.EROFS: (READ_ONLY, "the file system is mounted read-only", "Remount it read-write (or work on a copy elsewhere), then call again"),
-    errno.EACCES: (PERMISSION_DENIED, "permission was denied", "Give the server's user write access to it, then call again"),
-    errno.EPERM: (PERMISSION_DENIED, "the operation is not permitted (an immutable or append-only file?)", "Fix the file's attributes or permissions, then call again"),
+    errno.EDQUOT: (
+        DISK_FULL,
+        "the disk quota is used up",
+        "Free some space within the quota (or have it raised), then call again",
+    ),
+    errno.EROFS: (
+        READ_ONLY,
+        "the file system is mounted read-only",
+        "Remount it read-write (or work on a copy elsewhere), then call again",
+    ),
+    errno.EACCES: (
+        PERMISSION_DENIED,
+        "permission was denied",
+        "Give the server's user write access to it, then call again",
+    ),
+    errno.EPERM: (
+        PERMISSION_DENIED,
+        "the operation is not permitted (an immutable or append-only file?)",
+        "Fix the file's attributes or permissions, then call again",
+    ),
 }
 
 STORAGE_ERRNOS = frozenset(_STORAGE_REASONS)
@@ -35,7 +51,9 @@ def is_storage_error(error: BaseException) -> bool:
     return isinstance(error, OSError) and error.errno in _STORAGE_REASONS
 
 
-def storage_failure(error: OSError, what: str, where: str | os.PathLike[str], kept: str) -> ToolFailure | None:
+def storage_failure(
+    error: OSError, what: str, where: str | os.PathLike[str], kept: str
+) -> ToolFailure | None:
     """The coded failure of writing `what` under `where` that `error` stopped; None when `error`
     is not one of the file system's refusals. `kept` says what is still as it was."""
     reason = _STORAGE_REASONS.get(error.errno or 0)

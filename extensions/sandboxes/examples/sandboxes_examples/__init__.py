@@ -79,7 +79,9 @@ class LocalOnlySandboxes(JupyterMCPExtension):
                             "Terminate one with terminate_sandbox first.",
                         )
                     )
-                return await handler(sandbox_name=sandbox_name, variant="local", memory_mb=memory_mb)
+                return await handler(
+                    sandbox_name=sandbox_name, variant="local", memory_mb=memory_mb
+                )
 
             return launch_sandbox
 

@@ -54,13 +54,18 @@ class VariantRegistry:
         from importlib import metadata
 
         registry = cls(builtin_variants())
-        for entry_point in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        for entry_point in sorted(
+            metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name
+        ):
             try:
                 loaded = entry_point.load()
                 variant = loaded() if isinstance(loaded, type) else loaded
                 registry.register(variant)
             except Exception:
-                logger.exception("Sandbox variant '%s' could not be loaded; the others are offered", entry_point.name)
+                logger.exception(
+                    "Sandbox variant '%s' could not be loaded; the others are offered",
+                    entry_point.name,
+                )
         return registry
 
     def register(self, variant: SandboxVariant) -> None:

@@ -43,7 +43,19 @@ def probe(bwrap: str) -> str | None:
     """None when `bwrap` can make the namespaces a sandbox needs here; else what it said."""
     try:
         done = subprocess.run(
-            [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"],
+            [
+                bwrap,
+                "--unshare-all",
+                "--die-with-parent",
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "true",
+            ],
             capture_output=True,
             text=True,
             timeout=10,
@@ -70,10 +82,15 @@ def bwrap_arguments(directory: SandboxDirectory, workspace_root: Path) -> list[s
     arguments = [
         "--die-with-parent",
         "--unshare-all",
-        "--hostname", "sandbox",
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
+        "--hostname",
+        "sandbox",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
     ]
     if os.geteuid() == 0:
         arguments += ["--cap-drop", "ALL"]
@@ -82,9 +99,15 @@ def bwrap_arguments(directory: SandboxDirectory, workspace_root: Path) -> list[s
     for path in python_paths():
         arguments += ["--ro-bind", path, path]
     arguments += [
-        "--ro-bind", str(directory.kernel), str(directory.kernel),
-        "--bind", str(directory.run), str(directory.run),
-        "--bind", str(directory.work), str(directory.work),
+        "--ro-bind",
+        str(directory.kernel),
+        str(directory.kernel),
+        "--bind",
+        str(directory.run),
+        str(directory.run),
+        "--bind",
+        str(directory.work),
+        str(directory.work),
     ]
     for path in hidden:
         arguments += ["--remount-ro", path]
@@ -109,7 +132,9 @@ class ConfinedVariant(SandboxVariant):
 
     def unavailable(self) -> str | None:
         if not sys.platform.startswith("linux"):
-            return f"the confined variant needs Linux namespaces (bubblewrap); this is {sys.platform}"
+            return (
+                f"the confined variant needs Linux namespaces (bubblewrap); this is {sys.platform}"
+            )
         bwrap = self.bwrap()
         if bwrap is None:
             return (
@@ -122,7 +147,9 @@ class ConfinedVariant(SandboxVariant):
         missing = self.unavailable()
         bwrap = self.bwrap()
         if missing is not None or bwrap is None:
-            raise ToolFailure(UNSUPPORTED, f"The confined variant cannot run here: {missing}.", variant=self.name)
+            raise ToolFailure(
+                UNSUPPORTED, f"The confined variant cannot run here: {missing}.", variant=self.name
+            )
         limits = spec.limits()
         directory = SandboxDirectory.create(spec.name, context.sandbox_root, context.workspace_root)
         argv = [

@@ -68,13 +68,19 @@ def head_and_tail(text: str, chars: int, uri: str | None) -> str:
         if room == 0:
             break
         room -= over
-    short = f"[jupyter-mcp-server: {len(text)} characters left out" + (f"; read_output(uri='{uri}')]" if uri else "]")
+    short = f"[jupyter-mcp-server: {len(text)} characters left out" + (
+        f"; read_output(uri='{uri}')]" if uri else "]"
+    )
     return short if len(short) <= chars else short[: max(chars, 0)]
 
 
 def _marker(middle: str, first: int, uri: str | None) -> str:
     lines = middle.count("\n") + (0 if middle.endswith("\n") or not middle else 1)
-    where = f"read_output(uri='{uri}', offset={first}) pages them by line" if uri else "they are not stored anywhere"
+    where = (
+        f"read_output(uri='{uri}', offset={first}) pages them by line"
+        if uri
+        else "they are not stored anywhere"
+    )
     return (
         f"\n[jupyter-mcp-server: {len(middle.encode('utf-8', 'surrogatepass'))} bytes over {lines} line(s) "
         f"left out here, from line {first} (0-based); {where}]\n"

@@ -32,7 +32,7 @@ _RANGE = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d+)?)?\s*$")
 CELLS_HELP = (
     '"all" (every code cell), "stale" (cells not fresh on this kernel: never run, edited, run before a '
     'restart, or below a cell that ran or changed since), an index range "3-7" (inclusive; "3-" to the '
-    'end), or a list of cell ids.'
+    "end), or a list of cell ids."
 )
 
 
@@ -84,7 +84,9 @@ def select(notebook: Any, cells: str | list[str], up_to_cell: int | str | None =
             f"{len(all_cells) - 1}), and a range is 'first-last' with first <= last.",
             cell_count=len(all_cells),
         )
-    return Selection(_code_cells(all_cells, start, min(end, last)), said=f"cells {start}-{min(end, last)}")
+    return Selection(
+        _code_cells(all_cells, start, min(end, last)), said=f"cells {start}-{min(end, last)}"
+    )
 
 
 def _code_cells(cells: Any, start: int, stop: int) -> list[int]:

@@ -20,7 +20,11 @@ RAISES_EXCEPTION = "raises-exception"
 def tags_of(cell: Any) -> frozenset[str]:
     """A cell's tags (none when its metadata has no list of them)."""
     tags = (cell.get("metadata") or {}).get("tags")
-    return frozenset(tag for tag in tags if isinstance(tag, str)) if isinstance(tags, list) else frozenset()
+    return (
+        frozenset(tag for tag in tags if isinstance(tag, str))
+        if isinstance(tags, list)
+        else frozenset()
+    )
 
 
 def skips_execution(cell: Any) -> bool:

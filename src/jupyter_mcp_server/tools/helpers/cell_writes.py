@@ -39,7 +39,9 @@ logger = logging.getLogger(__name__)
 
 #: Why a cell's outputs were not stored.
 DELETED = "the cell was deleted while the run went on"
-EDITED = "the cell's source was changed while it ran, so its outputs were not attached to other code"
+EDITED = (
+    "the cell's source was changed while it ran, so its outputs were not attached to other code"
+)
 
 
 @dataclass
@@ -100,7 +102,9 @@ class CellWrites:
                     self.not_stored[pending.cell_id] = error.message
             except Exception as error:  # a write never breaks the run; it says what was lost
                 logger.exception("Storing the outputs of a run in %s failed", self.path)
-                self.failure = ToolFailure(REVISION_CONFLICT, f"The outputs could not be written: {error}")
+                self.failure = ToolFailure(
+                    REVISION_CONFLICT, f"The outputs could not be written: {error}"
+                )
                 for pending in batch:
                     self.not_stored[pending.cell_id] = str(error)
 

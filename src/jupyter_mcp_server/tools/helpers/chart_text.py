@@ -28,11 +28,24 @@ MAX_CHART_CHARS = 16 * 1024 * 1024
 MAX_NODES = 200_000
 
 _NOTE = "interactive; a browser showing the notebook draws it"
-_BYTES_PER_DTYPE = {"i1": 1, "u1": 1, "i2": 2, "u2": 2, "i4": 4, "u4": 4, "f4": 4, "i8": 8, "u8": 8, "f8": 8}
+_BYTES_PER_DTYPE = {
+    "i1": 1,
+    "u1": 1,
+    "i2": 2,
+    "u2": 2,
+    "i4": 4,
+    "u4": 4,
+    "f4": 4,
+    "i8": 8,
+    "u8": 8,
+    "f8": 8,
+}
 
 
 def is_chart(data: dict[str, Any]) -> bool:
-    return any(mime == PLOTLY or mime in (BOKEH_EXEC, BOKEH_LOAD) or _VEGA.match(mime) for mime in data)
+    return any(
+        mime == PLOTLY or mime in (BOKEH_EXEC, BOKEH_LOAD) or _VEGA.match(mime) for mime in data
+    )
 
 
 def chart_text(data: dict[str, Any]) -> str | None:
@@ -50,7 +63,9 @@ def chart_text(data: dict[str, Any]) -> str | None:
         script = data.get("application/javascript")
         return bokeh_summary(script if isinstance(script, str) else "")
     if BOKEH_LOAD in data:
-        return "[BokehJS loaded: the library a browser draws Bokeh plots with; no plot in this output]"
+        return (
+            "[BokehJS loaded: the library a browser draws Bokeh plots with; no plot in this output]"
+        )
     return None
 
 
@@ -67,7 +82,11 @@ def html_chart_text(html: str) -> str | None:
     if "vegaEmbed" in html or "vega-embed" in html:
         start = html.rfind("})(")
         values = _arguments(html, start + 3, 1) if start >= 0 else []
-        if values and isinstance(values[0], dict) and "vega-lite" in str(values[0].get("$schema", "")):
+        if (
+            values
+            and isinstance(values[0], dict)
+            and "vega-lite" in str(values[0].get("$schema", ""))
+        ):
             return vega_lite_summary(values[0])
     return None
 
@@ -83,7 +102,9 @@ def plotly_summary(figure: dict[str, Any]) -> str:
     axes = [
         f"{name.replace('axis', '')} axis {_text_of(axis.get('title'))!r}"
         for name, axis in sorted(layout.items())
-        if re.fullmatch(r"[xyz]axis\d*", name) and isinstance(axis, dict) and _text_of(axis.get("title"))
+        if re.fullmatch(r"[xyz]axis\d*", name)
+        and isinstance(axis, dict)
+        and _text_of(axis.get("title"))
     ]
     if axes:
         lines.append("Axes: " + ", ".join(axes))
@@ -130,7 +151,12 @@ def vega_lite_summary(spec: dict[str, Any]) -> str:
             continue
         for channel, value in encoding.items():
             if isinstance(value, dict):
-                said = value.get("title") or value.get("field") or value.get("aggregate") or value.get("value")
+                said = (
+                    value.get("title")
+                    or value.get("field")
+                    or value.get("aggregate")
+                    or value.get("value")
+                )
                 kind = f" ({value['type']})" if value.get("type") else ""
                 entry = f"{channel}: {said}{kind}"
                 if said is not None and entry not in encodings:
@@ -176,7 +202,9 @@ def vega_summary(spec: dict[str, Any]) -> str:
     data = [entry for entry in spec.get("data") or [] if isinstance(entry, dict)]
     rows = sum(len(entry["values"]) for entry in data if isinstance(entry.get("values"), list))
     lines = [f"Vega chart{_titled(_text_of(spec.get('title')))} ({_NOTE})"]
-    lines.append(f"Mark(s): {_counted(marks) or 'none given'}; {len(data)} data set(s), {rows} row(s) inline")
+    lines.append(
+        f"Mark(s): {_counted(marks) or 'none given'}; {len(data)} data set(s), {rows} row(s) inline"
+    )
     return "\n".join(lines)
 
 
@@ -186,7 +214,11 @@ def bokeh_summary(script: str) -> str:
     if document is None:
         return f"Bokeh plot ({_NOTE}; its document could not be read here)"
     objects = _bokeh_objects(document)
-    plots = [item for item in objects if item.get("name") in ("Figure", "Plot", "GMap", "GridPlot", "GridBox")]
+    plots = [
+        item
+        for item in objects
+        if item.get("name") in ("Figure", "Plot", "GMap", "GridPlot", "GridBox")
+    ]
     titles = [
         _text_of(_attributes(_attributes(plot).get("title")).get("text"))
         for plot in plots
@@ -204,7 +236,9 @@ def bokeh_summary(script: str) -> str:
         if isinstance(axis, dict) and _text_of(_attributes(axis).get("axis_label"))
     ]
     lines = [f"Bokeh plot{_titled(title)} ({_NOTE})"]
-    lines.append(f"{len(renderers)} glyph renderer(s): {_counted(glyphs) or 'none'}; {sum(points)} point(s) in all")
+    lines.append(
+        f"{len(renderers)} glyph renderer(s): {_counted(glyphs) or 'none'}; {sum(points)} point(s) in all"
+    )
     if axes:
         lines.append("Axes: " + ", ".join(axes))
     return "\n".join(lines)
@@ -251,7 +285,9 @@ def _bokeh_points(source: Any) -> int:
     column = entries[0][1] if isinstance(entries[0], list) and len(entries[0]) == 2 else None
     if isinstance(column, dict) and column.get("type") == "ndarray":
         shape = column.get("shape") or [0]
-        return int(shape[0]) if isinstance(shape, list) and shape and isinstance(shape[0], int) else 0
+        return (
+            int(shape[0]) if isinstance(shape, list) and shape and isinstance(shape[0], int) else 0
+        )
     return len(column) if isinstance(column, list) else 0
 
 
@@ -315,4 +351,3 @@ def _listed(label: str, items: list[str]) -> list[str]:
     shown = items[:MAX_TRACES_NAMED]
     more = f"; {len(items) - len(shown)} more" if len(items) > len(shown) else ""
     return [f"{label}: " + "; ".join(shown) + more]
-

@@ -23,7 +23,9 @@ from jupyter_mcp_server.tools.helpers.addressing import index_of_id
 DISPLAY_TYPES = frozenset({"display_data", "execute_result"})
 
 
-def display_writes(runs: NotebookRuns, kernel_id: str, cell_id: str, outcome: ExecutionOutcome) -> Callable[[Any], None] | None:
+def display_writes(
+    runs: NotebookRuns, kernel_id: str, cell_id: str, outcome: ExecutionOutcome
+) -> Callable[[Any], None] | None:
     """Record where `cell_id`'s new outputs show display ids, and answer the change that shows
     its display updates in the other cells (None when it has none).
 

@@ -32,7 +32,11 @@ def headings_of(cells: Sequence[Any], first_index: int = 0) -> list[models.Headi
             if _FENCE.match(line):
                 fenced = not fenced
             elif not fenced and (match := _HEADING.match(line)):
-                found.append(models.Heading(level=len(match.group(1)), text=match.group(2)[:80], cell_index=index))
+                found.append(
+                    models.Heading(
+                        level=len(match.group(1)), text=match.group(2)[:80], cell_index=index
+                    )
+                )
     return found
 
 

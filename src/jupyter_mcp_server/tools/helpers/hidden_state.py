@@ -22,7 +22,23 @@ from dataclasses import dataclass, field
 
 #: Names IPython binds in every kernel.
 IPYTHON_NAMES = frozenset(
-    {"get_ipython", "display", "In", "Out", "exit", "quit", "_", "__", "___", "_i", "_ii", "_iii", "_ih", "_oh", "_dh"}
+    {
+        "get_ipython",
+        "display",
+        "In",
+        "Out",
+        "exit",
+        "quit",
+        "_",
+        "__",
+        "___",
+        "_i",
+        "_ii",
+        "_iii",
+        "_ih",
+        "_oh",
+        "_dh",
+    }
 )
 ALWAYS_BOUND = frozenset(dir(builtins)) | IPYTHON_NAMES
 _MAGIC = re.compile(r"^\s*[%!]")
@@ -51,7 +67,9 @@ def hidden_uses(code_cells: list[tuple[int, str, str]]) -> list[HiddenUse]:
             continue
         if reading.star:
             break
-        missing = sorted(name for name in reading.reads_first if name not in bound and not _always(name))
+        missing = sorted(
+            name for name in reading.reads_first if name not in bound and not _always(name)
+        )
         if missing:
             below = [
                 later_id
@@ -101,7 +119,11 @@ def _statement(node: ast.stmt, reading: _Reading, local: set[str]) -> None:
         for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             _reads(expression, reading, local)
         # A class body runs now, in a scope of its own; what it binds stays inside.
-        _statements(node.body, _Reading(reading.reads_first, set(), reading.star), set(local) | reading.binds)
+        _statements(
+            node.body,
+            _Reading(reading.reads_first, set(), reading.star),
+            set(local) | reading.binds,
+        )
         _bind(node.name, reading, local)
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
         for alias in node.names:
@@ -191,7 +213,11 @@ def _reads(expression: ast.expr, reading: _Reading, local: set[str]) -> None:
             _comprehension_targets(generator.target, inner)
             for condition in generator.ifs:
                 _reads(condition, reading, inner)
-        parts = [expression.key, expression.value] if isinstance(expression, ast.DictComp) else [expression.elt]
+        parts = (
+            [expression.key, expression.value]
+            if isinstance(expression, ast.DictComp)
+            else [expression.elt]
+        )
         for part in parts:
             _reads(part, reading, inner)
         return

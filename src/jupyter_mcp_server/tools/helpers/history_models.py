@@ -24,7 +24,9 @@ class ChangedCell(Result):
     cell_id: str
     index: int = Field(description="Its index afterwards.")
     source_diff: str | None = Field(default=None, description="A unified diff of its source.")
-    outputs: str | None = Field(default=None, description="Its outputs before -> after, summarised.")
+    outputs: str | None = Field(
+        default=None, description="Its outputs before -> after, summarised."
+    )
     cell_type: str | None = None
     execution_count: str | None = None
     metadata: list[str] | None = Field(default=None, description="The metadata keys that changed.")
@@ -38,13 +40,17 @@ class NotebookDiff(Result):
     removed: list[AddedOrRemovedCell]
     moved: list[MovedCell]
     changed: list[ChangedCell]
-    metadata: dict[str, Any] | None = Field(default=None, description="Notebook metadata keys changed: before and after.")
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Notebook metadata keys changed: before and after."
+    )
 
 
 class EditStep(Result):
     op: str
     cell_id: str | None = None
-    cell_index: int | None = Field(default=None, description="The cell's index right after this operation.")
+    cell_index: int | None = Field(
+        default=None, description="The cell's index right after this operation."
+    )
 
 
 class HistoryNote(Result):
@@ -65,9 +71,13 @@ class EditsApplied(HistoryNote, Written):
 
 class HistoryEntry(Result):
     revision: str = Field(description="The revision after the change.")
-    previous_revision: str | None = Field(description="The revision before it (null: the first one seen).")
+    previous_revision: str | None = Field(
+        description="The revision before it (null: the first one seen)."
+    )
     time: str
-    tool: str | None = Field(description="The tool that made the change; null for a change made outside the server.")
+    tool: str | None = Field(
+        description="The tool that made the change; null for a change made outside the server."
+    )
     client: str | None = Field(default=None, description="The client's clientInfo name.")
     connection: str | None = None
     checkpoints: list[str] = Field(default_factory=list)
@@ -76,7 +86,9 @@ class HistoryEntry(Result):
 
 class NotebookHistory(Result):
     path: str
-    revision: str | None = Field(description="The notebook's current revision; null when it is missing (deleted or renamed).")
+    revision: str | None = Field(
+        description="The notebook's current revision; null when it is missing (deleted or renamed)."
+    )
     entries: list[HistoryEntry] = Field(description="Newest first.")
     total: int = Field(description="Entries kept.")
     dropped: int = Field(description="Older entries dropped to keep the history within its bounds.")
@@ -92,10 +104,15 @@ class NotebookDiffed(Result):
 
 
 class NotebookRestored(HistoryNote, Written):
-    restored_revision: str = Field(description="The revision whose content was written (as a new revision).")
+    restored_revision: str = Field(
+        description="The revision whose content was written (as a new revision)."
+    )
     diff: NotebookDiff
 
 
 class Checkpointed(HistoryNote, Revisioned):
     name: str
-    jupyter_checkpoint: str | None = Field(default=None, description="The Jupyter Server checkpoint id, where notebooks are kept there.")
+    jupyter_checkpoint: str | None = Field(
+        default=None,
+        description="The Jupyter Server checkpoint id, where notebooks are kept there.",
+    )

@@ -39,9 +39,33 @@ _INDENT = "\ue002"
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
 _BLOCKS = frozenset(
     {
-        "p", "div", "br", "tr", "pre", "section", "article", "header", "footer", "main", "nav",
-        "blockquote", "dl", "dt", "dd", "hr", "figure", "figcaption", "details", "summary",
-        "ul", "ol", "caption", "form", "fieldset", "address", "center",
+        "p",
+        "div",
+        "br",
+        "tr",
+        "pre",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "main",
+        "nav",
+        "blockquote",
+        "dl",
+        "dt",
+        "dd",
+        "hr",
+        "figure",
+        "figcaption",
+        "details",
+        "summary",
+        "ul",
+        "ol",
+        "caption",
+        "form",
+        "fieldset",
+        "address",
+        "center",
     }
 )
 _HIDDEN = frozenset({"script", "style", "head", "template", "noscript"})
@@ -270,7 +294,11 @@ def html_as_text(html: str, max_chars: int = MAX_HTML_CHARS) -> str:
             more_rows = unread_rows if table is reader.tables[-1] else 0
             lines.append(markdown_table(table, shape, more_rows))
             continue
-        if stated is not None and pandas_tables == 1 and _PANDAS_SHAPE.fullmatch(" ".join(line.split())):
+        if (
+            stated is not None
+            and pandas_tables == 1
+            and _PANDAS_SHAPE.fullmatch(" ".join(line.split()))
+        ):
             continue  # said in the table's heading
         line = _tidied(line)
         if line:

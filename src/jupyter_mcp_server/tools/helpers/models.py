@@ -64,7 +64,9 @@ class FormatUpgradeField(Result):
     )
 
     @model_serializer(mode="wrap")
-    def _without_an_absent_upgrade(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _without_an_absent_upgrade(
+        self, serialize: SerializerFunctionWrapHandler
+    ) -> dict[str, Any]:
         data: dict[str, Any] = serialize(self)
         if data.get("history_off", "") is None:
             data.pop("history_off")
@@ -112,11 +114,15 @@ class EnvironmentEntry(Result):
     kind: Literal["kernelspec", "virtualenv", "conda", "python"]
     language: str
     display_name: str
-    found_in: list[str] = Field(description="jupyter (an installed kernelspec), workspace, VIRTUAL_ENV, CONDA_PREFIX, --python.")
+    found_in: list[str] = Field(
+        description="jupyter (an installed kernelspec), workspace, VIRTUAL_ENV, CONDA_PREFIX, --python."
+    )
     interpreter: str | None
     prefix: str | None
     python_version: str | None
-    has_ipykernel: bool | None = Field(description="Whether ipykernel is installed there (None: not an ipykernel kernel).")
+    has_ipykernel: bool | None = Field(
+        description="Whether ipykernel is installed there (None: not an ipykernel kernel)."
+    )
     ready: bool = Field(description="Whether a kernel can start on it now.")
     problem: str | None
     server_environment: bool = Field(description="The server's own Python.")
@@ -129,8 +135,12 @@ class KernelChoiceModel(Result):
 
 class KernelList(Result):
     kernels: list[KernelEntry]
-    kernelspecs: list[str] = Field(description="Every name kernel_name accepts: installed kernelspecs, then environments.")
-    environments: list[EnvironmentEntry] = Field(description="Where a local kernel can run, with its interpreter and whether ipykernel is there.")
+    kernelspecs: list[str] = Field(
+        description="Every name kernel_name accepts: installed kernelspecs, then environments."
+    )
+    environments: list[EnvironmentEntry] = Field(
+        description="Where a local kernel can run, with its interpreter and whether ipykernel is there."
+    )
     default_kernel: KernelChoiceModel = Field(description="What a new notebook runs on, and why.")
 
 
@@ -140,7 +150,9 @@ class NotebookUsed(Written):
     cell_count: int
     kernel_id: str | None
     kernel_name: str = Field(description="The kernelspec or environment the kernel runs.")
-    kernel_reason: str = Field(description="Why this kernel: the notebook's metadata, the workspace's environment, …")
+    kernel_reason: str = Field(
+        description="Why this kernel: the notebook's metadata, the workspace's environment, …"
+    )
 
 
 class NotebookEntry(Result):
@@ -178,13 +190,19 @@ class OutputCut(Result):
     """What a result left out of one stored output, and where it is whole."""
 
     output: int = Field(description="The output's 0-based index in its cell.")
-    mime_type: str = Field(description="The representation cut: text/plain for a stream or a traceback.")
+    mime_type: str = Field(
+        description="The representation cut: text/plain for a stream or a traceback."
+    )
     uri: str = Field(description="The notebook-output: resource holding the output whole.")
     omitted_chars: int | SkipJsonSchema[None] = Field(
-        default=None, description="Characters of text left out between its head and tail.", json_schema_extra=_without_a_default
+        default=None,
+        description="Characters of text left out between its head and tail.",
+        json_schema_extra=_without_a_default,
     )
     omitted_bytes: int | SkipJsonSchema[None] = Field(
-        default=None, description="Bytes of a binary payload left out whole.", json_schema_extra=_without_a_default
+        default=None,
+        description="Bytes of a binary payload left out whole.",
+        json_schema_extra=_without_a_default,
     )
 
     @model_serializer(mode="wrap")
@@ -212,7 +230,9 @@ class OutputsCutField(Result):
 
 
 #: A code cell's execution state (tools/staleness.py); null for other cells and empty ones.
-ExecutionState = Literal["never_run", "fresh", "changed", "earlier_kernel", "upstream", "failed"] | None
+ExecutionState = (
+    Literal["never_run", "fresh", "changed", "earlier_kernel", "upstream", "failed"] | None
+)
 EXECUTION_STATE_HELP = (
     "Code cells: fresh, or stale as never_run (on this kernel), changed (edited since it ran), earlier_kernel "
     "(ran before a restart), upstream (a cell above ran or changed since), failed (its last run failed)."
@@ -265,7 +285,9 @@ class CellRead(Revisioned, OutputsCutField):
     source: str
     execution_count: int | None
     outputs: list[dict[str, Any]] | None
-    metadata: dict[str, Any] = Field(default_factory=dict, description="The cell's metadata (tags among it).")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="The cell's metadata (tags among it)."
+    )
 
 
 class TruncationModel(Result):
@@ -320,13 +342,17 @@ class CodeAssisted(Result):
     cursor_end: int | None = None
     found: bool | None = None
     text: str | None = None
-    status: str | None = Field(default=None, description="is_complete: complete, incomplete, invalid or unknown.")
+    status: str | None = Field(
+        default=None, description="is_complete: complete, incomplete, invalid or unknown."
+    )
     indent: str | None = None
 
 
 class ErrorReport(Result):
     kernel_id: str
-    error: dict[str, Any] | None = Field(description="ename and evalue of the last error; null when none was raised.")
+    error: dict[str, Any] | None = Field(
+        description="ename and evalue of the last error; null when none was raised."
+    )
     frames: list[dict[str, Any]] = Field(
         description="Innermost last: file, cell_index and cell_id when it is a cell of the notebook, line, "
         "function, source around the line, locals (bounded reprs; null for the notebook's namespace); "
@@ -337,7 +363,9 @@ class ErrorReport(Result):
 
 class KernelHistory(Result):
     kernel_id: str
-    entries: list[dict[str, Any]] = Field(description="session, line and input of each execution, oldest first.")
+    entries: list[dict[str, Any]] = Field(
+        description="session, line and input of each execution, oldest first."
+    )
     truncated: bool
 
 
@@ -390,7 +418,9 @@ class SearchResult(Result):
     notebooks_searched: int
     skipped: int
     complete: bool
-    stopped: str | None = Field(default=None, description="What cut the search short, when it is not complete.")
+    stopped: str | None = Field(
+        default=None, description="What cut the search short, when it is not complete."
+    )
 
 
 class PackageEntry(Result):
@@ -408,7 +438,9 @@ class PackageList(Result):
 class InstalledPackage(Result):
     name: str
     version: str
-    previous_version: str | None = Field(description="The version it replaced; None for a new package.")
+    previous_version: str | None = Field(
+        description="The version it replaced; None for a new package."
+    )
 
 
 class PackagesInstalled(Result):
@@ -416,17 +448,27 @@ class PackagesInstalled(Result):
     interpreter: str | None
     installer: str = Field(description="uv, pip or conda.")
     command: list[str] = Field(description="What ran, as its arguments (never through a shell).")
-    installed: list[InstalledPackage] = Field(description="Every distribution the install added or changed.")
+    installed: list[InstalledPackage] = Field(
+        description="Every distribution the install added or changed."
+    )
     removed: list[str]
-    already_present: list[str] = Field(description="Asked-for packages that were there already and did not change.")
-    kernel_id: str | None = Field(description="The notebook's kernel in this environment, if one runs.")
+    already_present: list[str] = Field(
+        description="Asked-for packages that were there already and did not change."
+    )
+    kernel_id: str | None = Field(
+        description="The notebook's kernel in this environment, if one runs."
+    )
     needs_restart: bool | None = Field(
         description="Whether that kernel had imported a module the install changed (restart_notebook for it to take "
         "effect); None when there is no such kernel or it could not be asked."
     )
     stale_modules: list[str]
     seconds: float
-RunCellStatus = Literal["ok", "error", "timeout", "interrupted", "kernel_gone", "kernel_unresponsive"]
+
+
+RunCellStatus = Literal[
+    "ok", "error", "timeout", "interrupted", "kernel_gone", "kernel_unresponsive"
+]
 
 
 class RunCell(Result):
@@ -436,14 +478,17 @@ class RunCell(Result):
     cell_id: str
     status: RunCellStatus
     execution_count: int | None
-    output: str = Field(description="Its outputs as text, cut to its share of the inline budget (images named, not inlined).")
+    output: str = Field(
+        description="Its outputs as text, cut to its share of the inline budget (images named, not inlined)."
+    )
     error: str | None = Field(description="'Name: message' of the exception it raised, if any.")
     stored: bool = Field(
         description="Whether its outputs are in the notebook (not when it was edited or deleted meanwhile; "
         "a percent script's are kept in memory only)."
     )
     expected_error: bool = Field(
-        default=False, description="It raised, as its raises-exception tag says it should; the run went on."
+        default=False,
+        description="It raised, as its raises-exception tag says it should; the run went on.",
     )
 
 
@@ -455,18 +500,34 @@ class CellRef(Result):
 class NotebookRun(Written):
     """A whole-notebook run (run_cells): each cell that ran, and where and why it stopped."""
 
-    status: Literal["ok", "error", "timeout", "interrupted", "kernel_gone", "kernel_unresponsive", "cancelled", "running"]
+    status: Literal[
+        "ok",
+        "error",
+        "timeout",
+        "interrupted",
+        "kernel_gone",
+        "kernel_unresponsive",
+        "cancelled",
+        "running",
+    ]
     kernel_id: str | None
-    read_revision: str = Field(description="The revision the run read: the cells it ran are that revision's.")
+    read_revision: str = Field(
+        description="The revision the run read: the cells it ran are that revision's."
+    )
     cells_selected: int
     cells_run: int
     cells: list[RunCell]
-    stopped_at: CellRef | None = Field(description="The cell the run stopped at; null when it reached the end.")
+    stopped_at: CellRef | None = Field(
+        description="The cell the run stopped at; null when it reached the end."
+    )
     stop_reason: str | None
-    not_run: list[str] = Field(description="Ids of selected cells that did not run (after the stop).")
+    not_run: list[str] = Field(
+        description="Ids of selected cells that did not run (after the stop)."
+    )
     fresh_skipped: int = Field(description='cells="stale": fresh cells passed over.')
     tag_skipped: list[str] = Field(
-        default_factory=list, description="Ids of cells tagged skip-execution, not run (as nbclient does)."
+        default_factory=list,
+        description="Ids of cells tagged skip-execution, not run (as nbclient does).",
     )
     run_id: str | SkipJsonSchema[None] = _run_id_field()
 
@@ -481,17 +542,29 @@ class RunState(Result):
     run_id: str
     tool: str
     status: Literal["queued", "working", "input_required", "completed", "failed", "cancelled"]
-    queue_position: int | None = Field(description="Runs ahead of it on its notebook's kernel (0: running); null once it ended.")
+    queue_position: int | None = Field(
+        description="Runs ahead of it on its notebook's kernel (0: running); null once it ended."
+    )
     notebook: str | None
     created_at: str
     updated_at: str
     status_message: str | None
-    outputs: list[dict[str, Any]] = Field(description="Outputs numbered since_output and later, while it runs (bounded like read_cell's).")
+    outputs: list[dict[str, Any]] = Field(
+        description="Outputs numbered since_output and later, while it runs (bounded like read_cell's)."
+    )
     next_output: int = Field(description="Pass as since_output next time to get only what is new.")
-    outputs_missed: int = Field(description="Outputs asked for that the run no longer holds (the notebook has them).")
-    result: dict[str, Any] | None = Field(description="Once it ended: the call's structured result, as the tool answers it.")
-    result_is_error: bool | None = Field(description="Once it ended: whether that result is an error (its code in error).")
-    error: dict[str, Any] | None = Field(description="code and message: a failed run's error, or an ended call's error code.")
+    outputs_missed: int = Field(
+        description="Outputs asked for that the run no longer holds (the notebook has them)."
+    )
+    result: dict[str, Any] | None = Field(
+        description="Once it ended: the call's structured result, as the tool answers it."
+    )
+    result_is_error: bool | None = Field(
+        description="Once it ended: whether that result is an error (its code in error)."
+    )
+    error: dict[str, Any] | None = Field(
+        description="code and message: a failed run's error, or an ended call's error code."
+    )
 
 
 class CellFailure(Result):
@@ -508,7 +581,9 @@ class CellFailure(Result):
 class OutputDifference(Result):
     index: int
     cell_id: str
-    stored: str = Field(description="Where the stored outputs part from the new ones: a line of the stored side.")
+    stored: str = Field(
+        description="Where the stored outputs part from the new ones: a line of the stored side."
+    )
     now: str = Field(description="The same place in this run's outputs.")
 
 
@@ -535,8 +610,10 @@ class Verification(Revisioned):
     stopped_at: CellRef | None
     stop_reason: str | None
     tag_skipped: list[str] = Field(
-        default_factory=list, description="Ids of cells tagged skip-execution, not run (as nbclient does)."
+        default_factory=list,
+        description="Ids of cells tagged skip-execution, not run (as nbclient does).",
     )
     expected_errors: list[str] = Field(
-        default_factory=list, description="Ids of cells tagged raises-exception that raised: not failures."
+        default_factory=list,
+        description="Ids of cells tagged raises-exception that raised: not failures.",
     )

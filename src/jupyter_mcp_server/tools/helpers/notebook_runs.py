@@ -89,7 +89,9 @@ class RunReport:
             return self.stopped_at.status
         if self.stop_reason is not None:
             return "cancelled"
-        failed = next((cell for cell in self.cells if cell.status != "ok" and not cell.expected_error), None)
+        failed = next(
+            (cell for cell in self.cells if cell.status != "ok" and not cell.expected_error), None
+        )
         return failed.status if failed is not None else "ok"
 
 
@@ -124,8 +126,12 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
     notes = []
     if request.restart:
         await server.kernels.restart(path, metadata_kernel=named_kernel)
-        notes.append("The kernel was restarted first: every earlier variable, import and definition is gone.")
-    attachment = await server.kernels.live_kernel_of(path, metadata_kernel=named_kernel, to_run_code=True)
+        notes.append(
+            "The kernel was restarted first: every earlier variable, import and definition is gone."
+        )
+    attachment = await server.kernels.live_kernel_of(
+        path, metadata_kernel=named_kernel, to_run_code=True
+    )
     if attachment.note:
         notes.append(attachment.note)
     elif attachment.replaced:
@@ -150,7 +156,9 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
     # nbclient's tags, read now (the document changes under later awaits). Cells the caller
     # named by id run whatever their tags: the caller chose them.
     chosen = isinstance(request.cells, list)
-    skipping = {index for index in planned if not chosen and skips_execution(view.notebook.cells[index])}
+    skipping = {
+        index for index in planned if not chosen and skips_execution(view.notebook.cells[index])
+    }
     expecting = {index for index in planned if expects_an_error(view.notebook.cells[index])}
     report.tag_skipped = [sources[index][0] for index in planned if index in skipping]
     planned = [index for index in planned if index not in skipping]
@@ -173,15 +181,26 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
             except ToolFailure as failure:
                 if failure.code not in (KERNEL_GONE, KERNEL_UNRESPONSIVE):
                     raise
-                ran = CellRan(index, cell_id, CELL_GONE if failure.code == KERNEL_GONE else CELL_UNRESPONSIVE)
-                ran.not_stored = "its kernel was gone" if failure.code == KERNEL_GONE else "nothing ran"
+                ran = CellRan(
+                    index, cell_id, CELL_GONE if failure.code == KERNEL_GONE else CELL_UNRESPONSIVE
+                )
+                ran.not_stored = (
+                    "its kernel was gone" if failure.code == KERNEL_GONE else "nothing ran"
+                )
                 report.cells.append(ran)
                 report.stopped_at, report.stop_reason = ran, failure.message
                 report.not_run = [sources[i][0] for i in planned[position + 1 :]]
                 announce(f"{step}: {ran.status}")
                 break
             runs.ran(cell_id, source, kernel.kernel_id, outcome.status)
-            writes.add(Pending(cell_id, source, outcome, display_writes(runs, kernel.kernel_id, cell_id, outcome)))
+            writes.add(
+                Pending(
+                    cell_id,
+                    source,
+                    outcome,
+                    display_writes(runs, kernel.kernel_id, cell_id, outcome),
+                )
+            )
             ran = CellRan(index, cell_id, outcome.status, outcome)
             ran.expected_error = outcome.status == "error" and index in expecting
             report.cells.append(ran)
@@ -209,10 +228,13 @@ def stop_reason(ran: CellRan) -> str:
         return outcome.reason
     error = outcome.outputs.error if outcome is not None else None
     if ran.status == "error" and error is not None:
-        return f"it raised {error.ename}: {error.evalue}" if error.evalue else f"it raised {error.ename}"
+        return (
+            f"it raised {error.ename}: {error.evalue}"
+            if error.evalue
+            else f"it raised {error.ename}"
+        )
     return {
         "error": "it failed",
         "timeout": "it timed out and its kernel was interrupted",
         "interrupted": "it was interrupted",
     }.get(ran.status, ran.status)
-

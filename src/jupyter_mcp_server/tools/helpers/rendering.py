@@ -34,7 +34,11 @@ class InlineLimits:
     def of(cls, config: Any, max_output_chars: int | None = None) -> "InlineLimits":
         """The server's limits, with a call's `max_output_chars` (checked) as the budget."""
         budget = budget_of(config.inline_budget_chars, max_output_chars)
-        return cls(config.inline_image_bytes, max(config.inline_text_chars, budget if max_output_chars else 0), budget)
+        return cls(
+            config.inline_image_bytes,
+            max(config.inline_text_chars, budget if max_output_chars else 0),
+            budget,
+        )
 
 
 #: The limits when a caller gives none.
@@ -45,7 +49,9 @@ OutputLink = Callable[[int], str]
 
 
 def output_blocks(
-    outputs: list[dict[str, Any]], link: OutputLink | None = None, limits: InlineLimits = DEFAULT_INLINE
+    outputs: list[dict[str, Any]],
+    link: OutputLink | None = None,
+    limits: InlineLimits = DEFAULT_INLINE,
 ) -> list[ContentBlock]:
     """Each output as the content blocks a model can read, their texts within ``limits.budget_chars``.
 
@@ -76,7 +82,15 @@ def output_blocks(
         shown = head_and_tail(text, share, uri)
         blocks.append(TextContent(type="text", text=shown))
         if uri is not None and shown is not text:
-            blocks.append(_link(uri, index, "text/plain", len(text.encode("utf-8", "surrogatepass")), "whole text"))
+            blocks.append(
+                _link(
+                    uri,
+                    index,
+                    "text/plain",
+                    len(text.encode("utf-8", "surrogatepass")),
+                    "whole text",
+                )
+            )
     return blocks
 
 
@@ -104,7 +118,10 @@ def bounded_outputs(
         if kind == "stream":
             text = joined(output.get("text", ""))
             if len(text) > limits.text_chars:
-                cut = {**output, "text": _head_and_tail(text, link(index), limits, cuts, index, "text/plain")}
+                cut = {
+                    **output,
+                    "text": _head_and_tail(text, link(index), limits, cuts, index, "text/plain"),
+                }
         elif kind == "error":
             traceback = "\n".join(map(str, output.get("traceback") or []))
             if len(traceback) > limits.text_chars:
@@ -119,8 +136,17 @@ def bounded_outputs(
                     if size > limits.image_bytes:
                         uri = link(index)
                         omitted = size * 3 // 4
-                        cuts.append({"output": index, "mime_type": mime, "uri": uri, "omitted_bytes": omitted})
-                        changed[mime] = f"[jupyter-mcp-server: {mime} of about {omitted} bytes left out; read {uri} for it whole]"
+                        cuts.append(
+                            {
+                                "output": index,
+                                "mime_type": mime,
+                                "uri": uri,
+                                "omitted_bytes": omitted,
+                            }
+                        )
+                        changed[mime] = (
+                            f"[jupyter-mcp-server: {mime} of about {omitted} bytes left out; read {uri} for it whole]"
+                        )
                 else:
                     text = joined(value)
                     if len(text) > limits.text_chars:
@@ -144,7 +170,9 @@ def _head_and_tail(
     return text[:head] + marker + text[len(text) - tail :]
 
 
-def _image_blocks(data: dict[str, Any], index: int, link: OutputLink | None, limits: InlineLimits) -> list[ContentBlock]:
+def _image_blocks(
+    data: dict[str, Any], index: int, link: OutputLink | None, limits: InlineLimits
+) -> list[ContentBlock]:
     image = next((mime for mime in IMAGE_TYPES if mime in data), None)
     if image is None:
         return []
@@ -160,7 +188,11 @@ def _image_blocks(data: dict[str, Any], index: int, link: OutputLink | None, lim
         f"[jupyter-mcp-server: image shrunk from {small.original_width}x{small.original_height} to "
         f"{small.width}x{small.height} to fit; the original is {uri}]"
     )
-    return [ImageContent(type="image", data=small.data, mime_type=small.mime), TextContent(type="text", text=said), original]
+    return [
+        ImageContent(type="image", data=small.data, mime_type=small.mime),
+        TextContent(type="text", text=said),
+        original,
+    ]
 
 
 def _link(uri: str, index: int, mime: str, size: int, why: str) -> ResourceLink:

@@ -129,7 +129,10 @@ def tool_handler(name: str) -> Callable[[F], F]:
                 hooks.fire(
                     hooks.after_tool,
                     ToolCallEnded(
-                        tool=name, arguments=arguments, duration=time.monotonic() - started, outcome=outcome
+                        tool=name,
+                        arguments=arguments,
+                        duration=time.monotonic() - started,
+                        outcome=outcome,
                     ),
                 )
 

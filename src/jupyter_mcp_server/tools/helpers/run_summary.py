@@ -68,7 +68,9 @@ def run_result(report: RunReport, revision: str, limits: InlineLimits) -> CallTo
         cells_selected=report.selected,
         cells_run=len(report.cells),
         cells=cells,
-        stopped_at=models.CellRef(index=stopped.index, cell_id=stopped.cell_id) if stopped else None,
+        stopped_at=models.CellRef(index=stopped.index, cell_id=stopped.cell_id)
+        if stopped
+        else None,
         stop_reason=report.stop_reason,
         not_run=report.not_run,
         fresh_skipped=report.fresh_skipped,
@@ -83,9 +85,15 @@ def run_result(report: RunReport, revision: str, limits: InlineLimits) -> CallTo
     if report.status == "ok":
         return answer(structured.model_dump(), content=content)
     # A failure's message is the headline; the cells follow it.
-    error = ToolFailure(CODES.get(report.status, EXECUTION_ERROR), headline, stopped_at=stopped.cell_id if stopped else None)
+    error = ToolFailure(
+        CODES.get(report.status, EXECUTION_ERROR),
+        headline,
+        stopped_at=stopped.cell_id if stopped else None,
+    )
     rest = "\n".join(lines[1:])
-    return failure(error, structured.model_dump(), [TextContent(type="text", text=rest)] if rest else [])
+    return failure(
+        error, structured.model_dump(), [TextContent(type="text", text=rest)] if rest else []
+    )
 
 
 def _headline(report: RunReport, revision: str) -> str:
@@ -133,7 +141,9 @@ def _where_outputs_are(report: RunReport) -> str:
         )
     changed = [cell.cell_id for cell in finished if cell.not_stored]
     if not changed:
-        return f" The outputs of the {len(finished)} cell(s) that finished are stored in the notebook."
+        return (
+            f" The outputs of the {len(finished)} cell(s) that finished are stored in the notebook."
+        )
     said = (
         f" The outputs of {len(changed)} cell(s) were not stored ({', '.join(changed[:5])}): "
         f"the notebook changed meanwhile; the run ran it as read at revision {report.read_revision}."
@@ -155,7 +165,9 @@ def _cell_lines(cells: list[models.RunCell]) -> list[str]:
         else:
             counts = [cell.execution_count for cell in quiet if cell.execution_count is not None]
             said = f", execution counts {counts[0]}-{counts[-1]}" if counts else ""
-            lines.append(f"[{quiet[0].index}-{quiet[-1].index}] {len(quiet)} cells ok, no output{said}")
+            lines.append(
+                f"[{quiet[0].index}-{quiet[-1].index}] {len(quiet)} cells ok, no output{said}"
+            )
         quiet.clear()
 
     for cell in cells:
@@ -188,12 +200,20 @@ def _cell_texts(report: RunReport, limits: InlineLimits) -> list[str]:
     """Each cell's outputs as one text, all of them within the budget."""
     pieces: list[tuple[int, int, str]] = []  # (cell position, output index, text)
     for position, ran in enumerate(report.cells):
-        outputs: list[dict[str, Any]] = ran.outcome.outputs.outputs if ran.outcome is not None else []
+        outputs: list[dict[str, Any]] = (
+            ran.outcome.outputs.outputs if ran.outcome is not None else []
+        )
         for index, output in enumerate(outputs):
             data = output.get("data") or {}
             images = [mime for mime in IMAGE_TYPES if mime in data]
             if images:
-                pieces.append((position, index, f"[{images[0]}: read_cell(cell_id='{ran.cell_id}') shows it]\n"))
+                pieces.append(
+                    (
+                        position,
+                        index,
+                        f"[{images[0]}: read_cell(cell_id='{ran.cell_id}') shows it]\n",
+                    )
+                )
             text = output_text(output)
             if text:
                 pieces.append((position, index, text))

@@ -35,6 +35,7 @@ FAILED: State = "failed"
 UPSTREAM: State = "upstream"
 FRESH: State = "fresh"
 
+
 class NotebookStates:
     """The states of a notebook's code cells, judged top to bottom as :meth:`state_of` is asked.
 
@@ -43,7 +44,12 @@ class NotebookStates:
     once), reading the record as it is at that moment.
     """
 
-    def __init__(self, code_cells: list[tuple[int, str, str]], runs: NotebookRuns | None, kernel_id: str | None) -> None:
+    def __init__(
+        self,
+        code_cells: list[tuple[int, str, str]],
+        runs: NotebookRuns | None,
+        kernel_id: str | None,
+    ) -> None:
         self.code_cells = code_cells
         self.runs = runs
         self.kernel_id = kernel_id
@@ -109,4 +115,6 @@ def code_cells_of(notebook: object) -> list[tuple[int, str, str]]:
 def states_of(kernels: Any, path: str, notebook: object) -> NotebookStates:
     """The states of `notebook`'s code cells (the notebook at `path`, read before the next
     await) against the kernel manager's record and the notebook's kernel now."""
-    return NotebookStates(code_cells_of(notebook), kernels.records.peek(path), kernels.kernel_id_of(path))
+    return NotebookStates(
+        code_cells_of(notebook), kernels.records.peek(path), kernels.kernel_id_of(path)
+    )
