@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import functools
 import importlib
+import inspect
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -253,6 +254,18 @@ def unknown_kernelspec(kernel_name: str, known: list[str], where: str = "") -> T
         NOT_FOUND,
         f"No kernelspec named '{kernel_name}'{where}. Installed: {', '.join(known) or 'none'}.",
         known=known,
+    )
+
+
+def takes_a_folder(backend: KernelBackend) -> bool:
+    """Whether `backend.start` accepts the workspace-relative `folder`: one written before
+    the seam had it takes only ``(kernel_name, cwd)`` and is called that way."""
+    try:
+        parameters = inspect.signature(backend.start).parameters
+    except (TypeError, ValueError):
+        return True
+    return "folder" in parameters or any(
+        each.kind is inspect.Parameter.VAR_POSITIONAL for each in parameters.values()
     )
 
 

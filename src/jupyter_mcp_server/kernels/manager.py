@@ -32,7 +32,7 @@ from jupyter_mcp_server.errors import (
     NOT_FOUND,
     ToolFailure,
 )
-from jupyter_mcp_server.kernels.backends import KernelBackend, LocalBackend
+from jupyter_mcp_server.kernels.backends import KernelBackend, LocalBackend, takes_a_folder
 from jupyter_mcp_server.kernels.environments import Environment, KernelChoice, choose
 from jupyter_mcp_server.kernels.execution import (
     KernelDied,
@@ -456,7 +456,12 @@ class KernelManager:
 
     async def _launch(self, kernel_name: str, folder: str = "") -> Kernel:
         backend = self.backend
-        started = await backend.start(kernel_name, self.workspace_root / folder, folder)
+        cwd = self.workspace_root / folder
+        if takes_a_folder(backend):
+            started = await backend.start(kernel_name, cwd, folder)
+        else:
+            # A backend published before `folder` was part of the seam still starts kernels.
+            started = await backend.start(kernel_name, cwd)  # type: ignore[call-arg]
         return Kernel(
             kernel_id=started.kernel_id,
             kernel_name=kernel_name,
