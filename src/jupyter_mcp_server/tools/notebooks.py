@@ -459,7 +459,7 @@ async def connect_to_jupyter(
 ) -> Annotated[CallToolResult, models.JupyterConnected]:
     """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab).
 
-    Checked first (reachable, the token accepted); nothing changes on failure. Running kernels stay; notebooks opened or restarted afterwards get kernels there."""
+    Checked first (reachable, token accepted); nothing changes on failure. Running kernels stay; notebooks opened or restarted afterwards get kernels there."""
     from jupyter_mcp_server.kernels.remote import (
         JupyterServerBackend,  # lazy: httpx only for remote kernels
     )

@@ -359,7 +359,7 @@ async def search_notebooks(
     query: Annotated[
         str,
         Field(
-            description="Text to find (case-sensitive), or a Python regular expression with regex=true.",
+            description="Text to find (case-sensitive), or a Python regex with regex=true.",
             min_length=1,
         ),
     ],

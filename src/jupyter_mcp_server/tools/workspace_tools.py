@@ -41,7 +41,7 @@ async def list_files(
 
 @tool_handler("list_kernels")
 async def list_kernels(ctx: Context | None = None) -> Annotated[CallToolResult, models.KernelList]:
-    """List the running kernels (id, kernelspec, state, notebooks), the installed kernelspecs, and the Python environments a notebook can run in (the workspace's, the launcher's), each with whether ipykernel is there: names for use_notebook's kernel_name."""
+    """List running kernels (id, kernelspec, state, notebooks), installed kernelspecs and the Python environments a notebook can run in (the workspace's, the launcher's) with whether ipykernel is there: names for use_notebook's kernel_name."""
     server = state_of(ctx)
     kernels = server.kernels
     listed_environments = getattr(kernels.backend, "listed", None)
