@@ -177,7 +177,14 @@ async def test_ok_and_error_results_images_and_what_is_stored(workspace):
         error = structured["error"]
         assert len(error["ename"]) <= 128 and error["ename"].startswith("EEEE")
         assert 32 <= len(error["evalue"]) <= 1024 and error["evalue"].startswith("vvvv")
-        assert len(error["traceback"]) <= 4
+        # Thirteen frames of recursion fold into the cell's line, one frame of f, a line
+        # counting the repeats, and the frame that raised.
+        assert len(error["traceback"]) <= 8, error["traceback"]
+        assert (
+            error["traceback"][1].startswith("Cell In[")
+            and "----> 6 f(12)" in error["traceback"][1]
+        )
+        assert "[… the frame above repeated 11 more time(s)]" in error["traceback"]
         assert all(len(line) <= 1024 for line in error["traceback"])
         assert structured["truncation"]["truncated"] is True
         assert structured["truncation"]["omitted_blocks"] == 0
