@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -51,11 +53,19 @@ def kernel_pid(server: RawServer) -> int:
 
 
 @pytest.fixture
-def faulty(tmp_path: Path):
+def short_runtime():
+    """A runtime directory short enough for the server's Unix sockets: under a long test path
+    (pytest-xdist's, say) the server rightly makes its own in the temporary directory instead."""
+    path = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def faulty(tmp_path: Path, short_runtime: Path):
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
+    runtime = short_runtime
     server = RawServer(
         workspace,
         "--capability",
@@ -335,11 +345,12 @@ def test_executions_queued_on_a_released_kernel_are_interrupted_not_crashed(faul
     seen |= descendants(server.pid)
 
 
-def test_a_killed_servers_connection_files_are_removed_by_the_next_server(tmp_path: Path) -> None:
+def test_a_killed_servers_connection_files_are_removed_by_the_next_server(
+    tmp_path: Path, short_runtime: Path
+) -> None:
     """SIGKILL shuts nothing down: the kernel exits by itself, its connection file is the next start's to remove.
     Other programs' files, and a live server's, stay."""
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
+    runtime = short_runtime
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     env = {"JUPYTER_RUNTIME_DIR": str(runtime)}
