@@ -11,6 +11,7 @@ editing with batches.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import subprocess
@@ -392,7 +393,13 @@ async def test_two_clients_editing_with_batches_lose_nothing(tmp_path, workspace
             )
             recorded = [e["revision"] for e in listed["entries"]]
             assert set(mine) | set(theirs) <= set(recorded)
-            assert len(recorded) == len(set(recorded))
+            # Nothing recorded twice, and no change invented: each entry follows the one
+            # before it (a revision read just before the other server wrote is not recorded
+            # after that write, as if the file had gone back to it).
+            assert len(recorded) == len(set(recorded)), json.dumps(listed["entries"], indent=0)
+            oldest_first = listed["entries"][::-1]
+            for before, after in itertools.pairwise(oldest_first):
+                assert after["previous_revision"] == before["revision"], json.dumps(oldest_first)
             assert {e["tool"] for e in listed["entries"]} <= {"apply_edits", "use_notebook", None}
 
 

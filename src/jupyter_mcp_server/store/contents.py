@@ -175,6 +175,10 @@ class ContentsFiles:
         """A file whose ``last_modified`` and size are as read is taken as read."""
         return True
 
+    def still_holds(self, key: str, snapshot: Snapshot) -> bool | None:
+        """Not told without a request to the server: its history records what it read."""
+        return None
+
     def others_held_back(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Nothing to hold: the contents API has no lock, so a retry relies on its pauses alone."""
         return contextlib.nullcontext()

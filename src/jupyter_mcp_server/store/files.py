@@ -103,6 +103,11 @@ class Files(Protocol):
         """Whether a file still showing ``snapshot.fingerprint`` surely holds the same bytes."""
         ...
 
+    def still_holds(self, key: str, snapshot: Snapshot) -> bool | None:
+        """Whether the file holds what ``snapshot`` saw, now, without waiting on anything but
+        the local disk; None where that cannot be told so (a Jupyter Server's contents)."""
+        ...
+
     def others_held_back(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
         """While inside, other writers wait before replacing ``key`` (where the files allow it).
 
@@ -200,11 +205,11 @@ class WorkspaceFiles:
         # another server process may have written meanwhile.
         unchanged = None
         if unchanged_since is not None:
-            unchanged = functools.partial(self._still_on_disk, key, unchanged_since)
+            unchanged = functools.partial(self.still_holds, key, unchanged_since)
         status = self.workspace.write_atomic(key, data, exclusive=exclusive, unchanged=unchanged)
         return Fingerprint.of(status)
 
-    def _still_on_disk(self, key: str, snapshot: Snapshot) -> bool:
+    def still_holds(self, key: str, snapshot: Snapshot) -> bool:
         """Whether the file still holds what ``snapshot`` saw."""
         status = self.workspace.stat(key)
         if status is None or Fingerprint.of(status) != snapshot.fingerprint:

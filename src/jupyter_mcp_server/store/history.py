@@ -463,16 +463,28 @@ class NotebookHistory:
                 # change to be recorded as someone else's.
                 self._forget_pending(write)
 
-    def reconcile(self, revision: str, content: Callable[[], Content]) -> None:
+    def reconcile(
+        self,
+        revision: str,
+        content: Callable[[], Content],
+        still_on_disk: Callable[[], bool | None] | None = None,
+    ) -> None:
         """The file is at ``revision`` (``content``: its content, made only if needed): the
         history ends there. A revision it does not end at is recorded: as the change of the
         pending write, when that is the write that landed (its process died before its entry,
-        or has not written it yet), and otherwise as a change made outside the server."""
+        or has not written it yet), and otherwise as a change made outside the server.
+
+        ``still_on_disk`` says, under the lock, whether the file still holds ``revision``:
+        a revision read just before another process replaced the file and recorded its
+        write is not recorded after that write, as if the file had gone back to it (the
+        next read records what is on disk)."""
         if self.last_revision() == revision:
             return  # the common case, without the lock: the entries are cached by their file's status
         with self.locked():
             last = self.last_revision()
             if last == revision:
+                return
+            if still_on_disk is not None and still_on_disk() is False:
                 return
             pending = self.pending()
             origin, write = None, None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..workspace.storage_errors import is_storage_error
@@ -161,20 +162,32 @@ class Recorder:
             return None
 
     def noticed(
-        self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts
+        self,
+        key: str,
+        notebook: NotebookNode,
+        revision: str,
+        texts: CellTexts,
+        still_on_disk: Callable[[], bool | None] | None = None,
     ) -> str | None:
-        """The store read a revision it did not write: the history ends there, if the notebook has one."""
+        """The store read a revision it did not write: the history ends there, if the notebook
+        has one (and the file, by ``still_on_disk``, still holds it)."""
         history = self.history(key)
         try:
             if history is None or not history.exists():
                 return None
-            history.reconcile(revision, lambda: encoded_content(notebook, texts))
+            history.reconcile(revision, lambda: encoded_content(notebook, texts), still_on_disk)
         except Exception as error:  # a history never fails what the store was asked to do
             return self._off(key, error)
         return None
 
     async def before_write(
-        self, key: str, notebook: NotebookNode, revision: str, texts: CellTexts, stat: Any
+        self,
+        key: str,
+        notebook: NotebookNode,
+        revision: str,
+        texts: CellTexts,
+        stat: Any,
+        still_on_disk: Callable[[], bool | None] | None = None,
     ) -> str | None:
         """Make sure the history ends at the revision about to change, the file's: the first
         time, as a revision seen (or, for a notebook renamed outside the server, at the end of
@@ -194,9 +207,10 @@ class Recorder:
                 history = self.history(key)  # the one that followed the notebook here, if any
                 assert history is not None
             if history.exists():
-                # A revision read while another process replaced the file is recorded too: it
-                # was on disk; the write then finds the file changed and reads it again.
-                history.reconcile(revision, lambda: encoded_content(notebook, texts))
+                # A revision read while another process replaced the file is not recorded
+                # after that process's entry (`still_on_disk`); the write then finds the file
+                # changed and reads it again.
+                history.reconcile(revision, lambda: encoded_content(notebook, texts), still_on_disk)
             else:
                 history.store(revision, encoded_content(notebook, texts))
                 history.append(revision, None, None)

@@ -316,7 +316,17 @@ class NotebookStore:
     ) -> str | None:
         if self.recorder is None:
             return None
-        return await self.recorder.before_write(key, notebook, revision, texts, self.files.stat)
+        return await self.recorder.before_write(
+            key, notebook, revision, texts, self.files.stat, self._still_on_disk(key, revision)
+        )
+
+    def _still_on_disk(self, key: str, revision: str) -> Callable[[], bool | None] | None:
+        """Whether the file still holds ``revision`` as this store last read it, asked by the
+        history under its lock (None when this store holds no snapshot of that revision)."""
+        document = self._documents.get(key)
+        if document is None or document.revision != revision:
+            return None
+        return functools.partial(self.files.still_holds, key, document.snapshot)
 
     def _will_write(
         self,
@@ -465,7 +475,13 @@ class NotebookStore:
         # Parsing a big notebook takes a while: a revision another process replaced
         # meanwhile is not recorded as current (the next read notices the newer one).
         if self.recorder is not None and await self.files.stat(key) == fingerprint:
-            self.recorder.noticed(key, notebook, document.revision, self._texts(key))
+            self.recorder.noticed(
+                key,
+                notebook,
+                document.revision,
+                self._texts(key),
+                self._still_on_disk(key, document.revision),
+            )
         return document
 
     def _retire(self, key: str) -> None:
