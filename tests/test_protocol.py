@@ -345,6 +345,45 @@ async def test_log_level_per_request(workspace: Path) -> None:
         assert quiet.messages == []
 
 
+@MODES
+@pytest.mark.parametrize("stderr_level", ["WARNING", "DEBUG"])
+async def test_logging_to_clients_writes_no_warning_on_stderr(
+    workspace: Path, mode: str, stderr_level: str
+) -> None:
+    """Records delivered to a client on either generation leave the server's stderr free of
+    Python warnings: none at the default level, and (at DEBUG, where warnings are logged) no
+    SEP-2577 deprecation, since the server sends the plain notification each generation defines."""
+    import sys
+
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    heard = Heard()
+    log = workspace.parent / "stderr.log"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=server_command(workspace)[1:],
+        # Every warning shown each time it happens, as a client's first call would see it.
+        env=server_environment(PYTHONWARNINGS="always", JUPYTER_MCP_LOG_LEVEL=stderr_level),
+        cwd=str(workspace),
+    )
+    options: dict[str, Any] = {"logging_callback": heard}
+    if mode == "auto":
+        options["log_level"] = "debug"
+    with log.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode, **options) as client:
+            if mode == "legacy":
+                await client.set_logging_level("debug")
+            for _ in range(3):
+                await ok(client, "list_files")
+            await heard.settle()
+    assert [level for level, _ in heard.about("list_files")] == ["debug", "info"] * 3
+    stderr = log.read_text()
+    assert "MCPDeprecationWarning" not in stderr, stderr
+    if stderr_level == "WARNING":
+        assert "Warning:" not in stderr, stderr
+
+
 class Progress:
     """The progress notifications of one call, with when each arrived."""
 

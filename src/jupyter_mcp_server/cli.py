@@ -78,6 +78,31 @@ def collect_garbage_less_often() -> None:
     gc.set_threshold(50_000, 10, 10)
 
 
+def log_python_warnings() -> None:
+    """Python warnings become debug records of ``jupyter_mcp_server.warnings``, not lines on stderr.
+
+    A warning is addressed to a developer of the code that raised it (the SDK's
+    ``MCPDeprecationWarning`` for SEP-2577 once reached the server's stderr at every call):
+    the operator who reads stderr cannot act on it. Seen with ``JUPYTER_MCP_LOG_LEVEL=DEBUG``,
+    and by a client that asked for debug records.
+    """
+    import warnings
+
+    heard = logging.getLogger("jupyter_mcp_server.warnings")
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: object = None,
+        line: str | None = None,
+    ) -> None:
+        heard.debug("%s:%s: %s: %s", filename, lineno, category.__name__, message)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> None:
     release_large_allocations_promptly()
     config = parse_config(list(sys.argv[1:] if argv is None else argv))
@@ -86,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    log_python_warnings()
     try:
         application = build_application(config)
     except ConfigError as error:

@@ -12,6 +12,10 @@ at or above the level a client chose, in both protocol generations:
   its own response stream (the spec allows no other channel). A request
   that does not opt in hears nothing.
 
+Each is sent as the plain ``notifications/message`` the generation defines,
+not through the SDK's ``send_log_message``: that method warns (``MCPDeprecationWarning``,
+SEP-2577) at every use, and its warning reached the server's stderr at every call.
+
 Nothing is ever written to stdout: in stdio mode stdout is the protocol, and
 the stderr handler keeps the level the operator chose
 (``JUPYTER_MCP_LOG_LEVEL``) however low a client sets its own.
@@ -80,6 +84,7 @@ class _RequestLog:
 
     session: Any
     level: int
+    request_id: Any
     pending: list[asyncio.Future[Any]] = field(default_factory=list)
 
 
@@ -120,7 +125,9 @@ class ClientLogHandler(logging.Handler):
             with contextlib.suppress(RuntimeError):
                 loop = asyncio.get_running_loop()
                 request.pending.append(
-                    loop.create_task(_send(request.session, level, data, record.name))
+                    loop.create_task(
+                        _send(request.session, level, data, record.name, request.request_id)
+                    )
                 )
         for key, listener in list(self.listeners.items()):
             if record.levelno < listener.level:
@@ -192,10 +199,17 @@ class ClientLogHandler(logging.Handler):
             self.refresh_level()
 
 
-async def _send(session: Any, level: str, data: str, name: str) -> bool:
+async def _send(session: Any, level: str, data: str, name: str, request_id: Any = None) -> bool:
+    """``notifications/message`` on the connection's channel, or (with `request_id`, the
+    2026-07-28 way) on that request's own stream; False when it could not be sent."""
+    from mcp.types import LoggingMessageNotification, LoggingMessageNotificationParams
+
     token = _delivering.set(True)
     try:
-        await session.send_log_message(level=level, data=data, logger=name)  # type: ignore[attr-defined]
+        message = LoggingMessageNotification(
+            params=LoggingMessageNotificationParams(level=level, data=data, logger=name)  # type: ignore[arg-type]
+        )
+        await session.send_notification(message, related_request_id=request_id)
         return True
     except Exception:
         return False
@@ -224,7 +238,9 @@ class RequestLogLevel:
         if not self.handler.requests_opted_in:
             self.handler.requests_opted_in = True
             self.handler.refresh_level()
-        state = _RequestLog(session=ctx.session, level=PYTHON_LEVELS[requested])
+        state = _RequestLog(
+            session=ctx.session, level=PYTHON_LEVELS[requested], request_id=ctx.request_id
+        )
         token = _current_request.set(state)
         try:
             return await call_next(ctx)

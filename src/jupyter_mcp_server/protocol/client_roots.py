@@ -77,8 +77,14 @@ class FollowClientRoots:
         return result
 
     async def follow(self, session: Any) -> None:
+        from mcp.types import ListRootsRequest, ListRootsResult
+
         try:
-            answered = await asyncio.wait_for(session.list_roots(), ANSWER_WITHIN)
+            # The request itself, not the SDK's list_roots: that one warns (SEP-2577) on the
+            # server's stderr, and roots/list is what this (2025-11-25) connection defines.
+            answered = await asyncio.wait_for(
+                session.send_request(ListRootsRequest(), ListRootsResult), ANSWER_WITHIN
+            )
         except Exception as error:
             logger.warning(
                 "The client offers roots but roots/list failed (%s); the workspace stays %s",
