@@ -39,6 +39,7 @@ from jupyter_mcp_server.policy.capabilities import (
     parse_assignment,
     parse_list,
 )
+from jupyter_mcp_server.protocol.apps import NotebookApps, attach_apps
 from jupyter_mcp_server.protocol.argument_errors import ArgumentErrors
 from jupyter_mcp_server.protocol.client_logging import ClientLogHandler, attach_logging
 from jupyter_mcp_server.protocol.client_roots import FollowClientRoots
@@ -227,6 +228,8 @@ class Application:
                 Tasks(state, self.config.task_grace_seconds, self.task_support),
                 ProgressReporting(self.config.heartbeat_seconds, mask=masker(state)),
                 argument_errors,
+                # Innermost: it sees the tool's own result, and what its executions showed.
+                NotebookApps(),
             ],
             warn_on_duplicate_tools=False,
             log_level="WARNING",
@@ -245,6 +248,7 @@ class Application:
         attach_subscriptions(server, self.events)
         attach_tasks(server, self.task_support)
         attach_compact_listing(server)
+        attach_apps(server)
         attach_profiles(server, state)
         return server
 

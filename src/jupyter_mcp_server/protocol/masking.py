@@ -28,6 +28,7 @@ from mcp.types import (
 from pydantic import BaseModel
 
 from jupyter_mcp_server.policy.redaction import REDACTION_CAPABILITY, Redactor
+from jupyter_mcp_server.protocol.apps import APP_META_KEY
 from jupyter_mcp_server.state import ServerState
 
 logger = logging.getLogger(__name__)
@@ -75,9 +76,19 @@ def mask_call_result(redactor: Redactor, result: CallToolResult) -> CallToolResu
     masked = redactor.value(structured) if structured is not None else None
     if masked is not structured:
         changed = True
+    meta = result.meta
+    shown = (meta or {}).get(APP_META_KEY)
+    if shown is not None:
+        # What an output app shows (protocol/apps.py) is outputs too.
+        masked_shown = redactor.value(shown)
+        if masked_shown is not shown:
+            meta = {**(meta or {}), APP_META_KEY: masked_shown}
+            changed = True
     if not changed:
         return result
-    return result.model_copy(update={"content": content, "structured_content": masked})
+    return result.model_copy(
+        update={"content": content, "structured_content": masked, "meta": meta}
+    )
 
 
 def mask_result(redactor: Redactor, result: Any) -> Any:

@@ -105,7 +105,7 @@ async def use_notebook(
 ) -> Annotated[CallToolResult, models.NotebookUsed]:
     """Open (mode="connect") or create (mode="create") a notebook with a kernel, and make it this connection's current notebook (later tools default to it).
 
-    Each notebook gets its own kernel unless kernel_id names a running one to share; kernel_name on an open notebook changes its kernel."""
+    Each notebook gets its own kernel (or kernel_id's); kernel_name on an open notebook changes its kernel."""
     server = state_of(ctx)
     state = connection_of(ctx)
     if notebook_path is None and mode == "connect" and notebook_name in state.names:

@@ -56,6 +56,7 @@ from jupyter_mcp_server.tools.helpers.rendering import (
     upgrade_by_edit,
 )
 from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
+from jupyter_mcp_server.tools.helpers.shown import show_execution
 from jupyter_mcp_server.tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
 from jupyter_mcp_server.workspace.notebook_uris import output_uri
 from jupyter_mcp_server.workspace.storage_errors import STORAGE_CODES
@@ -114,6 +115,7 @@ def execution_result(
     limits: InlineLimits = DEFAULT_INLINE,
     format_upgraded: dict[str, str] | None = None,
     link: OutputLink | None = None,
+    source: str | None = None,
 ) -> CallToolResult:
     """Output schema 1.0 in structuredContent; the outputs themselves in content, within the budget.
 
@@ -122,6 +124,14 @@ def execution_result(
     (kept elsewhere, e.g. ``scratch_link``), there.
     """
     collected = outcome.outputs
+    show_execution(
+        collected.outputs,
+        source=source,
+        status=outcome.status,
+        execution_count=outcome.execution_count,
+        cell_id=cell_id,
+        path=path,
+    )
     structured = models.ExecutionResult(
         **execution_fields(outcome),
         cell_id=cell_id,
@@ -272,6 +282,7 @@ async def run_cell(
             format_upgraded=upgraded,
             limits=limits,
             link=scratch_link(server, outcome),
+            source=source,
         )
         error.details.setdefault("current_revision", await _revision_or_none(server, path))
         if error.code in STORAGE_CODES:
@@ -293,6 +304,7 @@ async def run_cell(
         path=path,
         format_upgraded=upgraded,
         limits=limits,
+        source=source,
     )
 
 
@@ -313,7 +325,7 @@ async def execute_cell(
     detach: Detach = False,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
-    """Run a code cell on the notebook's kernel and store its outputs (even when it fails). Returns the outputs and status ok, error, timeout or interrupted; a timeout interrupts the kernel and returns the outputs so far."""
+    """Run a code cell on the notebook's kernel and store its outputs (even when it fails); a timeout interrupts the kernel and returns the outputs so far."""
     server = state_of(ctx)
     seconds = effective_timeout(server, timeout)
     limits = InlineLimits.of(server.config, max_output_chars)
@@ -404,7 +416,7 @@ async def insert_execute_code_cell(
 
 @tool_handler("execute_code")
 async def execute_code(
-    code: Annotated[str, Field(description="Code to run. Nothing is stored in the notebook.")],
+    code: Annotated[str, Field(description="Code to run.")],
     timeout: Timeout = None,
     kernel_id: Annotated[
         str | None,
@@ -457,7 +469,9 @@ async def execute_code(
             await server.kernels.mark_lost(kernel)
             raise ToolFailure(KERNEL_GONE, gone_message(f"kernel {kernel_id}"), kernel_id=kernel_id)
         outcome = await run_on(server, kernel, code, seconds, None)
-        return execution_result(outcome, limits=limits, link=scratch_link(server, outcome))
+        return execution_result(
+            outcome, limits=limits, link=scratch_link(server, outcome), source=code
+        )
     path = notebook_path(ctx, notebook_name)
 
     async def named_kernel() -> str | None:
@@ -473,7 +487,9 @@ async def execute_code(
         if attachment.replaced
         else None
     )
-    return execution_result(outcome, note=note, limits=limits, link=scratch_link(server, outcome))
+    return execution_result(
+        outcome, note=note, limits=limits, link=scratch_link(server, outcome), source=code
+    )
 
 
 @tool_handler("interrupt_kernel")
