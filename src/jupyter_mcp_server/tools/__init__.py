@@ -29,15 +29,38 @@ from jupyter_mcp_server.tools import (
 
 
 @dataclass(frozen=True)
+class Hints:
+    """A tool's annotations, as they truly are for it."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+
+
+#: Changes nothing.
+READS = Hints(read_only=True, destructive=False, idempotent=True, open_world=False)
+#: Adds or moves, losing nothing; called again, it does so again.
+ADDS = Hints(read_only=False, destructive=False, idempotent=False, open_world=False)
+#: Sets something to a given value, losing nothing.
+SETS = Hints(read_only=False, destructive=False, idempotent=True, open_world=False)
+#: Replaces or removes something with a given value: the same when repeated.
+OVERWRITES = Hints(read_only=False, destructive=True, idempotent=True, open_world=False)
+#: Changes or removes what is there, differently each time.
+CHANGES = Hints(read_only=False, destructive=True, idempotent=False, open_world=False)
+#: Runs a notebook's code, which may do anything the person may.
+RUNS_CODE = Hints(read_only=False, destructive=True, idempotent=False, open_world=True)
+#: Changes what lies beyond the workspace (a Jupyter Server used, an environment).
+CHANGES_OUTSIDE = Hints(read_only=False, destructive=True, idempotent=True, open_world=True)
+
+
+@dataclass(frozen=True)
 class NotebookTool:
     """One tool as this package declares it."""
 
     handler: Any
     title: str
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-    open_world: bool
+    hints: Hints
     #: The toolset it belongs to (declared by ``core_tools.CoreToolsExtension``).
     toolset: str = "notebooks"
     #: ``_meta`` of its spec (task support: ``detached.task_support``).
@@ -46,6 +69,22 @@ class NotebookTool:
     @property
     def name(self) -> str:
         return self.handler.__name__
+
+    @property
+    def read_only(self) -> bool:
+        return self.hints.read_only
+
+    @property
+    def destructive(self) -> bool:
+        return self.hints.destructive
+
+    @property
+    def idempotent(self) -> bool:
+        return self.hints.idempotent
+
+    @property
+    def open_world(self) -> bool:
+        return self.hints.open_world
 
 
 #: Declared twice below: in the default toolset without detach, in runs with it.
@@ -56,174 +95,102 @@ _EXECUTION_TOOLS = (
 )
 
 NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
-    NotebookTool(workspace_tools.list_files, "List Files", True, False, True, False),
-    NotebookTool(workspace_tools.list_kernels, "List Kernels", True, False, True, False),
-    NotebookTool(notebooks.use_notebook, "Use Notebook", False, False, True, False),
-    NotebookTool(notebooks.list_notebooks, "List Notebooks", True, False, True, False),
-    NotebookTool(notebooks.restart_notebook, "Restart Notebook Kernel", False, True, False, False),
-    NotebookTool(notebooks.unuse_notebook, "Release Notebook", False, True, True, False),
-    NotebookTool(outline.outline, "Outline Notebook", True, False, True, False),
-    NotebookTool(search.search_notebooks, "Search Notebooks", True, False, True, False),
-    NotebookTool(notebooks.read_notebook, "Read Notebook", True, False, True, False),
-    NotebookTool(
-        notebooks.get_notebook_revision, "Get Notebook Revision", True, False, True, False
-    ),
-    NotebookTool(cells.insert_cell, "Insert Cell", False, False, False, False),
-    NotebookTool(cells.overwrite_cell_source, "Overwrite Cell Source", False, True, True, False),
-    NotebookTool(cells.edit_cell_source, "Edit Cell Source", False, True, False, False),
-    NotebookTool(cells.move_cell, "Move Cell", False, False, False, False),
-    NotebookTool(cells.delete_cell, "Delete Cells", False, True, False, False),
-    NotebookTool(cells.clear_cell_output, "Clear Cell Output", False, True, True, False),
-    NotebookTool(cells.read_cell, "Read Cell", True, False, True, False),
-    NotebookTool(output_pages.read_output, "Read Output", True, False, True, False),
+    NotebookTool(workspace_tools.list_files, "List Files", READS),
+    NotebookTool(workspace_tools.list_kernels, "List Kernels", READS),
+    NotebookTool(notebooks.use_notebook, "Use Notebook", SETS),
+    NotebookTool(notebooks.list_notebooks, "List Notebooks", READS),
+    NotebookTool(notebooks.restart_notebook, "Restart Notebook Kernel", CHANGES),
+    NotebookTool(notebooks.unuse_notebook, "Release Notebook", OVERWRITES),
+    NotebookTool(outline.outline, "Outline Notebook", READS),
+    NotebookTool(search.search_notebooks, "Search Notebooks", READS),
+    NotebookTool(notebooks.read_notebook, "Read Notebook", READS),
+    NotebookTool(notebooks.get_notebook_revision, "Get Notebook Revision", READS),
+    NotebookTool(cells.insert_cell, "Insert Cell", ADDS),
+    NotebookTool(cells.overwrite_cell_source, "Overwrite Cell Source", OVERWRITES),
+    NotebookTool(cells.edit_cell_source, "Edit Cell Source", CHANGES),
+    NotebookTool(cells.move_cell, "Move Cell", ADDS),
+    NotebookTool(cells.delete_cell, "Delete Cells", CHANGES),
+    NotebookTool(cells.clear_cell_output, "Clear Cell Output", OVERWRITES),
+    NotebookTool(cells.read_cell, "Read Cell", READS),
+    NotebookTool(output_pages.read_output, "Read Output", READS),
     *(
-        NotebookTool(
-            detaching.without_detach(handler), title, False, True, False, True, meta=task_support()
-        )
+        NotebookTool(detaching.without_detach(handler), title, RUNS_CODE, meta=task_support())
         for handler, title in _EXECUTION_TOOLS
     ),
-    NotebookTool(running.interrupt_kernel, "Interrupt Kernel", False, True, True, False),
-    NotebookTool(
-        running.interrupt_notebook_session, "Interrupt Notebook Session", False, True, True, False
-    ),
-    NotebookTool(
-        notebooks.connect_to_jupyter, "Connect to Jupyter Server", False, True, True, True
-    ),
+    NotebookTool(running.interrupt_kernel, "Interrupt Kernel", OVERWRITES),
+    NotebookTool(running.interrupt_notebook_session, "Interrupt Notebook Session", OVERWRITES),
+    NotebookTool(notebooks.connect_to_jupyter, "Connect to Jupyter Server", CHANGES_OUTSIDE),
     # Opt-in (core_tools.CoreToolsExtension.toolsets): they change nothing, but every tool costs context.
     NotebookTool(
-        inspecting.list_variables,
-        "List Variables",
-        True,
-        False,
-        True,
-        False,
-        inspecting.INTROSPECTION_TOOLSET,
+        inspecting.list_variables, "List Variables", READS, toolset=inspecting.INTROSPECTION_TOOLSET
     ),
     NotebookTool(
         inspecting.describe_variable,
         "Describe Variable",
-        True,
-        False,
-        True,
-        False,
-        inspecting.INTROSPECTION_TOOLSET,
+        READS,
+        toolset=inspecting.INTROSPECTION_TOOLSET,
     ),
     NotebookTool(
         inspecting.complete,
         "Complete or Inspect Code",
-        True,
-        False,
-        True,
-        False,
-        inspecting.INTROSPECTION_TOOLSET,
+        READS,
+        toolset=inspecting.INTROSPECTION_TOOLSET,
     ),
     NotebookTool(
-        inspecting.debug_error,
-        "Debug Last Error",
-        True,
-        False,
-        True,
-        False,
-        inspecting.INTROSPECTION_TOOLSET,
+        inspecting.debug_error, "Debug Last Error", READS, toolset=inspecting.INTROSPECTION_TOOLSET
     ),
     NotebookTool(
-        inspecting.kernel_history,
-        "Kernel History",
-        True,
-        False,
-        True,
-        False,
-        inspecting.INTROSPECTION_TOOLSET,
+        inspecting.kernel_history, "Kernel History", READS, toolset=inspecting.INTROSPECTION_TOOLSET
     ),
     # Opt-in: installing changes an environment the person may share with other work.
     NotebookTool(
         environments.install_packages,
         "Install Packages",
-        False,
-        True,
-        True,
-        True,
-        environments.ENVIRONMENTS_TOOLSET,
+        CHANGES_OUTSIDE,
+        toolset=environments.ENVIRONMENTS_TOOLSET,
     ),
     NotebookTool(
         environments.list_packages,
         "List Packages",
-        True,
-        False,
-        True,
-        False,
-        environments.ENVIRONMENTS_TOOLSET,
+        READS,
+        toolset=environments.ENVIRONMENTS_TOOLSET,
     ),
     # Opt-in: whole-notebook runs, stale cells, detached runs.
     NotebookTool(
-        runs.run_cells, "Run Cells", False, True, False, True, runs.RUNS_TOOLSET, task_support()
+        runs.run_cells, "Run Cells", RUNS_CODE, toolset=runs.RUNS_TOOLSET, meta=task_support()
     ),
-    NotebookTool(runs.clear_outputs, "Clear Outputs", False, True, True, False, runs.RUNS_TOOLSET),
+    NotebookTool(runs.clear_outputs, "Clear Outputs", OVERWRITES, toolset=runs.RUNS_TOOLSET),
     # With runs on, the execution tools take detach=true (they replace the default ones by name).
     *(
-        NotebookTool(handler, title, False, True, False, True, runs.RUNS_TOOLSET, task_support())
+        NotebookTool(handler, title, RUNS_CODE, toolset=runs.RUNS_TOOLSET, meta=task_support())
         for handler, title in _EXECUTION_TOOLS
     ),
-    NotebookTool(detaching.get_run, "Get Run", True, False, True, False, runs.RUNS_TOOLSET),
-    NotebookTool(detaching.cancel_run, "Cancel Run", False, True, True, False, runs.RUNS_TOOLSET),
+    NotebookTool(detaching.get_run, "Get Run", READS, toolset=runs.RUNS_TOOLSET),
+    NotebookTool(detaching.cancel_run, "Cancel Run", OVERWRITES, toolset=runs.RUNS_TOOLSET),
     # Runs the notebook's code (whatever it does to files) in a kernel of its own: not read-only.
     NotebookTool(
         verify.verify_notebook,
         "Verify Notebook",
-        False,
-        True,
-        False,
-        True,
-        runs.RUNS_TOOLSET,
-        task_support(),
+        RUNS_CODE,
+        toolset=runs.RUNS_TOOLSET,
+        meta=task_support(),
     ),
     # Opt-in: batches, history, diffs and restores.
+    NotebookTool(editing.apply_edits, "Apply Edits", CHANGES, toolset=editing.HISTORY_TOOLSET),
     NotebookTool(
-        editing.apply_edits, "Apply Edits", False, True, False, False, editing.HISTORY_TOOLSET
+        editing.set_cell_metadata, "Set Cell Metadata", SETS, toolset=editing.HISTORY_TOOLSET
     ),
     NotebookTool(
-        editing.set_cell_metadata,
-        "Set Cell Metadata",
-        False,
-        False,
-        True,
-        False,
-        editing.HISTORY_TOOLSET,
+        history.notebook_history, "Notebook History", READS, toolset=editing.HISTORY_TOOLSET
     ),
     NotebookTool(
-        history.notebook_history,
-        "Notebook History",
-        True,
-        False,
-        True,
-        False,
-        editing.HISTORY_TOOLSET,
-    ),
-    NotebookTool(
-        history.diff_notebook,
-        "Diff Notebook Revisions",
-        True,
-        False,
-        True,
-        False,
-        editing.HISTORY_TOOLSET,
+        history.diff_notebook, "Diff Notebook Revisions", READS, toolset=editing.HISTORY_TOOLSET
     ),
     NotebookTool(
         history.restore_notebook,
         "Restore Notebook Revision",
-        False,
-        True,
-        False,
-        False,
-        editing.HISTORY_TOOLSET,
+        CHANGES,
+        toolset=editing.HISTORY_TOOLSET,
     ),
-    NotebookTool(
-        history.checkpoint,
-        "Checkpoint Notebook",
-        False,
-        False,
-        True,
-        False,
-        editing.HISTORY_TOOLSET,
-    ),
+    NotebookTool(history.checkpoint, "Checkpoint Notebook", SETS, toolset=editing.HISTORY_TOOLSET),
 )
