@@ -326,3 +326,24 @@ def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -
                     continue
                 changed.append(f"{name}:{node.lineno} {ast.unparse(target)}")
     assert changed == []
+
+
+def test_the_module_map_in_the_docs_is_the_modules_own() -> None:
+    """docs/architecture.md's module map is made from the docstrings: a module added, moved
+    or redescribed without `python scripts/module_map.py` fails here, never a stale map."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("module_map", REPO / "scripts" / "module_map.py")
+    assert spec is not None and spec.loader is not None
+    module_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_map)
+    document = module_map.DOC.read_text(encoding="utf-8")
+    assert module_map.BEGIN in document and module_map.END in document
+    assert module_map.with_map(document) == document, (
+        "docs/architecture.md's module map is stale: run python scripts/module_map.py"
+    )
+    for path in sorted((REPO / "src" / PACKAGE).rglob("*.py")):
+        if path.name != "__main__.py":
+            assert module_map.summary(path), (
+                f"{path.relative_to(REPO)} says nothing of why it exists"
+            )
