@@ -34,8 +34,9 @@ UPPER = (
 )
 #: The layers below the tools, and what each may not import (besides ``UPPER``).
 LOWER = {"store": ("tools", "state"), "kernels": ("tools", "state", "store"), "tools": ()}
-#: Imports of the package inside functions: each a deliberate lazy one.
-MOST_LAZY_IMPORTS = 10
+#: Imports of the package inside functions: each a deliberate lazy one (four are the public
+#: API's: `ask` and `ServerAccess.run_code` reach the server only when called).
+MOST_LAZY_IMPORTS = 11
 
 
 def module_name(path: Path) -> str:
@@ -347,3 +348,30 @@ def test_the_module_map_in_the_docs_is_the_modules_own() -> None:
             assert module_map.summary(path), (
                 f"{path.relative_to(REPO)} says nothing of why it exists"
             )
+
+
+def test_the_api_is_importable_without_the_server() -> None:
+    """An extension's module imports the API to subclass and to name codes: that imports
+    neither the server nor its store, kernels, tools, protocol features or transports."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import jupyter_mcp_server.api as api\n"
+        "from jupyter_mcp_server.api import (Capability, JupyterMCPExtension, KernelBackend,\n"
+        "    ToolExtension, ToolFailure, Toolset, ToolSpec, tool, INVALID_ARGUMENT)\n"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('jupyter_mcp_server'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = done.stdout.split()
+    server = ("app", "state", "store", "tools", "transports", "protocol", "jupyter", "calls")
+    # The exception a call that asks ends with is a value an error may carry, not the server.
+    light = {"jupyter_mcp_server.calls", "jupyter_mcp_server.calls.input_required"}
+    reached = [
+        m for m in loaded if m.split(".")[1:2] and m.split(".")[1] in server and m not in light
+    ]
+    assert reached == [], reached
+    assert "jupyter_mcp_server.kernels.manager" not in loaded
