@@ -375,3 +375,17 @@ def test_the_api_is_importable_without_the_server() -> None:
     ]
     assert reached == [], reached
     assert "jupyter_mcp_server.kernels.manager" not in loaded
+
+
+def test_the_api_lends_capabilities_read_only() -> None:
+    """An extension reads what is on; only the person's configuration changes it."""
+    from jupyter_mcp_server.api import ServerAccess
+    from jupyter_mcp_server.policy.capabilities import CapabilitiesView, CapabilityRegistry
+
+    assert ServerAccess.capabilities.fget.__annotations__["return"] in (
+        "CapabilitiesView",
+        CapabilitiesView,
+    )
+    view = CapabilitiesView(CapabilityRegistry())
+    assert not any(hasattr(view, name) for name in ("set", "apply", "declare"))
+    assert view.names and view.enabled(view.names[0]) in (True, False)

@@ -25,6 +25,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jupyter_mcp_server.policy.capabilities import CapabilitiesView  # light: no server
+
 if TYPE_CHECKING:
     from jupyter_mcp_server.calls.approvals import (
         DEFAULT_ACTIONS,
@@ -88,7 +90,7 @@ if TYPE_CHECKING:
     )
     from jupyter_mcp_server.kernels.execution import ExecutionOutcome
     from jupyter_mcp_server.kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
-    from jupyter_mcp_server.policy.capabilities import Capability, CapabilityRegistry
+    from jupyter_mcp_server.policy.capabilities import Capability
     from jupyter_mcp_server.state import ServerState
     from jupyter_mcp_server.tools.helpers.models import ExecutionResult, Result
     from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
@@ -282,9 +284,9 @@ class ServerAccess:
         return self._state.config
 
     @property
-    def capabilities(self) -> CapabilityRegistry:
-        """Every capability and whether it is on (``capabilities.enabled(name)``)."""
-        return self._state.capabilities
+    def capabilities(self) -> CapabilitiesView:
+        """Every capability and whether it is on (``capabilities.enabled(name)``), read-only."""
+        return CapabilitiesView(self._state.capabilities)
 
     @property
     def hooks(self) -> Hooks:
