@@ -181,12 +181,13 @@ async def test_clients_without_apps_get_byte_identical_results(tmp_path: Path, m
     assert ran["notebook"] is None and ran["source"] == "print('scratch')"
 
 
-async def test_the_output_app_is_one_document_that_loads_nothing(tmp_path: Path) -> None:
+@MODES
+async def test_the_output_app_is_one_document_that_loads_nothing(tmp_path: Path, mode: str) -> None:
     """The ui:// resource: the app MIME type, a CSP with no domain, nothing from the network,
     only its own script allowed to run, within its size budget; and the apps listing within the
     tools/list budget."""
     write_notebook(tmp_path)
-    async with client_of(tmp_path, "legacy", True) as client:
+    async with client_of(tmp_path, mode, True) as client:
         read = await client.read_resource(OUTPUTS_URI)
         listing = await client.list_tools()
     (content,) = read.contents

@@ -33,7 +33,7 @@ from jupyter_mcp_server.protocol.handlers import Handler, wrap
 from jupyter_mcp_server.protocol.output_app import output_app_html
 from jupyter_mcp_server.tools.helpers.shown import showing
 
-OUTPUTS_URI = "ui://jupyter-mcp/outputs.html"
+OUTPUTS_URI = "ui://jupyter-mcp/outputs"
 #: The result ``_meta`` key the app reads what it shows from.
 APP_META_KEY = "io.jupyter-mcp/app"
 #: The tools whose results the output app shows.

@@ -1,7 +1,7 @@
 """The output app: one self-contained HTML document showing a cell and its outputs.
 
 What a host renders in a sandboxed iframe for the execution tools' results
-(:mod:`.apps` serves it as ``ui://jupyter-mcp/outputs.html``). It shows what
+(:mod:`.apps` serves it as ``ui://jupyter-mcp/outputs``). It shows what
 JupyterLab shows of a cell: its source, and each output whole: HTML, images, SVG,
 DataFrames (scrollable, sortable by a column's header), ANSI colours, tracebacks.
 

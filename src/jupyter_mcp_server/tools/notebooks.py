@@ -309,7 +309,7 @@ async def restart_notebook(
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.KernelRestarted]:
-    """Start a fresh kernel for the notebook (its variables, imports and definitions are lost): when the kernel is gone or its state is broken."""
+    """Start a fresh kernel for the notebook, losing everything the old one held: when the kernel is gone or its state is broken."""
     server = state_of(ctx)
     path = notebook_path(ctx, notebook_name)
     view = await server.store.read(path)
@@ -452,14 +452,14 @@ async def connect_to_jupyter(
     jupyter_token: Annotated[
         str | None,
         Field(
-            description="Its token (what `jupyter server list` shows after ?token=). Omit for a server without one."
+            description="Its token (after ?token= in `jupyter server list`); omit if it has none."
         ),
     ] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.JupyterConnected]:
     """Start later kernels on the Jupyter Server at jupyter_url (a GPU box, JupyterHub, a colleague's JupyterLab).
 
-    Checked first (reachable, token accepted); nothing changes on failure. Running kernels stay; notebooks opened or restarted afterwards get kernels there."""
+    Checked first (reachable, token accepted); nothing changes on failure. Running kernels stay where they are."""
     from jupyter_mcp_server.kernels.remote import (
         JupyterServerBackend,  # lazy: httpx only for remote kernels
     )
