@@ -31,10 +31,10 @@ from urllib.parse import parse_qsl
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, Router
 
 from jupyter_mcp_server.extensions import parse_selection
-from jupyter_mcp_server.policy.profiles import PROFILES, QUERY_KEY, rank
+from jupyter_mcp_server.policy.profiles import PROFILES, QUERY_KEY, narrowest, rank
 from jupyter_mcp_server.protocol.profile_guard import SCOPE_KEY, server_profile
 from jupyter_mcp_server.transports.access_checks import AccessChecks, Receive, Scope, Send, refuse
 
@@ -140,7 +140,8 @@ class SelectionRouter:
                 return
             app = await self.app_for(scope)
         if profile is not None:
-            scope[SCOPE_KEY] = profile
+            # Narrowed by the token's profile where a sign-in put one there (authorization.py).
+            scope[SCOPE_KEY] = narrowest(profile, scope.get(SCOPE_KEY))
         method = scope.get("method")
         if method == "DELETE" and remembered is not None and session_id:
             self._deleting.add(session_id)  # before the session can end, and be heard ending
@@ -245,19 +246,32 @@ def create_app(application: Application) -> Any:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
+    protected: list[Route | Mount] = [
+        Route("/toolsets", toolsets, methods=["GET"]),
+        Mount("", app=router),
+    ]
+    public: list[Route | Mount] = [Route("/healthz", health, methods=["GET"])]
+    authorization = None
+    if config.auth_issuer:
+        # Imported only with --auth-issuer: PyJWT and the SDK's auth middlewares.
+        from jupyter_mcp_server.transports.authorization import Authorization
+
+        authorization = Authorization(config, lambda: server_profile(application.state))
+        public.extend(authorization.public_routes())
+        routes = [*public, Mount("", app=authorization.protect(Router(routes=protected)))]
+    else:
+        routes = [*public, *protected]
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with application.running(), router.running():
-            yield
+            try:
+                yield
+            finally:
+                if authorization is not None:
+                    await authorization.close()
 
-    app = Starlette(
-        routes=[
-            Route("/healthz", health, methods=["GET"]),
-            Route("/toolsets", toolsets, methods=["GET"]),
-            Mount("", app=router),
-        ],
-        lifespan=lifespan,
-    )
+    app = Starlette(routes=routes, lifespan=lifespan)
     return AccessChecks(
         app, bound_host=config.host, token=config.mcp_token, body_timeout=config.http_body_timeout
     )
