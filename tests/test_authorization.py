@@ -106,7 +106,9 @@ def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
         assert process.stdout is not None
         line = process.stdout.readline()
         if not line:
-            pytest.fail(f"oidc-provider did not start: {process.stderr.read() if process.stderr else ''}")
+            pytest.fail(
+                f"oidc-provider did not start: {process.stderr.read() if process.stderr else ''}"
+            )
         yield Provider(json.loads(line)["issuer"], key, jwk["kid"], process)
     finally:
         process.terminate()
@@ -181,7 +183,9 @@ async def person_signs_in(authorization_url: str, login: str) -> AuthorizationCo
             page = response.text
             action = re.search(r'<form[^>]*action="([^"]+)"', page)
             prompt = re.search(r'name="prompt" value="(\w+)"', page)
-            assert action and prompt, f"not a login or consent page ({response.status_code}): {page[:500]}"
+            assert action and prompt, (
+                f"not a login or consent page ({response.status_code}): {page[:500]}"
+            )
             form = {"prompt": prompt.group(1)}
             if prompt.group(1) == "login":
                 form |= {"login": login, "password": "whatever"}
@@ -190,7 +194,9 @@ async def person_signs_in(authorization_url: str, login: str) -> AuthorizationCo
 
 
 @contextlib.asynccontextmanager
-async def signed_in(server: HttpServer, login: str = "alice") -> AsyncIterator[tuple[Client, Memory]]:
+async def signed_in(
+    server: HttpServer, login: str = "alice"
+) -> AsyncIterator[tuple[Client, Memory]]:
     """The official client, signed in through the provider as `login`."""
     storage = Memory()
     pending: list[str] = []
@@ -229,7 +235,7 @@ async def test_the_official_client_signs_in_and_calls_tools(server, provider):
     async with signed_in(server, "alice") as (client, storage):
         names = await tool_names(client)
         assert {READS, EDITS, RUNS} <= names
-        listed = await client.call_tool("list_notebooks", {})
+        listed = await client.call_tool("list_files", {})
         assert not listed.is_error and "a.ipynb" in text_of(listed)
         assert storage.tokens is not None and storage.client is not None
         claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
@@ -271,7 +277,9 @@ def test_the_challenge_points_to_the_protected_resource_metadata(server, provide
 # --- Tokens refused for what they are ----------------------------------------------------
 
 
-def mint(provider: Provider, *, key: Any = None, headers: dict[str, Any] | None = None, **claims: Any) -> str:
+def mint(
+    provider: Provider, *, key: Any = None, headers: dict[str, Any] | None = None, **claims: Any
+) -> str:
     """A token signed with the provider's own key (or `key`), its claims defaulted to a good one."""
     now = int(time.time())
     body = {
@@ -313,7 +321,9 @@ def hand_made(header: str, claims: str, signature: bytes = b"sig") -> str:
     return f"{b64(header)}.{b64(claims)}.{b64(signature)}"
 
 
-def mcp_post(server: HttpServer, token: str | None, *, authorization: str | None = None) -> httpx.Response:
+def mcp_post(
+    server: HttpServer, token: str | None, *, authorization: str | None = None
+) -> httpx.Response:
     headers = dict(MCP_HEADERS)
     if authorization is not None:
         headers["Authorization"] = authorization
@@ -346,9 +356,18 @@ def test_a_good_minted_token_is_accepted(server, provider):
         ({"aud": None}, "no 'aud' claim"),
         ({"scope": {"notebooks:read": True}}, "neither a string nor a list"),
         ({"aud": [["nested"]]}, "audience"),
-        ({"sub": {"id": "carol"}}, "sub is not a string"),
+        ({"sub": {"id": "carol"}}, "Subject must be a string"),
     ],
-    ids=["audience", "expired", "issuer", "not-yet", "no-aud", "scope-object", "aud-nested", "sub-object"],
+    ids=[
+        "audience",
+        "expired",
+        "issuer",
+        "not-yet",
+        "no-aud",
+        "scope-object",
+        "aud-nested",
+        "sub-object",
+    ],
 )
 def test_tokens_the_provider_signed_are_refused_for_what_they_say(server, provider, claims, reason):
     assert_refused(mcp_post(server, mint(provider, **claims)), 401, reason)
@@ -367,7 +386,11 @@ def test_forged_and_unsigned_tokens_are_refused(server, provider):
     header, claims, _ = good.split(".")
     none_header = b64(json.dumps({"alg": "none", "typ": "JWT", "kid": provider.kid}))
     assert_refused(mcp_post(server, f"{none_header}.{claims}."), 401, "alg none")
-    hmac_token = jwt.encode(json.loads(base64.urlsafe_b64decode(claims + "==")), "secret", algorithm="HS256")
+    hmac_token = jwt.encode(
+        json.loads(base64.urlsafe_b64decode(claims + "==")),
+        "a-shared-secret-of-32-bytes-or-more",
+        algorithm="HS256",
+    )
     assert_refused(mcp_post(server, hmac_token), 401, "'HS256'")
     # Claims changed under a good signature.
     tampered = json.loads(base64.urlsafe_b64decode(claims + "=="))
@@ -379,11 +402,15 @@ def test_forged_and_unsigned_tokens_are_refused(server, provider):
     )
     # A key of another issuer, unknown to this one's JWKS.
     stranger, _ = new_key("someone-elses-key")
-    other = mint(provider, key=stranger, headers={"kid": "someone-elses-key"}, iss="http://127.0.0.1:1/x")
+    other = mint(
+        provider, key=stranger, headers={"kid": "someone-elses-key"}, iss="http://127.0.0.1:1/x"
+    )
     assert_refused(mcp_post(server, other), 401, "not among the authorization server's keys")
     # The token naming its own key.
     assert_refused(
-        mcp_post(server, mint(provider, headers={"jku": "http://127.0.0.1:1/keys"})), 401, "names its own key"
+        mcp_post(server, mint(provider, headers={"jku": "http://127.0.0.1:1/keys"})),
+        401,
+        "names its own key",
     )
 
 
@@ -413,7 +440,9 @@ async def test_scopes_choose_the_profile(server, provider, scope, kept, lost):
         names = await tool_names(client)
         assert kept <= names and not (lost & names), sorted(names)
         if EDITS in lost:
-            refused = await client.call_tool(EDITS, {"cell_index": 0, "cell_type": "code", "source": "1"})
+            refused = await client.call_tool(
+                EDITS, {"cell_index": 0, "cell_type": "code", "source": "1"}
+            )
             assert refused.is_error and "not permitted" in text_of(refused)
 
 
@@ -434,11 +463,15 @@ async def test_a_narrower_url_profile_still_narrows_a_wide_token(server, provide
 
 def test_malformed_authorization_headers_get_a_reason(server, provider):
     good = mint(provider)
-    for authorization in ("Basic dXNlcjpwYXNz", "Bearer", "Bearer ", good, f"Token {good}"):
+    for authorization in ("Basic dXNlcjpwYXNz", "Bearer", good, f"Token {good}"):
         refused = mcp_post(server, None, authorization=authorization)
         assert refused.status_code == 401, (authorization, refused.text)
         assert "resource_metadata=" in refused.headers["www-authenticate"]
-    for authorization in (f"Bearer  {good}", f"Bearer {good} extra", f"Bearer {good[:40]}%%{good[40:]}"):
+    for authorization in (
+        f"Bearer  {good}",
+        f"Bearer {good} extra",
+        f"Bearer {good[:40]}%%{good[40:]}",
+    ):
         assert_refused(mcp_post(server, None, authorization=authorization), 401, "RFC 6750")
     assert_refused(mcp_post(server, "not-a-jwt.at-all.really"), 401, "not base64url JSON")
 
@@ -446,8 +479,8 @@ def test_malformed_authorization_headers_get_a_reason(server, provider):
 def test_a_huge_token_is_refused_with_a_reason(server, provider):
     for size in (20_000, 1024 * 1024):
         refused = mcp_post(server, "a" * size)
-        assert refused.status_code in (401, 431), (size, refused.status_code)
-        assert refused.text and "500" not in str(refused.status_code)
+        assert refused.status_code == 431, (size, refused.status_code)
+        assert "too large" in refused.json()["error"]
     assert mcp_post(server, mint(provider)).status_code == 200
 
 
@@ -500,7 +533,9 @@ async def test_when_the_jwks_fails_known_keys_keep_working_and_a_new_key_is_503(
                 )
                 return response.status_code, time.monotonic() - started
 
-            slow = asyncio.create_task(post(mint(provider, key=stranger, headers={"kid": "new-key-slow"})))
+            slow = asyncio.create_task(
+                post(mint(provider, key=stranger, headers={"kid": "new-key-slow"}))
+            )
             await asyncio.sleep(0.2)
             # Another caller, while the key fetch hangs: answered at once.
             status, took = await post(mint(provider))
@@ -522,7 +557,9 @@ async def test_tokens_are_checked_concurrently_without_mixing_callers(server, pr
         answers = await asyncio.gather(
             *(
                 http.post(
-                    server.url(), headers={**MCP_HEADERS, "Authorization": f"Bearer {t}"}, json=INITIALIZE
+                    server.url(),
+                    headers={**MCP_HEADERS, "Authorization": f"Bearer {t}"},
+                    json=INITIALIZE,
                 )
                 for t in tokens + bad
             )

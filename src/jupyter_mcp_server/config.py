@@ -828,7 +828,9 @@ def checked_authorization(config: ServerConfig) -> ServerConfig:
         resource = f"http://{host}:{config.port}/mcp"
     audience = config.auth_audience or resource
     if not urlsplit(resource).path.endswith("/mcp"):
-        raise ConfigError(f"--auth-resource {resource!r} must be the URL of /mcp (its path ends in /mcp).")
+        raise ConfigError(
+            f"--auth-resource {resource!r} must be the URL of /mcp (its path ends in /mcp)."
+        )
     return _replaced(config, auth_issuer=issuer, auth_resource=resource, auth_audience=audience)
 
 

@@ -142,7 +142,9 @@ class AccessTokens:
                 options={"require": ["exp", "iss", "aud"]},
             )
         except jwt.ExpiredSignatureError:
-            raise invalid("The token has expired: ask the authorization server for a new one.") from None
+            raise invalid(
+                "The token has expired: ask the authorization server for a new one."
+            ) from None
         except jwt.ImmatureSignatureError:
             raise invalid("The token is not valid yet (nbf or iat in the future).") from None
         except jwt.InvalidAudienceError:
@@ -180,7 +182,15 @@ class AccessTokens:
             subject=subject,
             claims={
                 name: claims[name]
-                for name in ("iss", "sub", "client_id", "azp", "name", "preferred_username", "email")
+                for name in (
+                    "iss",
+                    "sub",
+                    "client_id",
+                    "azp",
+                    "name",
+                    "preferred_username",
+                    "email",
+                )
                 if isinstance(claims.get(name), str)
             },
         )
@@ -203,7 +213,9 @@ class AccessTokens:
             raise invalid("The authorization server says this token is not active.")
         issuer = answer.get("iss")
         if issuer is not None and issuer != self.issuer.issuer:
-            raise invalid(f"The token is from another issuer; this server trusts {self.issuer.issuer!r}.")
+            raise invalid(
+                f"The token is from another issuer; this server trusts {self.issuer.issuer!r}."
+            )
         audience = answer.get("aud")
         audiences = [audience] if isinstance(audience, str) else audience
         if not isinstance(audiences, list) or self.audience not in audiences:
@@ -244,7 +256,9 @@ def _segment(part: str, what: str) -> dict[str, Any]:
         raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
         return _no_duplicates(json.loads(raw, object_pairs_hook=_pairs))
     except _Duplicate as error:
-        raise invalid(f"The token's {what} give {str(error)!r} twice: refused as ambiguous.") from None
+        raise invalid(
+            f"The token's {what} give {str(error)!r} twice: refused as ambiguous."
+        ) from None
     except RecursionError:
         raise invalid(f"The token's {what} are nested too deep.") from None
     except (ValueError, binascii.Error, TypeError):

@@ -76,9 +76,9 @@ class ScopeProfiles:
     @property
     def advertised(self) -> list[str]:
         """The scopes worth asking for: those granting up to the server's profile."""
-        return [
-            scope for scope, given in self.granted_by if rank(given) <= rank(self.server)
-        ] or [scope for scope, _ in self.granted_by]
+        return [scope for scope, given in self.granted_by if rank(given) <= rank(self.server)] or [
+            scope for scope, _ in self.granted_by
+        ]
 
     @property
     def least(self) -> str:
@@ -121,9 +121,7 @@ class Authorization:
 
     def protect(self, app: ASGIApp) -> ASGIApp:
         """`app` behind the token checks: the SDK's middlewares, then the caller's profile."""
-        required: ASGIApp = RequireAuthMiddleware(
-            _Profiled(app, self), [], _url(self.metadata_url)
-        )
+        required: ASGIApp = RequireAuthMiddleware(_Profiled(app, self), [], _url(self.metadata_url))
         return AuthenticationMiddleware(
             AuthContextMiddleware(required),
             backend=BearerAuthBackend(self.tokens),
@@ -209,4 +207,3 @@ async def _send(send: Send, status: int, body: dict[str, Any], challenge: str) -
         }
     )
     await send({"type": "http.response.body", "body": data})
-

@@ -67,7 +67,9 @@ def metadata_urls(issuer: str) -> list[str]:
         urlunsplit(
             (parts.scheme, parts.netloc, f"/.well-known/oauth-authorization-server{path}", "", "")
         ),
-        urlunsplit((parts.scheme, parts.netloc, f"{path}/.well-known/openid-configuration", "", "")),
+        urlunsplit(
+            (parts.scheme, parts.netloc, f"{path}/.well-known/openid-configuration", "", "")
+        ),
     ]
 
 
@@ -227,7 +229,7 @@ class Issuer:
     async def _fetch_keys(self) -> None:
         try:
             keys = await self._read_keys()
-        except Exception as error:  # noqa: BLE001 - whatever went wrong, the caller gets a 503
+        except Exception as error:  # whatever went wrong, the caller gets a 503
             if not isinstance(error, IssuerUnavailable):
                 logger.exception("Reading the authorization server's keys failed")
             self._keys_failed = (time.monotonic(), str(error) or type(error).__name__)
@@ -291,6 +293,7 @@ class Issuer:
                 "check --auth-client-id and JUPYTER_MCP_AUTH_CLIENT_SECRET"
             )
         return _json_object(url, status, body)
+
 
 def _json_object(url: str, status: int, body: bytes) -> dict[str, Any]:
     if status != 200:
