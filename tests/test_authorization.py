@@ -477,10 +477,15 @@ def test_malformed_authorization_headers_get_a_reason(server, provider):
 
 
 def test_a_huge_token_is_refused_with_a_reason(server, provider):
-    for size in (20_000, 1024 * 1024):
+    for size in (20_000, 1024 * 1024, 8 * 1024 * 1024):
         refused = mcp_post(server, "a" * size)
-        assert refused.status_code == 431, (size, refused.status_code)
-        assert "too large" in refused.json()["error"]
+        # Past 16 KiB a token is refused by this server's verifier, or, when the head arrives
+        # in pieces past h11's limit, before it is read whole: either way with its reason.
+        assert refused.status_code in (401, 431), (size, refused.status_code)
+        body = refused.json()
+        assert "16 KiB" in body.get("error", "") or "longer than 16384" in body.get(
+            "error_description", ""
+        ), body
     assert mcp_post(server, mint(provider)).status_code == 200
 
 
