@@ -34,8 +34,9 @@ UPPER = (
 )
 #: The layers below the tools, and what each may not import (besides ``UPPER``).
 LOWER = {"store": ("tools", "state"), "kernels": ("tools", "state", "store"), "tools": ()}
-#: Imports of the package inside functions: each a deliberate lazy one.
-MOST_LAZY_IMPORTS = 10
+#: Imports of the package inside functions: each a deliberate lazy one (four are the public
+#: API's: `ask` and `ServerAccess.run_code` reach the server only when called).
+MOST_LAZY_IMPORTS = 11
 
 
 def module_name(path: Path) -> str:
@@ -326,3 +327,65 @@ def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -
                     continue
                 changed.append(f"{name}:{node.lineno} {ast.unparse(target)}")
     assert changed == []
+
+
+def test_the_module_map_in_the_docs_is_the_modules_own() -> None:
+    """docs/architecture.md's module map is made from the docstrings: a module added, moved
+    or redescribed without `python scripts/module_map.py` fails here, never a stale map."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("module_map", REPO / "scripts" / "module_map.py")
+    assert spec is not None and spec.loader is not None
+    module_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_map)
+    document = module_map.DOC.read_text(encoding="utf-8")
+    assert module_map.BEGIN in document and module_map.END in document
+    assert module_map.with_map(document) == document, (
+        "docs/architecture.md's module map is stale: run python scripts/module_map.py"
+    )
+    for path in sorted((REPO / "src" / PACKAGE).rglob("*.py")):
+        if path.name != "__main__.py":
+            assert module_map.summary(path), (
+                f"{path.relative_to(REPO)} says nothing of why it exists"
+            )
+
+
+def test_the_api_is_importable_without_the_server() -> None:
+    """An extension's module imports the API to subclass and to name codes: that imports
+    neither the server nor its store, kernels, tools, protocol features or transports."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import jupyter_mcp_server.api as api\n"
+        "from jupyter_mcp_server.api import (Capability, JupyterMCPExtension, KernelBackend,\n"
+        "    ToolExtension, ToolFailure, Toolset, ToolSpec, tool, INVALID_ARGUMENT)\n"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('jupyter_mcp_server'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = done.stdout.split()
+    server = ("app", "state", "store", "tools", "transports", "protocol", "jupyter", "calls")
+    # The exception a call that asks ends with is a value an error may carry, not the server.
+    light = {"jupyter_mcp_server.calls", "jupyter_mcp_server.calls.input_required"}
+    reached = [
+        m for m in loaded if m.split(".")[1:2] and m.split(".")[1] in server and m not in light
+    ]
+    assert reached == [], reached
+    assert "jupyter_mcp_server.kernels.manager" not in loaded
+
+
+def test_the_api_lends_capabilities_read_only() -> None:
+    """An extension reads what is on; only the person's configuration changes it."""
+    from jupyter_mcp_server.api import ServerAccess
+    from jupyter_mcp_server.policy.capabilities import CapabilitiesView, CapabilityRegistry
+
+    assert ServerAccess.capabilities.fget.__annotations__["return"] in (
+        "CapabilitiesView",
+        CapabilitiesView,
+    )
+    view = CapabilitiesView(CapabilityRegistry())
+    assert not any(hasattr(view, name) for name in ("set", "apply", "declare"))
+    assert view.names and view.enabled(view.names[0]) in (True, False)

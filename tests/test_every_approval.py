@@ -40,7 +40,7 @@ from jupyter_mcp_server.calls.approvals import (
     RESTORE_REVISION,
     SHELL_CODE,
 )
-from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
+from jupyter_mcp_server.tools.declarations import NOTEBOOK_TOOLS
 
 MODES = ["legacy", "2026-07-28"]
 ARGS = ("--toolsets", "runs,history,environments", "--capability", "kernel.prestart=off")

@@ -14,34 +14,10 @@ import sys
 from pathlib import Path
 
 import nbformat
-from conftest import error_code, ok, refused, serve, text_of
+from conftest import CORE_TOOLS, error_code, ok, refused, serve, text_of
 
-ALL_TOOLS = {
-    "outline",
-    "search_notebooks",
-    "read_output",
-    "list_files",
-    "list_kernels",
-    "use_notebook",
-    "list_notebooks",
-    "restart_notebook",
-    "unuse_notebook",
-    "read_notebook",
-    "get_notebook_revision",
-    "insert_cell",
-    "overwrite_cell_source",
-    "edit_cell_source",
-    "move_cell",
-    "delete_cell",
-    "clear_cell_output",
-    "read_cell",
-    "execute_cell",
-    "insert_execute_code_cell",
-    "execute_code",
-    "interrupt_kernel",
-    "interrupt_notebook_session",
-    "connect_to_jupyter",
-}
+#: The default tools, every one declared as checked below.
+ALL_TOOLS = CORE_TOOLS
 READ_ONLY = {
     "list_files",
     "list_kernels",

@@ -19,91 +19,168 @@ package is promised: other modules may change in any release.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jupyter_mcp_server.calls.approvals import (
-    DEFAULT_ACTIONS,
-    DELETE_CELLS,
-    INSTALL_PACKAGES,
-    RELEASE_KERNEL,
-    RESTART_KERNEL,
-    RESTORE_REVISION,
-    SHELL_CODE,
-    approve,
-)
-from jupyter_mcp_server.calls.asking import (
-    Answer,
-    Elicitation,
-    InputRequired,
-    MissingClientCapability,
-    Question,
-    RootsRequest,
-    Sampling,
-    client_can,
-)
-from jupyter_mcp_server.calls.asking import ask as ask_with
-from jupyter_mcp_server.calls.detached import request_input, task_support
-from jupyter_mcp_server.policy.capabilities import Capability, CapabilityRegistry
-from jupyter_mcp_server.tools.helpers.listening import output_listener
-from jupyter_mcp_server.tools.helpers.models import ExecutionResult, Result
-from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
-
-from .config import ServerConfig
-from .errors import (
-    ALREADY_EXISTS,
-    APPROVAL_REQUIRED,
-    DECLINED,
-    ERROR_CODES,
-    ERROR_META_KEY,
-    EXECUTION_ERROR,
-    INTERRUPTED,
-    INVALID_ARGUMENT,
-    INVALID_PATH,
-    KERNEL_GONE,
-    KERNEL_LIMIT,
-    NO_NOTEBOOK,
-    NOT_FOUND,
-    NOT_PERMITTED,
-    REVISION_CONFLICT,
-    TIMEOUT,
-    UNSUPPORTED,
-    ToolFailure,
-)
-from .extensions import (
-    JupyterMCPExtension,
-    PluginCompatibility,
-    PluginManifest,
-    ToolExtension,
-    Toolset,
-    ToolSpec,
-    on_toolset,
-    tool,
-)
-from .hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
-from .jupyter_urls import ArgumentNames, normalize_url
-from .kernels.backends import BackendParts, KernelBackend, StartedKernel, backend_class
-from .kernels.execution import ExecutionOutcome
-from .state import state_of as _state_of
-from .tools.running import CANCEL_INTERRUPTS, execution_result
+from jupyter_mcp_server.policy.capabilities import CapabilitiesView  # light: no server
 
 if TYPE_CHECKING:
-    from .kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
-    from .state import ServerState
+    from jupyter_mcp_server.calls.approvals import (
+        DEFAULT_ACTIONS,
+        DELETE_CELLS,
+        INSTALL_PACKAGES,
+        RELEASE_KERNEL,
+        RESTART_KERNEL,
+        RESTORE_REVISION,
+        SHELL_CODE,
+        approve,
+    )
+    from jupyter_mcp_server.calls.asking import (
+        Answer,
+        Elicitation,
+        InputRequired,
+        MissingClientCapability,
+        Question,
+        RootsRequest,
+        Sampling,
+        client_can,
+    )
+    from jupyter_mcp_server.calls.detached import request_input, task_support
+    from jupyter_mcp_server.config import ServerConfig
+    from jupyter_mcp_server.errors import (
+        ALREADY_EXISTS,
+        APPROVAL_REQUIRED,
+        DECLINED,
+        ERROR_CODES,
+        ERROR_META_KEY,
+        EXECUTION_ERROR,
+        INTERRUPTED,
+        INVALID_ARGUMENT,
+        INVALID_PATH,
+        KERNEL_GONE,
+        KERNEL_LIMIT,
+        NO_NOTEBOOK,
+        NOT_FOUND,
+        NOT_PERMITTED,
+        REVISION_CONFLICT,
+        TIMEOUT,
+        UNSUPPORTED,
+        ToolFailure,
+    )
+    from jupyter_mcp_server.extensions import (
+        JupyterMCPExtension,
+        PluginCompatibility,
+        PluginManifest,
+        ToolExtension,
+        Toolset,
+        ToolSpec,
+        on_toolset,
+        tool,
+    )
+    from jupyter_mcp_server.hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
+    from jupyter_mcp_server.jupyter_urls import ArgumentNames, normalize_url
+    from jupyter_mcp_server.kernels.backends import (
+        BackendParts,
+        KernelBackend,
+        StartedKernel,
+        backend_class,
+    )
+    from jupyter_mcp_server.kernels.execution import ExecutionOutcome
+    from jupyter_mcp_server.kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
+    from jupyter_mcp_server.policy.capabilities import Capability
+    from jupyter_mcp_server.state import ServerState
+    from jupyter_mcp_server.tools.helpers.models import ExecutionResult, Result
+    from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
+    from jupyter_mcp_server.tools.running import execution_result
 
-#: Kernels on a Jupyter Server, imported when first asked for: their HTTP and
-#: websocket clients cost a tenth of a second at start-up.
-_REMOTE_KERNELS = frozenset({"KernelWebSocket", "RemoteKernel", "open_remote_kernel"})
+#: Where each exported name is defined. Each is imported when first used, so that importing
+#: this module (to subclass JupyterMCPExtension, or to name an error code) imports only what
+#: that name needs, never the server, its store, its kernels or its tools.
+_DEFINED_IN: dict[str, str] = {
+    "ALREADY_EXISTS": "jupyter_mcp_server.errors",
+    "Answer": "jupyter_mcp_server.calls.asking",
+    "answer": "jupyter_mcp_server.tools.helpers.results",
+    "APPROVAL_REQUIRED": "jupyter_mcp_server.errors",
+    "approve": "jupyter_mcp_server.calls.approvals",
+    "ArgumentNames": "jupyter_mcp_server.jupyter_urls",
+    "backend_class": "jupyter_mcp_server.kernels.backends",
+    "BackendParts": "jupyter_mcp_server.kernels.backends",
+    "Capability": "jupyter_mcp_server.policy.capabilities",
+    "client_can": "jupyter_mcp_server.calls.asking",
+    "DECLINED": "jupyter_mcp_server.errors",
+    "DEFAULT_ACTIONS": "jupyter_mcp_server.calls.approvals",
+    "DELETE_CELLS": "jupyter_mcp_server.calls.approvals",
+    "Elicitation": "jupyter_mcp_server.calls.asking",
+    "ERROR_CODES": "jupyter_mcp_server.errors",
+    "ERROR_META_KEY": "jupyter_mcp_server.errors",
+    "Execution": "jupyter_mcp_server.hooks",
+    "EXECUTION_ERROR": "jupyter_mcp_server.errors",
+    "execution_result": "jupyter_mcp_server.tools.running",
+    "ExecutionEnded": "jupyter_mcp_server.hooks",
+    "ExecutionOutcome": "jupyter_mcp_server.kernels.execution",
+    "ExecutionResult": "jupyter_mcp_server.tools.helpers.models",
+    "failure": "jupyter_mcp_server.tools.helpers.results",
+    "Hooks": "jupyter_mcp_server.hooks",
+    "InputRequired": "jupyter_mcp_server.calls.asking",
+    "INSTALL_PACKAGES": "jupyter_mcp_server.calls.approvals",
+    "INTERRUPTED": "jupyter_mcp_server.errors",
+    "INVALID_ARGUMENT": "jupyter_mcp_server.errors",
+    "INVALID_PATH": "jupyter_mcp_server.errors",
+    "JupyterMCPExtension": "jupyter_mcp_server.extensions",
+    "KERNEL_GONE": "jupyter_mcp_server.errors",
+    "KERNEL_LIMIT": "jupyter_mcp_server.errors",
+    "KernelBackend": "jupyter_mcp_server.kernels.backends",
+    "MissingClientCapability": "jupyter_mcp_server.calls.asking",
+    "NO_NOTEBOOK": "jupyter_mcp_server.errors",
+    "normalize_url": "jupyter_mcp_server.jupyter_urls",
+    "NOT_FOUND": "jupyter_mcp_server.errors",
+    "NOT_PERMITTED": "jupyter_mcp_server.errors",
+    "on_toolset": "jupyter_mcp_server.extensions",
+    "PluginCompatibility": "jupyter_mcp_server.extensions",
+    "PluginManifest": "jupyter_mcp_server.extensions",
+    "Question": "jupyter_mcp_server.calls.asking",
+    "RELEASE_KERNEL": "jupyter_mcp_server.calls.approvals",
+    "request_input": "jupyter_mcp_server.calls.detached",
+    "RESTART_KERNEL": "jupyter_mcp_server.calls.approvals",
+    "RESTORE_REVISION": "jupyter_mcp_server.calls.approvals",
+    "Result": "jupyter_mcp_server.tools.helpers.models",
+    "REVISION_CONFLICT": "jupyter_mcp_server.errors",
+    "RootsRequest": "jupyter_mcp_server.calls.asking",
+    "Sampling": "jupyter_mcp_server.calls.asking",
+    "ServerConfig": "jupyter_mcp_server.config",
+    "SHELL_CODE": "jupyter_mcp_server.calls.approvals",
+    "StartedKernel": "jupyter_mcp_server.kernels.backends",
+    "task_support": "jupyter_mcp_server.calls.detached",
+    "TIMEOUT": "jupyter_mcp_server.errors",
+    "tool": "jupyter_mcp_server.extensions",
+    "tool_handler": "jupyter_mcp_server.tools.helpers.results",
+    "ToolCall": "jupyter_mcp_server.hooks",
+    "ToolCallEnded": "jupyter_mcp_server.hooks",
+    "ToolExtension": "jupyter_mcp_server.extensions",
+    "ToolFailure": "jupyter_mcp_server.errors",
+    "Toolset": "jupyter_mcp_server.extensions",
+    "ToolSpec": "jupyter_mcp_server.extensions",
+    "UNSUPPORTED": "jupyter_mcp_server.errors",
+    "KernelWebSocket": "jupyter_mcp_server.kernels.remote",
+    "RemoteKernel": "jupyter_mcp_server.kernels.remote",
+    "open_remote_kernel": "jupyter_mcp_server.kernels.remote",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _REMOTE_KERNELS:
-        from .kernels import remote  # lazy: httpx and tornado only for remote kernels
+    module = _DEFINED_IN.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next use is an ordinary attribute
+    return value
 
-        return getattr(remote, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 logger = logging.getLogger(__name__)
@@ -188,7 +265,11 @@ async def ask(
     call, the same way on both protocol generations (``docs/approvals.md``): every question
     answered by key. On 2026-07-28 a round still waiting for answers raises
     :class:`InputRequired`, which the server answers for you; let it pass."""
-    return await ask_with(ctx, questions, used=_state_of(ctx).used_states, timeout=timeout)
+    # Imported at the call: the server's state and the asking machinery are the server's.
+    from jupyter_mcp_server.calls.asking import ask as ask_with
+    from jupyter_mcp_server.state import state_of
+
+    return await ask_with(ctx, questions, used=state_of(ctx).used_states, timeout=timeout)
 
 
 class ServerAccess:
@@ -203,9 +284,9 @@ class ServerAccess:
         return self._state.config
 
     @property
-    def capabilities(self) -> CapabilityRegistry:
-        """Every capability and whether it is on (``capabilities.enabled(name)``)."""
-        return self._state.capabilities
+    def capabilities(self) -> CapabilitiesView:
+        """Every capability and whether it is on (``capabilities.enabled(name)``), read-only."""
+        return CapabilitiesView(self._state.capabilities)
 
     @property
     def hooks(self) -> Hooks:
@@ -237,6 +318,10 @@ class ServerAccess:
         running there, under the server's output limits and hooks, its outputs streamed to
         whoever follows the call. A kernel that dies under it calls `on_death` and is
         reported as ``kernel_gone`` with `gone_message()`."""
+        # Imported at the call: the tools' modules are the server's, not an extension's import.
+        from jupyter_mcp_server.tools.helpers.listening import output_listener
+        from jupyter_mcp_server.tools.running import CANCEL_INTERRUPTS
+
         return await self._state.run_in_turn(
             kernel,
             code,
@@ -247,18 +332,3 @@ class ServerAccess:
             on_death=on_death,
             gone_message=gone_message,
         )
-
-
-def attach_extensions(state: ServerState) -> None:
-    """Give every extension of this server its :class:`ServerAccess`, before any starts; one
-    whose ``attach`` raises costs only itself, like any other hook."""
-    access = ServerAccess(state)
-    for name, extension in state.extensions.host.registered.items():
-        if not isinstance(extension, JupyterMCPExtension):
-            continue
-        try:
-            extension.attach(access)
-        except Exception:
-            logger.exception(
-                "Extension '%s' failed in attach; it runs without the server's access", name
-            )

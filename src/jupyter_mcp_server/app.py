@@ -55,12 +55,13 @@ from jupyter_mcp_server.protocol.subscriptions import NotebookEvents, attach_sub
 from jupyter_mcp_server.protocol.tasks import Tasks, TaskSupport, attach_tasks
 from jupyter_mcp_server.protocol.tool_listing import attach_compact_listing
 
-from .api import attach_extensions
+from .api import ServerAccess
 from .config import ConfigError, ServerConfig
 from .core_tools import CoreToolsExtension
 from .errors import ToolFailure
 from .extensions import (
     ExtensionManager,
+    JupyterMCPExtension,
     ReplacingServer,
     Selection,
     load_extensions,
@@ -357,3 +358,18 @@ def _warm_up() -> None:
         logger.debug("Warming up the notebook format failed", exc_info=True)
     # Compiling the schema's validator peaks at 10 MiB, mostly freed when it is done.
     return_free_memory()
+
+
+def attach_extensions(state: ServerState) -> None:
+    """Give every extension of this server its :class:`ServerAccess`, before any starts; one
+    whose ``attach`` raises costs only itself, like any other hook."""
+    access = ServerAccess(state)
+    for name, extension in state.extensions.host.registered.items():
+        if not isinstance(extension, JupyterMCPExtension):
+            continue
+        try:
+            extension.attach(access)
+        except Exception:
+            logger.exception(
+                "Extension '%s' failed in attach; it runs without the server's access", name
+            )

@@ -25,7 +25,7 @@ from jupyter_mcp_server.extensions import (
     Toolset,
     ToolSpec,
 )
-from jupyter_mcp_server.tools import NOTEBOOK_TOOLS
+from jupyter_mcp_server.tools.declarations import NOTEBOOK_TOOLS
 from jupyter_mcp_server.tools.editing import HISTORY_TOOLSET
 from jupyter_mcp_server.tools.environments import ENVIRONMENTS_TOOLSET
 from jupyter_mcp_server.tools.inspecting import INTROSPECTION_TOOLSET

@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,15 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx
 import httpx2
 import nbformat
+from load import free_port, http_server_command
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from rpc import environment, rss_bytes
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 async def abandoning_client(url: str, deadline: float, counts: list[int]) -> None:
@@ -87,20 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         workspace.mkdir()
         nbformat.write(nbformat.v4.new_notebook(), workspace / "n.ipynb")
         port = free_port()
-        command = [
-            sys.executable,
-            "-m",
-            "jupyter_mcp_server",
-            "start",
-            "--workspace-root",
-            str(workspace),
-            "--transport",
-            "streamable-http",
-            "--port",
-            str(port),
-            "--capability",
-            "kernel.prestart=off",
-        ]
+        command = http_server_command(workspace, port)
         if not options.no_flag:
             command += ["--session-timeout", str(options.session_timeout)]
         env = environment()

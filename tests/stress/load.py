@@ -54,6 +54,28 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def http_server_command(workspace: Path, port: int, *options: str) -> list[str]:
+    """The server on `workspace` over streamable HTTP on loopback `port`, without a warm
+    kernel (the runs measure the kernels their clients ask for), plus `options`."""
+    return [
+        sys.executable,
+        "-m",
+        "jupyter_mcp_server",
+        "start",
+        "--workspace-root",
+        str(workspace),
+        "--transport",
+        "streamable-http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--capability",
+        "kernel.prestart=off",
+        *options,
+    ]
+
+
 @dataclass
 class Stats:
     calls: Counter[str] = field(default_factory=Counter)
@@ -279,24 +301,7 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
     for index in range(NOTEBOOKS):
         nbformat.write(nbformat.v4.new_notebook(), workspace / f"load-{index}.ipynb")
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter_mcp_server",
-        "start",
-        "--workspace-root",
-        str(workspace),
-        "--transport",
-        "streamable-http",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--capability",
-        "kernel.prestart=off",
-        "--max-kernels",
-        str(NOTEBOOKS + 1),
-    ]
+    command = http_server_command(workspace, port, "--max-kernels", str(NOTEBOOKS + 1))
     log = root / "server.log"
     problems: list[str] = []
     with log.open("wb") as stderr:

@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 import nbformat
-from load import code_of, free_port, text_of
+from load import code_of, free_port, http_server_command, text_of
 from rpc import alive, descendants, environment, rss_bytes, wait_until_gone
 
 NOTEBOOKS = 5
@@ -317,24 +317,7 @@ def run(
     for index in range(NOTEBOOKS):
         nbformat.write(nbformat.v4.new_notebook(), workspace / f"soak-{index}.ipynb")
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter_mcp_server",
-        "start",
-        "--workspace-root",
-        str(workspace),
-        "--transport",
-        "streamable-http",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--capability",
-        "kernel.prestart=off",
-        "--max-kernels",
-        str(NOTEBOOKS + 2),
-    ]
+    command = http_server_command(workspace, port, "--max-kernels", str(NOTEBOOKS + 2))
     log = root / "server.log"
     problems: list[str] = []
     # Finished detached runs are kept an hour by default (at most 256): kept a minute here, the

@@ -301,3 +301,28 @@ class CapabilityRegistry:
             "capabilities": [c.name for c in self.declared if c.enabled],
             "declared": [c.as_dict() for c in self.declared],
         }
+
+
+class CapabilitiesView:
+    """A registry as an extension reads it: what is on and its values, never a way to change
+    them (capabilities are decided by the person's configuration, in one place)."""
+
+    def __init__(self, registry: CapabilityRegistry) -> None:
+        self._registry = registry
+
+    def enabled(self, name: str) -> bool:
+        return self._registry.enabled(name)
+
+    def value(self, name: str) -> str | None:
+        """The value of a capability with values (None for an unknown or on/off one)."""
+        return self._registry.value(name)
+
+    def get(self, name: str) -> Capability | None:
+        return self._registry.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return self._registry.names
+
+    def describe(self) -> dict[str, object]:
+        return self._registry.describe()

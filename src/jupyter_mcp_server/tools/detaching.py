@@ -29,7 +29,7 @@ from jupyter_mcp_server.calls.detached import Run
 from jupyter_mcp_server.errors import NOT_FOUND, ToolFailure
 from jupyter_mcp_server.state import ServerState, state_of
 from jupyter_mcp_server.timestamps import iso_utc
-from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers import models, run_models
 from jupyter_mcp_server.tools.helpers.listening import listen_only
 from jupyter_mcp_server.tools.helpers.rendering import InlineLimits, bounded_outputs, output_blocks
 from jupyter_mcp_server.tools.helpers.results import answer, outcome_of, tool_handler
@@ -128,7 +128,7 @@ def execution_started(cell_id: str | None = None, revision: str | None = None) -
 
 def run_state(
     server: ServerState, run: Run, since_output: int, limits: InlineLimits
-) -> models.RunState:
+) -> run_models.RunState:
     """`run` as get_run answers it."""
     outputs: list[dict[str, Any]] = []
     missed = 0
@@ -141,7 +141,7 @@ def run_state(
         is_error = bool(run.result.is_error)
         if is_error:
             error = {"code": outcome_of(run.result), "message": _first_text(run.result)}
-    return models.RunState(
+    return run_models.RunState(
         run_id=run.run_id,
         tool=run.tool,
         status=run.status,  # type: ignore[arg-type]
@@ -198,7 +198,7 @@ async def get_run(
         int | None, Field(description="Output characters to return; default: the server's.")
     ] = None,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.RunState]:
+) -> Annotated[CallToolResult, run_models.RunState]:
     """Follow a detached run: its status and place in its kernel's queue, the outputs added since since_output, and, once it ended, the tool's own result."""
     server, run = _find(ctx, run_id)
     limits = InlineLimits.of(server.config, max_output_chars)
@@ -241,7 +241,7 @@ async def get_run(
 async def cancel_run(
     run_id: Annotated[str, Field(description="The run to stop.")],
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.RunState]:
+) -> Annotated[CallToolResult, run_models.RunState]:
     """Stop a detached run: the code it runs is interrupted (variables kept), or, still queued, it never starts. What it stored so far stays."""
     server, run = _find(ctx, run_id)
     stopped = await server.runs.cancel(run)

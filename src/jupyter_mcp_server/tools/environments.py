@@ -41,7 +41,7 @@ from jupyter_mcp_server.kernels.packages import (
     top_level_modules,
 )
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers import kernel_models
 from jupyter_mcp_server.tools.helpers.addressing import notebook_path
 from jupyter_mcp_server.tools.helpers.listening import output_listener
 from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
@@ -156,7 +156,7 @@ async def install_packages(
         Field(description="Seconds before the installer is stopped; default: the server's."),
     ] = None,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.PackagesInstalled]:
+) -> Annotated[CallToolResult, kernel_models.PackagesInstalled]:
     """Install Python packages into the environment a notebook's kernel runs in (or a named environment), with that environment's installer (uv, pip, or conda).
 
     The kernel keeps running; the next import finds a newly installed package without a restart. The result lists what was installed at which version, and whether the kernel had already imported a module the install changed (then restart_notebook for the new version to take effect; nothing is restarted for you). Prefer this to '!pip install' in a cell: it installs where the kernel runs, validates the names, and is bounded by a timeout.
@@ -215,7 +215,7 @@ async def install_packages(
         )
     after = installed(env)
     changes = [
-        models.InstalledPackage(
+        kernel_models.InstalledPackage(
             name=name, version=version, previous_version=before[key][1] if key in before else None
         )
         for key, (name, version) in sorted(after.items())
@@ -231,7 +231,7 @@ async def install_packages(
                 if change.previous_version is not None:
                     stale.extend(m for m in top_level_modules(env, change.name) if m in modules)
             needs_restart = bool(stale)
-    result = models.PackagesInstalled(
+    result = kernel_models.PackagesInstalled(
         environment=env.name,
         interpreter=env.interpreter,
         installer=installer.name,
@@ -251,8 +251,8 @@ async def install_packages(
     return answer(result.model_dump(), _said(result, path))
 
 
-def _said(result: models.PackagesInstalled, path: str | None) -> str:
-    def version(change: models.InstalledPackage) -> str:
+def _said(result: kernel_models.PackagesInstalled, path: str | None) -> str:
+    def version(change: kernel_models.InstalledPackage) -> str:
         return f"{change.name} {change.version}" + (
             f" (was {change.previous_version})" if change.previous_version else " (new)"
         )
@@ -293,7 +293,7 @@ async def list_packages(
         Field(description="Only names matching this glob, case-insensitive: 'pandas', 'jupyter*'."),
     ] = "",
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.PackageList]:
+) -> Annotated[CallToolResult, kernel_models.PackageList]:
     """List the Python packages (names and versions) installed in the environment a notebook's kernel runs in, or in a named environment."""
     _, env, _, _ = await target(ctx, notebook_name, environment)
     if env.interpreter is None:
@@ -303,13 +303,13 @@ async def list_packages(
         )
     found: dict[str, tuple[str, str]] = installed(env) or await installed_by_asking(env.interpreter)
     matching: list[Any] = [
-        models.PackageEntry(name=name, version=version)
+        kernel_models.PackageEntry(name=name, version=version)
         for _, (name, version) in sorted(found.items())
         if not pattern
         or fnmatch.fnmatch(name.lower(), pattern.lower())
         or fnmatch.fnmatch(normalized(name), pattern.lower())
     ]
-    result = models.PackageList(
+    result = kernel_models.PackageList(
         environment=env.name, interpreter=env.interpreter, packages=matching, total=len(found)
     )
     lines = [

@@ -23,7 +23,7 @@ from jupyter_mcp_server.errors import INVALID_ARGUMENT, KERNEL_GONE, NOT_FOUND, 
 from jupyter_mcp_server.kernels.introspection import ask, run_helper
 from jupyter_mcp_server.kernels.kernel import Kernel, gone_message
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers import kernel_models
 from jupyter_mcp_server.tools.helpers.addressing import notebook_path
 from jupyter_mcp_server.tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server.tools.notebooks import NotebookName
@@ -83,7 +83,7 @@ async def list_variables(
     offset: Annotated[int, Field(ge=0, description="Skip this many (names are sorted).")] = 0,
     limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="At most this many.")] = 50,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.VariableList]:
+) -> Annotated[CallToolResult, kernel_models.VariableList]:
     """List the variables a notebook's Python kernel holds: each name's type, a short repr, and cheap sizes (len, shape, dtype, bytes).
 
     Runs no cell and changes nothing in the kernel (no execution count, no history, no Out); answers while a cell runs when the kernel has subshells. IPython's own names, _private names and modules (unless asked) are left out. A repr that raises or takes over a second is reported instead of shown.
@@ -102,7 +102,7 @@ async def list_variables(
     }
     listed = await run_helper(kernel, request, where=where(path))
     variables = listed["variables"]
-    result = models.VariableList(
+    result = kernel_models.VariableList(
         kernel_id=kernel.kernel_id,
         variables=variables,
         total=listed["total"],
@@ -126,7 +126,7 @@ async def describe_variable(
     ],
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.VariableDescribed]:
+) -> Annotated[CallToolResult, kernel_models.VariableDescribed]:
     """Describe one variable of a notebook's Python kernel in depth, without running a cell.
 
     DataFrame: shape, columns with dtypes and non-null counts, the first rows. Array: shape, dtype, min/max/mean/std. Function or class: signature and docstring. Anything else: a bounded repr and its public attribute names. Generators are not advanced. Slow parts are cut after a second each and said so.
@@ -152,7 +152,7 @@ async def describe_variable(
             f"No variable '{name}' in the kernel of '{path}'.{hint} Call list_variables to see them.",
             close_matches=close,
         )
-    result = models.VariableDescribed(kernel_id=kernel.kernel_id, variable=described)
+    result = kernel_models.VariableDescribed(kernel_id=kernel.kernel_id, variable=described)
     return answer(result.model_dump(), _described_text(described))
 
 
@@ -212,7 +212,7 @@ async def complete(
     ] = 0,
     notebook_name: NotebookName = None,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.CodeAssisted]:
+) -> Annotated[CallToolResult, kernel_models.CodeAssisted]:
     """Ask the notebook's kernel (any language) to complete code at a cursor, show a name's documentation (mode="inspect"), or say whether code is complete (mode="is_complete"). Runs nothing: cheaper and safer than executing help() or dir()."""
     if cursor_pos is None:
         cursor_pos = len(code)
@@ -224,7 +224,7 @@ async def complete(
             code_length=len(code),
         )
     _, kernel, path = await kernel_of(ctx, notebook_name)
-    result = models.CodeAssisted(kernel_id=kernel.kernel_id, mode=mode)
+    result = kernel_models.CodeAssisted(kernel_id=kernel.kernel_id, mode=mode)
     if mode == "complete":
         reply = await ask(
             kernel, "complete_request", {"code": code, "cursor_pos": cursor_pos}, where=where(path)
@@ -269,7 +269,7 @@ async def debug_error(
         ),
     ] = 10,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.ErrorReport]:
+) -> Annotated[CallToolResult, kernel_models.ErrorReport]:
     """After a cell raised: the last traceback's frames (cell or file, line, function, source around it) with each frame's local variables as short reprs, read from the Python kernel post mortem. Nothing is run again."""
     server, kernel, path = await kernel_of(ctx, notebook_name)
     request = {
@@ -281,7 +281,7 @@ async def debug_error(
     report = await run_helper(kernel, request, where=where(path))
     frames = report.get("frames", [])
     await _place_cells(server, path, frames)
-    result = models.ErrorReport(
+    result = kernel_models.ErrorReport(
         kernel_id=kernel.kernel_id,
         error=report.get("error"),
         frames=frames,
@@ -334,7 +334,7 @@ async def kernel_history(
         int, Field(ge=1, le=MAX_HISTORY, description="The last this many inputs.")
     ] = 20,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.KernelHistory]:
+) -> Annotated[CallToolResult, kernel_models.KernelHistory]:
     """What was executed in the notebook's kernel since it started, oldest first: the kernel's own history, so every client's executions and cells since deleted or edited are there (introspection calls are not)."""
     _, kernel, path = await kernel_of(ctx, notebook_name)
     # This kernel's session only: "tail" would read IPython's history database, every earlier
@@ -355,7 +355,9 @@ async def kernel_history(
         if len(source) > MAX_HISTORY_INPUT:
             source, truncated = source[:MAX_HISTORY_INPUT] + "…", True
         entries.append({"session": session, "line": line, "input": source})
-    result = models.KernelHistory(kernel_id=kernel.kernel_id, entries=entries, truncated=truncated)
+    result = kernel_models.KernelHistory(
+        kernel_id=kernel.kernel_id, entries=entries, truncated=truncated
+    )
     text = (
         "\n".join(f"[{e['line']}] {e['input']}" for e in entries)
         or f"Nothing has been executed in the kernel of '{path}'."

@@ -103,7 +103,7 @@ async def use_notebook(
     ] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.NotebookUsed]:
-    """Open (mode="connect") or create (mode="create") a notebook with a kernel, and make it this connection's current notebook (later tools default to it).
+    """Open (mode="connect") or create (mode="create") a notebook with a kernel, and make it this connection's current notebook, which later tools default to.
 
     Each notebook gets its own kernel unless kernel_id names a running one to share; kernel_name on an open notebook changes its kernel."""
     server = state_of(ctx)
@@ -446,7 +446,7 @@ async def connect_to_jupyter(
     jupyter_url: Annotated[
         str,
         Field(
-            description="The Jupyter Server's URL with its base URL, like http://127.0.0.1:8888 (no token in it)."
+            description="The server's URL with its base URL, like http://127.0.0.1:8888 (no token)."
         ),
     ],
     jupyter_token: Annotated[

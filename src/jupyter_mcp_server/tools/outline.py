@@ -165,7 +165,7 @@ async def outline(
     ] = None,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.Outline]:
-    """Start here: a notebook's headings as a tree and one line per cell (type, id, first line, outputs and sizes), paged. Then read_cell or read_notebook(start_index) for only the cells needed."""
+    """Start here: a notebook's headings as a tree and one line per cell (type, id, first line, outputs and sizes), paged. Then search_notebooks, read_cell or read_notebook(start_index) for only what is needed."""
     path = notebook_path(ctx, notebook_name)
     server = state_of(ctx)
     view = await server.store.read(path)

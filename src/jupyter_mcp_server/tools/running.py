@@ -62,7 +62,7 @@ from jupyter_mcp_server.workspace.storage_errors import STORAGE_CODES
 
 Timeout = Annotated[
     float | None,
-    Field(description="Seconds before interrupting (default: the server's)."),
+    Field(description="Seconds before interrupting (default: server's)."),
 ]
 
 #: The capability that makes a cancelled request interrupt its kernel.

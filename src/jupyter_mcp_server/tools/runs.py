@@ -30,7 +30,7 @@ from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server.state import state_of
 from jupyter_mcp_server.tools.cells import MaxOutputChars
 from jupyter_mcp_server.tools.detaching import Detach, detached, notebook_queue
-from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers import run_models
 from jupyter_mcp_server.tools.helpers.addressing import notebook_path
 from jupyter_mcp_server.tools.helpers.cell_selection import CELLS_HELP, Selection, select
 from jupyter_mcp_server.tools.helpers.notebook_runs import RunRequest, run_notebook
@@ -75,7 +75,7 @@ async def run_cells(
     max_output_chars: MaxOutputChars = None,
     detach: Detach = False,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.NotebookRun]:
+) -> Annotated[CallToolResult, run_models.NotebookRun]:
     """Run a notebook's code cells in order on its kernel: run all, run a range or a list of ids, restart and run all, or run the stale cells.
 
     Each cell's outputs are stored in the notebook as soon as it ends, so whatever ran is kept if the run stops. Answers a line per cell (id, status, execution count, its outputs cut to the budget) and where the run stopped and why.
@@ -141,7 +141,7 @@ async def _detached_run(
             ctx=ctx,
         )
 
-    started = models.NotebookRun(
+    started = run_models.NotebookRun(
         status="running",
         kernel_id=server.kernels.kernel_id_of(path),
         read_revision=view.revision,
@@ -184,7 +184,7 @@ async def clear_outputs(
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.OutputsCleared]:
+) -> Annotated[CallToolResult, run_models.OutputsCleared]:
     """Remove the outputs and execution counts of a notebook's code cells (all of them, a range, or a list of ids) in one revision. Sources are kept."""
     path = notebook_path(ctx, notebook_name)
     if isinstance(cells, str) and cells.strip().lower() == "stale":
@@ -209,7 +209,7 @@ async def clear_outputs(
         for cell_id in cleared:
             runs.forget_cell(cell_id)
     upgraded, said = upgrade_by_edit(view)
-    result = models.OutputsCleared(
+    result = run_models.OutputsCleared(
         cleared=cleared, revision=view.revision, format_upgraded=upgraded
     )
     what = (

@@ -32,7 +32,7 @@ from jupyter_mcp_server.calls.approvals import approve_shell_cells
 from jupyter_mcp_server.errors import KERNEL_GONE, KERNEL_UNRESPONSIVE, ToolFailure
 from jupyter_mcp_server.kernels.kernel import Kernel
 from jupyter_mcp_server.state import ServerState, state_of
-from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers import run_models
 from jupyter_mcp_server.tools.helpers.addressing import notebook_path
 from jupyter_mcp_server.tools.helpers.cell_tags import expects_an_error, skips_execution
 from jupyter_mcp_server.tools.helpers.hidden_state import hidden_uses
@@ -129,7 +129,7 @@ async def verify_notebook(
         Field(description="Seconds for the whole run (default 300, at most --max-timeout)."),
     ] = None,
     ctx: Context | None = None,
-) -> Annotated[CallToolResult, models.Verification]:
+) -> Annotated[CallToolResult, run_models.Verification]:
     """Check that the notebook runs from the top: every cell in a new throwaway kernel (the live kernel and the file are untouched). Answers cells whose outputs differ from the stored ones, cells that fail, missing modules, and names used before any cell above defines them (hidden state)."""
     server = state_of(ctx)
     seconds = _checked_timeout(server, timeout)
@@ -149,7 +149,7 @@ async def verify_notebook(
         f"of '{path}' in a throwaway kernel",
     )
     hidden = hidden_uses(code_cells) if _is_python(view.notebook) else []
-    report = models.Verification(
+    report = run_models.Verification(
         status="ok",
         kernel_name=kernel_name,
         revision=view.revision,
@@ -159,7 +159,7 @@ async def verify_notebook(
         differences=[],
         missing_modules=[],
         hidden_state=[
-            models.HiddenState(
+            run_models.HiddenState(
                 index=use.index,
                 cell_id=use.cell_id,
                 names=use.names,
@@ -187,7 +187,7 @@ async def verify_notebook(
             left = seconds - (time.monotonic() - started)
             if left <= 0:
                 report.stopped_at, report.stop_reason = (
-                    models.CellRef(index=index, cell_id=cell_id),
+                    run_models.CellRef(index=index, cell_id=cell_id),
                     "the run's timeout",
                 )
                 break
@@ -204,7 +204,7 @@ async def verify_notebook(
             )
             if stop is not None:
                 report.stopped_at, report.stop_reason = (
-                    models.CellRef(index=index, cell_id=cell_id),
+                    run_models.CellRef(index=index, cell_id=cell_id),
                     stop,
                 )
                 break
@@ -226,7 +226,7 @@ async def _run_one(
     source: str,
     left: float,
     stored: list[dict[str, Any]],
-    report: models.Verification,
+    report: run_models.Verification,
     error_expected: bool = False,
 ) -> str | None:
     """Run one cell in the throwaway kernel and note what it says; a reason to stop, or None.
@@ -255,7 +255,7 @@ async def _run_one(
         evalue = error.evalue if error else ""
         traceback = list(error.traceback) if error else []
         report.failures.append(
-            models.CellFailure(
+            run_models.CellFailure(
                 index=index, cell_id=cell_id, ename=ename, evalue=evalue, traceback=traceback
             )
         )
@@ -268,7 +268,7 @@ async def _run_one(
     if before != now:
         was, became = first_difference(before, now)
         report.differences.append(
-            models.OutputDifference(index=index, cell_id=cell_id, stored=was, now=became)
+            run_models.OutputDifference(index=index, cell_id=cell_id, stored=was, now=became)
         )
     return None
 
@@ -292,7 +292,7 @@ def _is_python(notebook: Any) -> bool:
     return str(language).lower() == "python"
 
 
-def _answer(path: str, report: models.Verification) -> CallToolResult:
+def _answer(path: str, report: run_models.Verification) -> CallToolResult:
     lines = [
         f"Ran {report.cells_run} code cell(s) of '{path}' (revision {report.revision}) from the top in a new "
         f"{report.kernel_name} kernel in {report.seconds:g} s; the live kernel and the file were not touched."

@@ -3,5 +3,5 @@
 Addressing notebooks and cells, the output schemas, results and failures,
 outputs rendered within the inline budget, the machinery of whole-notebook
 runs and staleness. The modules one level up in ``tools/`` are the ones that
-declare tools (``tools/__init__.py`` lists them as toolsets).
+declare tools (``tools/declarations.py`` lists them as toolsets).
 """

@@ -24,7 +24,7 @@ from jupyter_mcp_server.errors import (
     ToolFailure,
 )
 from jupyter_mcp_server.store.formats import IPYNB
-from jupyter_mcp_server.tools.helpers import models
+from jupyter_mcp_server.tools.helpers import run_models
 from jupyter_mcp_server.tools.helpers.budget import allot, head_and_tail
 from jupyter_mcp_server.tools.helpers.model_text import IMAGE_TYPES, output_text
 from jupyter_mcp_server.tools.helpers.notebook_runs import CellRan, RunReport
@@ -46,7 +46,7 @@ def run_result(report: RunReport, revision: str, limits: InlineLimits) -> CallTo
     """The result of ``run_cells``: structured per cell, and the same as text a model reads."""
     texts = _cell_texts(report, limits)
     cells = [
-        models.RunCell(
+        run_models.RunCell(
             index=ran.index,
             cell_id=ran.cell_id,
             status=ran.status,  # type: ignore[arg-type]
@@ -60,7 +60,7 @@ def run_result(report: RunReport, revision: str, limits: InlineLimits) -> CallTo
     ]
     upgraded, said = upgrade_by_edit(report.written) if report.written is not None else (None, "")
     stopped = report.stopped_at
-    structured = models.NotebookRun(
+    structured = run_models.NotebookRun(
         status=report.status,  # type: ignore[arg-type]
         kernel_id=report.kernel_id,
         read_revision=report.read_revision,
@@ -68,7 +68,7 @@ def run_result(report: RunReport, revision: str, limits: InlineLimits) -> CallTo
         cells_selected=report.selected,
         cells_run=len(report.cells),
         cells=cells,
-        stopped_at=models.CellRef(index=stopped.index, cell_id=stopped.cell_id)
+        stopped_at=run_models.CellRef(index=stopped.index, cell_id=stopped.cell_id)
         if stopped
         else None,
         stop_reason=report.stop_reason,
@@ -153,9 +153,9 @@ def _where_outputs_are(report: RunReport) -> str:
     return said
 
 
-def _cell_lines(cells: list[models.RunCell]) -> list[str]:
+def _cell_lines(cells: list[run_models.RunCell]) -> list[str]:
     lines: list[str] = []
-    quiet: list[models.RunCell] = []
+    quiet: list[run_models.RunCell] = []
 
     def flush() -> None:
         if not quiet:
@@ -182,7 +182,7 @@ def _cell_lines(cells: list[models.RunCell]) -> list[str]:
     return lines
 
 
-def _heading(cell: models.RunCell) -> str:
+def _heading(cell: run_models.RunCell) -> str:
     count = f" [{cell.execution_count}]" if cell.execution_count is not None else ""
     stored = "" if cell.stored else " (outputs not stored)"
     expected = " (expected: tagged raises-exception)" if cell.expected_error else ""
