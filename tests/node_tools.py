@@ -63,16 +63,27 @@ def environment(binary: str) -> dict[str, str]:
 
 def package(spec: str, command: str) -> tuple[str, Path, dict[str, str]]:
     """(node, the path of `command` in the installed `spec` (name@version), env); installs once."""
+    return _installed(spec, Path("node_modules") / ".bin" / command)
+
+
+def library(spec: str) -> tuple[str, Path, dict[str, str]]:
+    """(node, the installed `spec`'s package folder, env) for a package with no command,
+    imported by a script of the tests (by its path: ES modules ignore NODE_PATH); installs once."""
+    name = spec.rsplit("@", 1)[0] if spec.rfind("@") > 0 else spec
+    return _installed(spec, Path("node_modules") / name / "package.json")
+
+
+def _installed(spec: str, inside: Path) -> tuple[str, Path, dict[str, str]]:
     binary, npm = node()
     env = environment(binary)
     prefix = CACHE / re.sub(r"[^A-Za-z0-9@._-]", "_", spec)
-    executable = prefix / "node_modules" / ".bin" / command
+    wanted = prefix / inside
     prefix.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two test workers install one package once
-        if not executable.exists():
-            _install(npm, prefix, spec, env, executable)
-    return binary, executable, env
+        if not wanted.exists():
+            _install(npm, prefix, spec, env, wanted)
+    return binary, wanted if wanted.name != "package.json" else wanted.parent, env
 
 
 def library(spec: str) -> Path:

@@ -144,6 +144,12 @@ async def open_in_jupyterlab(chromium_browser: Any, url: str, path: str) -> Any:
     await page.wait_for_selector(
         ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000
     )
+    # The indicator can show idle before the page's session is listed (a loaded machine):
+    # the tests compare kernels with that session's, so wait until Jupyter lists it.
+    deadline = time.monotonic() + 60
+    while path not in sessions(url):
+        assert time.monotonic() < deadline, f"JupyterLab never listed a session for {path}"
+        await asyncio.sleep(0.2)
     # Set once: still there at the end means the page was never reloaded.
     await page.evaluate("window.openedOnce = true")
     return page

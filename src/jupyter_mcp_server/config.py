@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from jupyter_mcp_server.policy.profiles import PROFILES
 from jupyter_mcp_server.policy.redaction import DEFAULT_SECRET_NAMES, secret_values
 from jupyter_mcp_server.workspace.history_dir import default_history_dir, given_history_dir
 
@@ -79,6 +81,27 @@ class ServerConfig:
     idle_timeout: float = 900.0
     unresponsive_grace: float = 10.0
     mcp_token: str | None = field(default=None, repr=False)
+    #: The OAuth authorization server (OpenID provider) whose access tokens HTTP requests
+    #: carry (transports/authorization.py); None: no sign-in.
+    auth_issuer: str | None = None
+    #: The URL clients reach ``/mcp`` at: the resource the protected resource metadata names.
+    #: None: ``http://HOST:PORT/mcp``.
+    auth_resource: str | None = None
+    #: The ``aud`` an access token must name; None: the resource URL (RFC 8707).
+    auth_audience: str | None = None
+    #: Scope -> the profile it grants, in the order given.
+    auth_scopes: tuple[tuple[str, str], ...] = (
+        ("notebooks:read", "read-only"),
+        ("notebooks:write", "edit"),
+        ("code:execute", "full"),
+    )
+    #: This server's own client at the issuer, for token introspection (RFC 7662).
+    auth_client_id: str | None = None
+    auth_client_secret: str | None = field(default=None, repr=False)
+    #: Seconds a request to the issuer (metadata, keys, introspection) may take.
+    auth_timeout: float = 5.0
+    #: Seconds after fetching the issuer's keys in which an unknown key id is refused unfetched.
+    auth_keys_cooldown: float = 10.0
     #: ``--capability`` values in the order given, still unvalidated: names are
     #: checked once the extensions have declared theirs.
     capability_args: tuple[str, ...] = ()
@@ -251,6 +274,70 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         flag="--mcp-token",
         env="JUPYTER_MCP_TOKEN",
+    ),
+    Setting(
+        "auth_issuer",
+        "HTTP: sign clients in with this OAuth authorization server (an OpenID provider's issuer "
+        "URL): requests carry its access tokens, checked against its keys (or its introspection), "
+        "and each caller's scopes choose its profile (docs/authorization.md).",
+        str,
+        flag="--auth-issuer",
+        env="JUPYTER_MCP_AUTH_ISSUER",
+    ),
+    Setting(
+        "auth_resource",
+        "With --auth-issuer: the URL clients reach /mcp at (default http://HOST:PORT/mcp; behind a "
+        "proxy, its public URL), named in the protected resource metadata.",
+        str,
+        flag="--auth-resource",
+        env="JUPYTER_MCP_AUTH_RESOURCE",
+    ),
+    Setting(
+        "auth_audience",
+        "With --auth-issuer: the audience (aud) an access token must name (default: the resource "
+        "URL, as RFC 8707 resource indicators make it; an Entra application's api://... URI).",
+        str,
+        flag="--auth-audience",
+        env="JUPYTER_MCP_AUTH_AUDIENCE",
+    ),
+    Setting(
+        "auth_scopes",
+        "With --auth-issuer: which scope grants which profile, comma-separated SCOPE=PROFILE "
+        "(default notebooks:read=read-only,notebooks:write=edit,code:execute=full); a caller gets "
+        "the widest its scopes allow, never wider than the server's.",
+        str,
+        flag="--auth-scopes",
+        env="JUPYTER_MCP_AUTH_SCOPES",
+    ),
+    Setting(
+        "auth_client_id",
+        "With --auth-issuer: this server's client id at the issuer, to introspect opaque tokens "
+        "(RFC 7662); its secret in JUPYTER_MCP_AUTH_CLIENT_SECRET.",
+        str,
+        flag="--auth-client-id",
+        env="JUPYTER_MCP_AUTH_CLIENT_ID",
+    ),
+    Setting(
+        "auth_client_secret",
+        "The secret of --auth-client-id.",
+        str,
+        env="JUPYTER_MCP_AUTH_CLIENT_SECRET",
+    ),
+    Setting(
+        "auth_timeout",
+        "Seconds a request to the issuer (its metadata, its keys, an introspection) may take "
+        "before the caller gets 503.",
+        float,
+        env="JUPYTER_MCP_AUTH_TIMEOUT",
+        positive=True,
+    ),
+    Setting(
+        "auth_keys_cooldown",
+        "Seconds after the issuer's keys were fetched during which a token naming a key not among "
+        "them is refused without fetching them again (so invented key ids cannot flood the issuer).",
+        float,
+        env="JUPYTER_MCP_AUTH_KEYS_COOLDOWN",
+        positive=True,
     ),
     Setting(
         "audit_log",
@@ -565,6 +652,7 @@ INSIDE_JUPYTER = frozenset(
     for setting in SETTINGS
     if setting.env
     and setting.name not in ("mcp_token", "jupyter_url", "jupyter_token", "jupyter_contents")
+    and not setting.name.startswith("auth_")
 )
 
 
@@ -644,6 +732,8 @@ def checked(**values: Any) -> ServerConfig:
             )
         except ValueError as error:
             raise ConfigError(str(error)) from None
+    if isinstance(values.get("auth_scopes"), str):
+        values["auth_scopes"] = scope_profiles(values["auth_scopes"])
     known = {item.name for item in fields(ServerConfig)}
     config = ServerConfig(**{name: value for name, value in values.items() if name in known})
     if config.default_timeout > config.max_timeout:
@@ -660,11 +750,13 @@ def checked(**values: Any) -> ServerConfig:
         config.transport == "streamable-http"
         and config.host not in LOOPBACK_HOSTS
         and not config.mcp_token
+        and not config.auth_issuer
     ):
         raise ConfigError(
-            f"Refusing to bind {config.host}: anything but loopback needs --mcp-token, because "
-            "whoever reaches this server runs code with your rights."
+            f"Refusing to bind {config.host}: anything but loopback needs --mcp-token or "
+            "--auth-issuer, because whoever reaches this server runs code with your rights."
         )
+    config = checked_authorization(config)
     if config.jupyter_url:
         try:
             url = normalize_url(
@@ -678,6 +770,82 @@ def checked(**values: Any) -> ServerConfig:
             "--jupyter-contents needs --jupyter-url (or JUPYTER_URL): the Jupyter Server whose files to use."
         )
     return _replaced(config, jupyter_token=None)
+
+
+def scope_profiles(text: str) -> tuple[tuple[str, str], ...]:
+    """``--auth-scopes``' SCOPE=PROFILE pairs, each profile one of the profiles."""
+    pairs: list[tuple[str, str]] = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        scope, equals, profile = item.strip().partition("=")
+        scope, profile = scope.strip(), profile.strip().lower()
+        if not equals or not scope or " " in scope or '"' in scope or "\\" in scope:
+            raise ConfigError(
+                f"--auth-scopes {item.strip()!r} is not SCOPE=PROFILE (a scope has no spaces or quotes)."
+            )
+        if profile not in PROFILES:
+            raise ConfigError(
+                f"--auth-scopes {item.strip()!r}: {profile!r} is not a profile ({', '.join(PROFILES)})."
+            )
+        pairs.append((scope, profile))
+    if not pairs:
+        raise ConfigError("--auth-scopes names no scope: give at least one SCOPE=PROFILE.")
+    return tuple(pairs)
+
+
+def checked_authorization(config: ServerConfig) -> ServerConfig:
+    """The sign-in settings made whole (the resource URL and audience filled in), or refused."""
+    auth_only = [
+        setting.flag or setting.env
+        for setting in SETTINGS
+        if setting.name in ("auth_resource", "auth_audience", "auth_client_id")
+        and getattr(config, setting.name)
+    ]
+    if not config.auth_issuer:
+        if auth_only:
+            raise ConfigError(f"{', '.join(map(str, auth_only))} needs --auth-issuer.")
+        return config
+    if config.mcp_token:
+        raise ConfigError(
+            "--mcp-token and --auth-issuer are two ways to sign in: give one (--mcp-token for one "
+            "person on one machine, --auth-issuer for a team)."
+        )
+    if config.auth_client_id and not config.auth_client_secret:
+        raise ConfigError(
+            "--auth-client-id needs its secret in JUPYTER_MCP_AUTH_CLIENT_SECRET (to introspect tokens)."
+        )
+    issuer = _checked_https_url("--auth-issuer", config.auth_issuer)
+    if config.auth_resource:
+        resource = _checked_https_url("--auth-resource", config.auth_resource)
+    elif config.host in ("0.0.0.0", "::", ""):
+        raise ConfigError(
+            f"--host {config.host} binds every address, so the URL clients use is not known: give it "
+            "as --auth-resource (e.g. https://notebooks.example.org/mcp)."
+        )
+    else:
+        host = f"[{config.host}]" if ":" in config.host else config.host
+        resource = f"http://{host}:{config.port}/mcp"
+    audience = config.auth_audience or resource
+    if not urlsplit(resource).path.endswith("/mcp"):
+        raise ConfigError(
+            f"--auth-resource {resource!r} must be the URL of /mcp (its path ends in /mcp)."
+        )
+    return _replaced(config, auth_issuer=issuer, auth_resource=resource, auth_audience=audience)
+
+
+def _checked_https_url(flag: str, given: str) -> str:
+    """An https URL (http only on loopback), without fragment; its trailing slash kept as given."""
+    parts = urlsplit(given.strip())
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ConfigError(f"{flag} {given!r} is not an http(s) URL.")
+    if parts.scheme == "http" and parts.hostname not in ("localhost", "127.0.0.1", "::1"):
+        raise ConfigError(
+            f"{flag} {given!r} must be https (plain http only on loopback): tokens and keys travel over it."
+        )
+    if parts.fragment or parts.query or parts.username:
+        raise ConfigError(f"{flag} {given!r} must have no query, fragment or user name.")
+    return given.strip()
 
 
 def checked_interpreter_path(given: str) -> str:

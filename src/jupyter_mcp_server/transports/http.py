@@ -31,10 +31,10 @@ from urllib.parse import parse_qsl
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, Router
 
 from jupyter_mcp_server.extensions import parse_selection
-from jupyter_mcp_server.policy.profiles import PROFILES, QUERY_KEY, rank
+from jupyter_mcp_server.policy.profiles import PROFILES, QUERY_KEY, narrowest, rank
 from jupyter_mcp_server.protocol.profile_guard import SCOPE_KEY, server_profile
 from jupyter_mcp_server.transports.access_checks import AccessChecks, Receive, Scope, Send, refuse
 
@@ -140,7 +140,8 @@ class SelectionRouter:
                 return
             app = await self.app_for(scope)
         if profile is not None:
-            scope[SCOPE_KEY] = profile
+            # Narrowed by the token's profile where a sign-in put one there (authorization.py).
+            scope[SCOPE_KEY] = narrowest(profile, scope.get(SCOPE_KEY))
         method = scope.get("method")
         if method == "DELETE" and remembered is not None and session_id:
             self._deleting.add(session_id)  # before the session can end, and be heard ending
@@ -245,19 +246,32 @@ def create_app(application: Application) -> Any:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
+    protected: list[Route | Mount] = [
+        Route("/toolsets", toolsets, methods=["GET"]),
+        Mount("", app=router),
+    ]
+    public: list[Route | Mount] = [Route("/healthz", health, methods=["GET"])]
+    authorization = None
+    if config.auth_issuer:
+        # Imported only with --auth-issuer: PyJWT and the SDK's auth middlewares.
+        from jupyter_mcp_server.transports.authorization import Authorization
+
+        authorization = Authorization(config, lambda: server_profile(application.state))
+        public.extend(authorization.public_routes())
+        routes = [*public, Mount("", app=authorization.protect(Router(routes=protected)))]
+    else:
+        routes = [*public, *protected]
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with application.running(), router.running():
-            yield
+            try:
+                yield
+            finally:
+                if authorization is not None:
+                    await authorization.close()
 
-    app = Starlette(
-        routes=[
-            Route("/healthz", health, methods=["GET"]),
-            Route("/toolsets", toolsets, methods=["GET"]),
-            Mount("", app=router),
-        ],
-        lifespan=lifespan,
-    )
+    app = Starlette(routes=routes, lifespan=lifespan)
     return AccessChecks(
         app, bound_host=config.host, token=config.mcp_token, body_timeout=config.http_body_timeout
     )
@@ -268,13 +282,27 @@ _TOO_SLOW = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
     b"content-length: %d\r\n\r\n%s" % (len(_TOO_SLOW_BODY), _TOO_SLOW_BODY)
 )
+_TOO_LARGE_BODY = (
+    b'{"error": "Request header fields too large: the request head (a token included) is past '
+    b'16 KiB, the most this server reads."}'
+)
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_TOO_LARGE_BODY), _TOO_LARGE_BODY)
+)
+#: Bytes of a refused oversized head read and dropped after the 431, so that the client, still
+#: sending, reads the answer instead of a reset connection; and seconds that may take.
+_DROPPED_AFTER_431 = 4 * 1024 * 1024
+_DROPPING_SECONDS = 5.0
 
 
 def _protocol_with_head_timeout(head_timeout: float) -> type:
     """uvicorn's h11 protocol, closing a connection whose request head is late.
 
     uvicorn times out only idle keep-alive connections, so without this a
-    client trickling its headers (slowloris) holds a connection for ever.
+    client trickling its headers (slowloris) holds a connection for ever. A head
+    past h11's limit (a megabyte-long token) is answered 431 with its reason
+    rather than uvicorn's bare 400.
     """
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -308,6 +336,30 @@ def _protocol_with_head_timeout(head_timeout: float) -> type:
             super().on_response_complete()
             if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
                 self._arm()  # waiting for the next request's head
+
+        _dropping: int | None = None
+
+        def send_400_response(self, msg: str) -> None:
+            # h11 names no reason for its refusal; its buffer past its limit is the head too large.
+            buffered = len(getattr(self.conn, "_receive_buffer", b""))
+            if buffered <= getattr(self.conn, "_max_incomplete_event_size", 16 * 1024):
+                super().send_400_response(msg)
+                return
+            self.transport.write(_TOO_LARGE)
+            if not self.transport.can_write_eof():
+                self.transport.close()
+                return
+            self.transport.write_eof()
+            self._dropping = _DROPPED_AFTER_431
+            self.loop.call_later(_DROPPING_SECONDS, self.transport.close)
+
+        def data_received(self, data: bytes) -> None:
+            if self._dropping is None:
+                super().data_received(data)
+                return
+            self._dropping -= len(data)
+            if self._dropping <= 0:
+                self.transport.close()
 
         def _head_too_slow(self) -> None:
             self._head_deadline = None

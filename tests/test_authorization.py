@@ -1,0 +1,572 @@
+"""Signing in with a real OpenID provider: this server as an OAuth resource server.
+
+`oidc-provider` (npm, a certified OpenID provider; tests/oidc/provider.mjs) runs on
+loopback with a signing key these tests made, and `jupyter-mcp-server start --transport
+streamable-http --auth-issuer` trusts it. The official `mcp` client's OAuth support signs
+in the whole way (protected resource metadata, the provider's metadata, dynamic
+registration, PKCE, RFC 8707's resource), the test playing the person at the login and
+consent pages over plain HTTP, then calls tools. Tokens the provider's key signs are also
+minted here, to be refused for what they are (another audience, expired, too few scopes,
+another issuer) beside tokens no provider would sign (forged, ``alg=none``, an unknown key,
+duplicated or nested claims). The JWKS is then made to fail (down, garbage, slow): keys
+already fetched keep working, a new one is a 503 with a reason, never a 500 or a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import re
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+import httpx
+import httpx2
+import jwt
+import pytest
+from conftest import text_of
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from mcp import Client
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from node_tools import library
+from test_http import MCP_HEADERS, HttpServer, http_server
+
+OIDC_PROVIDER = "oidc-provider@9.13.3"
+SCRIPT = Path(__file__).parent / "oidc" / "provider.mjs"
+INTROSPECTOR = {"client_id": "jupyter-mcp", "client_secret": "introspection-secret"}
+ALL_SCOPES = "notebooks:read notebooks:write code:execute"
+#: Tools each profile keeps and loses (read-only reads, edit edits, full runs code).
+READS, EDITS, RUNS = "read_notebook", "insert_cell", "execute_code"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "auth-tests", "version": "0"},
+    },
+}
+
+
+def new_key(kid: str) -> tuple[Any, dict[str, Any]]:
+    """(an RSA private key, its private JWK with `kid`)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(RSAAlgorithm.to_jwk(key))
+    return key, {**jwk, "kid": kid, "alg": "RS256", "use": "sig"}
+
+
+@dataclass
+class Provider:
+    issuer: str
+    key: Any
+    kid: str
+    process: subprocess.Popen[str]
+
+    def control(self, what: str, **params: str) -> None:
+        httpx.post(f"{self.issuer}/test/{what}", params=params).raise_for_status()
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    node, folder, env = library(OIDC_PROVIDER)
+    key, jwk = new_key("provider-key-1")
+    settings = tmp_path_factory.mktemp("oidc") / "settings.json"
+    settings.write_text(
+        json.dumps(
+            {
+                "signing_key": jwk,
+                "introspection_client": {
+                    **INTROSPECTOR,
+                    "grant_types": [],
+                    "response_types": [],
+                    "redirect_uris": [],
+                },
+            }
+        )
+    )
+    process = subprocess.Popen(
+        [node, str(SCRIPT), str(folder), str(settings)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            pytest.fail(
+                f"oidc-provider did not start: {process.stderr.read() if process.stderr else ''}"
+            )
+        yield Provider(json.loads(line)["issuer"], key, jwk["kid"], process)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def server(provider: Provider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    root = tmp_path_factory.mktemp("auth-server")
+    with http_server(
+        root,
+        None,  # type: ignore[arg-type] - no extension site: the core tools alone
+        "--capability",
+        "kernel.prestart=off",
+        "--auth-issuer",
+        provider.issuer,
+        "--auth-client-id",
+        INTROSPECTOR["client_id"],
+        JUPYTER_MCP_EXTENSIONS="",
+        JUPYTER_MCP_AUTH_CLIENT_SECRET=INTROSPECTOR["client_secret"],
+        JUPYTER_MCP_AUTH_TIMEOUT="2",
+        JUPYTER_MCP_AUTH_KEYS_COOLDOWN="0.2",
+        JUPYTER_MCP_LOG_LEVEL="INFO",
+    ) as running:
+        (running.workspace / "a.ipynb").write_text(
+            json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+        )
+        yield running
+
+
+# --- The official client's sign-in ------------------------------------------------------
+
+
+class Memory:
+    """Token storage in memory, as the SDK's TokenStorage."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+async def person_signs_in(authorization_url: str, login: str) -> AuthorizationCodeResult:
+    """What a person does in the browser: the login form, the consent form, then the redirect."""
+    async with httpx.AsyncClient(follow_redirects=False, timeout=30) as browser:
+        response = await browser.get(authorization_url)
+        for _ in range(12):
+            if response.is_redirect:
+                location = urljoin(str(response.url), response.headers["location"])
+                if location.startswith(REDIRECT):
+                    query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+                    assert "code" in query, f"the provider refused the sign-in: {query}"
+                    return AuthorizationCodeResult(
+                        code=query["code"], state=query.get("state"), iss=query.get("iss")
+                    )
+                response = await browser.get(location)
+                continue
+            page = response.text
+            action = re.search(r'<form[^>]*action="([^"]+)"', page)
+            prompt = re.search(r'name="prompt" value="(\w+)"', page)
+            assert action and prompt, (
+                f"not a login or consent page ({response.status_code}): {page[:500]}"
+            )
+            form = {"prompt": prompt.group(1)}
+            if prompt.group(1) == "login":
+                form |= {"login": login, "password": "whatever"}
+            response = await browser.post(urljoin(str(response.url), action.group(1)), data=form)
+    raise AssertionError("the sign-in did not come back to the client")
+
+
+@contextlib.asynccontextmanager
+async def signed_in(
+    server: HttpServer, login: str = "alice"
+) -> AsyncIterator[tuple[Client, Memory]]:
+    """The official client, signed in through the provider as `login`."""
+    storage = Memory()
+    pending: list[str] = []
+
+    async def redirect(url: str) -> None:
+        pending.append(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        return await person_signs_in(pending.pop(), login)
+
+    oauth = OAuthClientProvider(
+        server_url=server.url(),
+        client_metadata=OAuthClientMetadata(
+            client_name="auth-tests",
+            redirect_uris=[REDIRECT],  # type: ignore[list-item]
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+    async with (
+        httpx2.AsyncClient(auth=oauth, timeout=httpx2.Timeout(30, read=120)) as http,
+        Client(streamable_http_client(server.url(), http_client=http), mode="legacy") as client,
+    ):
+        yield client, storage
+
+
+async def tool_names(client: Client) -> set[str]:
+    return {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def test_the_official_client_signs_in_and_calls_tools(server, provider):
+    async with signed_in(server, "alice") as (client, storage):
+        names = await tool_names(client)
+        assert {READS, EDITS, RUNS} <= names
+        listed = await client.call_tool("list_files", {})
+        assert not listed.is_error and "a.ipynb" in text_of(listed)
+        assert storage.tokens is not None and storage.client is not None
+        claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
+        # The token the provider issued is for this server (RFC 8707), with the scopes it advertised.
+        assert claims["aud"] == server.url() and claims["iss"] == provider.issuer
+        assert claims["sub"] == "alice" and set(claims["scope"].split()) == set(ALL_SCOPES.split())
+
+
+async def test_an_opaque_token_is_introspected(server, provider):
+    provider.control("format", resource=server.url(), format="opaque")
+    try:
+        async with signed_in(server, "bob") as (client, storage):
+            assert storage.tokens is not None and storage.tokens.access_token.count(".") != 2
+            assert {READS, EDITS, RUNS} <= await tool_names(client)
+    finally:
+        provider.control("format", resource=server.url(), format="jwt")
+    # A token the provider never issued, though shaped like its opaque ones.
+    refused = mcp_post(server, "x" * 43)
+    assert refused.status_code == 401 and "not active" in refused.json()["error_description"]
+
+
+# --- The metadata and the challenge -----------------------------------------------------
+
+
+def test_the_challenge_points_to_the_protected_resource_metadata(server, provider):
+    refused = httpx.post(server.url(), headers=MCP_HEADERS, json=INITIALIZE)
+    assert refused.status_code == 401
+    challenge = refused.headers["www-authenticate"]
+    metadata_url = f"{server.base}/.well-known/oauth-protected-resource/mcp"
+    assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
+    metadata = httpx.get(metadata_url).json()
+    assert metadata["resource"] == server.url()
+    assert metadata["authorization_servers"] == [provider.issuer]
+    assert metadata["scopes_supported"] == ALL_SCOPES.split()
+    assert httpx.get(f"{server.base}/toolsets").status_code == 401
+    assert httpx.get(f"{server.base}/healthz").status_code == 200
+
+
+# --- Tokens refused for what they are ----------------------------------------------------
+
+
+def mint(
+    provider: Provider, *, key: Any = None, headers: dict[str, Any] | None = None, **claims: Any
+) -> str:
+    """A token signed with the provider's own key (or `key`), its claims defaulted to a good one."""
+    now = int(time.time())
+    body = {
+        "iss": provider.issuer,
+        "sub": "carol",
+        "aud": AUDIENCE[0],
+        "client_id": "minted",
+        "scope": ALL_SCOPES,
+        "iat": now,
+        "exp": now + 300,
+        "jti": str(time.monotonic_ns()),
+        **claims,
+    }
+    body = {name: value for name, value in body.items() if value is not None}
+    return jwt.encode(
+        body,
+        key if key is not None else provider.key,
+        algorithm="RS256",
+        headers={"kid": provider.kid, **(headers or {})},
+    )
+
+
+#: The audience minted tokens name: the server's URL, set once the server is up.
+AUDIENCE: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def audience(server: HttpServer) -> None:
+    AUDIENCE[:] = [server.url()]
+
+
+def b64(data: bytes | str) -> str:
+    raw = data.encode() if isinstance(data, str) else data
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def hand_made(header: str, claims: str, signature: bytes = b"sig") -> str:
+    """A JWT whose segments are written as given (JSON text, duplicates and all)."""
+    return f"{b64(header)}.{b64(claims)}.{b64(signature)}"
+
+
+def mcp_post(
+    server: HttpServer, token: str | None, *, authorization: str | None = None
+) -> httpx.Response:
+    headers = dict(MCP_HEADERS)
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    elif token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx.post(server.url(), headers=headers, json=INITIALIZE, timeout=30)
+
+
+def assert_refused(response: httpx.Response, status: int, reason: str) -> None:
+    assert response.status_code == status, (response.status_code, response.text)
+    body = response.json()
+    assert reason in body["error_description"], body
+    if status == 401:
+        challenge = response.headers["www-authenticate"]
+        assert 'error="invalid_token"' in challenge and "resource_metadata=" in challenge
+
+
+def test_a_good_minted_token_is_accepted(server, provider):
+    # What every refusal below is measured against: the same token, nothing wrong with it.
+    assert mcp_post(server, mint(provider)).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [
+        ({"aud": "http://127.0.0.1:1/mcp"}, "another audience"),
+        ({"exp": int(time.time()) - 120, "iat": int(time.time()) - 900}, "expired"),
+        ({"iss": "http://127.0.0.1:1/another-issuer"}, "another issuer"),
+        ({"nbf": int(time.time()) + 600}, "not valid yet"),
+        ({"aud": None}, "no 'aud' claim"),
+        ({"scope": {"notebooks:read": True}}, "neither a string nor a list"),
+        ({"aud": [["nested"]]}, "audience"),
+        ({"sub": {"id": "carol"}}, "Subject must be a string"),
+    ],
+    ids=[
+        "audience",
+        "expired",
+        "issuer",
+        "not-yet",
+        "no-aud",
+        "scope-object",
+        "aud-nested",
+        "sub-object",
+    ],
+)
+def test_tokens_the_provider_signed_are_refused_for_what_they_say(server, provider, claims, reason):
+    assert_refused(mcp_post(server, mint(provider, **claims)), 401, reason)
+
+
+def test_a_small_clock_skew_is_forgiven(server, provider):
+    now = int(time.time())
+    assert mcp_post(server, mint(provider, exp=now - 10, iat=now - 300)).status_code == 200
+    assert mcp_post(server, mint(provider, nbf=now + 10)).status_code == 200
+
+
+def test_forged_and_unsigned_tokens_are_refused(server, provider):
+    forger, _ = new_key(provider.kid)
+    assert_refused(mcp_post(server, mint(provider, key=forger)), 401, "signature does not verify")
+    good = mint(provider)
+    header, claims, _ = good.split(".")
+    none_header = b64(json.dumps({"alg": "none", "typ": "JWT", "kid": provider.kid}))
+    assert_refused(mcp_post(server, f"{none_header}.{claims}."), 401, "alg none")
+    hmac_token = jwt.encode(
+        json.loads(base64.urlsafe_b64decode(claims + "==")),
+        "a-shared-secret-of-32-bytes-or-more",
+        algorithm="HS256",
+    )
+    assert_refused(mcp_post(server, hmac_token), 401, "'HS256'")
+    # Claims changed under a good signature.
+    tampered = json.loads(base64.urlsafe_b64decode(claims + "=="))
+    tampered["sub"] = "mallory"
+    assert_refused(
+        mcp_post(server, f"{header}.{b64(json.dumps(tampered))}.{good.split('.')[2]}"),
+        401,
+        "signature does not verify",
+    )
+    # A key of another issuer, unknown to this one's JWKS.
+    stranger, _ = new_key("someone-elses-key")
+    other = mint(
+        provider, key=stranger, headers={"kid": "someone-elses-key"}, iss="http://127.0.0.1:1/x"
+    )
+    assert_refused(mcp_post(server, other), 401, "not among the authorization server's keys")
+    # The token naming its own key.
+    assert_refused(
+        mcp_post(server, mint(provider, headers={"jku": "http://127.0.0.1:1/keys"})),
+        401,
+        "names its own key",
+    )
+
+
+def test_too_few_scopes_is_403_naming_the_scope_to_ask_for(server, provider):
+    refused = mcp_post(server, mint(provider, scope="openid profile"))
+    assert refused.status_code == 403
+    challenge = refused.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge and 'scope="notebooks:read"' in challenge
+    assert refused.json()["scope"] == "notebooks:read"
+    assert mcp_post(server, mint(provider, scope=None)).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("scope", "kept", "lost"),
+    [
+        ("notebooks:read", {READS}, {EDITS, RUNS}),
+        ("notebooks:read notebooks:write", {READS, EDITS}, {RUNS}),
+        ("code:execute", {READS, EDITS, RUNS}, set()),
+    ],
+)
+async def test_scopes_choose_the_profile(server, provider, scope, kept, lost):
+    token = mint(provider, scope=scope)
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(streamable_http_client(server.url(), http_client=http), mode="legacy") as client,
+    ):
+        names = await tool_names(client)
+        assert kept <= names and not (lost & names), sorted(names)
+        if EDITS in lost:
+            refused = await client.call_tool(
+                EDITS, {"cell_index": 0, "cell_type": "code", "source": "1"}
+            )
+            assert refused.is_error and "not permitted" in text_of(refused)
+
+
+async def test_a_narrower_url_profile_still_narrows_a_wide_token(server, provider):
+    token = mint(provider)
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(
+            streamable_http_client(server.url("profile=read-only"), http_client=http), mode="legacy"
+        ) as client,
+    ):
+        names = await tool_names(client)
+        assert READS in names and EDITS not in names
+
+
+# --- Bad input ----------------------------------------------------------------------------
+
+
+def test_malformed_authorization_headers_get_a_reason(server, provider):
+    good = mint(provider)
+    for authorization in ("Basic dXNlcjpwYXNz", "Bearer", good, f"Token {good}"):
+        refused = mcp_post(server, None, authorization=authorization)
+        assert refused.status_code == 401, (authorization, refused.text)
+        assert "resource_metadata=" in refused.headers["www-authenticate"]
+    for authorization in (
+        f"Bearer  {good}",
+        f"Bearer {good} extra",
+        f"Bearer {good[:40]}%%{good[40:]}",
+    ):
+        assert_refused(mcp_post(server, None, authorization=authorization), 401, "RFC 6750")
+    assert_refused(mcp_post(server, "not-a-jwt.at-all.really"), 401, "not base64url JSON")
+
+
+def test_a_huge_token_is_refused_with_a_reason(server, provider):
+    for size in (20_000, 1024 * 1024, 8 * 1024 * 1024):
+        refused = mcp_post(server, "a" * size)
+        # Past 16 KiB a token is refused by this server's verifier, or, when the head arrives
+        # in pieces past h11's limit, before it is read whole: either way with its reason.
+        assert refused.status_code in (401, 431), (size, refused.status_code)
+        body = refused.json()
+        assert "16 KiB" in body.get("error", "") or "longer than 16384" in body.get(
+            "error_description", ""
+        ), body
+    assert mcp_post(server, mint(provider)).status_code == 200
+
+
+def test_ambiguous_and_deeply_nested_claims_are_refused(server, provider):
+    header = json.dumps({"alg": "RS256", "kid": provider.kid})
+    now = int(time.time())
+    twice = (
+        f'{{"iss": "{provider.issuer}", "aud": "http://127.0.0.1:1/mcp", "aud": "{AUDIENCE[0]}", '
+        f'"exp": {now + 300}, "scope": "{ALL_SCOPES}"}}'
+    )
+    assert_refused(mcp_post(server, hand_made(header, twice)), 401, "'aud' twice")
+    header_twice = f'{{"alg": "RS256", "alg": "none", "kid": "{provider.kid}"}}'
+    assert_refused(mcp_post(server, hand_made(header_twice, "{}")), 401, "'alg' twice")
+    deep = '{"scope": ' + "[" * 5000 + "]" * 5000 + "}"
+    assert_refused(mcp_post(server, hand_made(header, deep)), 401, "nested too deep")
+    assert_refused(mcp_post(server, hand_made(header, "[1, 2]")), 401, "not base64url JSON")
+
+
+def test_an_unknown_key_id_is_refused(server, provider):
+    stranger, _ = new_key("rotated-in-later")
+    token = mint(provider, key=stranger, headers={"kid": "rotated-in-later"})
+    assert_refused(mcp_post(server, token), 401, "not among the authorization server's keys")
+
+
+async def test_when_the_jwks_fails_known_keys_keep_working_and_a_new_key_is_503(server, provider):
+    assert mcp_post(server, mint(provider)).status_code == 200  # the keys are fetched
+    stranger, _ = new_key("new-key")
+    try:
+        for mode in ("down", "garbage"):
+            provider.control("jwks", mode=mode)
+            await asyncio.sleep(0.3)  # past the cooldown: an unknown key fetches the set again
+            assert mcp_post(server, mint(provider)).status_code == 200, mode
+            new = mint(provider, key=stranger, headers={"kid": f"new-key-{mode}"})
+            refused = mcp_post(server, new)
+            assert refused.status_code == 503, (mode, refused.text)
+            assert "authorization server could not be asked" in refused.json()["error_description"]
+            assert refused.headers["retry-after"].isdigit()
+            assert mcp_post(server, mint(provider)).status_code == 200, mode
+            await asyncio.sleep(2.1)  # past the retry pause before the next mode
+        provider.control("jwks", mode="slow")
+        await asyncio.sleep(0.3)
+        async with httpx.AsyncClient(timeout=30) as http:
+
+            async def post(token: str) -> tuple[int, float]:
+                started = time.monotonic()
+                response = await http.post(
+                    server.url(),
+                    headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"},
+                    json=INITIALIZE,
+                )
+                return response.status_code, time.monotonic() - started
+
+            slow = asyncio.create_task(
+                post(mint(provider, key=stranger, headers={"kid": "new-key-slow"}))
+            )
+            await asyncio.sleep(0.2)
+            # Another caller, while the key fetch hangs: answered at once.
+            status, took = await post(mint(provider))
+            assert status == 200 and took < 1.5, took
+            status, took = await slow
+            assert status == 503 and took < 5, (status, took)  # JUPYTER_MCP_AUTH_TIMEOUT=2
+    finally:
+        provider.control("jwks", mode="up")
+    await asyncio.sleep(2.1)
+    refused = mcp_post(server, mint(provider, key=stranger, headers={"kid": "new-key-up"}))
+    assert_refused(refused, 401, "not among the authorization server's keys")
+    assert "Traceback" not in server.log_text() and " 500 " not in server.log_text()
+
+
+async def test_tokens_are_checked_concurrently_without_mixing_callers(server, provider):
+    tokens = [mint(provider, sub=f"user-{n}", scope="notebooks:read") for n in range(10)]
+    bad = [mint(provider, sub=f"bad-{n}", aud="http://127.0.0.1:1/mcp") for n in range(10)]
+    async with httpx.AsyncClient(timeout=30) as http:
+        answers = await asyncio.gather(
+            *(
+                http.post(
+                    server.url(),
+                    headers={**MCP_HEADERS, "Authorization": f"Bearer {t}"},
+                    json=INITIALIZE,
+                )
+                for t in tokens + bad
+            )
+        )
+    assert [a.status_code for a in answers] == [200] * 10 + [401] * 10
