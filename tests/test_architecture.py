@@ -34,10 +34,10 @@ UPPER = (
 )
 #: The layers below the tools, and what each may not import (besides ``UPPER``).
 LOWER = {"store": ("tools", "state"), "kernels": ("tools", "state", "store"), "tools": ()}
-#: Imports of the package inside functions: each a deliberate lazy one (four are the public
-#: API's: `ask` and `ServerAccess.run_code` reach the server only when called; one is the HTTP
+#: Imports of the package inside functions: each a deliberate lazy one (two are the public
+#: API's: `ServerAccess.run_code` reaches the tools only when called; one is the HTTP
 #: transport's sign-in, which brings PyJWT only with --auth-issuer).
-MOST_LAZY_IMPORTS = 12
+MOST_LAZY_IMPORTS = 10
 
 
 def module_name(path: Path) -> str:

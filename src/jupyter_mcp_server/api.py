@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     from jupyter_mcp_server.kernels.execution import ExecutionOutcome
     from jupyter_mcp_server.kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
     from jupyter_mcp_server.policy.capabilities import Capability
-    from jupyter_mcp_server.state import ServerState
+    from jupyter_mcp_server.state import ServerState, ask
     from jupyter_mcp_server.tools.helpers.models import ExecutionResult, Result
     from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
     from jupyter_mcp_server.tools.running import execution_result
@@ -105,6 +105,7 @@ _DEFINED_IN: dict[str, str] = {
     "answer": "jupyter_mcp_server.tools.helpers.results",
     "APPROVAL_REQUIRED": "jupyter_mcp_server.errors",
     "approve": "jupyter_mcp_server.calls.approvals",
+    "ask": "jupyter_mcp_server.state",
     "ArgumentNames": "jupyter_mcp_server.jupyter_urls",
     "backend_class": "jupyter_mcp_server.kernels.backends",
     "BackendParts": "jupyter_mcp_server.kernels.backends",
@@ -256,20 +257,6 @@ __all__ = [
     "tool",
     "tool_handler",
 ]
-
-
-async def ask(
-    ctx: Any, questions: dict[str, Question], *, timeout: float | None = None
-) -> dict[str, Answer]:
-    """Ask the client of this request (elicitation, sampling, roots) in the middle of a tool
-    call, the same way on both protocol generations (``docs/approvals.md``): every question
-    answered by key. On 2026-07-28 a round still waiting for answers raises
-    :class:`InputRequired`, which the server answers for you; let it pass."""
-    # Imported at the call: the server's state and the asking machinery are the server's.
-    from jupyter_mcp_server.calls.asking import ask as ask_with
-    from jupyter_mcp_server.state import state_of
-
-    return await ask_with(ctx, questions, used=state_of(ctx).used_states, timeout=timeout)
 
 
 class ServerAccess:
