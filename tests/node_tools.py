@@ -86,22 +86,6 @@ def _installed(spec: str, inside: Path) -> tuple[str, Path, dict[str, str]]:
     return binary, wanted if wanted.name != "package.json" else wanted.parent, env
 
 
-def library(spec: str) -> Path:
-    """The folder of the installed `spec` (name@version), a package with no command (a library a
-    test page loads); installs once, like `package`."""
-    binary, npm = node()
-    env = environment(binary)
-    prefix = CACHE / re.sub(r"[^A-Za-z0-9@._-]", "_", spec)
-    name = spec.rsplit("@", 1)[0] if spec.count("@") > (1 if spec.startswith("@") else 0) else spec
-    folder = prefix / "node_modules" / name
-    prefix.mkdir(parents=True, exist_ok=True)
-    with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / "package.json").exists():
-            _install(npm, prefix, spec, env, folder / "package.json")
-    return folder
-
-
 def _install(
     npm: list[str], prefix: Path, spec: str, env: dict[str, str], executable: Path
 ) -> None:

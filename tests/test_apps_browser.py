@@ -144,7 +144,7 @@ async def test_the_output_app_shows_a_dataframe_and_a_figure_and_runs_no_noteboo
     chromium = chromium_or_skip()
     pytest.importorskip("pandas")
     pytest.importorskip("matplotlib")
-    bridge = library(EXT_APPS)
+    _, bridge, _ = library(EXT_APPS)
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     results: dict[str, Any] = {}
