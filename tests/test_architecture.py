@@ -256,11 +256,11 @@ def reads_environment(node: ast.AST) -> bool:
 
 
 def test_only_the_configuration_reads_a_setting_from_the_environment() -> None:
-    """``os.environ.get``, ``os.getenv`` and ``os.environ[...]`` appear in config.py alone (the
+    """``os.environ.get``, ``os.getenv`` and ``os.environ[...]`` appear in config/reading.py alone (the
     whole environment may still be handed on, as it is to a kernel)."""
     readers = []
     for name, path in modules().items():
-        if name == f"{PACKAGE}.config":
+        if name == f"{PACKAGE}.config.reading":
             continue
         readers += [
             f"{name}:{node.lineno}"

@@ -1,6 +1,6 @@
 """Every setting declared once: the command line, the environment and the README agree.
 
-The parser is made from the declarations in ``config.py``; these tests read
+The parser is made from the declarations in ``config/settings.py``; these tests read
 what a user reads (``--help`` and README.md) and what a bad value does.
 """
 
