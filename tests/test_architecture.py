@@ -299,11 +299,12 @@ def test_every_kernel_backend_uses_the_one_seam() -> None:
 
 
 def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -> None:
-    """An attribute ServerState sets when it is built, or the kernel manager's backend and
+    """An attribute ServerState sets when it is built, the environments' kernelspec folders, or
+    the kernel manager's backend and
     kernel source, or the extension host's server factory, is assigned (``x.attr = ...`` on
     anything but ``self``) only in app.py."""
     state_source = ast.parse((SOURCES / PACKAGE / "state.py").read_text())
-    built = {"kernel_source", "server_factory"}
+    built = {"kernel_source", "server_factory", "specs", "kernels_dir"}
     for node in ast.walk(state_source):
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
             for inner in ast.walk(node):

@@ -137,7 +137,8 @@ def build_state(
             virtual_env=config.launcher_virtual_env,
             conda_prefix=config.launcher_conda_prefix,
             ipython_dir=config.ipython_dir,
-        )
+        ),
+        kernels_dir=lambda: runtime.kernels_dir,
     )
     parts = BackendParts(config, environments, runtime, capabilities.enabled, serverapp)
     local_backend = LocalBackend.build(parts)

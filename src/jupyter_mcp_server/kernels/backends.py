@@ -37,6 +37,7 @@ from jupyter_mcp_server.kernels.environments import (
     KernelChoice,
     choose,
     installed_kernelspecs,
+    kernelspec_manager,
     not_ready,
 )
 from jupyter_mcp_server.kernels.packages import fix_command
@@ -296,24 +297,13 @@ class LocalBackend(KernelBackend):
         #: Asked at each start: whether kernels speak over Unix sockets (``kernel.ipc``).
         self.ipc = ipc
         self.environments = environments
-        if environments is not None:
-            environments.specs = lambda: self._specs
-            environments.kernels_dir = lambda: self.runtime.kernels_dir
 
     @functools.cached_property
     def _specs(self) -> Any:
-        """One KernelSpecManager per backend: building one computes the Jupyter search
-        path (most of a lookup's cost); its lookups still list the disk.
-
-        Its folders are given, the ones jupyter_client would search: left to itself it
-        imports all of IPython (65 ms and 10 MiB of this process, before the first
-        kernel starts) only to learn where ``~/.ipython`` is."""
-        from jupyter_client.kernelspec import KernelSpecManager
-        from jupyter_core.paths import jupyter_path
-
-        return KernelSpecManager(
-            kernel_dirs=[*jupyter_path("kernels"), str(self._ipython_kernels())]
-        )
+        """One KernelSpecManager per backend: its environments' when it has them."""
+        if self.environments is not None:
+            return self.environments.specs
+        return kernelspec_manager(None)
 
     @functools.cached_property
     def _zmq_context(self) -> Any:
@@ -339,10 +329,6 @@ class LocalBackend(KernelBackend):
         context = self.__dict__.pop("_zmq_context", None)
         if context is not None:
             context.destroy(linger=0)
-
-    def _ipython_kernels(self) -> Path:
-        given = self.environments.sources.ipython_dir if self.environments is not None else None
-        return Path(given or "~/.ipython").expanduser() / "kernels"
 
     def listed(self) -> list[Environment]:
         """Every kernelspec and environment it can start, looked up now."""
