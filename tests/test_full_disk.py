@@ -353,31 +353,112 @@ async def test_a_directory_the_server_may_not_write_refuses_with_permission_deni
         assert cells_of(notebook) == ["1", "2"]
 
 
+@contextlib.contextmanager
+def quota_filesystem(where: Path) -> Iterator[Path]:
+    """A folder under a 1 MiB quota that binds root as well, or a skip saying why not: a
+    tmpfs with a default user quota (Linux 6.6, CONFIG_TMPFS_QUOTA; root bound once it lacks
+    CAP_SYS_RESOURCE, which the server is started without), else a btrfs subvolume with a
+    qgroup limit on a loop device (btrfs-progs; qgroups need no CONFIG_QUOTA and bind everyone)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system with a quota needs root")
+    where.mkdir(parents=True, exist_ok=True)
+    tmpfs = subprocess.run(
+        [
+            "mount",
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=4m,quota,usrquota_block_hardlimit=1m",
+            "tmpfs",
+            str(where),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if tmpfs.returncode == 0:
+        try:
+            (where / "quota").mkdir()
+            yield where / "quota"
+        finally:
+            unmount(where)
+        return
+    if shutil.which("mkfs.btrfs") is None or shutil.which("btrfs") is None:
+        pytest.skip(
+            f"no quota here: tmpfs refuses quotas ({tmpfs.stderr.strip()}) and btrfs-progs is "
+            "not installed (apt-get install btrfs-progs)"
+        )
+    image = where.parent / f"{where.name}.img"
+    with open(image, "wb") as file:
+        file.truncate(128 * 1024 * 1024)  # btrfs' smallest with its default profiles
+    steps = (
+        ["mkfs.btrfs", "-q", "-f", str(image)],
+        ["mount", "-o", "loop", str(image), str(where)],
+        ["btrfs", "quota", "enable", str(where)],
+        ["btrfs", "subvolume", "create", str(where / "quota")],
+        ["btrfs", "qgroup", "limit", "1M", str(where / "quota")],
+    )
+    mounted = False
+    try:
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.skip(
+                    f"cannot make a btrfs quota here ({' '.join(step[:3])}): {done.stderr.strip()}"
+                )
+            mounted = mounted or step[0] == "mount"
+        yield where / "quota"
+    finally:
+        if mounted:
+            unmount(where)
+        image.unlink(missing_ok=True)
+
+
+def sync_filesystem(where: Path) -> None:
+    """Let the file system account for what was freed (btrfs counts a qgroup at commit)."""
+    if shutil.which("btrfs"):
+        subprocess.run(
+            ["btrfs", "filesystem", "sync", str(where)], capture_output=True, check=False
+        )
+    os.sync()
+
+
 async def test_a_used_up_quota_refuses_with_disk_full(tmp_path):
-    # tmpfs has quotas from Linux 6.6 (CONFIG_TMPFS_QUOTA); default limits bind every user
-    # (root as well, once it lacks CAP_SYS_RESOURCE, which the server is started without).
-    with small_filesystem(tmp_path / "disk", "4m", "quota,usrquota_block_hardlimit=256k") as disk:
-        workspace = disk / "workspace"
+    with quota_filesystem(tmp_path / "disk") as quota:
+        workspace = quota / "workspace"
         workspace.mkdir()
         notebook = workspace / "n.ipynb"
         async with serving(
             workspace, tmp_path / "server.log", history=tmp_path / "history", as_anyone=True
         ) as client:
             await ok(client, "use_notebook", {"notebook_name": "n.ipynb", "mode": "create"})
-            filler = disk / "filler.bin"
-            filler.write_bytes(
-                b"\0" * 300_000
-            )  # this process ignores the quota; the server does not
+            before = notebook.read_bytes()
+            filler = quota / "filler.bin"
+            with contextlib.suppress(OSError), open(filler, "wb", buffering=0) as file:
+                while True:  # a tmpfs quota does not bind this process; a qgroup does
+                    file.write(b"\0" * 65536)
+                    if filler.stat().st_size > 1_100_000:
+                        break
+            sync_filesystem(quota)
+            try:
+                with open(quota / "probe", "wb") as probe:
+                    probe.write(b"\0" * 65536)
+                    probe.flush()
+                    os.fsync(probe.fileno())
+            except OSError as error:
+                assert error.errno == errno.EDQUOT, error
+            (quota / "probe").unlink(missing_ok=True)
             said = await refused_unchanged(
                 client,
                 "insert_cell",
-                {"cell_index": -1, "cell_type": "code", "cell_source": "1"},
+                {"cell_index": -1, "cell_type": "code", "cell_source": "1" * 200_000},
                 "disk_full",
                 notebook,
-                disk,
+                quota,
             )
             assert "quota" in said, said
+            assert notebook.read_bytes() == before
             filler.unlink()
+            sync_filesystem(quota)
             await ok(
                 client, "insert_cell", {"cell_index": -1, "cell_type": "code", "cell_source": "1"}
             )
