@@ -102,6 +102,26 @@ def read_notebook(path: Path) -> Any:
     return nbformat.read(str(path), as_version=4)
 
 
+def read_in_a_new_process(path: Path) -> float:
+    """Seconds a new Python process of this environment takes to import nbformat and read
+    `path`: what any server that reads notebooks with nbformat pays from its spawn."""
+    import subprocess
+    import sys
+    import time
+
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, nbformat; nbformat.read(sys.argv[1], as_version=4)",
+            str(path),
+        ],
+        check=True,
+    )
+    return time.perf_counter() - started
+
+
 def atomic_writer(directory: Path) -> Callable[[Any], None]:
     """Write a notebook to ``directory/copy.ipynb`` as our store does: serialize, atomic write."""
     from jupyter_mcp_server.store import formats

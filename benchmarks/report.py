@@ -61,6 +61,7 @@ METRICS: list[Metric] = [
     Metric("read_changed", "5 read all, after an outside change", "s", floor_key="read_detailed"),
     Metric("read_first", "5 first read, right after initialize", "s", floor_key="read_detailed"),
     Metric("read_first_settled", "5 first read, after a settle", "s", floor_key="read_detailed"),
+    Metric("read_first_from_spawn", "5 spawn to the first read answered", "s"),
     Metric("read_brief", "5 read brief first page", "s"),
     Metric("read_bytes", "5 response bytes, detailed all", "B"),
     Metric("read_brief_bytes", "5 response bytes, brief page", "B"),

@@ -218,6 +218,14 @@ for _metric, _which in (
     target(f"{_which} <= 1.5x nbformat.read (issue 22)")(_within_1_5x_a_read(_metric))
 
 
+@target(
+    "spawn to the first read answered <= 1.5x a new process reading it with nbformat (issue 27)"
+)
+def _read_from_spawn(r: Results) -> tuple[bool, str]:
+    floor = r.median("read_first_from_spawn", "floor")
+    return _each_of_ours(r, "read_first_from_spawn", lambda _who: 1.5 * floor)
+
+
 @target("server RSS after initialize and with 8 notebooks <= jupymcp's (issue 22)")
 def _memory(r: Results) -> tuple[bool, str]:
     met_init, init = _each_of_ours(
