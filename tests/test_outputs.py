@@ -277,6 +277,39 @@ def test_the_users_cell_frame_is_kept_and_library_frames_folded_when_the_innermo
     assert removed == size_of(original) - size_of({"output_type": "error", **info.as_dict()})
 
 
+def test_the_innermost_library_frame_keeps_only_where_it_raised():
+    """The library's code around the raise (a docstring, here) is not what a reader of a
+    failing cell needs: its first line and the raising statement are."""
+    raising = (
+        "File /usr/lib/python3.11/json/encoder.py:180, in JSONEncoder.default(self, o)\n"
+        "    161 def default(self, o):\n"
+        '    162     """Implement this method in a subclass such that it returns\n'
+        '    179     """\n'
+        "--> 180     raise TypeError(f'Object of type {o.__class__.__name__} '\n"
+        "    181                     f'is not JSON serializable')\n"
+    )
+    traceback = [
+        "TypeError    Traceback (most recent call last)",
+        "Cell In[3], line 2\n----> 2 result = snapshot(nested)",
+        "File /usr/lib/python3.11/json/__init__.py:238, in dumps()\n--> 238 return cls(...)",
+        raising,
+        "TypeError: Object of type datetime is not JSON serializable",
+    ]
+    info, _ = normalise_error("TypeError", "Object of type datetime", traceback, 1 << 20)
+    assert info.traceback == [
+        traceback[0],
+        traceback[1],
+        "[… 1 library frame(s) folded: json]",
+        "File /usr/lib/python3.11/json/encoder.py:180, in JSONEncoder.default(self, o)\n"
+        "--> 180     raise TypeError(f'Object of type {o.__class__.__name__} '\n"
+        "    181                     f'is not JSON serializable')\n",
+        traceback[-1],
+    ]
+    # Folding a folded traceback changes nothing.
+    again, _ = normalise_error("TypeError", "Object of type datetime", info.traceback, 1 << 20)
+    assert again.traceback == info.traceback
+
+
 def test_a_traceback_without_the_exception_line_gets_one():
     info, _ = normalise_error("KeyError", "'x'", ["frame 1", "frame 2", "frame 3", "frame 4"], 4096)
     assert info.traceback == ["frame 1", "frame 2", "frame 3", "frame 4", "KeyError: 'x'"]

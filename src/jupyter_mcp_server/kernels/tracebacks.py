@@ -11,7 +11,8 @@ is folded from all its entries at once:
 - each run of frames inside installed packages (``site-packages``,
   ``dist-packages``) or the standard library becomes one line counting them
   and naming their packages, except the innermost frame of all, which says
-  where the error was raised;
+  where the error was raised: of a library's frame, its first line and the
+  marked line on (the statement that raised), not the library's code around it;
 - a frame (or a cycle of up to four) repeated, as in a recursion, is kept
   once with a line counting the repeats;
 - the exception line, and what chains one exception to the next, are kept;
@@ -95,18 +96,34 @@ def fold_line(count: int, packages: list[str]) -> str:
     return f"[… {count} library frame(s) folded: {names}]"
 
 
+#: Of the innermost frame inside a library: at most this many lines from the marked one on.
+RAISING_LINES = 3
+
+
+def raising_part(entry: str) -> str:
+    """A library frame cut to where it raised: its first line (file, line, function) and
+    from the marked line on, at most :data:`RAISING_LINES` lines; unchanged when nothing is
+    marked."""
+    lines = entry.split("\n")
+    marked = next((n for n, line in enumerate(lines) if n and _MARKED.match(line)), None)
+    if marked is None:
+        return entry
+    tail = [line for line in lines[marked : marked + RAISING_LINES] if line.strip()]
+    return "\n".join([lines[0], *tail, ""] if entry.endswith("\n") else [lines[0], *tail])
+
+
 def _fold_libraries(entries: list[str], innermost: int) -> list[str]:
     kept: list[str] = []
     run: list[str] = []
     for position, entry in enumerate(entries):
-        package = library_of(entry) if position != innermost else None
-        if package is not None:
+        package = library_of(entry)
+        if package is not None and position != innermost:
             run.append(package)
             continue
         if run:
             kept.append(fold_line(len(run), run))
             run = []
-        kept.append(entry)
+        kept.append(raising_part(entry) if package is not None else entry)
     if run:
         kept.append(fold_line(len(run), run))
     return kept
