@@ -300,15 +300,21 @@ class KernelWebSocket:
             raise queue.Empty from None
 
     async def wait_for_ready(self, timeout: float) -> None:
-        """Ask for kernel_info until the kernel answers (it may still be starting)."""
+        """Ask for kernel_info until the kernel answers (it may still be starting).
+
+        A reply to any of the requests sent counts: on a link slower than the
+        resend interval, each reply arrives after the next request has gone, and
+        waiting for the newest one only would never end.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        asked: set[str] = set()
         while (left := deadline - loop.time()) > 0:
-            msg_id = self.send("shell", "kernel_info_request", {})
+            asked.add(self.send("shell", "kernel_info_request", {}))
             try:
                 while True:
                     reply = await self.get_shell_msg(timeout=min(left, 2.0))
-                    if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    if reply.get("parent_header", {}).get("msg_id") in asked:
                         self._drain("iopub")
                         return
             except queue.Empty:
