@@ -124,8 +124,8 @@ def read_in_a_new_process(path: Path) -> float:
 
 def atomic_writer(directory: Path) -> Callable[[Any], None]:
     """Write a notebook to ``directory/copy.ipynb`` as our store does: serialize, atomic write."""
-    from jupyter_mcp_server.store import formats
-    from jupyter_mcp_server.workspace import Workspace
+    from jupyter_mcp_server._store import formats
+    from jupyter_mcp_server._workspace import Workspace
 
     space = Workspace(directory)
 

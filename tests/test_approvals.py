@@ -21,7 +21,7 @@ from conftest import ERROR_KEY, error_code, ok, serve, text_of
 from fixtures import extensions_site
 from mcp.types import ElicitResult, InputRequiredResult
 
-from jupyter_mcp_server.calls.approvals import DEFAULT_ACTIONS
+from jupyter_mcp_server._calls.approvals import DEFAULT_ACTIONS
 
 __all__ = ["extensions_site"]
 

@@ -28,7 +28,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.extension import advertise
 from test_tools_notebooks import TOOLS_LIST_BUDGET
 
-from jupyter_mcp_server.protocol.apps import APP_META_KEY, OUTPUT_TOOLS, OUTPUTS_URI
+from jupyter_mcp_server._protocol.apps import APP_META_KEY, OUTPUT_TOOLS, OUTPUTS_URI
 
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
 APP_MIME = "text/html;profile=mcp-app"

@@ -33,7 +33,7 @@ from node_tools import library
 from test_apps import client_of
 from test_browser import browser, chromium_or_skip, screenshot
 
-from jupyter_mcp_server.protocol.apps import OUTPUTS_URI
+from jupyter_mcp_server._protocol.apps import OUTPUTS_URI
 
 EXT_APPS = "@modelcontextprotocol/ext-apps@2.0.4"
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")

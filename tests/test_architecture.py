@@ -23,17 +23,21 @@ PACKAGE = "jupyter_mcp_server"
 
 #: The protocol features, the transports and the server: what the lower layers never import.
 UPPER = (
-    "app",
-    "cli",
+    "_app",
+    "_cli",
     "api",
-    "core_tools",
-    "extensions",
-    "jupyter",
-    "protocol",
-    "transports",
+    "_core_tools",
+    "_extensions",
+    "_jupyter",
+    "_protocol",
+    "_transports",
 )
 #: The layers below the tools, and what each may not import (besides ``UPPER``).
-LOWER = {"store": ("tools", "state"), "kernels": ("tools", "state", "store"), "tools": ()}
+LOWER = {
+    "_store": ("_tools", "_state"),
+    "_kernels": ("_tools", "_state", "_store"),
+    "_tools": (),
+}
 #: Imports of the package inside functions: each a deliberate lazy one (two are the public
 #: API's: `ServerAccess.run_code` reaches the tools only when called; one is the HTTP
 #: transport's sign-in, which brings PyJWT only with --auth-issuer).
@@ -179,8 +183,8 @@ def test_the_import_graph_has_no_cycle() -> None:
 
 def test_the_cycle_finder_finds_a_planted_cycle() -> None:
     graph, _lazy = import_graph()
-    graph[f"{PACKAGE}.store.formats"].add(f"{PACKAGE}.tools.cells")
-    assert any(f"{PACKAGE}.store.formats" in component for component in cycles(graph))
+    graph[f"{PACKAGE}._store.formats"].add(f"{PACKAGE}._tools.cells")
+    assert any(f"{PACKAGE}._store.formats" in component for component in cycles(graph))
 
 
 def test_no_arrow_points_up_from_the_store_the_kernels_or_the_tools() -> None:
@@ -256,11 +260,11 @@ def reads_environment(node: ast.AST) -> bool:
 
 
 def test_only_the_configuration_reads_a_setting_from_the_environment() -> None:
-    """``os.environ.get``, ``os.getenv`` and ``os.environ[...]`` appear in config/reading.py alone (the
+    """``os.environ.get``, ``os.getenv`` and ``os.environ[...]`` appear in _config/reading.py alone (the
     whole environment may still be handed on, as it is to a kernel)."""
     readers = []
     for name, path in modules().items():
-        if name == f"{PACKAGE}.config.reading":
+        if name == f"{PACKAGE}._config.reading":
             continue
         readers += [
             f"{name}:{node.lineno}"
@@ -279,12 +283,28 @@ def test_the_top_level_holds_few_modules() -> None:
     assert len(top) <= MOST_TOP_LEVEL_MODULES, top
 
 
+#: What the package offers by name: its version and Jupyter Server hook, ``python -m``, and the
+#: extension API. Everything else is private (a leading underscore, as httpx marks its own).
+PUBLIC_MODULES = {"__init__", "__main__", "api"}
+
+
+def test_only_the_api_is_public() -> None:
+    exposed = sorted(
+        path.name
+        for path in (SOURCES / PACKAGE).iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").exists())
+        and path.stem not in PUBLIC_MODULES
+        and not path.name.startswith("_")
+    )
+    assert exposed == []
+
+
 def test_every_kernel_backend_uses_the_one_seam() -> None:
     """The three backends are KernelBackend subclasses, built by ``build``, and published by
     the same entry points an extension's backend is."""
     import tomllib
 
-    from jupyter_mcp_server.kernels.backends import BUILT_IN_BACKENDS, KernelBackend, backend_class
+    from jupyter_mcp_server._kernels.backends import BUILT_IN_BACKENDS, KernelBackend, backend_class
 
     published = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"][
         "jupyter_mcp_server.kernel_backends"
@@ -303,7 +323,7 @@ def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -
     the kernel manager's backend and
     kernel source, or the extension host's server factory, is assigned (``x.attr = ...`` on
     anything but ``self``) only in app.py."""
-    state_source = ast.parse((SOURCES / PACKAGE / "state.py").read_text())
+    state_source = ast.parse((SOURCES / PACKAGE / "_state.py").read_text())
     built = {"kernel_source", "server_factory", "specs", "kernels_dir"}
     for node in ast.walk(state_source):
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
@@ -312,7 +332,7 @@ def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -
                     built.add(inner.attr)
     changed = []
     for name, path in modules().items():
-        if name == f"{PACKAGE}.app":
+        if name == f"{PACKAGE}._app":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             targets = (
@@ -369,20 +389,29 @@ def test_the_api_is_importable_without_the_server() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     loaded = done.stdout.split()
-    server = ("app", "state", "store", "tools", "transports", "protocol", "jupyter", "calls")
+    server = (
+        "_app",
+        "_state",
+        "_store",
+        "_tools",
+        "_transports",
+        "_protocol",
+        "_jupyter",
+        "_calls",
+    )
     # The exception a call that asks ends with is a value an error may carry, not the server.
-    light = {"jupyter_mcp_server.calls", "jupyter_mcp_server.calls.input_required"}
+    light = {"jupyter_mcp_server._calls", "jupyter_mcp_server._calls.input_required"}
     reached = [
         m for m in loaded if m.split(".")[1:2] and m.split(".")[1] in server and m not in light
     ]
     assert reached == [], reached
-    assert "jupyter_mcp_server.kernels.manager" not in loaded
+    assert "jupyter_mcp_server._kernels.manager" not in loaded
 
 
 def test_the_api_lends_capabilities_read_only() -> None:
     """An extension reads what is on; only the person's configuration changes it."""
+    from jupyter_mcp_server._policy.capabilities import CapabilitiesView, CapabilityRegistry
     from jupyter_mcp_server.api import ServerAccess
-    from jupyter_mcp_server.policy.capabilities import CapabilitiesView, CapabilityRegistry
 
     assert ServerAccess.capabilities.fget.__annotations__["return"] in (
         "CapabilitiesView",

@@ -129,9 +129,9 @@ async def test_a_task_gathers_before_it_is_one_then_asks_through_itself() -> Non
     answered, says the run gathered; once the run is a task, what it asks goes through the task."""
     import asyncio
 
-    from jupyter_mcp_server.calls.asking import Elicitation, InputRequired, UsedStates, ask
-    from jupyter_mcp_server.calls.detached import RunRegistry
-    from jupyter_mcp_server.hooks import Hooks
+    from jupyter_mcp_server._calls.asking import Elicitation, InputRequired, UsedStates, ask
+    from jupyter_mcp_server._calls.detached import RunRegistry
+    from jupyter_mcp_server._hooks import Hooks
 
     runs, used = RunRegistry(None, Hooks()), UsedStates()
     name = Elicitation("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})

@@ -38,7 +38,7 @@ import pytest
 from conftest import jupyter_server_process, ok
 from test_jupyter_server import TOKEN, headers, sessions
 
-from jupyter_mcp_server.jupyter.presence import LINGER
+from jupyter_mcp_server._jupyter.presence import LINGER
 
 #: The MCP client's name, as the page shows the agent.
 AGENT = "test-agent"

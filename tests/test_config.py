@@ -1,6 +1,6 @@
 """Every setting declared once: the command line, the environment and the README agree.
 
-The parser is made from the declarations in ``config/settings.py``; these tests read
+The parser is made from the declarations in ``_config/settings.py``; these tests read
 what a user reads (``--help`` and README.md) and what a bad value does.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_mcp_server.config import SETTINGS, ConfigError, read_config
+from jupyter_mcp_server._config import SETTINGS, ConfigError, read_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,7 +83,7 @@ def test_every_field_of_a_setting_is_read_by_the_server():
     import ast
     from dataclasses import fields
 
-    from jupyter_mcp_server.config import Setting
+    from jupyter_mcp_server._config import Setting
 
     read: set[str] = set()
     for path in (REPO / "src" / "jupyter_mcp_server").rglob("*.py"):
@@ -97,8 +97,8 @@ def test_the_jupyter_traits_are_made_from_the_settings():
     pytest.importorskip("jupyter_server")
     from traitlets.config import Config
 
-    from jupyter_mcp_server.config import JUPYTER_SETTINGS, default_of
-    from jupyter_mcp_server.jupyter.server_extension import JupyterMCPServerApp, _given
+    from jupyter_mcp_server._config import JUPYTER_SETTINGS, default_of
+    from jupyter_mcp_server._jupyter.server_extension import JupyterMCPServerApp, _given
 
     traits = JupyterMCPServerApp.class_own_traits(config=True)
     assert set(traits) == {setting.jupyter for setting in JUPYTER_SETTINGS} | {

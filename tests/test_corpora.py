@@ -17,9 +17,9 @@ import pytest
 from nbformat import validator
 from nbformat.reader import reads as read_without_validating
 
-from jupyter_mcp_server.errors import INVALID_ARGUMENT, ToolFailure
-from jupyter_mcp_server.store import NotebookStore, formats
-from jupyter_mcp_server.workspace import Workspace
+from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server._store import NotebookStore, formats
+from jupyter_mcp_server._workspace import Workspace
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 

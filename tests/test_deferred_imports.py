@@ -15,12 +15,12 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 CHECK = """
 import sys, time
 sys.path.insert(0, {src!r})
-from jupyter_mcp_server.cli import main  # what the server's process imports first: it defers
-from jupyter_mcp_server.deferred_imports import defer_iri_grammar
+from jupyter_mcp_server._cli import main  # what the server's process imports first: it defers
+from jupyter_mcp_server._deferred_imports import defer_iri_grammar
 assert getattr(sys.modules["rfc3987_syntax"], "__file__", None) is None, "the stand-in is in place"
 assert not defer_iri_grammar()  # once is enough
 import nbformat, jsonschema
-from jupyter_mcp_server.store.formats import parse_notebook
+from jupyter_mcp_server._store.formats import parse_notebook
 parse_notebook(nbformat.writes(nbformat.v4.new_notebook()).encode(), "ipynb", "x.ipynb")
 assert "lark" not in sys.modules, "the grammar was built on the way to the first notebook"
 checker = jsonschema.Draft7Validator.FORMAT_CHECKER
@@ -49,9 +49,9 @@ def test_reading_a_notebook_does_not_build_the_iri_grammar_and_iris_still_valida
 REACTOR_CHECK = """
 import sys
 sys.path.insert(0, {src!r})
-from jupyter_mcp_server.cli import main  # the server's process: the extension layer is loaded
-from jupyter_mcp_server.app import build_application
-from jupyter_mcp_server.config import read_config
+from jupyter_mcp_server._cli import main  # the server's process: the extension layer is loaded
+from jupyter_mcp_server._app import build_application
+from jupyter_mcp_server._config import read_config
 import logging
 handlers = list(logging.getLogger().handlers)
 build_application(read_config({{"workspace_root": {root!r}}})).build_configured()
@@ -83,7 +83,7 @@ def test_the_server_starts_without_the_web_host_its_plugin_platform_re_exports(t
 
 
 def test_a_package_whose_init_does_more_than_re_export_is_imported_normally(tmp_path: Path):
-    from jupyter_mcp_server.deferred_imports import _reexports
+    from jupyter_mcp_server._deferred_imports import _reexports
 
     assert _reexports(ast.parse('"""doc"""\nfrom .a import b as c, d\n__all__ = ["c", "d"]\n')) == {
         "c": "a",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from jupyter_mcp_server.store.diffs import NO_NEWLINE, cell_diff, diff_text, unified_diff
+from jupyter_mcp_server._store.diffs import NO_NEWLINE, cell_diff, diff_text, unified_diff
 
 
 def test_no_final_newline_is_said_not_run_together():

@@ -35,7 +35,7 @@ from conftest import CORE_TOOLS, REPO, free_port
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-VERSION_FILE = REPO / "src" / "jupyter_mcp_server" / "version.py"
+VERSION_FILE = REPO / "src" / "jupyter_mcp_server" / "_version.py"
 CONFIG_FILE = "etc/jupyter/jupyter_server_config.d/jupyter_mcp_server.json"
 TOKEN = "distribution-test-token-5b7e"
 #: What a developer's tree holds besides the sources, copied so that a build that shipped it shows.
@@ -113,7 +113,7 @@ def test_the_wheel_ships_the_package_and_its_jupyter_config_only(
     shipped = json.loads(zipfile.ZipFile(wheel).read(data + CONFIG_FILE))
     assert shipped == {"ServerApp": {"jpserver_extensions": {"jupyter_mcp_server": True}}}
     # The scripts the server runs by their path are files in the package.
-    for script in ("kernels/keeper.py", "kernels/inkernel.py", "tools/helpers/regex_worker.py"):
+    for script in ("_kernels/keeper.py", "_kernels/inkernel.py", "_tools/helpers/regex_worker.py"):
         assert f"jupyter_mcp_server/{script}" in names
 
 

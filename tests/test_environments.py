@@ -19,8 +19,8 @@ import pytest
 from conftest import ok, refused, serve, server_command, text_of
 from environments_support import EXTRA, make_env, server_lacks
 
-from jupyter_mcp_server.kernels.environments import Environment, choose
-from jupyter_mcp_server.tools.helpers.models import NotebookUsed
+from jupyter_mcp_server._kernels.environments import Environment, choose
+from jupyter_mcp_server._tools.helpers.models import NotebookUsed
 
 NO_PRESTART = ("--capability", "kernel.prestart=off")
 PRINT_PREFIX = "import sys; print(sys.prefix)"

@@ -31,7 +31,7 @@ from conftest import ERROR_KEY, error_code, ok, serve, text_of
 from mcp import Client
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
-from jupyter_mcp_server.calls.approvals import (
+from jupyter_mcp_server._calls.approvals import (
     DEFAULT_ACTIONS,
     DELETE_CELLS,
     INSTALL_PACKAGES,
@@ -40,7 +40,7 @@ from jupyter_mcp_server.calls.approvals import (
     RESTORE_REVISION,
     SHELL_CODE,
 )
-from jupyter_mcp_server.tools.declarations import NOTEBOOK_TOOLS
+from jupyter_mcp_server._tools.declarations import NOTEBOOK_TOOLS
 
 MODES = ["legacy", "2026-07-28"]
 ARGS = ("--toolsets", "runs,history,environments", "--capability", "kernel.prestart=off")

@@ -27,7 +27,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from reactor_mcp_server import put_on_server
 
-from jupyter_mcp_server.extensions import (
+from jupyter_mcp_server._extensions import (
     ExtensionManager,
     JupyterMCPExtension,
     PluginCompatibility,
@@ -37,7 +37,7 @@ from jupyter_mcp_server.extensions import (
     Toolset,
     ToolSpec,
 )
-from jupyter_mcp_server.hooks import Hooks, ToolCallEnded
+from jupyter_mcp_server._hooks import Hooks, ToolCallEnded
 
 __all__ = ["extensions_site"]  # the session fixture, used by name
 
@@ -211,7 +211,7 @@ def discovered(site: Path | None, listed: str | None = None) -> list[str]:
     if listed is not None:
         env["JUPYTER_MCP_EXTENSIONS"] = listed
     code = (
-        "import json\nfrom jupyter_mcp_server.app import build_state\nfrom jupyter_mcp_server.config import read_config\n"
+        "import json\nfrom jupyter_mcp_server._app import build_state\nfrom jupyter_mcp_server._config import read_config\n"
         "print(json.dumps(list(build_state(read_config({})).extensions.host.registered)))"
     )
     done = subprocess.run(

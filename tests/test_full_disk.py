@@ -506,7 +506,7 @@ async def test_a_full_history_disk_never_fails_an_edit_and_is_logged_in_one_line
 
 
 def test_the_disk_errors_map_to_the_three_codes():
-    from jupyter_mcp_server.workspace.storage_errors import storage_failure
+    from jupyter_mcp_server._workspace.storage_errors import storage_failure
 
     for number, code in (
         (errno.ENOSPC, "disk_full"),

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from conftest import ERROR_KEY, REPO, ok, refused, serve, text_of
 
-from jupyter_mcp_server.store import NotebookStore, new_cell, revision_of
-from jupyter_mcp_server.store.formats import IPYNB, serialize_notebook
-from jupyter_mcp_server.store.history import Histories, Limits, Origin
-from jupyter_mcp_server.store.recording import Recorder, diff_revisions, notebook_at
-from jupyter_mcp_server.workspace import Workspace
+from jupyter_mcp_server._store import NotebookStore, new_cell, revision_of
+from jupyter_mcp_server._store.formats import IPYNB, serialize_notebook
+from jupyter_mcp_server._store.history import Histories, Limits, Origin
+from jupyter_mcp_server._store.recording import Recorder, diff_revisions, notebook_at
+from jupyter_mcp_server._workspace import Workspace
 
 
 def cells_json(data: bytes) -> list[dict]:
@@ -593,7 +593,7 @@ def test_two_processes_record_one_change_once_and_a_repeated_change_each_time(tm
     # Two server processes' views of one notebook's history. The writer says its write is
     # coming; the other reads the file before the writer's entry and records the change
     # from the note; the writer's entry is then not added again.
-    from jupyter_mcp_server.store.history import Content
+    from jupyter_mcp_server._store.history import Content
 
     def content(revision: str) -> Content:
         return Content(

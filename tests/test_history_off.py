@@ -25,7 +25,7 @@ from conftest import error_code, ok, serve, text_of
 from mcp import Client
 from mcp.types import CallToolResult
 
-from jupyter_mcp_server.tools.declarations import NOTEBOOK_TOOLS
+from jupyter_mcp_server._tools.declarations import NOTEBOOK_TOOLS
 
 ARGS = ("--toolsets", "runs,history", "--capability", "kernel.prestart=off")
 

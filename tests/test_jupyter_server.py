@@ -1187,7 +1187,7 @@ async def test_the_agent_is_a_named_collaborator_in_the_room_while_it_works(tmp_
     from mcp.types import Implementation
     from pycrdt import StickyIndex
 
-    from jupyter_mcp_server.jupyter.presence import LINGER
+    from jupyter_mcp_server._jupyter.presence import LINGER
 
     with jupyter_server_process(
         tmp_path,

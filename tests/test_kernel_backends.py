@@ -16,8 +16,8 @@ import pytest
 from conftest import REPO, install_packages, ok, serve, text_of
 from rpc import environment
 
-from jupyter_mcp_server.app import kernel_backend_name
-from jupyter_mcp_server.config import read_config
+from jupyter_mcp_server._app import kernel_backend_name
+from jupyter_mcp_server._config import read_config
 
 FIXTURE = REPO / "tests" / "fixtures" / "fixture-backend"
 

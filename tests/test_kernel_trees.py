@@ -7,7 +7,7 @@ middle process exits, so the daemon is nobody's child the kernel knows). Then
 the kernel goes away in each way it can: the server is SIGKILLed, the
 notebook is restarted, released, or its idle kernel is culled. Every process
 of the kernel's tree must be gone within seconds. Before the kernels were
-kept (``kernels/keeper.py``) the SIGKILLed server left all five running, and
+kept (``_kernels/keeper.py``) the SIGKILLed server left all five running, and
 a restart or release left the two that had left the kernel's session.
 """
 

@@ -17,7 +17,7 @@ import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 
-from jupyter_mcp_server.kernels.execution import (
+from jupyter_mcp_server._kernels.execution import (
     IOPUB_GRACE,
     IOPUB_LOST,
     NEVER_ACKNOWLEDGED,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jupyter_mcp_server.kernels.outputs import (
+from jupyter_mcp_server._kernels.outputs import (
     CollectedOutputs,
     ErrorInfo,
     OutputCollector,

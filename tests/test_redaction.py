@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ok, serve, text_of
 
-from jupyter_mcp_server.policy.redaction import Redactor, secret_values
+from jupyter_mcp_server._policy.redaction import Redactor, secret_values
 
 PLANTED = "sk-proj-" + "Zq7" * 12  # an OpenAI-style key, in the server's environment
 GITHUB = "ghp_" + "a1B2c3D4e5" * 4
@@ -161,7 +161,7 @@ TOKENS = {
 
 
 def test_every_token_format_is_masked_in_text_and_in_nested_values() -> None:
-    from jupyter_mcp_server.policy.redaction import TOKEN_FORMATS, Redactor
+    from jupyter_mcp_server._policy.redaction import TOKEN_FORMATS, Redactor
 
     assert set(TOKENS) == {kind for kind, _anchors, _pattern in TOKEN_FORMATS}
     redactor = Redactor()

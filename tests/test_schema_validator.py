@@ -19,9 +19,9 @@ import json, sys
 sys.path.insert(0, {src!r})
 import nbformat
 from nbformat import validator
-from jupyter_mcp_server.store import schema_validator
-from jupyter_mcp_server.store.formats import parse_notebook
-from jupyter_mcp_server.errors import ToolFailure
+from jupyter_mcp_server._store import schema_validator
+from jupyter_mcp_server._store.formats import parse_notebook
+from jupyter_mcp_server._errors import ToolFailure
 
 used = schema_validator.prepare()
 verdicts = []

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbformat import v3, v4
 
-from jupyter_mcp_server.errors import (
+from jupyter_mcp_server._errors import (
     ALREADY_EXISTS,
     INVALID_ARGUMENT,
     INVALID_PATH,
@@ -22,8 +22,8 @@ from jupyter_mcp_server.errors import (
     REVISION_CONFLICT,
     ToolFailure,
 )
-from jupyter_mcp_server.store import NotebookStore, formats, new_cell, revision_of
-from jupyter_mcp_server.workspace import Workspace
+from jupyter_mcp_server._store import NotebookStore, formats, new_cell, revision_of
+from jupyter_mcp_server._workspace import Workspace
 
 
 @pytest.fixture
@@ -549,7 +549,7 @@ def as_nbformat_writes_it(data: bytes) -> bytes:
 async def test_a_big_notebook_edit_encodes_only_the_changed_cell(
     store: NotebookStore, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jupyter_mcp_server.store import layout
+    from jupyter_mcp_server._store import layout
 
     save(root / "big.ipynb", notebook_with(*(f"x = {i}" for i in range(500))))
     await store.mutate("big.ipynb", set_source(0, "first write encodes every cell"))
@@ -573,7 +573,7 @@ async def test_a_big_cell_is_encoded_again_rather_than_kept(
     store: NotebookStore, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Images and long outputs are not held twice more in memory; small cells still are."""
-    from jupyter_mcp_server.store import layout
+    from jupyter_mcp_server._store import layout
 
     notebook = notebook_with("small = 1", "big = 2")
     notebook.cells[1].outputs = [

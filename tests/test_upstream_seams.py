@@ -13,7 +13,7 @@ import inspect
 
 
 def test_nbformat_still_has_the_schema_loader_and_validator_registry() -> None:
-    """store/schema_validator.py: the 4.5 schema read with ``_get_schema_json`` and a
+    """_store/schema_validator.py: the 4.5 schema read with ``_get_schema_json`` and a
     generated validator put in ``validator.validators`` under nbformat's own key."""
     import nbformat
     from nbformat import json_compat, validator
@@ -29,7 +29,7 @@ def test_nbformat_still_has_the_schema_loader_and_validator_registry() -> None:
 
 
 def test_tornado_handlers_still_say_whether_they_finished() -> None:
-    """transports/tornado_bridge.py: ``handler._finished`` says whether a bridged response
+    """_transports/tornado_bridge.py: ``handler._finished`` says whether a bridged response
     still needs its ``finish()`` (tornado has no public property for it)."""
     import tornado.web
 
@@ -38,7 +38,7 @@ def test_tornado_handlers_still_say_whether_they_finished() -> None:
 
 
 def test_uvicorn_h11_protocol_still_has_the_hooks_the_head_timeout_overrides() -> None:
-    """transports/http.py: a subclass of uvicorn's H11Protocol closes a connection whose
+    """_transports/http.py: a subclass of uvicorn's H11Protocol closes a connection whose
     request head is late (uvicorn times out only idle keep-alive connections)."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -69,7 +69,7 @@ def test_the_deferred_modules_are_still_imported_as_they_were() -> None:
     import ast
     import importlib.util
 
-    from jupyter_mcp_server.deferred_imports import IRI_GRAMMAR, _reexports
+    from jupyter_mcp_server._deferred_imports import IRI_GRAMMAR, _reexports
 
     assert importlib.util.find_spec(IRI_GRAMMAR) is not None
     spec = importlib.util.find_spec("reactor")

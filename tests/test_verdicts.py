@@ -12,7 +12,7 @@ import json
 import nbformat
 from conftest import ok, refused, serve
 
-from jupyter_mcp_server.store import formats, verdicts
+from jupyter_mcp_server._store import formats, verdicts
 
 
 def _valid_bytes(seed: str) -> bytes:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
-from jupyter_mcp_server.kernels.execution import OK, run_code
-from jupyter_mcp_server.kernels.kernel import Kernel
-from jupyter_mcp_server.kernels.pool import WarmPool
+from jupyter_mcp_server._kernels.execution import OK, run_code
+from jupyter_mcp_server._kernels.kernel import Kernel
+from jupyter_mcp_server._kernels.pool import WarmPool
 
 
 async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_after_it(
@@ -74,8 +74,8 @@ async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_a
 async def test_the_first_kernel_is_prestarted_at_the_handshake_and_every_kernel_shares_one_context(
     tmp_path: Path,
 ):
-    from jupyter_mcp_server.app import build_application
-    from jupyter_mcp_server.config import read_config
+    from jupyter_mcp_server._app import build_application
+    from jupyter_mcp_server._config import read_config
 
     application = build_application(read_config({"workspace_root": str(tmp_path)}))
     state = application.state

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_mcp_server.errors import ToolFailure
-from jupyter_mcp_server.workspace import Workspace
-from jupyter_mcp_server.workspace.notebook_uris import notebook_uri, path_of_uri
+from jupyter_mcp_server._errors import ToolFailure
+from jupyter_mcp_server._workspace import Workspace
+from jupyter_mcp_server._workspace.notebook_uris import notebook_uri, path_of_uri
 
 
 @pytest.fixture
@@ -503,7 +503,7 @@ def test_a_writer_holding_others_back_makes_other_processes_wait(workspace: Work
         f"""
         import sys, time
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "src")!r})
-        from jupyter_mcp_server.workspace import Workspace
+        from jupyter_mcp_server._workspace import Workspace
         print("ready", flush=True)
         Workspace({str(workspace.root)!r}).write_atomic("nb.ipynb", b"theirs")
         print(time.time(), flush=True)
@@ -635,7 +635,7 @@ def test_the_sweep_gets_through_a_2000_level_tree(
     (root / "zz-after").mkdir()
     (root / "zz-after" / LEFTOVER).write_text("")
     try:
-        with caplog.at_level("INFO", logger="jupyter_mcp_server.workspace"):
+        with caplog.at_level("INFO", logger="jupyter_mcp_server._workspace"):
             assert workspace.remove_stale_temp_files() == 2
         assert not (root / "d" / "d" / "d" / LEFTOVER).exists()
         assert not (root / "zz-after" / LEFTOVER).exists()
@@ -652,7 +652,7 @@ def test_the_sweep_stops_after_so_many_entries_and_says_so(
     for index in range(30):
         (workspace.root / f"file-{index}").write_text("")
     (workspace.root / LEFTOVER).write_text("")
-    with caplog.at_level("INFO", logger="jupyter_mcp_server.workspace"):
+    with caplog.at_level("INFO", logger="jupyter_mcp_server._workspace"):
         removed = workspace.remove_stale_temp_files(max_entries=10)
     assert removed <= 1
     assert "10 entries" in caplog.text

@@ -4,7 +4,7 @@ Local-first: the server starts and manages its kernels itself, so no Jupyter
 Server, URL or token is needed. Everything it serves arrives as an extension.
 """
 
-from jupyter_mcp_server.version import __version__
+from jupyter_mcp_server._version import __version__
 
 __all__ = ["__version__"]
 
@@ -13,6 +13,6 @@ def _jupyter_server_extension_points() -> list[dict[str, object]]:
     """The Jupyter Server extension (enabled by the Jupyter config file the package ships;
     ``jupyter server extension disable jupyter_mcp_server`` turns it off); importing this
     package never imports Jupyter Server."""
-    from jupyter_mcp_server.jupyter.server_extension import JupyterMCPServerApp
+    from jupyter_mcp_server._jupyter.server_extension import JupyterMCPServerApp
 
-    return [{"module": "jupyter_mcp_server.jupyter.server_extension", "app": JupyterMCPServerApp}]
+    return [{"module": "jupyter_mcp_server._jupyter.server_extension", "app": JupyterMCPServerApp}]

@@ -1,5 +1,5 @@
 """`python -m jupyter_mcp_server` is the command line."""
 
-from jupyter_mcp_server.cli import main
+from jupyter_mcp_server._cli import main
 
 main()

@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jupyter_mcp_server.policy.capabilities import CapabilitiesView  # light: no server
+from jupyter_mcp_server._policy.capabilities import CapabilitiesView  # light: no server
 
 if TYPE_CHECKING:
-    from jupyter_mcp_server.calls.approvals import (
+    from jupyter_mcp_server._calls.approvals import (
         DEFAULT_ACTIONS,
         DELETE_CELLS,
         INSTALL_PACKAGES,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         SHELL_CODE,
         approve,
     )
-    from jupyter_mcp_server.calls.asking import (
+    from jupyter_mcp_server._calls.asking import (
         Answer,
         Elicitation,
         InputRequired,
@@ -48,9 +48,9 @@ if TYPE_CHECKING:
         Sampling,
         client_can,
     )
-    from jupyter_mcp_server.calls.detached import request_input, task_support
-    from jupyter_mcp_server.config import ServerConfig
-    from jupyter_mcp_server.errors import (
+    from jupyter_mcp_server._calls.detached import request_input, task_support
+    from jupyter_mcp_server._config import ServerConfig
+    from jupyter_mcp_server._errors import (
         ALREADY_EXISTS,
         APPROVAL_REQUIRED,
         DECLINED,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
         UNSUPPORTED,
         ToolFailure,
     )
-    from jupyter_mcp_server.extensions import (
+    from jupyter_mcp_server._extensions import (
         JupyterMCPExtension,
         PluginCompatibility,
         PluginManifest,
@@ -80,94 +80,94 @@ if TYPE_CHECKING:
         on_toolset,
         tool,
     )
-    from jupyter_mcp_server.hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
-    from jupyter_mcp_server.jupyter_urls import ArgumentNames, normalize_url
-    from jupyter_mcp_server.kernels.backends import (
+    from jupyter_mcp_server._hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
+    from jupyter_mcp_server._jupyter_urls import ArgumentNames, normalize_url
+    from jupyter_mcp_server._kernels.backends import (
         BackendParts,
         KernelBackend,
         StartedKernel,
         backend_class,
     )
-    from jupyter_mcp_server.kernels.execution import ExecutionOutcome
-    from jupyter_mcp_server.kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
-    from jupyter_mcp_server.policy.capabilities import Capability
-    from jupyter_mcp_server.state import ServerState, ask
-    from jupyter_mcp_server.tools.helpers.models import ExecutionResult, Result
-    from jupyter_mcp_server.tools.helpers.results import answer, failure, tool_handler
-    from jupyter_mcp_server.tools.running import execution_result
+    from jupyter_mcp_server._kernels.execution import ExecutionOutcome
+    from jupyter_mcp_server._kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
+    from jupyter_mcp_server._policy.capabilities import Capability
+    from jupyter_mcp_server._state import ServerState, ask
+    from jupyter_mcp_server._tools.helpers.models import ExecutionResult, Result
+    from jupyter_mcp_server._tools.helpers.results import answer, failure, tool_handler
+    from jupyter_mcp_server._tools.running import execution_result
 
 #: Where each exported name is defined. Each is imported when first used, so that importing
 #: this module (to subclass JupyterMCPExtension, or to name an error code) imports only what
 #: that name needs, never the server, its store, its kernels or its tools.
 _DEFINED_IN: dict[str, str] = {
-    "ALREADY_EXISTS": "jupyter_mcp_server.errors",
-    "Answer": "jupyter_mcp_server.calls.asking",
-    "answer": "jupyter_mcp_server.tools.helpers.results",
-    "APPROVAL_REQUIRED": "jupyter_mcp_server.errors",
-    "approve": "jupyter_mcp_server.calls.approvals",
-    "ask": "jupyter_mcp_server.state",
-    "ArgumentNames": "jupyter_mcp_server.jupyter_urls",
-    "backend_class": "jupyter_mcp_server.kernels.backends",
-    "BackendParts": "jupyter_mcp_server.kernels.backends",
-    "Capability": "jupyter_mcp_server.policy.capabilities",
-    "client_can": "jupyter_mcp_server.calls.asking",
-    "DECLINED": "jupyter_mcp_server.errors",
-    "DEFAULT_ACTIONS": "jupyter_mcp_server.calls.approvals",
-    "DELETE_CELLS": "jupyter_mcp_server.calls.approvals",
-    "Elicitation": "jupyter_mcp_server.calls.asking",
-    "ERROR_CODES": "jupyter_mcp_server.errors",
-    "ERROR_META_KEY": "jupyter_mcp_server.errors",
-    "Execution": "jupyter_mcp_server.hooks",
-    "EXECUTION_ERROR": "jupyter_mcp_server.errors",
-    "execution_result": "jupyter_mcp_server.tools.running",
-    "ExecutionEnded": "jupyter_mcp_server.hooks",
-    "ExecutionOutcome": "jupyter_mcp_server.kernels.execution",
-    "ExecutionResult": "jupyter_mcp_server.tools.helpers.models",
-    "failure": "jupyter_mcp_server.tools.helpers.results",
-    "Hooks": "jupyter_mcp_server.hooks",
-    "InputRequired": "jupyter_mcp_server.calls.asking",
-    "INSTALL_PACKAGES": "jupyter_mcp_server.calls.approvals",
-    "INTERRUPTED": "jupyter_mcp_server.errors",
-    "INVALID_ARGUMENT": "jupyter_mcp_server.errors",
-    "INVALID_PATH": "jupyter_mcp_server.errors",
-    "JupyterMCPExtension": "jupyter_mcp_server.extensions",
-    "KERNEL_GONE": "jupyter_mcp_server.errors",
-    "KERNEL_LIMIT": "jupyter_mcp_server.errors",
-    "KernelBackend": "jupyter_mcp_server.kernels.backends",
-    "MissingClientCapability": "jupyter_mcp_server.calls.asking",
-    "NO_NOTEBOOK": "jupyter_mcp_server.errors",
-    "normalize_url": "jupyter_mcp_server.jupyter_urls",
-    "NOT_FOUND": "jupyter_mcp_server.errors",
-    "NOT_PERMITTED": "jupyter_mcp_server.errors",
-    "on_toolset": "jupyter_mcp_server.extensions",
-    "PluginCompatibility": "jupyter_mcp_server.extensions",
-    "PluginManifest": "jupyter_mcp_server.extensions",
-    "Question": "jupyter_mcp_server.calls.asking",
-    "RELEASE_KERNEL": "jupyter_mcp_server.calls.approvals",
-    "request_input": "jupyter_mcp_server.calls.detached",
-    "RESTART_KERNEL": "jupyter_mcp_server.calls.approvals",
-    "RESTORE_REVISION": "jupyter_mcp_server.calls.approvals",
-    "Result": "jupyter_mcp_server.tools.helpers.models",
-    "REVISION_CONFLICT": "jupyter_mcp_server.errors",
-    "RootsRequest": "jupyter_mcp_server.calls.asking",
-    "Sampling": "jupyter_mcp_server.calls.asking",
-    "ServerConfig": "jupyter_mcp_server.config",
-    "SHELL_CODE": "jupyter_mcp_server.calls.approvals",
-    "StartedKernel": "jupyter_mcp_server.kernels.backends",
-    "task_support": "jupyter_mcp_server.calls.detached",
-    "TIMEOUT": "jupyter_mcp_server.errors",
-    "tool": "jupyter_mcp_server.extensions",
-    "tool_handler": "jupyter_mcp_server.tools.helpers.results",
-    "ToolCall": "jupyter_mcp_server.hooks",
-    "ToolCallEnded": "jupyter_mcp_server.hooks",
-    "ToolExtension": "jupyter_mcp_server.extensions",
-    "ToolFailure": "jupyter_mcp_server.errors",
-    "Toolset": "jupyter_mcp_server.extensions",
-    "ToolSpec": "jupyter_mcp_server.extensions",
-    "UNSUPPORTED": "jupyter_mcp_server.errors",
-    "KernelWebSocket": "jupyter_mcp_server.kernels.remote",
-    "RemoteKernel": "jupyter_mcp_server.kernels.remote",
-    "open_remote_kernel": "jupyter_mcp_server.kernels.remote",
+    "ALREADY_EXISTS": "jupyter_mcp_server._errors",
+    "Answer": "jupyter_mcp_server._calls.asking",
+    "answer": "jupyter_mcp_server._tools.helpers.results",
+    "APPROVAL_REQUIRED": "jupyter_mcp_server._errors",
+    "approve": "jupyter_mcp_server._calls.approvals",
+    "ask": "jupyter_mcp_server._state",
+    "ArgumentNames": "jupyter_mcp_server._jupyter_urls",
+    "backend_class": "jupyter_mcp_server._kernels.backends",
+    "BackendParts": "jupyter_mcp_server._kernels.backends",
+    "Capability": "jupyter_mcp_server._policy.capabilities",
+    "client_can": "jupyter_mcp_server._calls.asking",
+    "DECLINED": "jupyter_mcp_server._errors",
+    "DEFAULT_ACTIONS": "jupyter_mcp_server._calls.approvals",
+    "DELETE_CELLS": "jupyter_mcp_server._calls.approvals",
+    "Elicitation": "jupyter_mcp_server._calls.asking",
+    "ERROR_CODES": "jupyter_mcp_server._errors",
+    "ERROR_META_KEY": "jupyter_mcp_server._errors",
+    "Execution": "jupyter_mcp_server._hooks",
+    "EXECUTION_ERROR": "jupyter_mcp_server._errors",
+    "execution_result": "jupyter_mcp_server._tools.running",
+    "ExecutionEnded": "jupyter_mcp_server._hooks",
+    "ExecutionOutcome": "jupyter_mcp_server._kernels.execution",
+    "ExecutionResult": "jupyter_mcp_server._tools.helpers.models",
+    "failure": "jupyter_mcp_server._tools.helpers.results",
+    "Hooks": "jupyter_mcp_server._hooks",
+    "InputRequired": "jupyter_mcp_server._calls.asking",
+    "INSTALL_PACKAGES": "jupyter_mcp_server._calls.approvals",
+    "INTERRUPTED": "jupyter_mcp_server._errors",
+    "INVALID_ARGUMENT": "jupyter_mcp_server._errors",
+    "INVALID_PATH": "jupyter_mcp_server._errors",
+    "JupyterMCPExtension": "jupyter_mcp_server._extensions",
+    "KERNEL_GONE": "jupyter_mcp_server._errors",
+    "KERNEL_LIMIT": "jupyter_mcp_server._errors",
+    "KernelBackend": "jupyter_mcp_server._kernels.backends",
+    "MissingClientCapability": "jupyter_mcp_server._calls.asking",
+    "NO_NOTEBOOK": "jupyter_mcp_server._errors",
+    "normalize_url": "jupyter_mcp_server._jupyter_urls",
+    "NOT_FOUND": "jupyter_mcp_server._errors",
+    "NOT_PERMITTED": "jupyter_mcp_server._errors",
+    "on_toolset": "jupyter_mcp_server._extensions",
+    "PluginCompatibility": "jupyter_mcp_server._extensions",
+    "PluginManifest": "jupyter_mcp_server._extensions",
+    "Question": "jupyter_mcp_server._calls.asking",
+    "RELEASE_KERNEL": "jupyter_mcp_server._calls.approvals",
+    "request_input": "jupyter_mcp_server._calls.detached",
+    "RESTART_KERNEL": "jupyter_mcp_server._calls.approvals",
+    "RESTORE_REVISION": "jupyter_mcp_server._calls.approvals",
+    "Result": "jupyter_mcp_server._tools.helpers.models",
+    "REVISION_CONFLICT": "jupyter_mcp_server._errors",
+    "RootsRequest": "jupyter_mcp_server._calls.asking",
+    "Sampling": "jupyter_mcp_server._calls.asking",
+    "ServerConfig": "jupyter_mcp_server._config",
+    "SHELL_CODE": "jupyter_mcp_server._calls.approvals",
+    "StartedKernel": "jupyter_mcp_server._kernels.backends",
+    "task_support": "jupyter_mcp_server._calls.detached",
+    "TIMEOUT": "jupyter_mcp_server._errors",
+    "tool": "jupyter_mcp_server._extensions",
+    "tool_handler": "jupyter_mcp_server._tools.helpers.results",
+    "ToolCall": "jupyter_mcp_server._hooks",
+    "ToolCallEnded": "jupyter_mcp_server._hooks",
+    "ToolExtension": "jupyter_mcp_server._extensions",
+    "ToolFailure": "jupyter_mcp_server._errors",
+    "Toolset": "jupyter_mcp_server._extensions",
+    "ToolSpec": "jupyter_mcp_server._extensions",
+    "UNSUPPORTED": "jupyter_mcp_server._errors",
+    "KernelWebSocket": "jupyter_mcp_server._kernels.remote",
+    "RemoteKernel": "jupyter_mcp_server._kernels.remote",
+    "open_remote_kernel": "jupyter_mcp_server._kernels.remote",
 }
 
 
@@ -306,8 +306,8 @@ class ServerAccess:
         whoever follows the call. A kernel that dies under it calls `on_death` and is
         reported as ``kernel_gone`` with `gone_message()`."""
         # Imported at the call: the tools' modules are the server's, not an extension's import.
-        from jupyter_mcp_server.tools.helpers.listening import output_listener
-        from jupyter_mcp_server.tools.running import CANCEL_INTERRUPTS
+        from jupyter_mcp_server._tools.helpers.listening import output_listener
+        from jupyter_mcp_server._tools.running import CANCEL_INTERRUPTS
 
         return await self._state.run_in_turn(
             kernel,

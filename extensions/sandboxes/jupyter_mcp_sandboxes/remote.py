@@ -1,7 +1,7 @@
 """A sandbox that is a kernel on a Jupyter Server.
 
 The REST side and the kernel websocket are the server's own remote kernel
-backend (:mod:`jupyter_mcp_server.kernels.remote`): one client, with its
+backend (:mod:`jupyter_mcp_server._kernels.remote`): one client, with its
 reconnection after a dropped websocket, whether a sandbox or ``--jupyter-url``
 started the kernel. The token travels in the ``Authorization`` header only.
 """

@@ -4,7 +4,7 @@ The way past one machine: the sandbox is wherever that server runs, with
 whatever isolation its operator gave it. Nothing is started locally; the
 kernel is created, run and deleted over the server's REST API and kernel
 websocket (:mod:`jupyter_mcp_sandboxes.remote`, over the server's own
-:mod:`jupyter_mcp_server.kernels.remote`).
+:mod:`jupyter_mcp_server._kernels.remote`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,389 @@
+"""Running code on a kernel, driven by the kernel's own messages.
+
+There is no polling floor: the loop wakes when an iopub message arrives, and
+only when the kernel is silent does it look at whether the process is still
+there, so a kernel that dies mid-call is reported within a fraction of a
+second rather than at the timeout. On timeout the kernel is interrupted, and
+the partial outputs are returned with the status saying so.
+
+A kernel that does not go idle after that interrupt (the code ignores or
+blocks SIGINT) is still running the old code: a request sent to it would only
+queue behind, time out without having run, and run unseen once the kernel
+frees up. So the execution it is stuck in is handed to whoever keeps the
+kernel (`on_still_running`), and :func:`ended_meanwhile` tells later calls
+whether it has ended since.
+
+The end of an execution is its idle status on iopub; its shell reply is
+looked for as well while iopub is silent. A reply whose idle status never
+follows within :data:`IOPUB_GRACE` (a subscriber's messages dropped, a
+socket that reconnected to a restarted kernel late) ends the execution
+with the reply's status and says that outputs may be missing, rather than
+waiting out the timeout for a message that will not come (as nbclient
+does). A request the kernel never acknowledged at all (no status, no
+reply) is said to be that when it times out, not taken for code that
+ignores SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from jupyter_mcp_server._kernels.outputs import CollectedOutputs, OutputCollector
+
+logger = logging.getLogger(__name__)
+
+#: How long a silent kernel is waited on before its process is looked at.
+LIVENESS_INTERVAL = 0.2
+#: How long an interrupted kernel gets to report itself idle again.
+INTERRUPT_GRACE = 3.0
+#: How long a look at whether a stuck execution has ended may spend reading what
+#: it printed meanwhile (at most a socket's worth of queued messages).
+DRAIN_LIMIT = 0.5
+#: How long an execution whose shell reply came waits for its idle status on iopub.
+IOPUB_GRACE = 4.0
+#: The note of an execution whose iopub messages did not come (`IOPUB_GRACE`).
+IOPUB_LOST = (
+    "The kernel replied, but its output messages did not arrive: outputs may be missing from this "
+    "result. Run it again to see them; if it keeps happening, call restart_notebook."
+)
+#: What a timed-out execution the kernel never acknowledged says.
+NEVER_ACKNOWLEDGED = (
+    "The execution timed out without the kernel ever acknowledging the request: it sent no status "
+    "and no reply for it. The kernel is busy with code from another client, or the connection to it "
+    "was lost (it was restarted elsewhere, say). Calls on it are refused at once until it answers; "
+    "call restart_notebook to start a fresh one (its variables are lost)."
+)
+#: The shortest wait for a message: some clients never answer a wait of zero.
+SHORTEST_WAIT = 0.01
+#: ``kernel_state`` of a kernel still running code it was interrupted out of.
+BUSY_AFTER_INTERRUPT = "busy_after_interrupt"
+
+OK = "ok"
+ERROR = "error"
+TIMEOUT = "timeout"
+INTERRUPTED = "interrupted"
+GONE = "gone"
+
+
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    """What one execution produced, whatever way it ended."""
+
+    status: str
+    outputs: CollectedOutputs
+    execution_count: int | None
+    user_expressions: dict[str, Any] | None
+    duration: float
+    #: Why it ended the way it did, when that is not the usual reason for its status.
+    reason: str | None = None
+    #: What the kernel is doing now, when a caller must know (``busy_after_interrupt``).
+    kernel_state: str | None = None
+
+
+@dataclass(frozen=True)
+class StillRunning:
+    """An execution that timed out and did not end when its kernel was interrupted."""
+
+    msg_id: str
+    #: When the interrupt went unanswered (``time.monotonic()``).
+    since: float
+
+
+@dataclass(frozen=True)
+class RunningCode:
+    """The execution a kernel is running now, for a caller refused as busy to be told."""
+
+    code: str
+    #: When it started (``time.monotonic()``).
+    since: float
+
+
+STILL_RUNNING_AFTER_TIMEOUT = (
+    "The execution timed out, and the kernel did not stop when it was interrupted: it is still "
+    "running this code (the code ignores or blocks SIGINT). Until it ends, calls on this kernel are "
+    "refused at once. Call restart_notebook to stop it now (its variables are lost), or enable the "
+    "'kernel.restart-unresponsive' capability to have it restarted after a grace period. The outputs "
+    "so far are below."
+)
+
+
+class KernelDied(Exception):
+    """The kernel's process went away while code was running on it.
+
+    `outputs` is what the code had produced until then.
+    """
+
+    def __init__(self, outputs: CollectedOutputs | None = None) -> None:
+        super().__init__("the kernel went away while code was running on it")
+        self.outputs = outputs
+
+
+class _ChannelClosed(Exception):
+    """The kernel's channels were stopped while a message was awaited."""
+
+
+def _closed_under_us() -> bool:
+    """Whether a CancelledError came from a channel closed by whoever stopped the
+    kernel (zmq cancels the pending receive) rather than from this task being
+    cancelled. Let through, the former cancels whatever awaits the call: the
+    tool handler, and with it the server's whole request loop."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is not None and cancelling() == 0
+
+
+async def _receive(receive: Callable[..., Awaitable[Any]], timeout: float) -> Any:
+    """`receive(timeout=...)`, telling a closed channel from a cancelled call."""
+    try:
+        return await receive(timeout=timeout)
+    except asyncio.CancelledError:
+        if _closed_under_us():
+            raise _ChannelClosed() from None
+        raise
+    except AssertionError:
+        # jupyter_client asserts its socket is there: the channel was closed
+        # (the kernel stopped) between two receives.
+        raise _ChannelClosed() from None
+
+
+async def run_code(
+    client: Any,
+    is_alive: Callable[[], Awaitable[bool]],
+    interrupt: Callable[[], Awaitable[None]],
+    code: str,
+    *,
+    timeout: float,
+    max_output_bytes: int,
+    max_output_blocks: int,
+    user_expressions: dict[str, str] | None = None,
+    on_output: Callable[[dict[str, Any]], None] | None = None,
+    interrupted: asyncio.Event | None = None,
+    interrupt_on_cancel: bool = False,
+    on_still_running: Callable[[StillRunning], None] | None = None,
+) -> ExecutionOutcome:
+    """Run `code` on a started kernel client and collect what it says.
+
+    `interrupted` is set by whoever interrupted this kernel on purpose
+    (`interrupt_kernel`), so a `KeyboardInterrupt` reads as `interrupted`
+    rather than as an error the code raised. Raises :class:`KernelDied`
+    when the process disappears; the caller decides what that means.
+    `on_still_running` hears of an execution the kernel is still running
+    after its interrupt (a timeout's, a cancellation's).
+    """
+    collector = OutputCollector(max_output_bytes, max_output_blocks)
+    collector.on_output = on_output
+    started = time.monotonic()
+    deadline = started + timeout
+    try:
+        msg_id = client.execute(
+            code, store_history=True, user_expressions=user_expressions or {}, allow_stdin=False
+        )
+    except AssertionError:
+        # The channels are closed: the kernel was stopped before this ran.
+        raise KernelDied(collector.result()) from None
+    status: str | None = None
+    timed_out = False
+    still_running = False
+    acknowledged = False
+    iopub_lost = False
+    reply: dict[str, Any] | None = None
+    replied_at = 0.0
+    while True:
+        wait = deadline - time.monotonic()
+        if wait <= 0 and not timed_out:
+            timed_out = True
+            await _interrupt_quietly(interrupt)
+            deadline = time.monotonic() + INTERRUPT_GRACE
+            continue
+        if wait <= 0:
+            # Interrupted and still busy: the kernel ignores SIGINT. Report the
+            # timeout now, and that the kernel is still running this code.
+            status = TIMEOUT
+            still_running = True
+            if on_still_running is not None:
+                on_still_running(StillRunning(msg_id, time.monotonic()))
+            break
+        try:
+            message = await _receive(client.get_iopub_msg, min(wait, LIVENESS_INTERVAL))
+        except _ChannelClosed:
+            # The kernel was stopped under this call (a restart, a release).
+            raise KernelDied(collector.result()) from None
+        except asyncio.CancelledError:
+            if interrupt_on_cancel:
+                # The SDK cancels through anyio, which re-delivers cancellation
+                # at every await: only a shielded scope lets the kernel settle
+                # before the next request may reach it.
+                with anyio.CancelScope(shield=True):
+                    settled = await _interrupt_and_settle(client, interrupt, msg_id)
+                if not settled and on_still_running is not None:
+                    on_still_running(StillRunning(msg_id, time.monotonic()))
+            raise
+        except queue.Empty:
+            if not await is_alive():
+                raise KernelDied(collector.result()) from None
+            if reply is None:
+                try:
+                    reply = await _reply_if_there(client, msg_id)
+                except _ChannelClosed:
+                    raise KernelDied(collector.result()) from None
+                replied_at = time.monotonic()
+            elif time.monotonic() - replied_at > IOPUB_GRACE:
+                logger.warning(
+                    "The kernel replied to %s, but its idle status never came on iopub", msg_id
+                )
+                iopub_lost = True
+                break
+            continue
+        if message.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        acknowledged = True
+        msg_type = message["header"]["msg_type"]
+        content = message["content"]
+        if msg_type == "status":
+            if content.get("execution_state") == "idle":
+                break
+            continue
+        collector.add(msg_type, content)
+
+    try:
+        if reply is None and status is None:
+            reply = await _reply_for(client, msg_id)
+    except _ChannelClosed:
+        raise KernelDied(collector.result()) from None
+    reply_content = (reply or {}).get("content", {})
+    if reply_content.get("execution_count") is not None:
+        collector.set_execution_count(reply_content["execution_count"])
+    collected = collector.result()
+    if status is None:
+        if timed_out:
+            status = TIMEOUT
+        elif collected.error is not None or reply_content.get("status") == "error":
+            interrupted_on_purpose = interrupted is not None and interrupted.is_set()
+            is_keyboard = (
+                collected.error is not None and collected.error.ename == "KeyboardInterrupt"
+            )
+            status = INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
+        elif reply_content.get("status") in (
+            "aborted",
+            "abort",
+        ):  # "abort": bash_kernel's, an older spec's
+            status = INTERRUPTED if interrupted is not None and interrupted.is_set() else ERROR
+        else:
+            status = OK
+    if status == ERROR and not await is_alive():
+        # Ended by the kernel going away (a Jupyter Server interrupts a kernel it is
+        # told to shut down, so the code "raises" KeyboardInterrupt): not the code's error.
+        raise KernelDied(collected)
+    return ExecutionOutcome(
+        status=status,
+        outputs=collected,
+        execution_count=collected.execution_count,
+        user_expressions=reply_content.get("user_expressions") or None,
+        duration=time.monotonic() - started,
+        reason=_reason(
+            still_running=still_running, acknowledged=acknowledged, iopub_lost=iopub_lost
+        ),
+        kernel_state=BUSY_AFTER_INTERRUPT if still_running else None,
+    )
+
+
+def _reason(*, still_running: bool, acknowledged: bool, iopub_lost: bool) -> str | None:
+    if still_running:
+        return STILL_RUNNING_AFTER_TIMEOUT if acknowledged else NEVER_ACKNOWLEDGED
+    return IOPUB_LOST if iopub_lost else None
+
+
+async def _reply_if_there(client: Any, msg_id: str) -> dict[str, Any] | None:
+    """The shell reply to `msg_id` if it has come, without waiting for it."""
+    while True:
+        try:
+            reply = await _receive(client.get_shell_msg, SHORTEST_WAIT)
+        except queue.Empty:
+            return None
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return dict(reply)
+
+
+async def ended_meanwhile(client: Any, msg_id: str, *, wait: float = 0.0) -> bool:
+    """Whether the execution `msg_id`, left running after its interrupt, has ended.
+
+    Its idle status is looked for on iopub, waiting at most `wait` seconds
+    for it; what the execution printed meanwhile (nobody awaits it any more)
+    is read and dropped, for at most :data:`DRAIN_LIMIT` beyond that. Its
+    shell reply is consumed too, so the next execution reads its own.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            message = await _receive(client.get_iopub_msg, max(remaining, SHORTEST_WAIT))
+        except queue.Empty:
+            return False
+        except _ChannelClosed:
+            raise KernelDied() from None
+        if (
+            message.get("parent_header", {}).get("msg_id") == msg_id
+            and message["header"]["msg_type"] == "status"
+            and message["content"].get("execution_state") == "idle"
+        ):
+            try:
+                await _reply_for(client, msg_id)
+            except _ChannelClosed:
+                raise KernelDied() from None
+            return True
+        if time.monotonic() > deadline + DRAIN_LIMIT:
+            return False
+
+
+async def _reply_for(client: Any, msg_id: str) -> dict[str, Any] | None:
+    """The shell reply to `msg_id`; replies to earlier, abandoned calls are skipped."""
+    deadline = time.monotonic() + 5.0
+    while (wait := deadline - time.monotonic()) > 0:
+        try:
+            reply = await _receive(client.get_shell_msg, wait)
+        except queue.Empty:
+            return None
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return reply
+    return None
+
+
+async def _interrupt_and_settle(
+    client: Any, interrupt: Callable[[], Awaitable[None]], msg_id: str
+) -> bool:
+    """Interrupt, then wait for the interrupted execution to end; whether it did.
+
+    Returning before it ends would let the next request reach the kernel
+    while the interrupt is still being handled, and ipykernel aborts requests
+    queued behind an execution that failed.
+    """
+    await _interrupt_quietly(interrupt)
+    deadline = time.monotonic() + INTERRUPT_GRACE
+    while (wait := deadline - time.monotonic()) > 0:
+        try:
+            message = await client.get_iopub_msg(timeout=wait)
+        except queue.Empty:
+            return False
+        if (
+            message.get("parent_header", {}).get("msg_id") == msg_id
+            and message["header"]["msg_type"] == "status"
+            and message["content"].get("execution_state") == "idle"
+        ):
+            await _reply_for(client, msg_id)
+            return True
+    return False
+
+
+async def _interrupt_quietly(interrupt: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await interrupt()
+    except Exception:  # the timeout is reported either way
+        logger.warning("Interrupting a kernel after a timeout failed", exc_info=True)

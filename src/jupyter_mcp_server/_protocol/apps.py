@@ -1,0 +1,126 @@
+"""MCP Apps (``io.modelcontextprotocol/ui``): the person sees a cell's outputs as JupyterLab shows them.
+
+Built on the SDK's own seam, :class:`mcp.server.apps.Apps`: the extension is
+advertised under the server's ``capabilities.extensions``, and the output app
+(:mod:`.output_app`) is its ``ui://`` resource, served as
+``text/html;profile=mcp-app`` with a declared CSP that names no domain.
+
+Negotiated per request with :func:`mcp.server.apps.client_supports_apps` (the
+client declared the extension with that MIME type). For such a client, and only
+for it:
+
+- ``tools/list`` links the execution tools to the app (``_meta.ui.resourceUri``);
+- ``resources/list`` lists the app;
+- an execution tool's result carries what the app shows under
+  ``_meta["io.jupyter-mcp/app"]``: the cell's source and its outputs whole
+  (:mod:`jupyter_mcp_server._tools.helpers.shown`), within :data:`PAYLOAD_BUDGET`.
+  A host hands ``_meta`` to the app, not to the model, so the model's context pays
+  nothing for it.
+
+A client that did not negotiate the extension gets every listing and every
+result byte for byte as without it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.apps import Apps, ResourceCsp, client_supports_apps
+from mcp.types import CallToolResult
+
+from jupyter_mcp_server._protocol.handlers import Handler, wrap
+from jupyter_mcp_server._protocol.output_app import output_app_html
+from jupyter_mcp_server._tools.helpers.shown import showing
+
+OUTPUTS_URI = "ui://jupyter-mcp/outputs"
+#: The result ``_meta`` key the app reads what it shows from.
+APP_META_KEY = "io.jupyter-mcp/app"
+#: The tools whose results the output app shows.
+OUTPUT_TOOLS = frozenset({"execute_cell", "execute_code", "insert_execute_code_cell"})
+#: Bytes of outputs one result hands its app; the outputs after are named, not carried.
+PAYLOAD_BUDGET = 4 * 1024 * 1024
+
+
+class NotebookApps(Apps):
+    """The extension with the output app, and the tools/call interceptor that fills it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_html_resource(
+            OUTPUTS_URI,
+            output_app_html(),
+            name="cell-outputs",
+            title="Cell outputs",
+            description="A cell and its outputs as JupyterLab shows them (the execution tools' app).",
+            # No domain at all: the page loads nothing from anywhere.
+            csp=ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]),
+            prefers_border=False,
+        )
+
+    async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
+        if params.name not in OUTPUT_TOOLS or not client_supports_apps(ctx):
+            return await call_next(ctx)
+        with showing() as shown:
+            result = await call_next(ctx)
+        if not isinstance(result, CallToolResult) or not shown.executions:
+            return result
+        meta = dict(result.meta or {})
+        meta[APP_META_KEY] = {"view": "outputs", "executions": within_budget(shown.executions)}
+        return result.model_copy(update={"meta": meta})
+
+
+def within_budget(executions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The executions with their outputs up to :data:`PAYLOAD_BUDGET`; each output past it is
+    replaced by a note of its size (the resource ``notebook-output:`` still has it whole)."""
+    left = PAYLOAD_BUDGET
+    kept: list[dict[str, Any]] = []
+    for execution in executions:
+        outputs = []
+        for output in execution["outputs"]:
+            size = len(json.dumps(output, ensure_ascii=False, default=str))
+            if size > left:
+                outputs.append(
+                    {"output_type": "omitted", "text": f"(an output of {size:,} bytes, left out)"}
+                )
+                continue
+            left -= size
+            outputs.append(output)
+        kept.append({**execution, "outputs": outputs})
+    return kept
+
+
+def attach_apps(server: Any) -> None:
+    """Link the output tools to the app in ``tools/list`` and list the app in
+    ``resources/list``, for a client that negotiated the extension only."""
+
+    def linked(original: Handler) -> Handler:
+        async def listed(ctx: Any, params: Any) -> Any:
+            result = await original(ctx, params)
+            if not client_supports_apps(ctx):
+                return result
+            # Copies: whatever the SDK keeps of its tools stays as every other client sees it.
+            result.tools = [
+                tool.model_copy(
+                    update={"meta": {**(tool.meta or {}), "ui": {"resourceUri": OUTPUTS_URI}}}
+                )
+                if tool.name in OUTPUT_TOOLS
+                else tool
+                for tool in result.tools
+            ]
+            return result
+
+        return listed
+
+    def hidden(original: Handler) -> Handler:
+        async def listed(ctx: Any, params: Any) -> Any:
+            result = await original(ctx, params)
+            if client_supports_apps(ctx) or not hasattr(result, "resources"):
+                return result
+            kept = [r for r in result.resources if not str(r.uri).startswith("ui://")]
+            return result.model_copy(update={"resources": kept})
+
+        return listed
+
+    wrap(server, "tools/list", linked)
+    wrap(server, "resources/list", hidden)

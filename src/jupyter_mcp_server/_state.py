@@ -1,0 +1,397 @@
+"""The running server's state, and each connection's own.
+
+One :class:`ServerState` holds what every tool works with: the frozen
+configuration, the capabilities, the hooks, the workspace, the notebook
+store, the kernels and the extensions. It is built by
+:func:`jupyter_mcp_server._app.build_state` and handed to every MCP server
+built from it as the SDK's lifespan context, so a tool reaches it through
+its request (:func:`state_of`), never through a module global, and a test
+can build as many as it likes.
+
+What a client chose with ``use_notebook`` is not server state: it belongs to
+the connection that chose it (:class:`ConnectionState`), so two clients
+never share a "current notebook".
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jupyter_mcp_server._calls.asking import Answer, Question, UsedStates
+from jupyter_mcp_server._calls.asking import ask as ask_with_used_states
+from jupyter_mcp_server._calls.connections import client_name_of, serving_client_named, session_of
+from jupyter_mcp_server._calls.detached import RunRegistry
+from jupyter_mcp_server._calls.scratch import ScratchOutputs
+from jupyter_mcp_server._policy.capabilities import CapabilityRegistry
+from jupyter_mcp_server._policy.redaction import (
+    DEFAULT_SECRET_NAMES,
+    REDACTION_CAPABILITY,
+    STORED,
+    Redactor,
+)
+from jupyter_mcp_server._workspace.history_dir import default_history_dir, inside
+
+from ._config import ServerConfig
+from ._hooks import Hooks
+from ._kernels.backends import KernelBackend, LocalBackend
+from ._kernels.environments import Environments
+from ._kernels.kernel import gone_message as kernel_gone_message
+from ._kernels.manager import KernelManager
+from ._kernels.runtime import ServerRuntime
+from ._kernels.turns import run_in_turn
+from ._store import NotebookStore
+from ._store.contents import RemoteContents
+from ._store.derived import DerivedValues
+from ._store.history import Histories, Limits
+from ._store.recording import Recorder
+from ._workspace import Workspace
+
+if TYPE_CHECKING:
+    from ._extensions import ExtensionManager
+    from ._kernels.execution import ExecutionOutcome
+
+logger = logging.getLogger(__name__)
+
+#: How many connections' choices are remembered at once, at most: each is forgotten when its
+#: connection ends (`ServerState.connection_ended`); this bounds those whose end cannot be heard.
+MAX_CONNECTIONS = 1024
+
+#: Runs `execute_code` somewhere else (a sandbox) or answers None to decline.
+ExecutionInterceptor = Callable[[str, float], Awaitable[Any]]
+
+
+@dataclass
+class ConnectionState:
+    """What one client connection has chosen: its named notebooks and its current one."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    current: str | None = None
+
+
+#: What the kept search texts may weigh (characters): a search reads at most as much.
+SEARCH_TEXTS_WEIGHT = 256 * 1024 * 1024
+
+
+class ServerState:
+    """Everything a tool needs, built once from the configuration."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        capabilities: CapabilityRegistry,
+        hooks: Hooks,
+        extensions: ExtensionManager,
+        *,
+        runtime: ServerRuntime,
+        environments: Environments,
+        local_backend: LocalBackend,
+        backend: KernelBackend | None = None,
+        kernel_source: Callable[[str], Any] | None = None,
+        interceptors: tuple[ExecutionInterceptor, ...] = (),
+    ) -> None:
+        """The parts the composition root built (``_app.build_state``) are handed in: the
+        runtime directory, the environments, the local backend and the one kernels start on
+        (the local one unless another was chosen), where an extension's kernels come from,
+        and who may run ``execute_code`` elsewhere."""
+        self.config = config
+        self.capabilities = capabilities
+        self.hooks = hooks
+        self.extensions = extensions
+        self.workspace = Workspace(config.workspace_root)
+        #: Notebooks kept in a Jupyter Server's contents, not under the workspace root.
+        self.contents_elsewhere = False
+        #: Who chose the workspace: ``cli`` (--workspace-root), ``cwd``, or ``client-roots``.
+        self.workspace_source = "cli" if config.workspace_root_given else "cwd"
+        #: Every notebook's history, in the server's state directory.
+        self.histories = Histories(
+            config.history_dir,
+            Limits(max_entries=config.history_max_entries, max_bytes=config.history_max_bytes),
+            off=None if config.history_dir is not None else "--history-dir is off",
+        )
+        self.store: NotebookStore = NotebookStore(
+            self.workspace, recorder=self._recorder(self.workspace.root)
+        )
+        #: This server's private runtime directory (local kernels' connection files and
+        #: sockets, kernelspecs made on the fly), removed when it stops.
+        self.runtime = runtime
+        self.environments = environments
+        #: The backend of this machine's kernels and environments (the environments tools
+        #: use it whichever backend kernels start on).
+        self.local_backend = local_backend
+        self.kernels = KernelManager(
+            workspace_root=self.workspace.root,
+            max_kernels=config.max_kernels,
+            idle_timeout=config.idle_timeout,
+            unresponsive_grace=config.unresponsive_grace,
+            capability=capabilities.enabled,
+            kernel_source=kernel_source,
+            backend=backend or local_backend,
+        )
+        #: Masks secrets in what the server sends (the redaction capability says where).
+        self.redactor = Redactor(
+            (*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env)
+        )
+        #: The kernels whose environment the redactor has read (by id).
+        self._env_read: set[str | None] = set()
+        #: The input_required rounds already answered: none is answered twice.
+        self.used_states = UsedStates()
+        self.interceptors: tuple[ExecutionInterceptor, ...] = interceptors
+        #: Calls going on without their request: detached runs and tasks.
+        self.runs = RunRegistry(self.kernels, hooks, ttl_seconds=config.task_ttl_seconds)
+        #: Recent outputs of execute_code, for what its results left out.
+        self.scratch = ScratchOutputs()
+        #: Each notebook's searchable texts, kept until the file changes (search_notebooks).
+        self.search_texts: DerivedValues[Any] = DerivedValues(SEARCH_TEXTS_WEIGHT)
+        #: The Jupyter Server kernels start on, when not local (its backend).
+        self.jupyter: Any = None
+        #: By connection key, oldest first: each until its connection ends (`connection_ended`).
+        self._connections: OrderedDict[str, ConnectionState] = OrderedDict()
+        #: Told `(key, what it had chosen or None)` when a connection ends (the HTTP router).
+        self.connection_ends: list[Callable[[str, ConnectionState | None], None]] = []
+
+    def use_jupyter_server(self, backend: Any, *, contents: bool = False) -> None:
+        """Start later kernels on a Jupyter Server (``--jupyter-url``, ``connect_to_jupyter``);
+        with `contents`, read and write notebooks through its contents API as well, and
+        bind each notebook's kernel in its sessions (``/api/sessions``)."""
+        if contents and hasattr(backend, "bind_sessions"):
+            backend.bind_sessions()
+        self.kernels.use_backend(backend)
+        self.jupyter = backend
+        if contents:
+            self.use_contents(RemoteContents(backend.url, backend.token))
+
+    def use_contents(self, files: Any) -> None:
+        """Keep notebooks in a Jupyter Server's contents (a ``_store.contents.ContentsFiles``)
+        rather than under the workspace root; subscriptions keep hearing about writes."""
+        store = NotebookStore(
+            self.workspace, files, Recorder(self.histories, f"contents:{files.identity}")
+        )
+        store.observers = self.store.observers
+        self.store = store
+        self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)  # kept for the other files
+        self.contents_elsewhere = True
+
+    def use_workspace(self, root: Path, source: str) -> str | None:
+        """Make `root` the workspace (a client's root); the reason when it cannot be now: kept
+        notebooks in a Jupyter Server's contents, or kernels bound to the current one's notebooks."""
+        if self.contents_elsewhere:
+            return "notebooks are kept on a Jupyter Server"
+        bound = self.kernels.bound_notebooks()
+        if bound:
+            return f"{len(bound)} notebook(s) of the current workspace have kernels ({', '.join(bound[:5])})"
+        workspace = Workspace(root)
+        store = NotebookStore(workspace, recorder=self._recorder(workspace.root))
+        store.observers = self.store.observers
+        self.workspace, self.store = workspace, store
+        self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)
+        self.kernels.workspace_root = workspace.root
+        self.workspace_source = source
+        return None
+
+    def _recorder(self, root: Path) -> Recorder:
+        """What keeps the histories of the notebooks under `root`: never a directory given inside
+        it (the platform's state directory may be: a workspace may be the home directory)."""
+        history = self.histories.root
+        if history is not None and history != default_history_dir() and inside(history, root):
+            kept_out = Histories(
+                None, off=f"the history directory {history} is inside the workspace {root}"
+            )
+            return Recorder(kept_out, f"workspace:{root}")
+        return Recorder(self.histories, f"workspace:{root}")
+
+    def workspace_chosen_by(self, source: str) -> None:
+        """The workspace stays, and `source` is who chose it (a client's root naming it)."""
+        self.workspace_source = source
+
+    def describe_workspace(self) -> dict[str, str]:
+        """The workspace as ``capabilities://`` says it: its root and who chose it."""
+        return {"root": str(self.workspace.root), "source": self.workspace_source}
+
+    def locate(self, path: str) -> str:
+        """The canonical relative path of a notebook or directory where notebooks are kept;
+        ``invalid_path`` for one that is absolute, escapes, or is malformed."""
+        return self.store.locate(path)
+
+    async def run_in_turn(
+        self,
+        kernel: Any,
+        code: str,
+        timeout: float,
+        notebook: str | None,
+        on_output: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        interrupt_on_cancel: bool = False,
+        on_death: Callable[[], Awaitable[None]] | None = None,
+        gone_message: Callable[[], str] | None = None,
+    ) -> ExecutionOutcome:
+        """Run code on a kernel in order with every other call on it, under this server's
+        output limits and hooks; a kernel that dies under it is reported (by default, as
+        one of this server's kernels: marked lost, so the next call says so).
+
+        With redaction on, the reply of a kernel's first execution, and of code that may change
+        its environment, also says which secret-named variables the kernel has (a user
+        expression, no extra round trip), and their values are masked from then on;
+        with ``redaction=stored`` the outputs are masked before anything keeps them."""
+        redaction = (
+            self.capabilities.value(REDACTION_CAPABILITY)
+            if self.capabilities.enabled(REDACTION_CAPABILITY)
+            else None
+        )
+        # A user expression costs the kernel a few milliseconds: the environment is read on a
+        # kernel's first execution, then after code that may change it.
+        kernel_id = getattr(kernel, "kernel_id", None)
+        read_env = bool(redaction) and (
+            kernel_id not in self._env_read or bool(CHANGES_ENVIRONMENT.search(code))
+        )
+        if read_env:
+            self._env_read.add(kernel_id)
+        outcome = await run_in_turn(
+            kernel,
+            code,
+            timeout=timeout,
+            max_output_bytes=self.config.max_output_bytes,
+            max_output_blocks=self.config.max_output_blocks,
+            hooks=self.hooks,
+            notebook=notebook,
+            on_output=on_output,
+            interrupt_on_cancel=interrupt_on_cancel,
+            on_death=on_death or (lambda: self.kernels.mark_lost(kernel)),
+            gone_message=gone_message
+            or (
+                lambda: kernel_gone_message(
+                    notebook or f"kernel {kernel.kernel_id}", getattr(kernel, "lost_because", None)
+                )
+            ),
+            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression}
+            if read_env
+            else None,
+            on_reply=lambda outcome: self._learned_secrets(outcome, stored=redaction == STORED),
+        )
+        return outcome
+
+    def _learned_secrets(self, outcome: ExecutionOutcome, *, stored: bool) -> ExecutionOutcome:
+        """The outcome without the server's own user expression, whose answer (the kernel's
+        secret-named variables) the redactor learns; its outputs masked when `stored`."""
+        expressions = outcome.user_expressions
+        if expressions and SECRET_ENV_EXPRESSION in expressions:
+            expressions = dict(expressions)
+            answer = expressions.pop(SECRET_ENV_EXPRESSION)
+            self.redactor.add_values(_secret_env_of(answer))
+            outcome = replace(outcome, user_expressions=expressions or None)
+        if stored:
+            masked = self.redactor.value(outcome.outputs.outputs)
+            if masked is not outcome.outputs.outputs:
+                outcome = replace(outcome, outputs=replace(outcome.outputs, outputs=masked))
+        return outcome
+
+    def connection(self, key: str | None) -> ConnectionState:
+        """The state of the connection identified by `key`; None remembers nothing."""
+        if key is None:
+            return ConnectionState()
+        state = self._connections.get(key)
+        if state is None:
+            state = self._connections[key] = ConnectionState()
+            while len(self._connections) > MAX_CONNECTIONS:
+                self._connections.popitem(last=False)
+        else:
+            self._connections.move_to_end(key)
+        return state
+
+    def connection_ended(self, key: str) -> None:
+        """The connection `key` is gone (an HTTP session deleted or expired): what it chose
+        goes with it, and the observers hear of it."""
+        state = self._connections.pop(key, None)
+        for observer in list(self.connection_ends):
+            try:
+                observer(key, state)
+            except Exception:  # one observer never keeps the others from hearing
+                logger.exception("An observer of connection %s ending failed", key[:16])
+
+    def connections_kept(self) -> int:
+        """How many connections' choices are kept now."""
+        return len(self._connections)
+
+
+#: The user expression an execution's reply carries when redaction reads the kernel's environment.
+SECRET_ENV_EXPRESSION = "__jupyter_mcp_secret_env__"
+#: Code that may change a kernel's environment variables (after it, they are read again).
+CHANGES_ENVIRONMENT = re.compile(
+    r"environ|putenv|setenv|%env|%set_env|dotenv|load_env", re.IGNORECASE
+)
+
+
+def _secret_env_of(answer: Any) -> dict[str, str]:
+    """{value: name} from the kernel's answer to the secret-variables expression."""
+    import ast
+
+    try:
+        if answer.get("status") != "ok":
+            return {}
+        found = ast.literal_eval(answer["data"]["text/plain"])
+        return {
+            value: name
+            for name, value in found.items()
+            if isinstance(name, str) and isinstance(value, str)
+        }
+    except Exception:
+        return {}
+
+
+_serving: contextvars.ContextVar[ServerState | None] = contextvars.ContextVar(
+    "jupyter_mcp_serving", default=None
+)
+_serving_connection: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jupyter_mcp_serving_connection", default=None
+)
+
+
+class ServingState:
+    """Middleware: the state serving a request, for the request's own code that is called
+    without its context (an extension narrowing a tool calls it with only its arguments)."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        token = _serving.set(ctx.lifespan_context)
+        connection = _serving_connection.set(session_of(ctx))
+        try:
+            with serving_client_named(client_name_of(ctx)):
+                return await call_next(ctx)
+        finally:
+            _serving_connection.reset(connection)
+            _serving.reset(token)
+
+
+def serving_connection() -> str | None:
+    """The connection of the request being served, for code called without its context."""
+    return _serving_connection.get()
+
+
+def state_of(ctx: Any) -> ServerState:
+    """The server state a request is served with (the SDK's lifespan context)."""
+    request_context = getattr(ctx, "request_context", ctx) if ctx is not None else None
+    state = getattr(request_context, "lifespan_context", None)
+    if not isinstance(state, ServerState):
+        state = _serving.get()
+    if state is None:
+        raise RuntimeError(
+            "this code runs outside a request served by a server built from a ServerState"
+        )
+    return state
+
+
+async def ask(
+    ctx: Any, questions: dict[str, Question], *, timeout: float | None = None
+) -> dict[str, Answer]:
+    """Ask the client of this request (elicitation, sampling, roots) in the middle of a tool
+    call, the same way on both protocol generations (``docs/approvals.md``): every question
+    answered by key. On 2026-07-28 a round still waiting for answers raises
+    :class:`InputRequired`, which the server answers for you; let it pass."""
+    return await ask_with_used_states(
+        ctx, questions, used=state_of(ctx).used_states, timeout=timeout
+    )

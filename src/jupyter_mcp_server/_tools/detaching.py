@@ -1,0 +1,256 @@
+"""``detach=true``, ``get_run`` and ``cancel_run``: long runs that never time out a client.
+
+Any execution tool given ``detach=true`` answers at once with a ``run_id``
+and goes on as a run of the server's (:mod:`jupyter_mcp_server._calls.detached`),
+whatever happens to the connection that started it: its outputs are stored
+in the notebook as they would have been. ``get_run`` answers where the run
+is (its place in its notebook's queue), the outputs added since
+``since_output``, and, once it ended, the tool's own result; ``cancel_run``
+interrupts it. A run belongs to the client that started it, on any of its
+connections (over HTTP: the same credentials and client name); any other
+id, or one that expired, is ``not_found``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, ContentBlock, TextContent
+from pydantic import Field
+
+from jupyter_mcp_server._calls.connections import client_identity
+from jupyter_mcp_server._calls.detached import Run
+from jupyter_mcp_server._errors import NOT_FOUND, ToolFailure
+from jupyter_mcp_server._state import ServerState, state_of
+from jupyter_mcp_server._timestamps import iso_utc
+from jupyter_mcp_server._tools.helpers import models, run_models
+from jupyter_mcp_server._tools.helpers.listening import listen_only
+from jupyter_mcp_server._tools.helpers.rendering import InlineLimits, bounded_outputs, output_blocks
+from jupyter_mcp_server._tools.helpers.results import answer, outcome_of, tool_handler
+
+Detach = Annotated[
+    bool,
+    Field(description="Answer at once with a run_id; the run goes on (get_run follows it)."),
+]
+
+
+def without_detach(
+    tool: Callable[..., Awaitable[CallToolResult]],
+) -> Callable[..., Awaitable[CallToolResult]]:
+    """`tool` as the default toolset offers it: the same call, without its ``detach`` argument.
+
+    Following a detached run takes get_run and cancel_run, which are in the ``runs``
+    toolset; a client without them would be handed a run_id it cannot use. With that
+    toolset on, the tool with ``detach`` is offered under the same name in its place
+    (declared after, it replaces this one). Tasks, the protocol's own way of not
+    waiting, stay on the default tools for clients that ask for them.
+    """
+
+    @functools.wraps(tool)
+    async def offered(*args: Any, **kwargs: Any) -> CallToolResult:
+        return await tool(*args, **kwargs)
+
+    signature = inspect.signature(tool, eval_str=True)
+    offered.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[
+            parameter for parameter in signature.parameters.values() if parameter.name != "detach"
+        ]
+    )
+    offered.__annotations__ = {
+        name: hint for name, hint in tool.__annotations__.items() if name != "detach"
+    }
+    return offered
+
+
+#: The longest a get_run waits for something new.
+MAX_WAIT = 60.0
+
+
+def notebook_queue(path: str) -> str:
+    """The queue runs on a notebook's kernel wait in."""
+    return f"notebook:{path}"
+
+
+def kernel_queue(kernel_id: str) -> str:
+    return f"kernel:{kernel_id}"
+
+
+async def detached(
+    ctx: Context | None,
+    tool: str,
+    call: Callable[[], Awaitable[CallToolResult]],
+    *,
+    queue: str | None,
+    notebook: str | None = None,
+    started: dict[str, Any],
+) -> CallToolResult:
+    """Start `call` (the tool itself, not detached) as a run, and answer at once: the tool's
+    own result shape as `started` says it (status ``running``), with the run_id."""
+    server = state_of(ctx)
+    run = server.runs.start(
+        owner=client_identity(ctx),
+        tool=tool,
+        call=call,
+        queue=queue,
+        notebook=notebook,
+        prepare=lambda run: listen_only(run.on_output),
+        fresh_context=True,
+    )
+    ahead = server.runs.position(run) or 0
+    waits = f", behind {ahead} run(s) on this notebook's kernel" if ahead else ""
+    text = (
+        f"Started {tool} as run {run.run_id}{waits}. It goes on whatever happens to this connection, and its "
+        f"outputs are stored as usual. Follow it with get_run(run_id='{run.run_id}', since_output=0) "
+        f"(pass next_output back as since_output); stop it with cancel_run."
+    )
+    return answer({**started, "status": "running", "run_id": run.run_id}, text)
+
+
+def execution_started(cell_id: str | None = None, revision: str | None = None) -> dict[str, Any]:
+    """An execution tool's result for a run that has only started."""
+    truncation = models.TruncationModel(truncated=False, omitted_blocks=0, omitted_bytes=0)
+    return models.ExecutionResult(
+        execution_count=None,
+        truncation=truncation,
+        error=None,
+        user_expressions=None,
+        status="running",
+        cell_id=cell_id,
+        revision=revision,
+    ).model_dump()
+
+
+def run_state(
+    server: ServerState, run: Run, since_output: int, limits: InlineLimits
+) -> run_models.RunState:
+    """`run` as get_run answers it."""
+    outputs: list[dict[str, Any]] = []
+    missed = 0
+    if not run.finished:
+        kept, missed = run.outputs_since(since_output)
+        outputs, _ = bounded_outputs(kept, lambda index: "the notebook (read_cell)", limits)
+    result, is_error, error = None, None, run.error
+    if run.result is not None:
+        result = run.result.structured_content
+        is_error = bool(run.result.is_error)
+        if is_error:
+            error = {"code": outcome_of(run.result), "message": _first_text(run.result)}
+    return run_models.RunState(
+        run_id=run.run_id,
+        tool=run.tool,
+        status=run.status,  # type: ignore[arg-type]
+        queue_position=server.runs.position(run),
+        notebook=run.notebook,
+        created_at=iso_utc(run.created),
+        updated_at=iso_utc(run.updated),
+        status_message=run.status_message,
+        outputs=outputs,
+        next_output=run.output_count,
+        outputs_missed=missed,
+        result=result,
+        result_is_error=is_error,
+        error=error,
+    )
+
+
+def _first_text(result: CallToolResult) -> str:
+    return next((block.text for block in result.content if isinstance(block, TextContent)), "")
+
+
+def _find(ctx: Context | None, run_id: str) -> tuple[ServerState, Run]:
+    server = state_of(ctx)
+    run = server.runs.find(run_id, client_identity(ctx))
+    if run is None:
+        raise ToolFailure(
+            NOT_FOUND,
+            f"No run '{run_id}' of yours is known here: it never existed, belongs to another client, or ended "
+            f"more than {server.runs.ttl_seconds:g} s ago (finished runs are kept that long). The notebook keeps "
+            "the outputs of its cells.",
+            run_id=run_id,
+        )
+    return server, run
+
+
+@tool_handler("get_run")
+async def get_run(
+    run_id: Annotated[str, Field(description="The run_id a detach=true call answered.")],
+    since_output: Annotated[
+        int,
+        Field(
+            ge=0, description="Only outputs from this number on (next_output of the last answer)."
+        ),
+    ] = 0,
+    wait_seconds: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=MAX_WAIT,
+            description="Wait up to this long for the run to end or print something new.",
+        ),
+    ] = 0,
+    max_output_chars: Annotated[
+        int | None, Field(description="Output characters to return; default: the server's.")
+    ] = None,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, run_models.RunState]:
+    """Follow a detached run: its status and place in its kernel's queue, the outputs added since since_output, and, once it ended, the tool's own result."""
+    server, run = _find(ctx, run_id)
+    limits = InlineLimits.of(server.config, max_output_chars)
+    deadline = time.monotonic() + wait_seconds
+    while not run.finished and run.output_count <= since_output and time.monotonic() < deadline:
+        await asyncio.sleep(min(0.2, max(deadline - time.monotonic(), 0)))
+    state = run_state(server, run, since_output, limits)
+    where = {
+        "queued": f"queued, {state.queue_position} run(s) ahead on its kernel",
+        "working": "running",
+        "input_required": "waiting for its client's answer (a task: tasks/update)",
+        "completed": "finished" + (" with an error" if state.result_is_error else ""),
+        "failed": "failed",
+        "cancelled": "cancelled",
+    }[run.status]
+    lines = [
+        f"Run {run.run_id} ({run.tool}{f' on {run.notebook!r}' if run.notebook else ''}) is {where}."
+    ]
+    if run.progress and not run.finished:
+        lines.append(f"Last step: {run.progress}")
+    if state.outputs_missed:
+        lines.append(
+            f"{state.outputs_missed} output(s) asked for are no longer held; the notebook has them."
+        )
+    content: list[ContentBlock] = [TextContent(type="text", text=" ".join(lines))]
+    if run.finished and run.result is not None:
+        content.extend(run.result.content)
+    elif run.error is not None:
+        content.append(
+            TextContent(type="text", text=f"Error {run.error['code']}: {run.error['message']}")
+        )
+    else:
+        kept, _ = run.outputs_since(since_output)
+        content.extend(output_blocks(kept, None, limits))
+        content.append(TextContent(type="text", text=f"(next_output={state.next_output})"))
+    return answer(state.model_dump(), content=content)
+
+
+@tool_handler("cancel_run")
+async def cancel_run(
+    run_id: Annotated[str, Field(description="The run to stop.")],
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, run_models.RunState]:
+    """Stop a detached run: the code it runs is interrupted (variables kept), or, still queued, it never starts. What it stored so far stays."""
+    server, run = _find(ctx, run_id)
+    stopped = await server.runs.cancel(run)
+    if stopped:
+        await server.runs.wait(run, 5.0)
+    state = run_state(server, run, run.output_count, InlineLimits.of(server.config))
+    said = (
+        f"Run {run.run_id} is {run.status}."
+        if stopped
+        else f"Run {run.run_id} had already ended ({run.status}); nothing to stop."
+    )
+    return answer(state.model_dump(), said)

@@ -1,0 +1,258 @@
+"""Notebook cells and outputs as a model reads them in ``content``, within the inline budget.
+
+Each output becomes the text a model reads (``model_text``), PNG and JPEG
+image content (a large one shrunk, ``images``), and, for what a result leaves
+out, a link to where it is whole. The texts of one result share its budget
+(``budget``): short ones whole, long ones cut to head and tail. Structured
+data lives in ``structuredContent``; this is the readable side.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
+
+from jupyter_mcp_server._store import WRITTEN_VERSION, NotebookView
+from jupyter_mcp_server._tools.helpers.budget import allot, budget_of, head_and_tail
+from jupyter_mcp_server._tools.helpers.images import downscaled
+from jupyter_mcp_server._tools.helpers.model_text import IMAGE_TYPES, joined, output_text
+
+
+@dataclass(frozen=True)
+class InlineLimits:
+    """How much of an execution's or a cell's outputs a result carries inline, the rest linked."""
+
+    #: An image larger than this (base64 characters) is shrunk, or linked rather than inlined.
+    image_bytes: int = 262_144
+    #: No one text output carries more than this (characters) inline.
+    text_chars: int = 65_536
+    #: All the output text of one result together (characters).
+    budget_chars: int = 16_384
+
+    @classmethod
+    def of(cls, config: Any, max_output_chars: int | None = None) -> "InlineLimits":
+        """The server's limits, with a call's `max_output_chars` (checked) as the budget."""
+        budget = budget_of(config.inline_budget_chars, max_output_chars)
+        return cls(
+            config.inline_image_bytes,
+            max(config.inline_text_chars, budget if max_output_chars else 0),
+            budget,
+        )
+
+
+#: The limits when a caller gives none.
+DEFAULT_INLINE = InlineLimits()
+
+#: The URI of output N of the outputs being rendered, where they are kept whole.
+OutputLink = Callable[[int], str]
+
+
+def output_blocks(
+    outputs: list[dict[str, Any]],
+    link: OutputLink | None = None,
+    limits: InlineLimits = DEFAULT_INLINE,
+) -> list[ContentBlock]:
+    """Each output as the content blocks a model can read, their texts within ``limits.budget_chars``.
+
+    With `link` (the outputs are kept whole somewhere: a notebook's cell, the
+    scratch outputs), an image above ``limits.image_bytes`` is shrunk or
+    replaced by a ``resource_link``, and a text over its share of the budget
+    is cut to head and tail, the marker naming the ``read_output`` call that
+    pages the rest, followed by a link to the whole.
+    """
+    pieces: list[ContentBlock | tuple[int, str]] = []
+    for index, output in enumerate(outputs):
+        if output.get("output_type") in ("display_data", "execute_result"):
+            pieces.extend(_image_blocks(output.get("data") or {}, index, link, limits))
+        text = output_text(output)
+        if text is not None:
+            pieces.append((index, text))
+    texts = [piece for piece in pieces if isinstance(piece, tuple)]
+    shares = iter(allot([len(text) for _, text in texts], limits.budget_chars))
+    blocks: list[ContentBlock] = []
+    for piece in pieces:
+        if not isinstance(piece, tuple):
+            blocks.append(piece)
+            continue
+        index, text = piece
+        share = min(next(shares), limits.text_chars)
+        # Asked only for a text that is cut: a link may keep the outputs somewhere.
+        uri = link(index) if link is not None and len(text) > share else None
+        shown = head_and_tail(text, share, uri)
+        blocks.append(TextContent(type="text", text=shown))
+        if uri is not None and shown is not text:
+            blocks.append(
+                _link(
+                    uri,
+                    index,
+                    "text/plain",
+                    len(text.encode("utf-8", "surrogatepass")),
+                    "whole text",
+                )
+            )
+    return blocks
+
+
+#: Representations nbformat stores base64-encoded.
+BINARY_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"})
+
+
+def bounded_outputs(
+    outputs: list[dict[str, Any]], link: OutputLink, limits: InlineLimits = DEFAULT_INLINE
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Stored outputs as a result's structured part carries them, and what was cut.
+
+    The same limits as the content blocks: a text (a stream, a traceback, a
+    text representation, JSON as its text) longer than ``limits.text_chars``
+    keeps its head and tail around a marker saying how much is left out and
+    which resource holds it whole; a binary payload larger than
+    ``limits.image_bytes`` is replaced by a marker naming the resource.
+    Outputs within the limits are the stored ones, not copies.
+    """
+    bounded: list[dict[str, Any]] = []
+    cuts: list[dict[str, Any]] = []
+    for index, output in enumerate(outputs):
+        kind = output.get("output_type")
+        cut: dict[str, Any] | None = None
+        if kind == "stream":
+            text = joined(output.get("text", ""))
+            if len(text) > limits.text_chars:
+                cut = {
+                    **output,
+                    "text": _head_and_tail(text, link(index), limits, cuts, index, "text/plain"),
+                }
+        elif kind == "error":
+            traceback = "\n".join(map(str, output.get("traceback") or []))
+            if len(traceback) > limits.text_chars:
+                kept = _head_and_tail(traceback, link(index), limits, cuts, index, "text/plain")
+                cut = {**output, "traceback": kept.split("\n")}
+        elif kind in ("display_data", "execute_result"):
+            data = output.get("data") or {}
+            changed = {}
+            for mime, value in data.items():
+                if mime in BINARY_TYPES:
+                    size = sum(map(len, value)) if isinstance(value, list) else len(str(value))
+                    if size > limits.image_bytes:
+                        uri = link(index)
+                        omitted = size * 3 // 4
+                        cuts.append(
+                            {
+                                "output": index,
+                                "mime_type": mime,
+                                "uri": uri,
+                                "omitted_bytes": omitted,
+                            }
+                        )
+                        changed[mime] = (
+                            f"[jupyter-mcp-server: {mime} of about {omitted} bytes left out; read {uri} for it whole]"
+                        )
+                else:
+                    text = joined(value)
+                    if len(text) > limits.text_chars:
+                        changed[mime] = _head_and_tail(text, link(index), limits, cuts, index, mime)
+            if changed:
+                cut = {**output, "data": {**data, **changed}}
+        bounded.append(output if cut is None else cut)
+    return bounded, cuts
+
+
+def _head_and_tail(
+    text: str, uri: str, limits: InlineLimits, cuts: list[dict[str, Any]], index: int, mime: str
+) -> str:
+    # Both ends: the head says what started, the tail how it ended (the last
+    # lines of a log, the error after a long traceback).
+    head = limits.text_chars // 2
+    tail = limits.text_chars - head
+    omitted = len(text) - head - tail
+    cuts.append({"output": index, "mime_type": mime, "uri": uri, "omitted_chars": omitted})
+    marker = f"\n[jupyter-mcp-server: {omitted} characters left out here; read {uri} for the whole output]\n"
+    return text[:head] + marker + text[len(text) - tail :]
+
+
+def _image_blocks(
+    data: dict[str, Any], index: int, link: OutputLink | None, limits: InlineLimits
+) -> list[ContentBlock]:
+    image = next((mime for mime in IMAGE_TYPES if mime in data), None)
+    if image is None:
+        return []
+    encoded = joined(data[image]).replace("\n", "")
+    if link is None or len(encoded) <= limits.image_bytes:
+        return [ImageContent(type="image", data=encoded, mime_type=image)]
+    uri = link(index)
+    original = _link(uri, index, image, len(encoded) * 3 // 4, "image too large to inline")
+    small = downscaled(encoded, image, limits.image_bytes)
+    if small is None:
+        return [original]
+    said = (
+        f"[jupyter-mcp-server: image shrunk from {small.original_width}x{small.original_height} to "
+        f"{small.width}x{small.height} to fit; the original is {uri}]"
+    )
+    return [
+        ImageContent(type="image", data=small.data, mime_type=small.mime),
+        TextContent(type="text", text=said),
+        original,
+    ]
+
+
+def _link(uri: str, index: int, mime: str, size: int, why: str) -> ResourceLink:
+    return ResourceLink(
+        type="resource_link",
+        uri=uri,
+        name=f"output-{index}",
+        title=f"Output {index} ({mime})",
+        description=f"Output {index}, {why} ({size} bytes): read this resource to get it whole.",
+        mime_type=mime,
+        size=size,
+    )
+
+
+def cell_heading(index: int, cell: Any) -> str:
+    count = cell.get("execution_count")
+    run = f", execution_count {count}" if count is not None else ""
+    return f"[{index}] id={cell.get('id')} {cell.get('cell_type')}{run}"
+
+
+def source_preview(source: str, limit: int = 160) -> str:
+    """The first line or so of a cell, for the brief listing."""
+    first = source.split("\n", 1)[0]
+    shortened = first if len(first) <= limit else first[: limit - 1] + "…"
+    return shortened + (" …" if "\n" in source and shortened == first else "")
+
+
+def upgrade_by_edit(view: NotebookView) -> tuple[dict[str, str] | None, str]:
+    """What an edit answered with ``view`` says of the format it saved: the field, and a sentence."""
+    older = view.upgraded_from
+    if view.newer_format is not None:
+        return _kept_newer(view.newer_format, "this edit saved it in that version")
+    if older is None:
+        return None, ""
+    return (
+        {"from": older, "to": WRITTEN_VERSION},
+        f" The file was in nbformat {older}; this edit saved it as nbformat {WRITTEN_VERSION}, "
+        "with the same content.",
+    )
+
+
+def upgrade_ahead(view: NotebookView) -> tuple[dict[str, str] | None, str]:
+    """What a read says of the file's older format, before any edit: the field, and a sentence."""
+    older = view.older_format
+    if view.newer_format is not None:
+        return _kept_newer(view.newer_format, "edits save it in that version")
+    if older is None:
+        return None, ""
+    return (
+        {"from": older, "to": WRITTEN_VERSION},
+        f" The file is in nbformat {older}; the first edit will save it as nbformat "
+        f"{WRITTEN_VERSION}, keeping its content.",
+    )
+
+
+def _kept_newer(version: str, saved: str) -> tuple[dict[str, str], str]:
+    """The notice of a file in a newer nbformat than this server writes (4.99): in the
+    same field as an older one's, ``to`` its own version, since it is not converted."""
+    return (
+        {"from": version, "to": version},
+        f" The file is in nbformat {version}, newer than the {WRITTEN_VERSION} this server knows; "
+        f"{saved}, and cells of types {WRITTEN_VERSION} does not know are kept as they are.",
+    )

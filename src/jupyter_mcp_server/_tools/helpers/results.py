@@ -1,0 +1,141 @@
+"""How a tool answers: structured results, failures with codes, and the hook pair.
+
+Every tool returns an MCP ``CallToolResult``: ``structuredContent`` matching
+the tool's output schema and a short text for a model that reads only
+``content``. A failure is ``isError: true`` with a message that says what to
+do next and ``_meta["io.jupyter-mcp/error"]`` carrying the stable code.
+:func:`tool_handler` is the one place that turns a raised
+:class:`~jupyter_mcp_server._errors.ToolFailure` into that shape and fires
+the hooks, so no tool can forget either.
+"""
+
+import functools
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from mcp.types import CallToolResult, ContentBlock, TextContent
+
+from jupyter_mcp_server._calls.connections import client_name, session_of
+from jupyter_mcp_server._calls.input_required import INPUT_REQUIRED_OUTCOME, InputRequired
+from jupyter_mcp_server._errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server._hooks import ToolCall, ToolCallEnded, redacted
+from jupyter_mcp_server._state import serving_connection, state_of
+from jupyter_mcp_server._store.history import EDIT_ORIGIN, Origin
+from jupyter_mcp_server._store.store import HISTORY_OFF_NOTES
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Awaitable[CallToolResult]])
+
+
+def answer(
+    structured: dict[str, Any],
+    text: str | None = None,
+    content: Sequence[ContentBlock] = (),
+) -> CallToolResult:
+    """A successful result: the structured answer, and what a model reads."""
+    blocks: list[ContentBlock] = []
+    if text is not None:
+        blocks.append(TextContent(type="text", text=text))
+    blocks.extend(content)
+    if not blocks:
+        blocks.append(TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)))
+    return CallToolResult(content=blocks, structured_content=structured)
+
+
+def failure(
+    error: ToolFailure,
+    structured: dict[str, Any] | None = None,
+    content: Sequence[ContentBlock] = (),
+) -> CallToolResult:
+    """A failed result: never reported as success, never without its reason."""
+    blocks: list[ContentBlock] = [TextContent(type="text", text=error.message), *content]
+    return CallToolResult(
+        content=blocks,
+        structured_content=structured,
+        is_error=True,
+        _meta=error.as_meta(),
+    )
+
+
+def history_off_said(result: CallToolResult, notes: list[str]) -> CallToolResult:
+    """`result` saying that its changes are not in their notebooks' history (`notes`: why):
+    ``history_off`` in its structured content, and a sentence a model reads."""
+    said = " ".join(notes)
+    if isinstance(result.structured_content, dict):
+        result.structured_content = {**result.structured_content, "history_off": said}
+    sentence = f"History is off: {said} restore_notebook cannot undo this change."
+    text = next((block for block in result.content if isinstance(block, TextContent)), None)
+    if text is None:
+        result.content = [TextContent(type="text", text=sentence), *result.content]
+    elif said not in text.text:
+        text.text = f"{text.text}\n{sentence}"
+    return result
+
+
+def outcome_of(result: CallToolResult) -> str:
+    """``ok``, or the error code a result carries."""
+    if not result.is_error:
+        return "ok"
+    meta = result.meta or {}
+    return str((meta.get(ERROR_META_KEY) or {}).get("code", "error"))
+
+
+def tool_handler(name: str) -> Callable[[F], F]:
+    """Run a tool: failures become coded results, and the hook pair fires around it."""
+
+    def decorate(handler: F) -> F:
+        @functools.wraps(handler)
+        async def run(*args: Any, **kwargs: Any) -> CallToolResult:
+            ctx = kwargs.get("ctx")
+            hooks = state_of(ctx).hooks
+            arguments = redacted({k: v for k, v in kwargs.items() if k != "ctx"})
+            # What this call changes is this tool's, this client's, in the notebooks' histories.
+            origin = EDIT_ORIGIN.set(
+                Origin(
+                    tool=name,
+                    client=client_name(ctx) if ctx is not None else None,
+                    connection=session_of(ctx) if ctx is not None else serving_connection(),
+                )
+            )
+            # What its writes could not keep in the histories, for its result to say.
+            unkept: list[str] = []
+            heard = HISTORY_OFF_NOTES.set(unkept)
+            hooks.fire(hooks.before_tool, ToolCall(tool=name, arguments=arguments))
+            started = time.monotonic()
+            outcome = "crashed"
+            try:
+                try:
+                    result = await handler(*args, **kwargs)
+                except ToolFailure as error:
+                    result = failure(error)
+                except (ValueError, TypeError) as error:
+                    logger.info("Tool %s refused its arguments: %s", name, error)
+                    result = failure(ToolFailure(INVALID_ARGUMENT, f"{name}: {error}"))
+                except InputRequired:
+                    # Asked the person (2026-07-28): the call ends with a question, not a result.
+                    outcome = INPUT_REQUIRED_OUTCOME
+                    raise
+                outcome = outcome_of(result)
+                return history_off_said(result, unkept) if unkept else result
+            finally:
+                HISTORY_OFF_NOTES.reset(heard)
+                EDIT_ORIGIN.reset(origin)
+                # Also when the call crashed or was cancelled: an audit trail
+                # with holes is worse than none.
+                hooks.fire(
+                    hooks.after_tool,
+                    ToolCallEnded(
+                        tool=name,
+                        arguments=arguments,
+                        duration=time.monotonic() - started,
+                        outcome=outcome,
+                    ),
+                )
+
+        return run  # type: ignore[return-value]
+
+    return decorate

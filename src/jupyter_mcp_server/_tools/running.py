@@ -1,0 +1,535 @@
+"""The tools that run code: cells, scratch code, and interrupts.
+
+An execution holds its kernel's lock, so one notebook's cells run in order
+while different notebooks run in parallel. A cell's outputs are written back
+into that cell by id when it finishes, even when it failed, so an unrelated
+edit made during a long execution never costs the outputs; only a changed
+source of that very cell is a conflict.
+"""
+
+import contextlib
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from jupyter_mcp_server._calls.approvals import (
+    SHELL_CODE,
+    approve_shell_code,
+    approved_already,
+    shell_lines,
+)
+from jupyter_mcp_server._calls.scratch import scratch_uri
+from jupyter_mcp_server._errors import (
+    EXECUTION_ERROR,
+    INTERRUPTED,
+    INVALID_ARGUMENT,
+    KERNEL_GONE,
+    NOT_FOUND,
+    REVISION_CONFLICT,
+    TIMEOUT,
+    ToolFailure,
+)
+from jupyter_mcp_server._kernels.execution import ExecutionOutcome
+from jupyter_mcp_server._kernels.kernel import Kernel, gone_message
+from jupyter_mcp_server._state import ServerState, state_of
+from jupyter_mcp_server._store import NotebookView, new_cell
+from jupyter_mcp_server._tools.cells import MaxOutputChars, insertion_index
+from jupyter_mcp_server._tools.detaching import (
+    Detach,
+    detached,
+    execution_started,
+    kernel_queue,
+    notebook_queue,
+)
+from jupyter_mcp_server._tools.helpers import models
+from jupyter_mcp_server._tools.helpers.addressing import cell_position, index_of_id, notebook_path
+from jupyter_mcp_server._tools.helpers.displays import display_writes
+from jupyter_mcp_server._tools.helpers.listening import listening, output_listener
+from jupyter_mcp_server._tools.helpers.rendering import (
+    DEFAULT_INLINE,
+    InlineLimits,
+    OutputLink,
+    output_blocks,
+    upgrade_by_edit,
+)
+from jupyter_mcp_server._tools.helpers.results import answer, failure, tool_handler
+from jupyter_mcp_server._tools.helpers.shown import show_execution
+from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
+from jupyter_mcp_server._workspace.notebook_uris import output_uri
+from jupyter_mcp_server._workspace.storage_errors import STORAGE_CODES
+
+Timeout = Annotated[
+    float | None,
+    Field(description="Seconds before interrupting (default: server's)."),
+]
+
+#: The capability that makes a cancelled request interrupt its kernel.
+CANCEL_INTERRUPTS = "execution.cancel-interrupts"
+
+STATUS_CODES = {"error": EXECUTION_ERROR, "timeout": TIMEOUT, "interrupted": INTERRUPTED}
+
+
+def effective_timeout(server: ServerState, timeout: float | None) -> float:
+    config = server.config
+    if timeout is None:
+        return config.default_timeout
+    if timeout <= 0:
+        raise ToolFailure(INVALID_ARGUMENT, f"timeout must be positive, not {timeout}.")
+    if timeout > config.max_timeout:
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"timeout {timeout:g}s is above this server's --max-timeout of {config.max_timeout:g}s. "
+            "Pass a smaller timeout, or split the work into shorter cells.",
+            max_timeout=config.max_timeout,
+        )
+    return timeout
+
+
+async def run_on(
+    server: ServerState, kernel: Kernel, code: str, timeout: float, notebook: str | None
+) -> ExecutionOutcome:
+    """Run code on a kernel, in order with the other calls on it; a death is reported, not hidden."""
+    return await server.run_in_turn(
+        kernel,
+        code,
+        timeout,
+        notebook,
+        # Outputs as they arrive, to whoever follows this call (progress, a task).
+        output_listener(),
+        # Whether a cancelled request stops the kernel too is the operator's
+        # choice (by default it does not: the code may be worth finishing).
+        interrupt_on_cancel=server.capabilities.enabled(CANCEL_INTERRUPTS),
+    )
+
+
+def execution_result(
+    outcome: ExecutionOutcome,
+    *,
+    cell_id: str | None = None,
+    revision: str | None = None,
+    note: str | None = None,
+    path: str | None = None,
+    limits: InlineLimits = DEFAULT_INLINE,
+    format_upgraded: dict[str, str] | None = None,
+    link: OutputLink | None = None,
+    source: str | None = None,
+) -> CallToolResult:
+    """Output schema 1.0 in structuredContent; the outputs themselves in content, within the budget.
+
+    With `path` (the outputs were stored in that notebook's cell), what is
+    left out is linked to its ``notebook-output:`` resource; with `link`
+    (kept elsewhere, e.g. ``scratch_link``), there.
+    """
+    collected = outcome.outputs
+    show_execution(
+        collected.outputs,
+        source=source,
+        status=outcome.status,
+        execution_count=outcome.execution_count,
+        cell_id=cell_id,
+        path=path,
+    )
+    structured = models.ExecutionResult(
+        **execution_fields(outcome),
+        cell_id=cell_id,
+        revision=revision,
+        format_upgraded=format_upgraded,
+    ).model_dump()
+    content: list[Any] = []
+    if note:
+        content.append(TextContent(type="text", text=note))
+    if path is not None and cell_id is not None:
+
+        def link(index: int) -> str:
+            return output_uri(path, cell_id, index)
+
+    content.extend(output_blocks(collected.outputs, link, limits))
+    truncation = collected.truncation
+    if truncation.omitted_blocks:
+        content.append(
+            TextContent(
+                type="text",
+                text=f"[jupyter-mcp-server: {truncation.omitted_blocks} output block(s), {truncation.omitted_bytes} bytes, "
+                "omitted by --max-output-bytes/--max-output-blocks]",
+            )
+        )
+    if outcome.status == "ok":
+        if outcome.reason:  # it ran, but something about the result is not as usual
+            content.append(TextContent(type="text", text=f"[jupyter-mcp-server: {outcome.reason}]"))
+        if not content:
+            content.append(TextContent(type="text", text="(no output)"))
+        return answer(structured, content=content)
+    code = STATUS_CODES[outcome.status]
+    messages = {
+        "error": "The code raised an exception (see the traceback).",
+        "timeout": "The execution timed out and the kernel was interrupted; the outputs so far are below. "
+        "Pass a larger timeout, or make the cell faster.",
+        "interrupted": "The execution was interrupted; the outputs so far are below.",
+    }
+    message = outcome.reason or messages[outcome.status]
+    details = {"kernel_state": outcome.kernel_state} if outcome.kernel_state else {}
+    return failure(ToolFailure(code, message, **details), structured=structured, content=content)
+
+
+def execution_fields(outcome: ExecutionOutcome) -> dict[str, Any]:
+    """Output schema 1.0 of an execution: what every way of running code answers."""
+    collected = outcome.outputs
+    return {
+        "schema_version": "1.0",
+        "execution_count": outcome.execution_count,
+        "truncation": collected.truncation.as_dict(),
+        "error": collected.error.as_dict() if collected.error else None,
+        "user_expressions": outcome.user_expressions,
+        "status": outcome.status,
+    }
+
+
+def scratch_link(server: ServerState, outcome: ExecutionOutcome) -> OutputLink | None:
+    """The link to each output no notebook stores, kept among the scratch outputs the first
+    time a result needs it (a result that cuts nothing keeps nothing)."""
+    outputs = outcome.outputs.outputs
+    if not outputs:
+        return None
+    keys: list[str] = []
+
+    def link(index: int) -> str:
+        if not keys:
+            keys.append(server.scratch.put(outputs))
+        return scratch_uri(keys[0], index)
+
+    return link
+
+
+def store_outputs(cell: Any, outcome: ExecutionOutcome) -> None:
+    """Put an execution's outputs and count into the cell that ran."""
+    from nbformat import from_dict
+
+    cell["outputs"] = [from_dict(output) for output in outcome.outputs.outputs]
+    cell["execution_count"] = outcome.execution_count
+
+
+def cell_writer(
+    cell_id: str,
+    source: str,
+    outcome: ExecutionOutcome,
+    displays: Callable[[Any], None] | None = None,
+) -> Any:
+    """Write an execution's outputs into its cell by id, wherever the cell is now (and with
+    `displays`, its display updates into the cells showing those ids)."""
+
+    def change(notebook: Any) -> None:
+        index = index_of_id(notebook, cell_id)
+        if index is None:
+            raise ToolFailure(
+                NOT_FOUND,
+                f"Cell {cell_id} was deleted while it ran; its outputs are returned but not stored.",
+                cell_id=cell_id,
+            )
+        cell = notebook.cells[index]
+        if cell.get("source", "") != source:
+            raise ToolFailure(
+                REVISION_CONFLICT,
+                f"Cell {cell_id}'s source was changed while it ran; its outputs are returned but not "
+                "stored, so they are not attached to code that did not produce them. Run it again.",
+                cell_id=cell_id,
+            )
+        store_outputs(cell, outcome)
+        if displays is not None:
+            displays(notebook)
+
+    return change
+
+
+async def run_cell(
+    server: ServerState,
+    view: NotebookView,
+    cell_id: str,
+    source: str,
+    timeout: float,
+    limits: InlineLimits = DEFAULT_INLINE,
+) -> CallToolResult:
+    """Run a cell of the notebook ``view`` was just read from (or written to), and store its outputs."""
+    path = view.path
+    attachment = await server.kernels.live_kernel_of(
+        path, metadata_kernel=metadata_kernel(server, view.notebook), to_run_code=True
+    )
+    async with server.store.executing(path, cell_id) as show_live:
+        with listening(show_live):
+            outcome = await run_on(server, attachment.kernel, source, timeout, path)
+    runs = server.kernels.records.of(path)
+    runs.ran(cell_id, source, attachment.kernel.kernel_id, outcome.status)
+    displays = display_writes(runs, attachment.kernel.kernel_id, cell_id, outcome)
+    notes = [attachment.note] if attachment.note else []
+    if attachment.replaced:
+        notes.append(
+            f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
+            "earlier variables, imports and definitions are not in it."
+        )
+    try:
+        _, written = await server.store.mutate(
+            path, cell_writer(cell_id, source, outcome, displays)
+        )
+    except ToolFailure as error:
+        # The insert before the run may have been the edit that upgraded the file.
+        upgraded, said = upgrade_by_edit(view)
+        result = execution_result(
+            outcome,
+            cell_id=cell_id,
+            note=" ".join([*notes, said.strip()]).strip() or None,
+            format_upgraded=upgraded,
+            limits=limits,
+            link=scratch_link(server, outcome),
+            source=source,
+        )
+        error.details.setdefault("current_revision", await _revision_or_none(server, path))
+        if error.code in STORAGE_CODES:
+            # The code did run: say so before what the disk said, so that nobody runs it twice
+            # thinking it did not.
+            error = ToolFailure(
+                error.code,
+                f"Cell {cell_id} ran (status {outcome.status}; its outputs are below) but its outputs "
+                f"were not stored in {path}: {error.message}",
+                **error.details,
+            )
+        return failure(error, structured=result.structured_content, content=result.content[:])
+    upgraded, said = upgrade_by_edit(view if view.upgraded_from else written)
+    return execution_result(
+        outcome,
+        cell_id=cell_id,
+        revision=written.revision,
+        note=" ".join([*notes, said.strip()]).strip() or None,
+        path=path,
+        format_upgraded=upgraded,
+        limits=limits,
+        source=source,
+    )
+
+
+async def _revision_or_none(server: ServerState, path: str) -> str | None:
+    with contextlib.suppress(ToolFailure):
+        return await server.store.revision(path)
+    return None
+
+
+@tool_handler("execute_cell")
+async def execute_cell(
+    cell_index: Annotated[int | None, Field(description="0-based index; or give cell_id.")] = None,
+    cell_id: Annotated[str | None, Field(description="Stable id; or give cell_index.")] = None,
+    timeout: Timeout = None,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    max_output_chars: MaxOutputChars = None,
+    detach: Detach = False,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.ExecutionResult]:
+    """Run a code cell on the notebook's kernel and store its outputs (even when it fails); a timeout interrupts the kernel and returns the outputs so far."""
+    server = state_of(ctx)
+    seconds = effective_timeout(server, timeout)
+    limits = InlineLimits.of(server.config, max_output_chars)
+    path = notebook_path(ctx, notebook_name)
+    view = await server.store.read(path)
+    if expected_revision is not None and expected_revision != view.revision:
+        raise ToolFailure(
+            REVISION_CONFLICT,
+            f"'{path}' changed since revision {expected_revision}; it is now at {view.revision}. "
+            f"Read it again and retry with expected_revision={view.revision}.",
+            current_revision=view.revision,
+        )
+    cell = view.notebook.cells[cell_position(view.notebook, cell_index, cell_id)]
+    if cell.get("cell_type") != "code":
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.",
+        )
+    await approve_shell_code(ctx, cell.get("source", ""), f"in cell {cell['id']} of '{path}'")
+    if detach:
+        approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
+        return await _detached_cell(
+            ctx, "execute_cell", path, cell["id"], view.revision, timeout, max_output_chars
+        )
+    return await run_cell(server, view, cell["id"], cell.get("source", ""), seconds, limits)
+
+
+async def _detached_cell(
+    ctx: Context | None,
+    tool: str,
+    path: str,
+    cell_id: str,
+    revision: str,
+    timeout: float | None,
+    max_output_chars: int | None,
+) -> CallToolResult:
+    """Run the cell `cell_id` as a detached run (its turn comes after the runs queued on the notebook)."""
+
+    async def call() -> CallToolResult:
+        return await execute_cell(
+            cell_id=cell_id,
+            timeout=timeout,
+            notebook_name=path,
+            max_output_chars=max_output_chars,
+            ctx=ctx,
+        )
+
+    started = execution_started(cell_id, revision)
+    return await detached(
+        ctx, tool, call, queue=notebook_queue(path), notebook=path, started=started
+    )
+
+
+@tool_handler("insert_execute_code_cell")
+async def insert_execute_code_cell(
+    cell_index: Annotated[
+        int, Field(description="Where the new code cell goes (0-based); -1 appends.")
+    ],
+    cell_source: Annotated[str, Field(description="The code to put in the cell and run.")],
+    timeout: Timeout = None,
+    notebook_name: NotebookName = None,
+    expected_revision: ExpectedRevision = None,
+    max_output_chars: MaxOutputChars = None,
+    detach: Detach = False,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.ExecutionResult]:
+    """Insert a new code cell and run it; its outputs are stored in the notebook. The usual way to add and run code."""
+    server = state_of(ctx)
+    seconds = effective_timeout(server, timeout)
+    limits = InlineLimits.of(server.config, max_output_chars)
+    path = notebook_path(ctx, notebook_name)
+    await approve_shell_code(ctx, cell_source, f"in a new cell of '{path}'")
+
+    def change(notebook: Any) -> str:
+        index = insertion_index(notebook.cells, cell_index)
+        cell = new_cell("code", cell_source)
+        notebook.cells.insert(index, cell)
+        return cell["id"]
+
+    cell_id, view = await server.store.mutate(path, change, expected_revision)
+    if detach:
+        approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
+        return await _detached_cell(
+            ctx, "insert_execute_code_cell", path, cell_id, view.revision, timeout, max_output_chars
+        )
+    return await run_cell(server, view, cell_id, cell_source, seconds, limits)
+
+
+@tool_handler("execute_code")
+async def execute_code(
+    code: Annotated[str, Field(description="Code to run.")],
+    timeout: Timeout = None,
+    kernel_id: Annotated[
+        str | None,
+        Field(description="Run on this kernel (see list_kernels) instead of the notebook's."),
+    ] = None,
+    notebook_name: NotebookName = None,
+    max_output_chars: MaxOutputChars = None,
+    detach: Detach = False,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.ExecutionResult]:
+    """Run scratch code on a notebook's kernel (or kernel_id) without storing it: to inspect variables, install packages, check quickly. What it defines stays in the kernel."""
+    server = state_of(ctx)
+    seconds = effective_timeout(server, timeout)
+    limits = InlineLimits.of(server.config, max_output_chars)
+    if shell_lines(code):
+        where = f"on kernel {kernel_id}"
+        if kernel_id is None:
+            try:
+                where = f"on the kernel of '{notebook_path(ctx, notebook_name)}'"
+            except ToolFailure:
+                where = "as scratch code"
+        await approve_shell_code(ctx, code, where)
+    if detach:
+        approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
+        path = None if kernel_id is not None else notebook_path(ctx, notebook_name)
+        if kernel_id is not None:
+            server.kernels.get(kernel_id)
+
+        async def call() -> CallToolResult:
+            return await execute_code(
+                code=code,
+                timeout=timeout,
+                kernel_id=kernel_id,
+                notebook_name=path,
+                max_output_chars=max_output_chars,
+                ctx=ctx,
+            )
+
+        queue = kernel_queue(kernel_id) if kernel_id is not None else notebook_queue(str(path))
+        return await detached(
+            ctx, "execute_code", call, queue=queue, notebook=path, started=execution_started()
+        )
+    for intercept in server.interceptors:
+        intercepted = await intercept(code, seconds)
+        if intercepted is not None:
+            return intercepted
+    if kernel_id is not None:
+        kernel = server.kernels.get(kernel_id)
+        if not await kernel.is_alive():
+            await server.kernels.mark_lost(kernel)
+            raise ToolFailure(KERNEL_GONE, gone_message(f"kernel {kernel_id}"), kernel_id=kernel_id)
+        outcome = await run_on(server, kernel, code, seconds, None)
+        return execution_result(
+            outcome, limits=limits, link=scratch_link(server, outcome), source=code
+        )
+    path = notebook_path(ctx, notebook_name)
+
+    async def named_kernel() -> str | None:
+        # Read only when a kernel has to start: scratch code needs no file.
+        return await metadata_kernel(server, (await server.store.read(path)).notebook)()
+
+    attachment = await server.kernels.live_kernel_of(
+        path, metadata_kernel=named_kernel, to_run_code=True
+    )
+    outcome = await run_on(server, attachment.kernel, code, seconds, path)
+    note = attachment.note or (
+        "Note: the kernel was gone and a replacement was started (kernel.auto-restart)."
+        if attachment.replaced
+        else None
+    )
+    return execution_result(
+        outcome, note=note, limits=limits, link=scratch_link(server, outcome), source=code
+    )
+
+
+@tool_handler("interrupt_kernel")
+async def interrupt_kernel(
+    kernel_id: Annotated[str, Field(description="The kernel to interrupt (see list_kernels).")],
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.KernelOnly]:
+    """Interrupt what a kernel is running (like Ctrl-C); its variables are kept. Says whether anything was running."""
+    server = state_of(ctx)
+    kernel = server.kernels.get(kernel_id)
+    was_busy = await server.kernels.interrupt(kernel)
+    text = (
+        f"Interrupted kernel {kernel_id}."
+        if was_busy
+        else f"Kernel {kernel_id} was idle; the interrupt had nothing to stop."
+    )
+    return answer({"kernel_id": kernel_id}, text)
+
+
+@tool_handler("interrupt_notebook_session")
+async def interrupt_notebook_session(
+    notebook_name: Annotated[str, Field(description="use_notebook name or path.")],
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, models.KernelOnly]:
+    """Interrupt the code a notebook's kernel is running (like Ctrl-C); its variables are kept."""
+    server = state_of(ctx)
+    path = notebook_path(ctx, notebook_name)
+    kernel_id = server.kernels.kernel_id_of(path)
+    if kernel_id is None and server.kernels.is_lost(path):
+        raise ToolFailure(KERNEL_GONE, gone_message(path), notebook=path)
+    if kernel_id is None:
+        raise ToolFailure(
+            NOT_FOUND,
+            f"'{path}' has no kernel; nothing is running. Call use_notebook to attach one.",
+        )
+    kernel = server.kernels.get(kernel_id)
+    was_busy = await server.kernels.interrupt(kernel)
+    text = (
+        f"Interrupted '{path}' (kernel {kernel_id})."
+        if was_busy
+        else f"'{path}' was idle; the interrupt had nothing to stop."
+    )
+    return answer({"kernel_id": kernel_id}, text)

@@ -1,0 +1,209 @@
+"""Signing in with an OpenID provider: this server as an OAuth 2.1 resource server (MCP's
+authorization specification), on the SDK's own seam.
+
+With ``--auth-issuer``, every HTTP route but ``/healthz`` and the metadata wants an access
+token from that issuer, and the pieces are the SDK's (``mcp.server.auth``):
+
+- the protected resource metadata (RFC 9728) at the well-known path of ``/mcp``
+  (``/.well-known/oauth-protected-resource/mcp``) names the resource and its authorization
+  server, and the scopes this server knows (``create_protected_resource_routes``);
+- ``BearerAuthBackend`` under Starlette's ``AuthenticationMiddleware`` reads the token and
+  asks the verifier (_transports/access_tokens.py); ``AuthContextMiddleware`` makes the
+  token the request's, so the SDK binds a session to the principal that opened it;
+  ``RequireAuthMiddleware`` answers a request without a token 401 with
+  ``WWW-Authenticate: Bearer ..., resource_metadata="..."``, where clients start signing in.
+
+What is this server's own: a refused token's 401 says why (``error_description``), an issuer
+that cannot be asked is 503 with ``Retry-After``, never a 500; and the token's scopes choose
+the caller's profile (``--auth-scopes``): the widest its scopes grant, never wider than the
+server's, put where the profile guard reads it. A token none of whose scopes grants anything
+is 403 ``insufficient_scope`` naming the scope to ask for.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse, Response
+
+from jupyter_mcp_server._policy.profiles import narrowest, rank
+from jupyter_mcp_server._protocol.profile_guard import SCOPE_KEY
+from jupyter_mcp_server._transports.access_checks import ASGIApp, Receive, Scope, Send
+from jupyter_mcp_server._transports.access_tokens import AccessTokens, TokenRefused
+from jupyter_mcp_server._transports.issuer import RETRY_AFTER, Issuer
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server._config import ServerConfig
+
+logger = logging.getLogger(__name__)
+
+#: URLs as given: an issuer without a path stays without a trailing slash (issuers compare as strings).
+_URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))
+
+
+def _url(text: str) -> AnyHttpUrl:
+    return _URL.validate_python(text)
+
+
+@dataclass(frozen=True)
+class ScopeProfiles:
+    """Which scope grants which profile, and the server's own profile above them all."""
+
+    granted_by: tuple[tuple[str, str], ...]
+    server: str
+
+    def profile(self, scopes: Sequence[str]) -> str | None:
+        """The widest profile `scopes` grant, within the server's; None: they grant nothing."""
+        granted = [profile for scope, profile in self.granted_by if scope in scopes]
+        if not granted:
+            return None
+        return narrowest(max(granted, key=rank), self.server)
+
+    def scope_for(self, profile: str) -> str:
+        """The scopes that grant `profile` (or more), the narrowest first, space-separated."""
+        return " ".join(scope for scope, given in self.granted_by if rank(given) >= rank(profile))
+
+    @property
+    def advertised(self) -> list[str]:
+        """The scopes worth asking for: those granting up to the server's profile."""
+        return [scope for scope, given in self.granted_by if rank(given) <= rank(self.server)] or [
+            scope for scope, _ in self.granted_by
+        ]
+
+    @property
+    def least(self) -> str:
+        """The scope to ask for to do anything at all: the one granting the narrowest profile."""
+        narrowest_given = min((given for _, given in self.granted_by), key=rank)
+        return " ".join(scope for scope, given in self.granted_by if given == narrowest_given)
+
+
+class Authorization:
+    """The sign-in in front of the MCP routes: its public routes and the wall it puts around an app."""
+
+    def __init__(self, config: ServerConfig, server_profile: Callable[[], str]) -> None:
+        assert config.auth_issuer and config.auth_resource and config.auth_audience
+        self.issuer = Issuer(
+            config.auth_issuer,
+            timeout=config.auth_timeout,
+            keys_cooldown=config.auth_keys_cooldown,
+            client_id=config.auth_client_id,
+            client_secret=config.auth_client_secret,
+        )
+        self.resource = config.auth_resource
+        self.tokens = AccessTokens(self.issuer, config.auth_audience, config.auth_resource)
+        self.scope_map = config.auth_scopes
+        self.server_profile = server_profile
+        self.metadata_url = str(build_resource_metadata_url(_url(self.resource)))
+
+    def profiles(self) -> ScopeProfiles:
+        return ScopeProfiles(self.scope_map, self.server_profile())
+
+    def public_routes(self) -> list[Any]:
+        """The protected resource metadata (RFC 9728), at the well-known path of /mcp."""
+        return list(
+            create_protected_resource_routes(
+                resource_url=_url(self.resource),
+                authorization_servers=[_url(self.issuer.issuer)],
+                scopes_supported=self.profiles().advertised,
+                resource_name="Jupyter MCP Server",
+            )
+        )
+
+    def protect(self, app: ASGIApp) -> ASGIApp:
+        """`app` behind the token checks: the SDK's middlewares, then the caller's profile."""
+        required: ASGIApp = RequireAuthMiddleware(_Profiled(app, self), [], _url(self.metadata_url))
+        return AuthenticationMiddleware(
+            AuthContextMiddleware(required),
+            backend=BearerAuthBackend(self.tokens),
+            on_error=self.refused,
+        )
+
+    def challenge(self, error: str, description: str, scope: str | None = None) -> str:
+        parts = [f'error="{error}"', f'error_description="{_quoted(description)}"']
+        if scope:
+            parts.append(f'scope="{scope}"')
+        parts.append(f'resource_metadata="{self.metadata_url}"')
+        return "Bearer " + ", ".join(parts)
+
+    def refused(self, conn: HTTPConnection, error: Exception) -> Response:
+        """A refused token's answer: 401 with the challenge and the reason, 503 when the issuer is out."""
+        if not isinstance(error, TokenRefused):
+            logger.warning("Authentication failed: %s", error)
+            error = TokenRefused(401, "invalid_token", str(error) or "The token was refused.")
+        body = {"error": error.error, "error_description": error.description}
+        if error.status == 503:
+            logger.warning("Refused a request with 503: %s", error.description)
+            return JSONResponse(
+                body, status_code=503, headers={"Retry-After": str(int(RETRY_AFTER) + 1)}
+            )
+        logger.info("Refused a token: %s", error.description)
+        return JSONResponse(
+            body,
+            status_code=error.status,
+            headers={"WWW-Authenticate": self.challenge(error.error, error.description)},
+        )
+
+    async def close(self) -> None:
+        await self.issuer.close()
+
+
+class _Profiled:
+    """The caller's profile from its token's scopes, or 403 insufficient_scope."""
+
+    def __init__(self, app: ASGIApp, authorization: Authorization) -> None:
+        self.app = app
+        self.authorization = authorization
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        credentials = scope.get("auth")
+        granted = list(getattr(credentials, "scopes", []) or [])
+        profiles = self.authorization.profiles()
+        profile = profiles.profile(granted)
+        if profile is None:
+            needed = profiles.least
+            description = (
+                f"The token grants none of this server's scopes (it has: {' '.join(granted) or 'none'}); "
+                f"ask for {needed} to read notebooks, or see the protected resource metadata for all."
+            )
+            await _send(
+                send,
+                403,
+                {"error": "insufficient_scope", "error_description": description, "scope": needed},
+                self.authorization.challenge("insufficient_scope", description, needed),
+            )
+            return
+        scope[SCOPE_KEY] = profile
+        await self.app(scope, receive, send)
+
+
+def _quoted(text: str) -> str:
+    """Text safe inside a quoted-string of a header: no quotes, backslashes or controls."""
+    return "".join(
+        c if 32 <= ord(c) < 127 and c not in '"\\' else "'" if c == '"' else "?" for c in text
+    )[:500]
+
+
+async def _send(send: Send, status: int, body: dict[str, Any], challenge: str) -> None:
+    data = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                (b"www-authenticate", challenge.encode("latin-1", "replace")),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
