@@ -172,6 +172,9 @@ def jupyter_server_process(
         pytest.skip("jupyter_server is not installed (scripts/install test installs it)")
     root = tmp_path / "jupyter-root"
     root.mkdir(exist_ok=True)
+    # A port chosen here may be taken by another process before the server binds it
+    # (parallel tests): then another is chosen. A port the caller gave is kept.
+    ours = port is None
     port = port or free_port()
     log = tmp_path / "jupyter.log"
     environment = {
@@ -190,34 +193,47 @@ def jupyter_server_process(
     environment["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(REPO / "src"), environment.get("PYTHONPATH", "")) if p
     )
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyter_server",
-                f"--port={port}",
-                "--ip=127.0.0.1",
-                "--no-browser",
-                "--allow-root",
-                f"--IdentityProvider.token={token}",
-                f"--ServerApp.root_dir={root}",
-                "--ServerApp.port_retries=0",
-                f"--ServerApp.base_url={base_url}",
-                *args,
-            ],
-            cwd=root,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=environment,
-        )
+
+    def launch(port: int) -> subprocess.Popen:
+        with log.open("ab") as output:
+            return subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "jupyter_server",
+                    f"--port={port}",
+                    "--ip=127.0.0.1",
+                    "--no-browser",
+                    "--allow-root",
+                    f"--IdentityProvider.token={token}",
+                    f"--ServerApp.root_dir={root}",
+                    "--ServerApp.port_retries=0",
+                    f"--ServerApp.base_url={base_url}",
+                    *args,
+                ],
+                cwd=root,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env=environment,
+            )
+
+    process = launch(port)
     if started is not None:
         started.append(process)
     url = f"http://127.0.0.1:{port}{base_url.rstrip('/')}"
+    retries = 3
     try:
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
+                if ours and retries and f"port {port} is not available" in log.read_text():
+                    retries -= 1
+                    port = free_port()
+                    process = launch(port)
+                    if started is not None:
+                        started.append(process)
+                    url = f"http://127.0.0.1:{port}{base_url.rstrip('/')}"
+                    continue
                 pytest.fail(f"jupyter server exited with {process.returncode}:\n{log.read_text()}")
             with contextlib.suppress(httpx.HTTPError):
                 if (

@@ -37,8 +37,11 @@ PROMPTLY = 8.0
 
 
 @contextlib.contextmanager
-def remote(kind: str, tmp_path: Path, port: int, started: list[Any]) -> Iterator[tuple[str, Path]]:
-    """A real Jupyter Server or Kernel Gateway on `port`: (url, the kernels' directory)."""
+def remote(
+    kind: str, tmp_path: Path, port: int | None, started: list[Any]
+) -> Iterator[tuple[str, Path]]:
+    """A real Jupyter Server or Kernel Gateway on `port` (None: any free one): (url, the
+    kernels' directory)."""
     if kind == "jupyter-server":
         with jupyter_server_process(tmp_path, SERVER_TOKEN, port=port, started=started) as (
             url,
@@ -309,8 +312,7 @@ async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output
     "kind", ["jupyter-server", pytest.param("kernel-gateway", marks=pytest.mark.slow)]
 )
 async def test_a_remote_whose_every_answer_is_2s_late_is_slow_not_broken(workspace, tmp_path, kind):
-    port = free_port()
-    with remote(kind, tmp_path, port, []) as (url, _):
+    with remote(kind, tmp_path, None, []) as (url, _):
         proxy = FaultyProxy(url, delay=2.0)
         proxied = await proxy.start()
         log = tmp_path / "server.log"
