@@ -61,7 +61,8 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.types import RequestParams
 from pydantic import ConfigDict, Field
 
-from jupyter_mcp_server._calls.connections import client_of, header_of
+from jupyter_mcp_server._calls.callers import caller_of
+from jupyter_mcp_server._calls.connections import header_of
 from jupyter_mcp_server._calls.detached import (
     CANCELLED,
     COMPLETED,
@@ -215,8 +216,10 @@ class Tasks(Extension):
         meta.pop("progress_token", None)
         meta.pop("progressToken", None)
         task_ctx = dataclasses.replace(ctx, meta=meta)
+        caller = caller_of(ctx)
         run = runs.start(
-            owner=client_of(ctx),
+            owner=caller.owner,
+            caller=caller,
             tool=params.name,
             call=lambda: call_next(task_ctx),
             prepare=_prepare,
@@ -264,7 +267,7 @@ class Tasks(Extension):
 
     def _find(self, ctx: Any, task_id: str) -> Run:
         _check_routing_header(ctx, task_id)
-        run = self.state.runs.find(task_id, client_of(ctx))
+        run = self.state.runs.find(task_id, caller_of(ctx).owner)
         if run is None:
             raise _not_found(task_id)
         return run

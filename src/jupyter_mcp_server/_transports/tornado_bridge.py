@@ -16,6 +16,8 @@ import logging
 from collections.abc import MutableMapping
 from typing import Any
 
+from jupyter_mcp_server._calls.callers import SIGNED_IN_USER_KEY
+
 logger = logging.getLogger(__name__)
 
 #: Response headers tornado computes itself for a streamed body.
@@ -53,6 +55,11 @@ async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect
         "client": (request.remote_ip or "", 0),
         "server": (host or request.host or "", int(port) if port.isdigit() else 0),
     }
+    # The person Jupyter Server authenticated (a Hub user's server: the Hub user): the
+    # caller's user (_calls/callers.py), rather than the OS user the server runs as.
+    username = getattr(getattr(handler, "current_user", None), "username", None)
+    if isinstance(username, str) and username:
+        scope[SIGNED_IN_USER_KEY] = username
     body_sent = False
     finished = False
 
