@@ -33,7 +33,7 @@ from jupyter_mcp_server._calls.callers import (
     new_handle,
     serving_as,
 )
-from jupyter_mcp_server._calls.connections import client_name_of, serving_client_named, session_of
+from jupyter_mcp_server._calls.connections import session_of
 from jupyter_mcp_server._calls.detached import RunRegistry
 from jupyter_mcp_server._calls.scratch import ScratchOutputs
 from jupyter_mcp_server._policy.capabilities import CapabilityRegistry
@@ -369,7 +369,7 @@ class ServingState:
         connection = _serving_connection.set(session)
         caller = caller_of(ctx)
         try:
-            with serving_client_named(client_name_of(ctx)), serving_as(caller):
+            with serving_as(caller):
                 result = await call_next(ctx)
         finally:
             _serving_connection.reset(connection)

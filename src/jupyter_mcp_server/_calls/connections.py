@@ -9,20 +9,10 @@ caller is, and what it owns, is :mod:`.callers`'.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
 from typing import Any
 
 #: The one peer of a stdio server.
 STDIO_CONNECTION = "stdio"
-
-
-#: The MCP client's name (its ``clientInfo``) for the request being served, for code called
-#: without its context (the collaboration extension's awareness names the agent by it).
-_serving_client: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "jupyter_mcp_serving_client", default=None
-)
 
 
 def client_name_of(ctx: Any) -> str | None:
@@ -33,21 +23,6 @@ def client_name_of(ctx: Any) -> str | None:
     if not isinstance(name, str):
         return None
     return name.strip()[:80] or None
-
-
-def serving_client() -> str | None:
-    """The name of the client whose request is being served, or None."""
-    return _serving_client.get()
-
-
-@contextlib.contextmanager
-def serving_client_named(name: str | None) -> Iterator[None]:
-    """While a request is served: its client's name, for :func:`serving_client`."""
-    token = _serving_client.set(name)
-    try:
-        yield
-    finally:
-        _serving_client.reset(token)
 
 
 def _headers(ctx: Any) -> Any:
@@ -76,11 +51,3 @@ def connection_key(ctx: Any) -> str:
     """Like :func:`session_of`, but a stateless request is its own connection while it lasts."""
     request_context = getattr(ctx, "request_context", ctx)
     return session_of(ctx) or f"stateless-{id(request_context.session)}"
-
-
-def client_name(ctx: Any) -> str | None:
-    """The ``clientInfo`` name the client gave when it connected, if any."""
-    request_context = getattr(ctx, "request_context", ctx)
-    params = getattr(getattr(request_context, "session", None), "client_params", None)
-    name = getattr(getattr(params, "client_info", None), "name", None)
-    return name if isinstance(name, str) else None
