@@ -129,7 +129,7 @@ def server(provider: Provider, tmp_path_factory: pytest.TempPathFactory) -> Iter
         "--auth-client-id",
         INTROSPECTOR["client_id"],
         "--audit-log",
-        str(root.parent / "auth-audit.jsonl"),
+        str(root / "auth-audit.jsonl"),
         JUPYTER_MCP_EXTENSIONS="",
         JUPYTER_MCP_AUTH_CLIENT_SECRET=INTROSPECTOR["client_secret"],
         JUPYTER_MCP_AUTH_TIMEOUT="2",
@@ -254,7 +254,7 @@ async def test_the_official_client_signs_in_and_calls_tools(server, provider):
 
 def audit_records(server: HttpServer) -> list[dict[str, Any]]:
     """The server's audit log so far."""
-    path = server.workspace.parent / "auth-audit.jsonl"
+    path = server.workspace.parent / "auth-audit.jsonl"  # beside the workspace, in the root
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
