@@ -159,7 +159,10 @@ async def handle_of(client: Client) -> dict[str, str]:
 async def test_two_agents_with_one_token_never_step_on_each_other(workspace: Path):
     write_notebook(workspace / "a.ipynb", [])
     write_notebook(workspace / "b.ipynb", [])
-    with http_server(workspace, "--mcp-token", TOKEN, *RUNS[2:], **TASK_ENV) as base:
+    audit = workspace.parent / "stateless-audit.jsonl"
+    with http_server(
+        workspace, "--mcp-token", TOKEN, "--audit-log", str(audit), *RUNS[2:], **TASK_ENV
+    ) as base:
         url = base + "?runs"
         async with agent(url) as first, agent(url) as second:
             a, b = await handle_of(first), await handle_of(second)
@@ -187,6 +190,21 @@ async def test_two_agents_with_one_token_never_step_on_each_other(workspace: Pat
                 cells = nbformat.read(str(workspace / path), as_version=4).cells
                 assert [c.source for c in cells] == [f"{mark} {i}" for i in range(200)], path
             print(f"400 stateless writes by two agents in {elapsed:.1f} s")
+            # The audit log tells the two apart: the same person and client (the client info
+            # each stateless request carries), two sessions, 200 writes each.
+            writes = [
+                json.loads(line)["caller"]
+                for line in audit.read_text().splitlines()
+                if json.loads(line).get("tool") == "insert_cell"
+            ]
+            assert {(w["user"], w["client"]) for w in writes} == {
+                (getpass.getuser(), SAME_CLIENT.name)
+            }
+            sessions = [w["session"] for w in writes]
+            assert len(set(sessions)) == 2 and sorted(sessions.count(x) for x in set(sessions)) == [
+                200,
+                200,
+            ]
 
             # Nothing stateless is remembered: one agent's use_notebook redirects nobody's writes.
             await ok_as(first, a, "use_notebook", {"notebook_name": "b.ipynb"})
