@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_mcp_server._calls.connections import client_name_of, session_of
+from jupyter_mcp_server._calls.connections import STDIO_CONNECTION, client_name_of, session_of
 
 #: Where a request's ``_meta`` names its agent, and a stateless result says the handle in force.
 AGENT_META_KEY = "io.jupyter-mcp/agent"
@@ -83,13 +83,15 @@ class Caller:
         return f"{self.client} ({self.user})" if self.client else self.user
 
     def record(self) -> dict[str, str | None]:
-        """As the audit log and a history entry write it (the session shortened: it is no secret
-        to keep, but the log needs only to tell sessions apart)."""
+        """As the audit log writes it: the session by a hash of it, which tells sessions apart
+        without holding what would let a reader act as one."""
         return {"user": self.user, "client": self.client, "session": _short(self.session)}
 
 
 def _short(session: str | None) -> str | None:
-    if session is None or len(session) <= 16:
+    """A session as records name it: ``stdio`` as is, any other by a hash (a handle or a session
+    id is what makes a request that agent's, so no reader of a log learns one)."""
+    if session is None or session == STDIO_CONNECTION:
         return session
     return hashlib.sha256(session.encode()).hexdigest()[:16]
 
