@@ -120,10 +120,10 @@ def _access_token(ctx: Any) -> Any:
     return getattr(user, "access_token", None)
 
 
-def caller_of(ctx: Any, handle: str | None = None) -> Caller:
-    """The caller of a request (`handle`: the one a stateless request was given, when it
-    brought none)."""
-    session = agent_handle(ctx) or session_of(ctx) or handle
+def caller_of(ctx: Any) -> Caller:
+    """The caller of a request: its token's, or the local user's, in its session (the agent
+    handle it carries first; a stateless request without one has no session)."""
+    session = agent_handle(ctx) or session_of(ctx)
     token = _access_token(ctx)
     if token is not None:
         claims = getattr(token, "claims", None) or {}
