@@ -269,7 +269,9 @@ async def test_the_agents_cells_appear_run_and_stream_in_the_page_on_the_pages_k
             # with its name on the flag; and in the collaborators panel, with the notebook.
             running_cell = page.locator(".jp-NotebookPanel .jp-Cell").nth(2)
             await running_cell.locator(".jp-remote-cursor").wait_for(timeout=5_000)
-            flag = page.locator(".jp-remote-userFlag-name", has_text=f"{AGENT} ({getpass.getuser()})")
+            flag = page.locator(
+                ".jp-remote-userFlag-name", has_text=f"{AGENT} ({getpass.getuser()})"
+            )
             await flag.wait_for(state="attached", timeout=5_000)
             await page.click("li[data-id='jp-collaboration-panel']")
             collaborator = page.locator(
