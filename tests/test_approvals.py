@@ -12,6 +12,7 @@ answers it through the same callback). Accept proceeds; decline, cancel,
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import ERROR_KEY, error_code, ok, serve, text_of
 from fixtures import extensions_site
-from mcp.types import ElicitResult, InputRequiredResult
+from mcp.types import ElicitResult, Implementation, InputRequiredResult
 
 from jupyter_mcp_server._calls.approvals import DEFAULT_ACTIONS
 
@@ -82,12 +83,20 @@ def cell_ids(path: Path) -> list[str]:
 async def test_accept_proceeds_and_names_what_happens(workspace: Path, mode: str) -> None:
     path = notebook(workspace)
     person = Person()
+    client_name = "approving-agent"
     async with serve(
-        workspace, *ARGS, mode=mode, env=ASKING, elicitation_callback=person
+        workspace,
+        *ARGS,
+        mode=mode,
+        env=ASKING,
+        elicitation_callback=person,
+        client_info=Implementation(name=client_name, version="1"),
     ) as client:
         await ok(client, "delete_cell", DELETE)
         assert cell_ids(path) == ["c0", "c2"]
         assert len(person.asked) == 1 and "c1" in person.asked[0] and "'x1 = 1'" in person.asked[0]
+        # The person is told who asks: the client, and whom it acts for.
+        assert f"Asked by {client_name} ({getpass.getuser()})." in person.asked[0], person.asked
         # Code without shell commands asks nothing; code with them names the lines.
         await ok(client, "execute_code", {"code": "1 + 1", "notebook_name": "a.ipynb"})
         assert len(person.asked) == 1

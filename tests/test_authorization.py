@@ -38,6 +38,7 @@ from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.types import Implementation
 from node_tools import library
 from test_http import MCP_HEADERS, HttpServer, http_server
 
@@ -127,6 +128,8 @@ def server(provider: Provider, tmp_path_factory: pytest.TempPathFactory) -> Iter
         provider.issuer,
         "--auth-client-id",
         INTROSPECTOR["client_id"],
+        "--audit-log",
+        str(root / "auth-audit.jsonl"),
         JUPYTER_MCP_EXTENSIONS="",
         JUPYTER_MCP_AUTH_CLIENT_SECRET=INTROSPECTOR["client_secret"],
         JUPYTER_MCP_AUTH_TIMEOUT="2",
@@ -242,6 +245,33 @@ async def test_the_official_client_signs_in_and_calls_tools(server, provider):
         # The token the provider issued is for this server (RFC 8707), with the scopes it advertised.
         assert claims["aud"] == server.url() and claims["iss"] == provider.issuer
         assert claims["sub"] == "alice" and set(claims["scope"].split()) == set(ALL_SCOPES.split())
+        # The caller is the token's: its subject and its client, in the audit log.
+        (record,) = [r for r in audit_records(server) if r.get("tool") == "list_files"][-1:]
+        assert record["caller"]["user"] == "alice"
+        assert record["caller"]["client"] == claims.get("client_id", claims.get("azp"))
+        assert record["caller"]["client"] == storage.client.client_id
+
+
+def audit_records(server: HttpServer) -> list[dict[str, Any]]:
+    """The server's audit log so far."""
+    path = server.workspace.parent / "auth-audit.jsonl"  # beside the workspace, in the root
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def test_a_minted_tokens_subject_and_client_are_the_caller(server, provider):
+    token = mint(provider, sub="dana", client_id="notebook-bot")
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(
+            streamable_http_client(server.url(), http_client=http),
+            mode="legacy",
+            client_info=Implementation(name="claims-to-be-someone-else", version="1"),
+        ) as client,
+    ):
+        assert not (await client.call_tool("list_notebooks", {})).is_error
+    (record,) = [r for r in audit_records(server) if r.get("tool") == "list_notebooks"][-1:]
+    # The token's client, not the clientInfo the client declared about itself.
+    assert record["caller"]["user"] == "dana" and record["caller"]["client"] == "notebook-bot"
 
 
 async def test_an_opaque_token_is_introspected(server, provider):

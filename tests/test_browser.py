@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import importlib.util
 import json
 import os
@@ -268,11 +269,13 @@ async def test_the_agents_cells_appear_run_and_stream_in_the_page_on_the_pages_k
             # with its name on the flag; and in the collaborators panel, with the notebook.
             running_cell = page.locator(".jp-NotebookPanel .jp-Cell").nth(2)
             await running_cell.locator(".jp-remote-cursor").wait_for(timeout=5_000)
-            flag = page.locator(".jp-remote-userFlag-name", has_text=f"{AGENT} (agent)")
+            flag = page.locator(
+                ".jp-remote-userFlag-name", has_text=f"{AGENT} ({getpass.getuser()})"
+            )
             await flag.wait_for(state="attached", timeout=5_000)
             await page.click("li[data-id='jp-collaboration-panel']")
             collaborator = page.locator(
-                ".jp-CollaboratorsList .jp-Collaborator", has_text=f"{AGENT} (agent)"
+                ".jp-CollaboratorsList .jp-Collaborator", has_text=f"{AGENT} ({getpass.getuser()})"
             )
             await collaborator.wait_for(timeout=5_000)
             assert not running.done()

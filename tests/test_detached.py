@@ -1,9 +1,9 @@
 """Detached runs: `detach=true` answers at once, `get_run` follows the run from any connection of
-the same client, `cancel_run` interrupts it, runs on one notebook queue in order, and the queue
-is bounded.
+the same agent (its agent handle in `_meta`), `cancel_run` interrupts it, runs on one kernel
+queue in order, and the queue is bounded.
 
 The long run is real: a 20-second cell printing every second, started over HTTP by a client
-that then disconnects; a second connection of the same client polls it to the end, and every
+that then disconnects; a second connection of the same agent polls it to the end, and every
 output is in the notebook.
 """
 
@@ -19,6 +19,8 @@ from mcp import Client
 from mcp.types import Implementation
 from test_protocol import http_server
 
+from jupyter_mcp_server._calls.callers import AGENT_META_KEY
+
 RUNS = ("--toolsets", "runs", "--capability", "kernel.prestart=off")
 AGENT = Implementation(name="agent", version="1")
 OTHER = Implementation(name="someone-else", version="1")
@@ -26,14 +28,23 @@ OTHER = Implementation(name="someone-else", version="1")
 TWENTY_SECONDS = "import time\nfor i in range(20):\n    print('tick', i, flush=True)\n    time.sleep(1)\nprint('done')"
 
 
-async def poll(client: Client, run_id: str, seconds: float = 90) -> dict:
+async def ok_as(client: Client, meta: dict | None, tool: str, arguments: dict) -> dict:
+    """`ok`, the call carrying `meta` (an agent handle)."""
+    if meta is None:
+        return await ok(client, tool, arguments)
+    result = await client.call_tool(tool, arguments, meta=meta)
+    assert not result.is_error, text_of(result)
+    return result.structured_content
+
+
+async def poll(client: Client, run_id: str, seconds: float = 90, meta: dict | None = None) -> dict:
     """get_run until the run ends, checking that since_output only ever brings what is new."""
     deadline = time.monotonic() + seconds
     since = 0
     seen: list[str] = []
     while True:
-        state = await ok(
-            client, "get_run", {"run_id": run_id, "since_output": since, "wait_seconds": 5}
+        state = await ok_as(
+            client, meta, "get_run", {"run_id": run_id, "since_output": since, "wait_seconds": 5}
         )
         assert state["next_output"] >= since
         seen.extend(json.dumps(output) for output in state["outputs"])
@@ -54,10 +65,12 @@ async def test_a_detached_run_outlives_its_connection(workspace):
     nbformat.write(notebook, str(workspace / "long.ipynb"))
     with http_server(workspace, "--capability", "kernel.prestart=off") as base:
         url = base + "?runs"
+        # The agent names itself (its handle), so its next connection is the same agent.
+        me = {AGENT_META_KEY: "agent-test-handle-0123456789"}
         async with Client(url, mode="legacy", client_info=AGENT) as first:
             await ok(first, "use_notebook", {"notebook_name": "long.ipynb"})
             started = time.monotonic()
-            answer = await first.call_tool("run_cells", {"detach": True})
+            answer = await first.call_tool("run_cells", {"detach": True}, meta=me)
             assert time.monotonic() - started < 10, "detach must answer at once"
             assert not answer.is_error, text_of(answer)
             run = answer.structured_content
@@ -66,22 +79,26 @@ async def test_a_detached_run_outlives_its_connection(workspace):
             assert "get_run" in text_of(answer)
             # Running: the first outputs arrive, then the client goes away.
             while True:
-                state = await ok(first, "get_run", {"run_id": run_id, "wait_seconds": 5})
+                state = await ok_as(first, me, "get_run", {"run_id": run_id, "wait_seconds": 5})
                 if state["status"] == "working" and state["next_output"] > 0:
                     break
-        # Another client is told the run does not exist.
+        # Another client is told the run does not exist; so is the same client without the
+        # handle (another session of it: another agent, perhaps).
         async with Client(url, mode="legacy", client_info=OTHER) as other:
             await refused(other, "get_run", {"run_id": run_id}, "not_found")
             await refused(other, "cancel_run", {"run_id": run_id}, "not_found")
-        # The same client, on a new connection, follows it to the end.
+        async with Client(url, mode="legacy", client_info=AGENT) as stranger:
+            await refused(stranger, "get_run", {"run_id": run_id}, "not_found")
+            await refused(stranger, "cancel_run", {"run_id": run_id}, "not_found")
+        # The same agent, on a new connection, follows it to the end.
         async with Client(url, mode="legacy", client_info=AGENT) as second:
-            final = await poll(second, run_id)
+            final = await poll(second, run_id, meta=me)
             assert final["status"] == "completed" and final["result_is_error"] is False
             result = final["result"]
             assert result["status"] == "ok" and result["cells_run"] == 3
             assert [c["execution_count"] for c in result["cells"]] == [1, 2, 3]
             assert result["cells"][2]["output"] == "42"
-            again = await ok(second, "get_run", {"run_id": run_id, "since_output": 0})
+            again = await ok_as(second, me, "get_run", {"run_id": run_id, "since_output": 0})
             assert again["status"] == "completed" and again["queue_position"] is None
         stored = nbformat.read(str(workspace / "long.ipynb"), as_version=4).cells
         printed = "".join(output.get("text", "") for output in stored[1].outputs)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import hashlib
 import json
 import subprocess
@@ -1221,7 +1222,9 @@ async def test_the_agent_is_a_named_collaborator_in_the_room_while_it_works(tmp_
                 )
                 await eventually(lambda: len(agents_shown(page)) == 1 and len(sources(page)) == 2)
                 (state,) = agents_shown(page)
-                assert state["user"]["display_name"] == "test-agent (agent)"
+                # Named by its client and the person it acts for (a shared token names nobody:
+                # the user the server runs as).
+                assert state["user"]["display_name"] == f"test-agent ({getpass.getuser()})"
                 assert state["user"]["color"] and state["user"]["initials"]
                 # The caret: at the end of the inserted cell's source, in the person's own document.
                 (caret,) = state["cursors"]
@@ -1252,6 +1255,78 @@ async def test_the_agent_is_a_named_collaborator_in_the_room_while_it_works(tmp_
                 await asyncio.sleep(LINGER + 0.5)
                 assert not running.done() and len(agents_shown(page)) == 1
                 assert not (await running).is_error
+                await eventually(lambda: agents_shown(page) == [], seconds=LINGER + 3)
+        text = log.read_text(errors="replace")
+        assert "jupyter_mcp_server/" not in text, text[-4000:]
+
+
+async def test_two_agents_in_one_notebook_are_two_collaborators(tmp_path):
+    """Two agents (two sessions: here, of the same client) editing one open notebook at once:
+    two awareness states, each with its own name and its caret in the cell it wrote; the
+    global room lists both; each goes when its own linger ends."""
+    pytest.importorskip(
+        "jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed"
+    )
+    from mcp.types import Implementation
+    from pycrdt import StickyIndex
+
+    from jupyter_mcp_server._jupyter.presence import LINGER
+
+    @contextlib.asynccontextmanager
+    async def agent(url: str, name: str) -> AsyncIterator[Client]:
+        async with (
+            httpx2.AsyncClient(headers=headers(), timeout=httpx2.Timeout(30, read=120)) as http,
+            Client(
+                streamable_http_client(f"{url}/mcp", http_client=http),
+                mode="legacy",
+                client_info=Implementation(name=name, version="1"),
+            ) as client,
+        ):
+            yield client
+
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+    ) as (url, _, log):
+        async with agent(url, "writer") as first, agent(url, "writer") as second:
+            await ok(first, "use_notebook", {"notebook_name": "two.ipynb", "mode": "create"})
+            await ok(second, "use_notebook", {"notebook_name": "two.ipynb"})
+            async with person_in_jupyterlab(url, "two.ipynb") as page:
+                await eventually(lambda: agents_shown(page) == [])
+                await ok(
+                    first,
+                    "insert_cell",
+                    {"cell_index": -1, "cell_type": "code", "cell_source": "first = 1"},
+                )
+                await ok(
+                    second,
+                    "insert_cell",
+                    {"cell_index": -1, "cell_type": "code", "cell_source": "second = 22"},
+                )
+                await eventually(
+                    lambda: (
+                        len(agents_shown(page)) == 2
+                        and sources(page)[-2:] == ["first = 1", "second = 22"]
+                    )
+                )
+                shown = agents_shown(page)
+                assert {state["user"]["display_name"] for state in shown} == {
+                    f"writer ({getpass.getuser()})"
+                }
+                # Two carets, each at the end of the cell its agent wrote.
+                heads = [state["cursors"][0]["head"] for state in shown]
+                assert heads[0] != heads[1]
+                ends = {
+                    StickyIndex.from_json(head, page.ycells[index]["source"]).get_index()
+                    for head, index in zip(heads, (-2, -1), strict=True)
+                } | {
+                    StickyIndex.from_json(head, page.ycells[index]["source"]).get_index()
+                    for head, index in zip(heads, (-1, -2), strict=True)
+                }
+                assert {len("first = 1"), len("second = 22")} <= ends, ends
                 await eventually(lambda: agents_shown(page) == [], seconds=LINGER + 3)
         text = log.read_text(errors="replace")
         assert "jupyter_mcp_server/" not in text, text[-4000:]

@@ -33,6 +33,7 @@ from mcp.server.extension import Extension
 from mcp.server.mcpserver import MCPServer
 
 from jupyter_mcp_server._calls.asking import AnswersInputRequired
+from jupyter_mcp_server._calls.callers import serving_record
 from jupyter_mcp_server._policy.capabilities import (
     CapabilityRegistry,
     UnknownCapability,
@@ -190,7 +191,7 @@ def build_state(
         def masked(record: dict[str, Any]) -> dict[str, Any]:
             return state.redactor.value(record) if redaction_on(state) else record
 
-        AuditLog(config.audit_log, mask=masked).install(hooks)
+        AuditLog(config.audit_log, mask=masked, caller=serving_record).install(hooks)
     attach_extensions(state)
     return state
 

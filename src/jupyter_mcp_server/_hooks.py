@@ -159,13 +159,19 @@ def _outcome(result: Any) -> str:
 class AuditLog:
     """The shipped hook: one JSON line per tool call and execution, appended to a file.
 
-    `mask` (the server's redaction) is applied to every record before it is written."""
+    `mask` (the server's redaction) is applied to every record before it is written; `caller`
+    says whose call or execution it is (its ``caller``: user, client, session)."""
 
     def __init__(
-        self, path: Path, mask: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self,
+        path: Path,
+        mask: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        caller: Callable[[], dict[str, Any] | None] | None = None,
     ) -> None:
         self.path = path
         self.mask = mask
+        #: Who the call or execution being recorded is for (``_calls/callers.py``), if known.
+        self.caller = caller
         self._lock = threading.Lock()
 
     def install(self, hooks: Hooks) -> None:
@@ -174,6 +180,9 @@ class AuditLog:
 
     def _write(self, record: dict[str, Any]) -> None:
         record = {"time": iso_utc(time.time()), **record}
+        who = self.caller() if self.caller is not None else None
+        if who is not None:
+            record["caller"] = who
         if self.mask is not None:
             record = self.mask(record)
         line = json.dumps(record, ensure_ascii=False, default=str)

@@ -15,6 +15,7 @@ never share a "current notebook".
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import re
@@ -26,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_mcp_server._calls.asking import Answer, Question, UsedStates
 from jupyter_mcp_server._calls.asking import ask as ask_with_used_states
-from jupyter_mcp_server._calls.connections import client_name_of, serving_client_named, session_of
+from jupyter_mcp_server._calls.callers import (
+    AGENT_META_KEY,
+    caller_of,
+    new_handle,
+    serving_as,
+)
+from jupyter_mcp_server._calls.connections import session_of
 from jupyter_mcp_server._calls.detached import RunRegistry
 from jupyter_mcp_server._calls.scratch import ScratchOutputs
 from jupyter_mcp_server._policy.capabilities import CapabilityRegistry
@@ -358,13 +365,30 @@ class ServingState:
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         token = _serving.set(ctx.lifespan_context)
-        connection = _serving_connection.set(session_of(ctx))
+        session = session_of(ctx)
+        connection = _serving_connection.set(session)
+        caller = caller_of(ctx)
         try:
-            with serving_client_named(client_name_of(ctx)):
-                return await call_next(ctx)
+            with serving_as(caller):
+                result = await call_next(ctx)
         finally:
             _serving_connection.reset(connection)
             _serving.reset(token)
+        if session is None and getattr(ctx, "method", None) == "tools/call":
+            # A stateless caller has no session: the handle that makes it one agent, to pass
+            # back in its next requests' _meta (docs/authorization.md).
+            _say_handle(result, caller.session or new_handle())
+        return result
+
+
+def _say_handle(result: Any, handle: str) -> None:
+    """`handle` in a result's ``_meta`` (a ``CallToolResult`` or a task's wire dict)."""
+    if isinstance(result, dict):
+        meta = result.get("_meta")
+        result["_meta"] = {**(meta if isinstance(meta, dict) else {}), AGENT_META_KEY: handle}
+    elif hasattr(result, "meta"):
+        with contextlib.suppress(Exception):
+            result.meta = {**(result.meta or {}), AGENT_META_KEY: handle}
 
 
 def serving_connection() -> str | None:

@@ -6,7 +6,9 @@ packages, run code that runs shell commands) calls, before doing anything::
 
     await approve(ctx, "cells.delete", "Delete 2 cells of 'a.ipynb': c1 ('import os'), c2 ('x = 1').")
 
-The description names exactly what will happen. The question goes to the
+The description names exactly what will happen, and the question names who
+asks (:class:`~.callers.Caller`: ``Asked by CLIENT (USER).``), so a person
+with two agents knows which one wants it. The question goes to the
 person through :mod:`.asking` (an elicitation while the call waits on
 2025-11-25; an ``input_required`` result on 2026-07-28, the tool called
 again with the answer, which is why nothing may happen before ``approve``).
@@ -31,6 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from jupyter_mcp_server._calls.asking import Elicitation, MissingClientCapability, ask, client_can
+from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._errors import APPROVAL_REQUIRED, DECLINED, ToolFailure
 from jupyter_mcp_server._policy.redaction import REDACTION_CAPABILITY
 from jupyter_mcp_server._state import state_of
@@ -99,7 +102,8 @@ async def approve(ctx: Any, action: str, description: str) -> None:
     if state.capabilities.enabled(REDACTION_CAPABILITY):
         # The question reaches the client like a result does (a shell line may carry a key).
         description = state.redactor.text(description)
-    question = Elicitation(f"{description}\n\nApprove?", SCHEMA)
+    asker = caller_of(ctx).display
+    question = Elicitation(f"{description}\n\nAsked by {asker}. Approve?", SCHEMA)
     timeout = state.config.approval_timeout
     try:
         answers = await ask(
@@ -118,9 +122,10 @@ async def approve(ctx: Any, action: str, description: str) -> None:
     answer = next(iter(answers.values()))
     content = getattr(answer, "content", None) or {}
     if getattr(answer, "action", None) == "accept" and content.get("approve") is True:
-        logger.info("Approved: %s", description)
+        logger.info("Approved for %s: %s", asker, description)
         return
     how = getattr(answer, "action", "decline")
+    logger.info("Not approved (%s) for %s: %s", how, asker, description)
     said = "declined" if how != "cancel" else "cancelled"
     if how == "accept":
         said = "did not approve"

@@ -3,27 +3,16 @@
 A stdio server has exactly one peer. Over HTTP a 2025-11-25 client has a
 session (the ``mcp-session-id`` header); a stateless 2026-07-28 request has
 none, so nothing is remembered for it between calls. The tools' "current
-notebook", the log levels clients set, subscriptions and the owner of a task
-all key on this.
+notebook", the log levels clients set and subscriptions key on this; who the
+caller is, and what it owns, is :mod:`.callers`'.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import hashlib
-from collections.abc import Iterator
 from typing import Any
 
 #: The one peer of a stdio server.
 STDIO_CONNECTION = "stdio"
-
-
-#: The MCP client's name (its ``clientInfo``) for the request being served, for code called
-#: without its context (the collaboration extension's awareness names the agent by it).
-_serving_client: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "jupyter_mcp_serving_client", default=None
-)
 
 
 def client_name_of(ctx: Any) -> str | None:
@@ -34,21 +23,6 @@ def client_name_of(ctx: Any) -> str | None:
     if not isinstance(name, str):
         return None
     return name.strip()[:80] or None
-
-
-def serving_client() -> str | None:
-    """The name of the client whose request is being served, or None."""
-    return _serving_client.get()
-
-
-@contextlib.contextmanager
-def serving_client_named(name: str | None) -> Iterator[None]:
-    """While a request is served: its client's name, for :func:`serving_client`."""
-    token = _serving_client.set(name)
-    try:
-        yield
-    finally:
-        _serving_client.reset(token)
 
 
 def _headers(ctx: Any) -> Any:
@@ -77,36 +51,3 @@ def connection_key(ctx: Any) -> str:
     """Like :func:`session_of`, but a stateless request is its own connection while it lasts."""
     request_context = getattr(ctx, "request_context", ctx)
     return session_of(ctx) or f"stateless-{id(request_context.session)}"
-
-
-def client_of(ctx: Any) -> str:
-    """Who a request comes from, for what outlives the request (a task): the stdio peer, an
-    HTTP session, or, stateless, the same credentials and client info."""
-    session = session_of(ctx)
-    if session == STDIO_CONNECTION:
-        return STDIO_CONNECTION
-    if session is not None:
-        return f"session:{session}"
-    return client_identity(ctx)
-
-
-def client_identity(ctx: Any) -> str:
-    """Who a request comes from whatever connection it came on (a detached run outlives its
-    connection, and its client polls it from the next one): the stdio peer, or over HTTP the
-    same credentials and client info."""
-    if session_of(ctx) == STDIO_CONNECTION:
-        return STDIO_CONNECTION
-    request_context = getattr(ctx, "request_context", ctx)
-    params = request_context.session.client_params
-    info = params.client_info if params is not None else None
-    headers = _headers(ctx)
-    who = f"{headers.get('authorization', '')}\n{getattr(info, 'name', '')}\n{getattr(info, 'version', '')}"
-    return "client:" + hashlib.sha256(who.encode()).hexdigest()
-
-
-def client_name(ctx: Any) -> str | None:
-    """The ``clientInfo`` name the client gave when it connected, if any."""
-    request_context = getattr(ctx, "request_context", ctx)
-    params = getattr(getattr(request_context, "session", None), "client_params", None)
-    name = getattr(getattr(params, "client_info", None), "name", None)
-    return name if isinstance(name, str) else None

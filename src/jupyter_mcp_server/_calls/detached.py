@@ -19,8 +19,10 @@ server's :class:`RunRegistry`:
   hooks say which), or, while it waits for its turn, stops it from starting;
 - a finished run is kept for ``ttl`` seconds (``JUPYTER_MCP_TASK_TTL_SECONDS``)
   and at most :data:`MAX_FINISHED` of them, oldest first out;
-- a run is visible only to its owner (whoever created it says who that is);
-  any other id, or an expired one, is unknown.
+- a run is visible only to its owner (whoever created it says who that is: a
+  :attr:`Caller.owner`, one agent of one person); any other id, or an expired
+  one, is unknown. It runs as its caller (:func:`serving_caller`), so what it
+  writes and runs is theirs in the histories and the audit log.
 
 Nothing here imports the tools or a protocol feature: each face passes what
 it needs (`prepare`, run first inside the run's task).
@@ -38,6 +40,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from jupyter_mcp_server._calls.callers import Caller, set_serving_caller
 from jupyter_mcp_server._errors import BUSY, UNSUPPORTED, ToolFailure
 from jupyter_mcp_server._hooks import Hooks
 from jupyter_mcp_server._kernels.outputs import PROGRESS, describe, payload_size
@@ -73,6 +76,8 @@ class Run:
     created: float
     updated: float
     ttl: float
+    #: Who started it, named in what it leaves behind.
+    caller: Caller | None = None
     #: The queue it waits in and holds (a kernel), if any.
     queue: str | None = None
     #: The notebook it works on, if any (said to its owner).
@@ -247,6 +252,7 @@ class RunRegistry:
         fresh_context: bool = False,
         answerable: bool = False,
         gathering: bool = False,
+        caller: Caller | None = None,
     ) -> Run:
         """Start `call` as a run of `owner`'s (``busy`` when `queue` is full).
 
@@ -280,6 +286,7 @@ class RunRegistry:
             else "Running.",
             answerable=answerable,
             gathering=gathering,
+            caller=caller,
         )
         self._runs[run.run_id] = run
         context = contextvars.Context() if fresh_context else contextvars.copy_context()
@@ -292,6 +299,8 @@ class RunRegistry:
         self, run: Run, call: Callable[[], Awaitable[Any]], prepare: Callable[[Run], None] | None
     ) -> Any:
         _current.set(run)
+        if run.caller is not None:
+            set_serving_caller(run.caller)
         if prepare is not None:
             prepare(run)
         turn = self._queue_lock(run.queue) if run.queue is not None else None
@@ -349,6 +358,11 @@ class RunRegistry:
         self.purge()
         run = self._runs.get(run_id)
         return run if run is not None and run.owner == owner else None
+
+    def busy(self, queue: str) -> bool:
+        """Whether anything holds or waits for `queue`: a run, or a call in its request."""
+        lock = self._queues.get(queue)
+        return bool(self.in_queue(queue)) or (lock is not None and lock.locked())
 
     def in_queue(self, queue: str) -> list[Run]:
         """The runs not finished in `queue`, oldest first."""

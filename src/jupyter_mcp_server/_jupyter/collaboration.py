@@ -42,7 +42,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from jupyter_mcp_server._calls.connections import serving_client
+from jupyter_mcp_server._calls.callers import serving_caller
 from jupyter_mcp_server._errors import INVALID_PATH, REVISION_CONFLICT, ToolFailure
 from jupyter_mcp_server._jupyter.presence import GLOBAL_AWARENESS_ROOM, Presence
 from jupyter_mcp_server._store.store import revision_conflict
@@ -267,7 +267,7 @@ class LiveStore:
 
         try:
             with self.live.presence.holding(
-                room.document.awareness, room.path, running.cell, serving_client()
+                room.document.awareness, room.path, running.cell, serving_caller()
             ):
                 yield show
         finally:
@@ -305,7 +305,7 @@ class LiveStore:
                         None,
                     )
                     self.live.presence.show(
-                        room.document.awareness, key, room.ycell(written), serving_client()
+                        room.document.awareness, key, room.ycell(written), serving_caller()
                     )
                 if await room.save(notebook):
                     view = await self._store.read(key)

@@ -39,9 +39,10 @@ mechanism as ``detach=true`` and ``get_run``, answered in the extension's shape:
   be answered before it goes on; a key nothing waits for is ignored) and is
   acknowledged at once.
 
-A task is visible only to the client that created it: the stdio peer, the
-HTTP session, or (stateless HTTP) the same credentials and client info. Any
-other client is told the task does not exist. Task ids are random UUIDs.
+A task is visible only to the caller that created it (``_calls/callers.py``:
+the same person and client, in the stdio peer, the HTTP session, or with the
+same agent handle, which is what keeps stateless agents apart). Any other
+caller is told the task does not exist. Task ids are random UUIDs.
 Results expire ``JUPYTER_MCP_TASK_TTL_SECONDS`` (default 3600) after the
 task ends; ``ttlMs`` says when, counted from ``createdAt`` as the extension
 defines it, and grows while the task runs. Progress notifications are not
@@ -61,7 +62,8 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.types import RequestParams
 from pydantic import ConfigDict, Field
 
-from jupyter_mcp_server._calls.connections import client_of, header_of
+from jupyter_mcp_server._calls.callers import caller_of
+from jupyter_mcp_server._calls.connections import header_of
 from jupyter_mcp_server._calls.detached import (
     CANCELLED,
     COMPLETED,
@@ -215,8 +217,10 @@ class Tasks(Extension):
         meta.pop("progress_token", None)
         meta.pop("progressToken", None)
         task_ctx = dataclasses.replace(ctx, meta=meta)
+        caller = caller_of(ctx)
         run = runs.start(
-            owner=client_of(ctx),
+            owner=caller.owner,
+            caller=caller,
             tool=params.name,
             call=lambda: call_next(task_ctx),
             prepare=_prepare,
@@ -264,7 +268,7 @@ class Tasks(Extension):
 
     def _find(self, ctx: Any, task_id: str) -> Run:
         _check_routing_header(ctx, task_id)
-        run = self.state.runs.find(task_id, client_of(ctx))
+        run = self.state.runs.find(task_id, caller_of(ctx).owner)
         if run is None:
             raise _not_found(task_id)
         return run

@@ -6,8 +6,9 @@ notebook's history is a directory named by a hash of where its notebooks are
 kept (the workspace root, or a Jupyter Server's contents) and its path:
 
 - ``entries.jsonl``: one line per change, oldest first: the revision after and
-  before, the time, the tool, the client's name and connection (no tool: a
-  change made outside the server, noticed when it next read the file);
+  before, the time, the tool, who asked for it (the caller's user, the client's
+  name, its connection; entries written before callers were named have no user)
+  (no tool: a change made outside the server, noticed when it next read the file);
 - ``revisions/<revision>``: each kept revision's content, as the notebook's
   header (everything but the cells), its cells' ids and the digests of their
   texts, and the packs that hold those texts;
@@ -74,13 +75,16 @@ def digest_of(text: str) -> str:
 
 @dataclass(frozen=True)
 class Origin:
-    """Who makes a change: the tool, the client's ``clientInfo`` name, its connection."""
+    """Who makes a change: the tool, the caller's client (its ``clientInfo`` name, or its
+    token's client), its connection, and the person it acts for (``_calls/callers.py``)."""
 
     tool: str | None = None
     client: str | None = None
     connection: str | None = None
     #: For a restore: the revision whose content it wrote.
     restored_from: str | None = None
+    #: The caller's user: its token's subject, or the local OS user.
+    user: str | None = None
 
 
 #: The origin of the changes the code running now makes (set by the tool being called).
@@ -498,6 +502,7 @@ class NotebookHistory:
                     pending.get("client"),
                     pending.get("connection"),
                     pending.get("restored_from"),
+                    pending.get("user"),
                 )
                 write = pending.get("write")
             if not self._kept_already(revision):
@@ -534,6 +539,8 @@ class NotebookHistory:
             "client": origin.client,
             "connection": origin.connection,
         }
+        if origin.user is not None:
+            entry["user"] = origin.user
         if origin.restored_from is not None:
             entry["restored_from"] = origin.restored_from
         if write is not None:

@@ -6,9 +6,11 @@ whatever happens to the connection that started it: its outputs are stored
 in the notebook as they would have been. ``get_run`` answers where the run
 is (its place in its notebook's queue), the outputs added since
 ``since_output``, and, once it ended, the tool's own result; ``cancel_run``
-interrupts it. A run belongs to the client that started it, on any of its
-connections (over HTTP: the same credentials and client name); any other
-id, or one that expired, is ``not_found``.
+interrupts it. A run belongs to the caller that started it: the same person,
+client and session (or agent handle, which carries it to the client's next
+connection, ``_calls/callers.py``); any other id, or one that expired, is
+``not_found``. Runs wait in their notebook's kernel's queue (:func:`run_queue`):
+two notebooks sharing a kernel never run on it at once.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ContentBlock, TextContent
 from pydantic import Field
 
-from jupyter_mcp_server._calls.connections import client_identity
+from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._calls.detached import Run
 from jupyter_mcp_server._errors import NOT_FOUND, ToolFailure
 from jupyter_mcp_server._state import ServerState, state_of
@@ -81,6 +83,18 @@ def kernel_queue(kernel_id: str) -> str:
     return f"kernel:{kernel_id}"
 
 
+def run_queue(server: ServerState, path: str) -> str:
+    """The queue a notebook's runs wait in: its kernel's, so two notebooks sharing one kernel
+    take turns on it; a notebook with no kernel yet gets one of its own, so its own queue."""
+    own = notebook_queue(path)
+    kernel_id = server.kernels.kernel_id_of(path)
+    # A run that started before the kernel did holds the notebook's own queue: the runs after
+    # it wait there too, not beside it on the kernel's.
+    if kernel_id is None or server.runs.busy(own):
+        return own
+    return kernel_queue(kernel_id)
+
+
 async def detached(
     ctx: Context | None,
     tool: str,
@@ -93,8 +107,10 @@ async def detached(
     """Start `call` (the tool itself, not detached) as a run, and answer at once: the tool's
     own result shape as `started` says it (status ``running``), with the run_id."""
     server = state_of(ctx)
+    caller = caller_of(ctx)
     run = server.runs.start(
-        owner=client_identity(ctx),
+        owner=caller.owner,
+        caller=caller,
         tool=tool,
         call=call,
         queue=queue,
@@ -165,11 +181,11 @@ def _first_text(result: CallToolResult) -> str:
 
 def _find(ctx: Context | None, run_id: str) -> tuple[ServerState, Run]:
     server = state_of(ctx)
-    run = server.runs.find(run_id, client_identity(ctx))
+    run = server.runs.find(run_id, caller_of(ctx).owner)
     if run is None:
         raise ToolFailure(
             NOT_FOUND,
-            f"No run '{run_id}' of yours is known here: it never existed, belongs to another client, or ended "
+            f"No run '{run_id}' of yours is known here: it never existed, belongs to another caller (another person, client or session), or ended "
             f"more than {server.runs.ttl_seconds:g} s ago (finished runs are kept that long). The notebook keeps "
             "the outputs of its cells.",
             run_id=run_id,

@@ -128,6 +128,7 @@ async def notebook_history(
             previous_revision=e.get("previous_revision"),
             time=e.get("time", ""),
             tool=e.get("tool"),
+            user=e.get("user"),
             client=e.get("client"),
             connection=e.get("connection"),
             checkpoints=sorted(labels.get(e["revision"], [])),
@@ -147,6 +148,7 @@ async def notebook_history(
     lines = [
         f"{e.time} {e.revision} {e.tool or '(outside the server)'}"
         + (f" by {e.client}" if e.client else "")
+        + (f" for {e.user}" if e.user else "")
         + (f" [{', '.join(e.checkpoints)}]" if e.checkpoints else "")
         + (f" (restored {e.restored_from})" if e.restored_from else "")
         for e in shown

@@ -42,7 +42,7 @@ from jupyter_mcp_server._tools.detaching import (
     detached,
     execution_started,
     kernel_queue,
-    notebook_queue,
+    run_queue,
 )
 from jupyter_mcp_server._tools.helpers import models
 from jupyter_mcp_server._tools.helpers.addressing import cell_position, index_of_id, notebook_path
@@ -375,7 +375,7 @@ async def _detached_cell(
 
     started = execution_started(cell_id, revision)
     return await detached(
-        ctx, tool, call, queue=notebook_queue(path), notebook=path, started=started
+        ctx, tool, call, queue=run_queue(state_of(ctx), path), notebook=path, started=started
     )
 
 
@@ -455,7 +455,7 @@ async def execute_code(
                 ctx=ctx,
             )
 
-        queue = kernel_queue(kernel_id) if kernel_id is not None else notebook_queue(str(path))
+        queue = kernel_queue(kernel_id) if kernel_id is not None else run_queue(server, str(path))
         return await detached(
             ctx, "execute_code", call, queue=queue, notebook=path, started=execution_started()
         )

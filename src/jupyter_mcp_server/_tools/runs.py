@@ -29,7 +29,7 @@ from jupyter_mcp_server._calls.detached import cancelled_reason
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._tools.cells import MaxOutputChars
-from jupyter_mcp_server._tools.detaching import Detach, detached, notebook_queue
+from jupyter_mcp_server._tools.detaching import Detach, detached, run_queue
 from jupyter_mcp_server._tools.helpers import run_models
 from jupyter_mcp_server._tools.helpers.addressing import notebook_path
 from jupyter_mcp_server._tools.helpers.cell_selection import CELLS_HELP, Selection, select
@@ -102,8 +102,8 @@ async def run_cells(
         stop_requested=cancelled_reason,
         approve=approved,
     )
-    # One run of a notebook at a time, in order with its detached runs: cells of two runs never interleave.
-    async with server.runs.turn(notebook_queue(path)):
+    # One run on a kernel at a time, in order with its detached runs: cells of two runs never interleave.
+    async with server.runs.turn(run_queue(server, path)):
         report = await run_notebook(server, request)
     revision = report.written.revision if report.written is not None else report.read_revision
     with contextlib.suppress(ToolFailure):
@@ -155,7 +155,7 @@ async def _detached_run(
         fresh_skipped=0,
     ).model_dump()
     return await detached(
-        ctx, "run_cells", call, queue=notebook_queue(path), notebook=path, started=started
+        ctx, "run_cells", call, queue=run_queue(server, path), notebook=path, started=started
     )
 
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import MutableMapping
 from typing import Any
+
+from jupyter_mcp_server._calls.callers import SIGNED_IN_USER_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +33,22 @@ class Disconnect:
 
     def __call__(self) -> None:
         self.event.set()
+
+
+#: The username Jupyter Server makes up for a request that only showed the shared token: a new
+#: one each time (``IdentityProvider.generate_anonymous_user``), which names nobody.
+_ANONYMOUS = re.compile(r"[0-9a-f]{32}")
+
+
+def _identified(user: Any) -> str | None:
+    """The username of a person Jupyter Server identified, or None (no user, or the anonymous
+    one a shared token gets, different on every request)."""
+    username = getattr(user, "username", None)
+    if not isinstance(username, str) or not username:
+        return None
+    if _ANONYMOUS.fullmatch(username) and str(getattr(user, "name", "")).startswith("Anonymous "):
+        return None
+    return username
 
 
 async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect) -> None:
@@ -53,6 +72,11 @@ async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect
         "client": (request.remote_ip or "", 0),
         "server": (host or request.host or "", int(port) if port.isdigit() else 0),
     }
+    # The person Jupyter Server authenticated (a Hub user's server: the Hub user): the
+    # caller's user (_calls/callers.py), rather than the OS user the server runs as.
+    username = _identified(getattr(handler, "current_user", None))
+    if username is not None:
+        scope[SIGNED_IN_USER_KEY] = username
     body_sent = False
     finished = False
 

@@ -78,7 +78,8 @@ class HistoryEntry(Result):
     tool: str | None = Field(
         description="The tool that made the change; null for a change made outside the server."
     )
-    client: str | None = Field(default=None, description="The client's clientInfo name.")
+    user: str | None = None
+    client: str | None = None
     connection: str | None = None
     checkpoints: list[str] = Field(default_factory=list)
     restored_from: str | None = None

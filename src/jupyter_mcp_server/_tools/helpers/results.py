@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
-from jupyter_mcp_server._calls.connections import client_name, session_of
+from jupyter_mcp_server._calls.callers import caller_of, serving_caller
+from jupyter_mcp_server._calls.connections import session_of
 from jupyter_mcp_server._calls.input_required import INPUT_REQUIRED_OUTCOME, InputRequired
 from jupyter_mcp_server._errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server._hooks import ToolCall, ToolCallEnded, redacted
@@ -93,12 +94,14 @@ def tool_handler(name: str) -> Callable[[F], F]:
             ctx = kwargs.get("ctx")
             hooks = state_of(ctx).hooks
             arguments = redacted({k: v for k, v in kwargs.items() if k != "ctx"})
-            # What this call changes is this tool's, this client's, in the notebooks' histories.
+            # What this call changes is this tool's, this caller's, in the notebooks' histories.
+            caller = caller_of(ctx) if ctx is not None else serving_caller()
             origin = EDIT_ORIGIN.set(
                 Origin(
                     tool=name,
-                    client=client_name(ctx) if ctx is not None else None,
+                    client=caller.client if caller is not None else None,
                     connection=session_of(ctx) if ctx is not None else serving_connection(),
+                    user=caller.user if caller is not None else None,
                 )
             )
             # What its writes could not keep in the histories, for its result to say.

@@ -1,0 +1,313 @@
+"""Every caller known, and agents that never step on each other (issue 28, items 3 and 4).
+
+The real server, over stdio and streamable HTTP, with the official client:
+
+- the audit log and each history entry name the caller (user, client, session), and an entry
+  written before callers were named still reads;
+- two agents of one person, with one token and the same client, over stateless HTTP
+  (2026-07-28): each is told its own agent handle, each writes its own notebook 200 times at
+  the same time as the other and never into the other's, and neither can see or cancel the
+  other's detached run or task;
+- two detached runs on two notebooks that share one kernel take turns on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import nbformat
+import pytest
+from conftest import ok, serve, text_of
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import (
+    CallToolResult,
+    CancelTaskRequest,
+    CancelTaskRequestParams,
+    GetTaskRequest,
+    GetTaskRequestParams,
+    Implementation,
+)
+from test_protocol import ANSWER, TASK_ENV, CreatedTask, Tasks, http_server, write_notebook
+
+from jupyter_mcp_server._calls.callers import AGENT_META_KEY
+
+TOKEN = "one-token-for-both-agents"
+SAME_CLIENT = Implementation(name="claude-code", version="2.1")
+RUNS = ("--toolsets", "runs", "--capability", "kernel.prestart=off")
+
+
+async def test_the_audit_log_and_the_history_name_the_caller(workspace: Path, tmp_path: Path):
+    audit = tmp_path / "audit.jsonl"
+    history_dir = tmp_path / "history"
+    user = getpass.getuser()
+    async with serve(
+        workspace,
+        "--audit-log",
+        str(audit),
+        "--history-dir",
+        str(history_dir),
+        "--toolsets",
+        "history",
+        client_info=Implementation(name="agent-x", version="1"),
+    ) as client:
+        await ok(client, "use_notebook", {"notebook_name": "named.ipynb", "mode": "create"})
+        await ok(
+            client,
+            "insert_cell",
+            {"cell_index": -1, "cell_type": "code", "cell_source": "1 + 1"},
+        )
+        await ok(client, "execute_code", {"code": "print('who ran me')"})
+        history = await ok(client, "notebook_history", {"notebook_name": "named.ipynb"})
+        newest = history["entries"][0]
+        assert newest["tool"] == "insert_cell"
+        assert (newest["user"], newest["client"], newest["connection"]) == (
+            user,
+            "agent-x",
+            "stdio",
+        )
+        said = text_of(await client.call_tool("notebook_history", {}))
+        assert f"insert_cell by agent-x for {user}" in said
+
+        # An entry written before callers were named (no user) still reads.
+        (entries,) = list(history_dir.rglob("entries.jsonl"))
+        lines = entries.read_text().splitlines()
+        old = json.loads(lines[0])
+        del old["user"]
+        entries.write_text("\n".join([json.dumps(old), *lines[1:]]) + "\n")
+        again = await ok(client, "notebook_history", {"notebook_name": "named.ipynb"})
+        assert again["entries"][-1]["user"] is None and again["entries"][0]["user"] == user
+
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    calls = [r for r in records if r["event"] == "tool_call"]
+    assert [r["tool"] for r in calls][:3] == ["use_notebook", "insert_cell", "execute_code"]
+    expected = {"user": user, "client": "agent-x", "session": "stdio"}
+    assert all(r["caller"] == expected for r in calls), calls
+    (execution,) = [r for r in records if r["event"] == "execution"]
+    assert execution["caller"] == expected and "who ran me" in execution["code"]
+
+
+@asynccontextmanager
+async def agent(url: str, *, token: str = TOKEN) -> AsyncIterator[Client]:
+    """A 2026-07-28 client over stateless HTTP, with the shared token and the same client info."""
+    async with (
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=120)
+        ) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            mode="auto",
+            extensions=[Tasks()],
+            client_info=SAME_CLIENT,
+        ) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        yield client
+
+
+async def call(client: Client, me: dict[str, str] | None, tool: str, arguments: dict) -> Any:
+    return await client.call_tool(tool, arguments, meta=me)
+
+
+async def ok_as(client: Client, me: dict[str, str] | None, tool: str, arguments: dict) -> dict:
+    result = await call(client, me, tool, arguments)
+    assert not result.is_error, f"{tool}: {text_of(result)}"
+    if me is not None:  # the server says back the handle in force
+        assert (result.meta or {}).get(AGENT_META_KEY) == me[AGENT_META_KEY]
+    return result.structured_content
+
+
+async def refused_as(
+    client: Client, me: dict[str, str] | None, tool: str, arguments: dict, code: str
+):
+    result = await call(client, me, tool, arguments)
+    assert (
+        result.is_error and (result.meta or {}).get("io.jupyter-mcp/error", {}).get("code") == code
+    ), text_of(result)
+    return result
+
+
+async def task_request(client: Client, me: dict[str, str] | None, request: Any) -> dict:
+    return await client.session.send_request(request, ANSWER)
+
+
+def get_task(task_id: str, me: dict[str, str] | None) -> GetTaskRequest:
+    return GetTaskRequest(params=GetTaskRequestParams(task_id=task_id, _meta=me))
+
+
+def cancel_task(task_id: str, me: dict[str, str] | None) -> CancelTaskRequest:
+    return CancelTaskRequest(params=CancelTaskRequestParams(task_id=task_id, _meta=me))
+
+
+async def handle_of(client: Client) -> dict[str, str]:
+    """The agent handle the server gives a stateless caller that brought none."""
+    result = await client.call_tool("list_notebooks", {})
+    assert not result.is_error, text_of(result)
+    handle = (result.meta or {}).get(AGENT_META_KEY)
+    assert isinstance(handle, str) and len(handle) >= 16
+    return {AGENT_META_KEY: handle}
+
+
+async def test_two_agents_with_one_token_never_step_on_each_other(workspace: Path):
+    write_notebook(workspace / "a.ipynb", [])
+    write_notebook(workspace / "b.ipynb", [])
+    audit = workspace.parent / "stateless-audit.jsonl"
+    with http_server(
+        workspace, "--mcp-token", TOKEN, "--audit-log", str(audit), *RUNS[2:], **TASK_ENV
+    ) as base:
+        url = base + "?runs"
+        async with agent(url) as first, agent(url) as second:
+            a, b = await handle_of(first), await handle_of(second)
+            assert a != b
+
+            # Each writes its own notebook 200 times, both at once.
+            async def write(client: Client, me: dict[str, str], path: str, mark: str) -> None:
+                for i in range(200):
+                    await ok_as(
+                        client,
+                        me,
+                        "insert_cell",
+                        {
+                            "cell_index": -1,
+                            "cell_type": "markdown",
+                            "cell_source": f"{mark} {i}",
+                            "notebook_name": path,
+                        },
+                    )
+
+            started = time.monotonic()
+            await asyncio.gather(write(first, a, "a.ipynb", "A"), write(second, b, "b.ipynb", "B"))
+            elapsed = time.monotonic() - started
+            for path, mark in (("a.ipynb", "A"), ("b.ipynb", "B")):
+                cells = nbformat.read(str(workspace / path), as_version=4).cells
+                assert [c.source for c in cells] == [f"{mark} {i}" for i in range(200)], path
+            print(f"400 stateless writes by two agents in {elapsed:.1f} s")
+            # The audit log tells the two apart: the same person and client (the client info
+            # each stateless request carries), two sessions, 200 writes each.
+            writes = [
+                json.loads(line)["caller"]
+                for line in audit.read_text().splitlines()
+                if json.loads(line).get("tool") == "insert_cell"
+            ]
+            assert {(w["user"], w["client"]) for w in writes} == {
+                (getpass.getuser(), SAME_CLIENT.name)
+            }
+            sessions = [w["session"] for w in writes]
+            assert len(set(sessions)) == 2 and sorted(sessions.count(x) for x in set(sessions)) == [
+                200,
+                200,
+            ]
+
+            # Nothing stateless is remembered: one agent's use_notebook redirects nobody's writes.
+            await ok_as(first, a, "use_notebook", {"notebook_name": "b.ipynb"})
+            await refused_as(
+                second,
+                b,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "x"},
+                "no_notebook",
+            )
+
+            # A detached run of the first agent's: the second cannot see or cancel it, with its
+            # handle or without one.
+            run = await ok_as(
+                first,
+                a,
+                "execute_code",
+                {
+                    "code": "import time\ntime.sleep(3)\nprint('first agent')",
+                    "notebook_name": "a.ipynb",
+                    "detach": True,
+                },
+            )
+            for me in (b, None):
+                await refused_as(second, me, "get_run", {"run_id": run["run_id"]}, "not_found")
+                await refused_as(second, me, "cancel_run", {"run_id": run["run_id"]}, "not_found")
+            await refused_as(first, None, "get_run", {"run_id": run["run_id"]}, "not_found")
+
+            # A task of the first agent's: hidden from the second the same way.
+            created = await first.session.call_tool(
+                "execute_code",
+                {
+                    "code": "import time\ntime.sleep(2)\nprint('my task')",
+                    "notebook_name": "a.ipynb",
+                },
+                meta=a,
+                allow_claimed=True,
+            )
+            assert isinstance(created, CreatedTask)
+            for me in (b, None):
+                with pytest.raises(MCPError) as hidden:
+                    await task_request(second, me, get_task(created.task_id, me))
+                assert hidden.value.error.code == -32602
+                with pytest.raises(MCPError):
+                    await task_request(second, me, cancel_task(created.task_id, me))
+
+            # Their owner follows both to the end: nothing the other tried stopped them.
+            deadline = time.monotonic() + 60
+            while (task := await task_request(first, a, get_task(created.task_id, a)))[
+                "status"
+            ] not in ("completed", "failed", "cancelled"):
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.2)
+            assert task["status"] == "completed"
+            assert "my task" in text_of(CallToolResult.model_validate(task["result"]))
+            final = await ok_as(first, a, "get_run", {"run_id": run["run_id"], "wait_seconds": 30})
+            while final["status"] not in ("completed", "failed", "cancelled"):
+                final = await ok_as(
+                    first, a, "get_run", {"run_id": run["run_id"], "wait_seconds": 30}
+                )
+            assert final["status"] == "completed" and final["result"]["status"] == "ok"
+
+
+async def test_detached_runs_on_two_notebooks_sharing_a_kernel_queue(workspace: Path):
+    async with serve(workspace, *RUNS) as client:
+        await ok(client, "use_notebook", {"notebook_name": "one.ipynb", "mode": "create"})
+        await ok(client, "execute_code", {"code": "shared = 1"})
+        kernel_id = (await ok(client, "list_notebooks", {}))["notebooks"]
+        kernel_id = next(n["kernel_id"] for n in kernel_id if n["notebook_path"] == "one.ipynb")
+        await ok(
+            client,
+            "use_notebook",
+            {"notebook_name": "two.ipynb", "mode": "create", "kernel_id": kernel_id},
+        )
+        first = await ok(
+            client,
+            "execute_code",
+            {
+                "code": "import time\ntime.sleep(3)\nprint('one done', time.time())",
+                "notebook_name": "one.ipynb",
+                "detach": True,
+            },
+        )
+        second = await ok(
+            client,
+            "execute_code",
+            {
+                "code": "import time\nprint('two starts', time.time())\nshared",
+                "notebook_name": "two.ipynb",
+                "detach": True,
+            },
+        )
+        waiting = await ok(client, "get_run", {"run_id": second["run_id"]})
+        assert waiting["status"] == "queued" and waiting["queue_position"] == 1, waiting
+        states = {}
+        for run in (first, second):
+            state = await ok(client, "get_run", {"run_id": run["run_id"], "wait_seconds": 30})
+            while state["status"] not in ("completed", "failed", "cancelled"):
+                state = await ok(client, "get_run", {"run_id": run["run_id"], "wait_seconds": 30})
+            assert state["status"] == "completed", state
+            states[run["run_id"]] = text_of(
+                await client.call_tool("get_run", {"run_id": run["run_id"]})
+            )
+        one_done = float(states[first["run_id"]].split("one done ")[1].split()[0])
+        two_starts = float(states[second["run_id"]].split("two starts ")[1].split()[0])
+        assert two_starts >= one_done, "the second run started before the first ended"
