@@ -103,11 +103,15 @@ function rowView(row) {
   head.append(where, status);
   const pair = document.createElement("div");
   pair.className = "pair";
-  const diff = row.before && row.after ? lineDiff(String(row.before.source), String(row.after.source)) : [null, null];
+  // A cell on one side only is all removed, or all added.
+  const every = (cell, mark) => (cell ? String(cell.source).split("\n").map(() => mark) : null);
+  const diff = row.before && row.after
+    ? lineDiff(String(row.before.source), String(row.after.source))
+    : [every(row.before, "del"), every(row.after, "add")];
   const folded = row.status === "unchanged";
   pair.append(
-    sideView("before", row.before, row.after ? diff[0] : null, folded),
-    sideView("after", row.after, row.before ? diff[1] : null, folded),
+    sideView("before", row.before, diff[0], folded),
+    sideView("after", row.after, diff[1], folded),
   );
   section.append(head, pair);
   return section;
