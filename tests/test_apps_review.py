@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 from conftest import error_code, ok, refused, serve, text_of
-from test_apps import apps_extension, wire
 from test_approvals import ASKING, Person
+from test_apps import apps_extension, wire
 from test_tools_notebooks import TOOLS_LIST_BUDGET
 
 from jupyter_mcp_server._protocol.apps import APP_META_KEY

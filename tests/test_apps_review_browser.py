@@ -179,9 +179,9 @@ async def test_a_person_reviews_a_batch_and_accept_lands_it_and_reject_leaves_it
                 # Reject: the notebook on disk stays byte for byte.
                 more = [{"op": "overwrite", "cell_id": "c2", "source": "x2 = 'rejected'"}]
                 before = path.read_bytes()
-                result = (
-                    await client.call_tool("apply_edits", dry_run(more))
-                ).model_dump(by_alias=True, exclude_none=True, mode="json")
+                result = (await client.call_tool("apply_edits", dry_run(more))).model_dump(
+                    by_alias=True, exclude_none=True, mode="json"
+                )
                 frame = await show(dry_run(more), result)
                 await frame.locator("button.reject").click()
                 await frame.locator(".review[data-decided='rejected']").wait_for(timeout=20_000)

@@ -141,7 +141,7 @@ def reviews_within_budget(reviews: list[dict[str, Any]]) -> list[dict[str, Any]]
     for review in reviews:
         rows = []
         for row in review["cells"]:
-            sides = {}
+            sides: dict[str, dict[str, Any] | None] = {}
             for side in ("before", "after"):
                 cell = row[side]
                 if cell is None:

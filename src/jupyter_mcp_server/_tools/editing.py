@@ -23,8 +23,8 @@ from jupyter_mcp_server._tools.helpers import history_models as hm
 from jupyter_mcp_server._tools.helpers import reviews
 from jupyter_mcp_server._tools.helpers.addressing import notebook_path
 from jupyter_mcp_server._tools.helpers.rendering import upgrade_by_edit
-from jupyter_mcp_server._tools.helpers.shown import apps_shown, show_review
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tools.helpers.shown import apps_shown, show_review
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 
 HISTORY_TOOLSET = "history"

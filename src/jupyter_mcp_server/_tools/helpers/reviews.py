@@ -118,7 +118,9 @@ def side_by_side(before_cells: list[Any], after_cells: list[Any]) -> list[dict[s
     for cell in after_cells:
         cell_id = cell["id"]
         if cell_id not in before_at:
-            rows.append({"cell_id": cell_id, "status": "added", "before": None, "after": _cell(cell)})
+            rows.append(
+                {"cell_id": cell_id, "status": "added", "before": None, "after": _cell(cell)}
+            )
         else:
             old, new = _cell(before_cells[before_at[cell_id]]), _cell(cell)
             old_metadata = before_cells[before_at[cell_id]].get("metadata", {})
