@@ -13,14 +13,17 @@ person sees and clicks is checked in Chromium in ``test_apps_review_browser.py``
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import error_code, ok, refused, serve, text_of
 from test_approvals import ASKING, Person
-from test_apps import apps_extension, wire
+from test_apps import APP_SIZE_BUDGET, apps_extension, wire
 from test_tools_notebooks import TOOLS_LIST_BUDGET
 
 from jupyter_mcp_server._protocol.apps import APP_META_KEY
@@ -253,3 +256,13 @@ async def test_the_default_listing_has_no_app_only_tool_and_stays_within_budget(
     (content,) = read.contents
     assert content.mime_type == "text/html;profile=mcp-app"
     assert all(not domains for domains in (content.meta or {})["ui"]["csp"].values())
+    # One document within its budget, nothing from a network, only its own script may run.
+    html = content.text
+    assert len(html.encode()) <= APP_SIZE_BUDGET
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "@import" not in html and "url(" not in html
+    (policy,) = re.findall(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+    assert "default-src 'none'" in policy and "connect-src 'none'" in policy
+    (script,) = re.findall(r"<script>(.*?)</script>", html, re.S)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy
