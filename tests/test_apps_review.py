@@ -14,14 +14,32 @@ person sees and clicks is checked in Chromium in ``test_apps_review_browser.py``
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import re
+import signal
+import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
-from conftest import error_code, ok, refused, serve, text_of
+from conftest import (
+    error_code,
+    free_port,
+    ok,
+    refused,
+    serve,
+    server_command,
+    server_environment,
+    text_of,
+    wait_until_healthy,
+)
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
 from test_approvals import ASKING, Person
 from test_apps import APP_SIZE_BUDGET, apps_extension, wire
 from test_tools_notebooks import TOOLS_LIST_BUDGET
@@ -266,3 +284,60 @@ async def test_the_default_listing_has_no_app_only_tool_and_stays_within_budget(
     (script,) = re.findall(r"<script>(.*?)</script>", html, re.S)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in policy
+
+
+@MODES
+async def test_a_review_is_answered_only_by_the_client_it_was_shown_to(
+    tmp_path: Path, mode: str
+) -> None:
+    """Over HTTP, where many clients share one server: another session (2025-11-25), or another
+    client (stateless 2026-07-28), naming the review's id finds nothing and changes nothing."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    path = write_notebook(workspace)
+    port = free_port()
+    command = server_command(
+        workspace, "--transport", "streamable-http", "--port", str(port), *ARGS
+    )
+    log = tmp_path / "server.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            command,
+            env=server_environment(),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_healthy(process, base, log.read_text)
+
+        @contextlib.asynccontextmanager
+        async def client_named(name: str) -> AsyncIterator[Client]:
+            async with (
+                httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=120)) as http,
+                Client(
+                    streamable_http_client(f"{base}/mcp?history", http_client=http),
+                    mode=mode,
+                    extensions=[apps_extension()],
+                    client_info=Implementation(name=name, version="1"),
+                ) as client,
+            ):
+                yield client
+
+        async with client_named("shown") as shown, client_named("other") as other:
+            review = review_in(await shown.call_tool("apply_edits", dry_run()))
+            before = path.read_bytes()
+            await refused(
+                other, "review_change", {"review_id": review["id"], "accept": True}, "not_found"
+            )
+            assert path.read_bytes() == before
+            accepted = await ok(shown, "review_change", {"review_id": review["id"], "accept": True})
+            assert accepted["revision"] == review["to_revision"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

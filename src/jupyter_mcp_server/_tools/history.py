@@ -19,6 +19,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server._calls.approvals import RESTORE_REVISION, approve, asks_for
+from jupyter_mcp_server._calls.connections import client_of
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED, ToolFailure
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store.contents import ContentsFiles
@@ -200,7 +201,9 @@ async def restore_notebook(
     wanted = resolved(history, revision)
     old = notebook_at(history, wanted)
     if dry_run:
-        return _restore_preview(server, view, history, wanted, old, expected_revision)
+        return _restore_preview(
+            client_of(ctx), server, view, history, wanted, old, expected_revision
+        )
     if asks_for(server, RESTORE_REVISION):
         # The person approves putting this content back over what is there now, and only that.
         if view is not None and expected_revision is None:
@@ -222,6 +225,7 @@ async def restore_notebook(
 
 
 def _restore_preview(
+    owner: str,
     server: ServerState,
     view: Any,
     history: NotebookHistory,
@@ -248,7 +252,7 @@ def _restore_preview(
     would = server.store.revision_if(view, after)
     if apps_shown() and would != view.revision:
         proposal = reviews.propose(
-            reviews.RESTORE, view.path, view.revision, would, restored_revision=wanted
+            owner, reviews.RESTORE, view.path, view.revision, would, restored_revision=wanted
         )
         summary = f"restore_notebook to the content of {wanted}: {view.revision} -> {would}"
         show_review(reviews.review_of(proposal, view.notebook["cells"], old["cells"], summary))

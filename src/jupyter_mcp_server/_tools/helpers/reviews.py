@@ -10,7 +10,9 @@ proposal they saw, against the revision it was made from (``expected_revision``)
 notebook changed since is refused with ``revision_conflict``, nothing written.
 
 The app never sends what to change, only which proposal it showed and the answer,
-so what lands is what the server showed, not what a page says.
+so what lands is what the server showed, not what a page says; and a proposal is
+answered only by the client it was shown to (over HTTP, its session, or its credentials
+and client info).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class Proposal:
     """One change a person was shown: which notebook, from which revision to which."""
 
     id: str
+    #: Who was shown it (``connections.client_of``): only they answer it.
+    owner: str
     tool: str
     path: str
     from_revision: str
@@ -50,6 +54,7 @@ _proposals: OrderedDict[str, Proposal] = OrderedDict()
 
 
 def propose(
+    owner: str,
     tool: str,
     path: str,
     from_revision: str,
@@ -61,6 +66,7 @@ def propose(
     """Keep a proposal; its id is what the review app answers about."""
     proposal = Proposal(
         id=secrets.token_urlsafe(16),
+        owner=owner,
         tool=tool,
         path=path,
         from_revision=from_revision,
@@ -75,10 +81,14 @@ def propose(
     return proposal
 
 
-def taken(review_id: str) -> Proposal | None:
-    """The proposal, forgotten as it is answered: each is accepted or rejected once."""
+def taken(review_id: str, owner: str) -> Proposal | None:
+    """The proposal, forgotten as it is answered: each is accepted or rejected once, and only
+    by the client it was shown to (another's answer finds nothing, and changes nothing)."""
     with _lock:
-        return _proposals.pop(review_id, None)
+        proposal = _proposals.get(review_id)
+        if proposal is None or proposal.owner != owner:
+            return None
+        return _proposals.pop(review_id)
 
 
 def _cell(cell: Any) -> dict[str, Any]:
