@@ -43,6 +43,11 @@ from jupyter_mcp_server._protocol.apps import NotebookApps, attach_apps
 from jupyter_mcp_server._protocol.argument_errors import ArgumentErrors
 from jupyter_mcp_server._protocol.client_logging import ClientLogHandler, attach_logging
 from jupyter_mcp_server._protocol.client_roots import FollowClientRoots
+from jupyter_mcp_server._protocol.declared_schemas import (
+    DeclaredSchemaChecks,
+    DeclaredSchemas,
+    attach_declared_schemas,
+)
 from jupyter_mcp_server._protocol.masking import ResultMasking, masker, redaction_on
 from jupyter_mcp_server._protocol.profile_guard import attach_profiles
 from jupyter_mcp_server._protocol.progress import ProgressReporting
@@ -198,6 +203,7 @@ class Application:
         config = state.config
         self.events = NotebookEvents(state, debounce_ms=config.watch_debounce_ms)
         self.task_support = TaskSupport(state)
+        self.declared_schemas = DeclaredSchemas(state)
         self.client_log = ClientLogHandler()
         self.client_roots = FollowClientRoots(state)
         self.client_log.install(state.hooks)
@@ -223,10 +229,12 @@ class Application:
             name=name,
             version=__version__,
             instructions=instructions or INSTRUCTIONS,
-            # First outermost: a task's call runs without progress; argument errors are
-            # coded before anyone else sees the result.
+            # First outermost: arguments that break a declared schema never become a task;
+            # a task's call runs without progress; argument errors are coded before anyone
+            # else sees the result.
             extensions=[
                 CapabilitiesAdvertisement(state),
+                DeclaredSchemaChecks(self.declared_schemas),
                 Tasks(state, self.config.task_grace_seconds, self.task_support),
                 ProgressReporting(self.config.heartbeat_seconds, mask=masker(state)),
                 argument_errors,
@@ -250,6 +258,7 @@ class Application:
         attach_subscriptions(server, self.events)
         attach_tasks(server, self.task_support)
         attach_compact_listing(server)
+        attach_declared_schemas(server, self.declared_schemas)
         attach_apps(server)
         attach_profiles(server, state)
         return server

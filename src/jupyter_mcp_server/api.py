@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from jupyter_mcp_server._kernels.execution import ExecutionOutcome
     from jupyter_mcp_server._kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
     from jupyter_mcp_server._policy.capabilities import Capability
+    from jupyter_mcp_server._protocol.declared_schemas import input_schema
     from jupyter_mcp_server._state import ServerState, ask
     from jupyter_mcp_server._tools.helpers.models import ExecutionResult, Result
     from jupyter_mcp_server._tools.helpers.results import answer, failure, tool_handler
@@ -127,6 +128,7 @@ _DEFINED_IN: dict[str, str] = {
     "Hooks": "jupyter_mcp_server._hooks",
     "InputRequired": "jupyter_mcp_server._calls.asking",
     "INSTALL_PACKAGES": "jupyter_mcp_server._calls.approvals",
+    "input_schema": "jupyter_mcp_server._protocol.declared_schemas",
     "INTERRUPTED": "jupyter_mcp_server._errors",
     "INVALID_ARGUMENT": "jupyter_mcp_server._errors",
     "INVALID_PATH": "jupyter_mcp_server._errors",
@@ -249,6 +251,7 @@ __all__ = [
     "client_can",
     "execution_result",
     "failure",
+    "input_schema",
     "normalize_url",
     "on_toolset",
     "open_remote_kernel",

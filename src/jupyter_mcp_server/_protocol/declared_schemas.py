@@ -1,0 +1,149 @@
+"""Input schemas an extension writes by hand: listed as written, enforced on every call.
+
+The SDK derives a tool's input schema from its handler's signature, through
+pydantic, and the compact listing then trims it. That cannot say what JSON
+Schema 2020-12 can: ``$defs`` with ``$anchor``, ``allOf``/``anyOf``,
+``if``/``then``/``else``, ``additionalProperties: false``, or the
+``x-mcp-header`` annotations that mirror an argument into an HTTP header.
+A tool whose spec's ``meta`` carries :func:`input_schema` is listed with that
+schema byte for byte, and every call's arguments, as the client sent them,
+are checked against it before the tool (or the SDK's own checks) sees them.
+A call that fails is ``invalid_argument`` naming each field. References are
+resolved within the schema only: a ``$ref`` to a network URI is never
+fetched.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.extension import Extension
+from mcp.types import CallToolResult, TextContent
+
+from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server._protocol.handlers import Handler, lowlevel, wrap
+
+if TYPE_CHECKING:
+    from jupyter_mcp_server._state import ServerState
+
+#: Where a tool spec's ``meta`` keeps the schema it declares.
+INPUT_SCHEMA_META = "io.jupyter-mcp/input-schema"
+#: The dialect of a schema that names none.
+DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _validator_class(schema: dict[str, Any]) -> Any:
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    return validator_for(schema, default=Draft202012Validator)
+
+
+def input_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's ``meta`` declaring its input schema by hand (``@tool(meta=input_schema({...}))``;
+    combine with another with ``{**task_support(), **input_schema(...)}``). The schema must be
+    an object schema that its own dialect accepts; a bad one is refused here, when the
+    extension is imported, not at a caller's first call."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ValueError('an input schema is a JSON Schema object with "type": "object"')
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        _validator_class(schema).check_schema(schema)
+    except SchemaError as error:
+        raise ValueError(f"the input schema is not valid JSON Schema: {error.message}") from None
+    return {INPUT_SCHEMA_META: copy.deepcopy(schema)}
+
+
+class DeclaredSchemas:
+    """Which tools declare their input schema, as their specs say (read again when a
+    name is new: an extension that woke up since)."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self._declared: dict[str, dict[str, Any] | None] = {}
+        self._validators: dict[str, Any] = {}
+
+    def of(self, tool: str) -> dict[str, Any] | None:
+        if tool not in self._declared:
+            self._declared = {
+                spec.name: declared
+                if isinstance(declared := spec.meta.get(INPUT_SCHEMA_META), dict)
+                else None
+                for spec in self.state.extensions.tools()
+            }
+            self._validators.clear()
+            self._declared.setdefault(tool, None)
+        return self._declared[tool]
+
+    def problems(self, tool: str, arguments: dict[str, Any]) -> list[tuple[str, str]] | None:
+        """(field, problem) for each way `arguments` break `tool`'s declared schema, or
+        None when the tool declares none."""
+        schema = self.of(tool)
+        if schema is None:
+            return None
+        validator = self._validators.get(tool)
+        if validator is None:
+            validator = self._validators[tool] = _validator_class(schema)(schema)
+        found = []
+        for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
+            field = ".".join(str(part) for part in error.absolute_path) or "(arguments)"
+            found.append((field, error.message))
+        return found
+
+
+class DeclaredSchemaChecks(Extension):
+    """Arguments checked against a declared schema before anything else reads them."""
+
+    identifier = "io.jupyter-mcp/declared-input-schemas"
+
+    def __init__(self, declared: DeclaredSchemas) -> None:
+        self.declared = declared
+
+    async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
+        arguments = getattr(params, "arguments", None) or {}
+        problems = self.declared.problems(getattr(params, "name", ""), arguments)
+        if not problems:
+            return await call_next(ctx)
+        failure = ToolFailure(
+            INVALID_ARGUMENT,
+            f"Invalid arguments for {params.name}: "
+            + "; ".join(f"{field}: {problem}" for field, problem in problems)
+            + ". Fix them and call again; the tool's input schema says what each accepts.",
+            fields=sorted({field for field, _ in problems}),
+        )
+        return CallToolResult(
+            content=[TextContent(type="text", text=failure.message)],
+            is_error=True,
+            _meta=failure.as_meta(),
+        )
+
+
+def attach_declared_schemas(server: Any, declared: DeclaredSchemas) -> None:
+    """List each tool that declares its input schema with that schema, as written, and give
+    the same schema to the SDK's HTTP transport, which checks a call's ``Mcp-Param-*``
+    headers against the tool's schema before the call is dispatched."""
+    low = lowlevel(server)
+    derived = low.get_tool_input_schema
+
+    def schema_of(name: str) -> Any:
+        schema = declared.of(name)
+        if schema is not None:
+            return schema
+        return derived(name) if derived is not None else None
+
+    low.get_tool_input_schema = schema_of
+
+    def as_declared(original: Handler) -> Handler:
+        async def listed(ctx: Any, params: Any) -> Any:
+            result = await original(ctx, params)
+            for tool in getattr(result, "tools", []):
+                schema = declared.of(tool.name)
+                if schema is not None:
+                    tool.input_schema = copy.deepcopy(schema)
+            return result
+
+        return listed
+
+    wrap(server, "tools/list", as_declared)
