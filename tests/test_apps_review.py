@@ -237,14 +237,29 @@ async def test_a_client_without_apps_sees_todays_results_and_is_asked_as_today(
     for folder in (plain_folder, apps_folder):
         folder.mkdir()
         write_notebook(folder)
+
+    async def the_same_calls(client: Client) -> list[dict[str, Any]]:
+        """Both dry runs, and the calls between them, serialized."""
+        said = [wire(await client.call_tool("apply_edits", dry_run()))]
+        for name, arguments in (
+            ("checkpoint", {"notebook_name": "a.ipynb", "name": "start"}),
+            ("apply_edits", {"notebook_name": "a.ipynb", "operations": BATCH[:1]}),
+            (
+                "restore_notebook",
+                {"notebook_name": "a.ipynb", "revision": "start", "dry_run": True},
+            ),
+        ):
+            said.append(wire(await client.call_tool(name, arguments)))
+        return said
+
     async with serve(apps_folder, *ARGS, mode=mode, extensions=[apps_extension()]) as client:
-        with_apps = wire(await client.call_tool("apply_edits", dry_run()))
+        with_apps = await the_same_calls(client)
     person = Person()
     async with serve(
         plain_folder, *ARGS, mode=mode, env=ASKING, elicitation_callback=person
     ) as client:
         listing = await client.list_tools()
-        plain = wire(await client.call_tool("apply_edits", dry_run()))
+        plain = await the_same_calls(client)
         hidden = await client.call_tool("review_change", {"review_id": "x", "accept": True})
         assert hidden.is_error and error_code(hidden) == "unsupported", text_of(hidden)
         # Without apps, the deletion is asked about as it was.
@@ -254,9 +269,18 @@ async def test_a_client_without_apps_sees_todays_results_and_is_asked_as_today(
     assert "review_change" not in names and "apply_edits" in names
     assert "ui://" not in listing.model_dump_json(by_alias=True, exclude_none=True)
     assert APP_META_KEY not in json.dumps(plain)
-    with_apps["_meta"].pop(APP_META_KEY)
-    if not with_apps["_meta"]:
-        del with_apps["_meta"]
+    # With apps, the two dry runs carry their review; without the review, the same bytes.
+    assert [APP_META_KEY in (said.get("_meta") or {}) for said in with_apps] == [
+        True,
+        False,
+        False,
+        True,
+    ]
+    for said in with_apps:
+        meta = said.get("_meta") or {}
+        meta.pop(APP_META_KEY, None)
+        if "_meta" in said and not meta:
+            del said["_meta"]
     assert json.dumps(with_apps) == json.dumps(plain)
 
 
