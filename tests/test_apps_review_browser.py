@@ -43,6 +43,7 @@ import { AppBridge, PostMessageTransport } from
   "/node_modules/@modelcontextprotocol/ext-apps/dist/src/app-bridge.js";
 window.ran = [];        // anything a notebook's script managed to do
 window.called = [];     // the tools the app called, through this host
+window.modelContext = [];  // what the app told the model
 window.addEventListener("message", (event) => {
   if (event.data && event.data.pwned) window.ran.push(event.data.pwned);
 });
@@ -51,7 +52,8 @@ window.showApp = async (html, args, result) => {
   iframe.setAttribute("sandbox", "allow-scripts");
   document.body.appendChild(iframe);
   const bridge = new AppBridge(
-    null, { name: "test-host", version: "1.0.0" }, { openLinks: {}, serverTools: {} });
+    null, { name: "test-host", version: "1.0.0" }, { openLinks: {}, serverTools: {}, updateModelContext: { text: {} } });
+  bridge.onupdatemodelcontext = async (params) => { window.modelContext.push(params); return {}; };
   // The host passes the app's tool calls on to the server (here: the test's official client).
   bridge.oncalltool = async (params) => {
     window.called.push(params.name);
@@ -175,6 +177,11 @@ async def test_a_person_reviews_a_batch_and_accept_lands_it_and_reject_leaves_it
                 revision = await ok(client, "get_notebook_revision", {"notebook_name": "a.ipynb"})
                 assert revision["revision"] == review["to_revision"]
                 assert await frame.locator("button.accept").is_disabled()
+                # The model is told, for its next turn, what the person decided.
+                await page.wait_for_function("window.modelContext.length === 1", timeout=10_000)
+                (told,) = await page.evaluate("window.modelContext")
+                assert "Accepted:" in told["content"][0]["text"]
+                assert review["to_revision"] in told["content"][0]["text"]
 
                 # Reject: the notebook on disk stays byte for byte.
                 more = [{"op": "overwrite", "cell_id": "c2", "source": "x2 = 'rejected'"}]
@@ -186,6 +193,9 @@ async def test_a_person_reviews_a_batch_and_accept_lands_it_and_reject_leaves_it
                 await frame.locator("button.reject").click()
                 await frame.locator(".review[data-decided='rejected']").wait_for(timeout=20_000)
                 assert path.read_bytes() == before
+                await page.wait_for_function("window.modelContext.length === 2", timeout=10_000)
+                told = (await page.evaluate("window.modelContext"))[1]
+                assert "Rejected: nothing was written" in told["content"][0]["text"]
 
                 assert await page.evaluate("window.called") == ["review_change", "review_change"]
                 assert await page.evaluate("window.ran") == [], "a notebook's script ran"

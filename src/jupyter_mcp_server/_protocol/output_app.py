@@ -284,6 +284,8 @@ function show(result) {
 #: The host bridge (``show`` is the view's): results in, sizes and links out, ``ui/initialize``.
 BRIDGE = r"""
 // ---- the host bridge -----------------------------------------------------------------------
+// What the host said it does (ui/initialize): a view uses only what is there.
+let hostCapabilities = {};
 function resized() {
   requestAnimationFrame(() => notify("ui/notifications/size-changed", {
     width: Math.ceil(document.documentElement.scrollWidth),
@@ -317,7 +319,10 @@ request("ui/initialize", {
   appInfo: { name: "__APP_NAME__", version: "1" },
   appCapabilities: {},
   protocolVersion: "__PROTOCOL__",
-}).then(() => notify("ui/notifications/initialized"), () => {});
+}).then((answer) => {
+  hostCapabilities = (answer && answer.hostCapabilities) || {};
+  notify("ui/notifications/initialized");
+}, () => {});
 """
 
 SCRIPT = "\n(() => {\n" + RENDERING + EXECUTIONS + BRIDGE + "})();\n"

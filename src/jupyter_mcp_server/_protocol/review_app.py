@@ -156,6 +156,11 @@ function reviewView(review) {
       outcome.className = "outcome " + (result && result.isError ? "refused" : "ok");
       outcome.textContent = textOf(result).split("\n")[0] || (yes ? "Accepted." : "Rejected.");
       wrapper.dataset.decided = result && result.isError ? "refused" : (yes ? "accepted" : "rejected");
+      if (hostCapabilities.updateModelContext) {
+        // The model hears the person's answer on its next turn, in the server's own words.
+        const said = `The person's review of the change to ${review.notebook} (${review.summary}): ${textOf(result)}`;
+        request("ui/update-model-context", { content: [{ type: "text", text: said }] }).catch(() => {});
+      }
     } catch (error) {
       outcome.className = "outcome refused";
       outcome.textContent = "The host did not pass the answer on: " + ((error && error.message) || error);
