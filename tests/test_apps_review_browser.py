@@ -9,7 +9,9 @@ sees: each cell before and after, the lines removed and added, the removed cell'
 output (hostile HTML in it runs nothing). Then the person clicks:
 
 - **Accept**: the notebook on disk changes, to exactly the revision shown;
-- **Reject**: the notebook on disk stays byte for byte as it was.
+- **Reject**: the notebook on disk stays byte for byte as it was;
+- **Accept** of a change whose notebook was edited since: the view says it was refused,
+  and the file stays as the other edit left it.
 
 ``JUPYTER_MCP_SCREENSHOTS=DIR`` saves the page (``docs/images/app-review.png``).
 """
@@ -197,6 +199,21 @@ async def test_a_person_reviews_a_batch_and_accept_lands_it_and_reject_leaves_it
                 told = (await page.evaluate("window.modelContext"))[1]
                 assert "Rejected: nothing was written" in told["content"][0]["text"]
 
-                assert await page.evaluate("window.called") == ["review_change", "review_change"]
+                # Accept after the file changed: refused in the view, the file as the other left it.
+                result = (await client.call_tool("apply_edits", dry_run(more))).model_dump(
+                    by_alias=True, exclude_none=True, mode="json"
+                )
+                frame = await show(dry_run(more), result)
+                elsewhere = json.loads(path.read_text())
+                elsewhere["cells"][0]["source"] = "x0 = 'edited elsewhere'"
+                path.write_text(json.dumps(elsewhere, indent=1))
+                edited = path.read_bytes()
+                await frame.locator("button.accept").click()
+                await frame.locator(".review[data-decided='refused']").wait_for(timeout=20_000)
+                said = await frame.locator(".outcome.refused").inner_text()
+                assert "changed since the review was shown" in said, said
+                assert path.read_bytes() == edited
+
+                assert await page.evaluate("window.called") == ["review_change"] * 3
                 assert await page.evaluate("window.ran") == [], "a notebook's script ran"
                 assert problems == [], problems
