@@ -365,3 +365,18 @@ async def test_a_review_is_answered_only_by_the_client_it_was_shown_to(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+async def test_a_moved_cell_is_shown_moved_and_only_it(tmp_path: Path) -> None:
+    """Statuses as the model's diff has them: one cell moved, the others unchanged."""
+    write_notebook(tmp_path)
+    async with serve(tmp_path, *ARGS, extensions=[apps_extension()]) as client:
+        moved = [{"op": "move", "cell_id": "c2", "to_index": 0}]
+        review = review_in(await client.call_tool("apply_edits", dry_run(moved)))
+    assert [(row["cell_id"], row["status"]) for row in review["cells"]] == [
+        ("c2", "moved"),
+        ("c0", "unchanged"),
+        ("c1", "unchanged"),
+    ]
+    # An unchanged cell is folded: its outputs are not carried.
+    assert review["cells"][2]["before"]["outputs"] == []

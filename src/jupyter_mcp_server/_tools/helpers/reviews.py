@@ -23,6 +23,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from jupyter_mcp_server._store.diffs import cell_diff
+
 #: The review app's resource.
 REVIEW_URI = "ui://jupyter-mcp/review"
 #: Proposals kept at once (the oldest is forgotten first: its accept then says so).
@@ -103,7 +105,11 @@ def _cell(cell: Any) -> dict[str, Any]:
 def side_by_side(before_cells: list[Any], after_cells: list[Any]) -> list[dict[str, Any]]:
     """The cells before and after, paired by id in the order after, each removed cell where
     it stood: ``{cell_id, status, before, after}``; status is added, removed, changed, moved
-    or unchanged (the unchanged without their outputs: nothing of them to review)."""
+    or unchanged, as the model's diff says (:func:`cell_diff`), the unchanged without their
+    outputs (nothing of them to review)."""
+    diff = cell_diff(before_cells, after_cells)
+    changed = {entry["cell_id"] for entry in diff["changed"]}
+    moved = {entry["cell_id"] for entry in diff["moved"]}
     before_at = {cell["id"]: index for index, cell in enumerate(before_cells)}
     after_ids = {cell["id"] for cell in after_cells}
     # Each removed cell goes after the cell that preceded it before and is still there.
@@ -114,8 +120,6 @@ def side_by_side(before_cells: list[Any], after_cells: list[Any]) -> list[dict[s
             previous = cell["id"]
         else:
             removed_after.setdefault(previous, []).append(cell)
-    kept_order = [c["id"] for c in before_cells if c["id"] in after_ids]
-    after_order = [c["id"] for c in after_cells if c["id"] in before_at]
     rows: list[dict[str, Any]] = []
 
     def removed(after_id: str | None) -> None:
@@ -133,18 +137,13 @@ def side_by_side(before_cells: list[Any], after_cells: list[Any]) -> list[dict[s
             )
         else:
             old, new = _cell(before_cells[before_at[cell_id]]), _cell(cell)
-            old_metadata = before_cells[before_at[cell_id]].get("metadata", {})
-            if old != new or old_metadata != cell.get("metadata", {}):
-                status = "changed"
-            elif kept_order.index(cell_id) != after_order.index(cell_id):
-                status = "moved"
-            else:
-                status = "unchanged"
+            status = (
+                "changed" if cell_id in changed else "moved" if cell_id in moved else "unchanged"
+            )
+            if status == "unchanged":
                 old["outputs"] = new["outputs"] = []
             rows.append({"cell_id": cell_id, "status": status, "before": old, "after": new})
         removed(cell_id)
-    for leftover in list(removed_after):
-        removed(leftover)
     return rows
 
 
