@@ -241,6 +241,7 @@ NOT_ASKED = {
     "interrupt_kernel": "stops the running execution; the kernel and its variables stay",
     "interrupt_notebook_session": "stops the running execution; the kernel and its variables stay",
     "cancel_run": "stops a run this client started",
+    "review_change": "is the person's own answer, clicked in the review app (test_apps_review.py)",
     "connect_to_jupyter": "only later kernels start there; running ones stay",
 }
 

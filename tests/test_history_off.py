@@ -77,6 +77,7 @@ NOT_WRITING = {
     "verify_notebook": "a throwaway kernel; the file is never written",
     "restore_notebook": "needs a kept revision: with history off there is none to restore",
     "checkpoint": "labels a revision in the history: refused while it is off",
+    "review_change": "applies an apply_edits or restore_notebook dry run, walked as those are",
 }
 
 

@@ -29,8 +29,12 @@ from typing import Any
 from mcp.server.apps import Apps, ResourceCsp, client_supports_apps
 from mcp.types import CallToolResult
 
+from jupyter_mcp_server._errors import UNSUPPORTED, ToolFailure
 from jupyter_mcp_server._protocol.handlers import Handler, wrap
 from jupyter_mcp_server._protocol.output_app import output_app_html
+from jupyter_mcp_server._protocol.review_app import review_app_html
+from jupyter_mcp_server._tools.helpers.results import failure
+from jupyter_mcp_server._tools.helpers.reviews import REVIEW_URI
 from jupyter_mcp_server._tools.helpers.shown import showing
 
 OUTPUTS_URI = "ui://jupyter-mcp/outputs"
@@ -38,6 +42,20 @@ OUTPUTS_URI = "ui://jupyter-mcp/outputs"
 APP_META_KEY = "io.jupyter-mcp/app"
 #: The tools whose results the output app shows.
 OUTPUT_TOOLS = frozenset({"execute_cell", "execute_code", "insert_execute_code_cell"})
+#: The tools whose dry runs the review app shows, for the person to accept or reject.
+REVIEW_TOOLS = frozenset({"apply_edits", "restore_notebook"})
+#: The review app's Accept and Reject: listed to, and called by, clients with apps only.
+APP_ONLY_TOOLS = frozenset({"review_change"})
+#: Where each linked tool's result is shown.
+LINKS = {
+    **dict.fromkeys(OUTPUT_TOOLS, OUTPUTS_URI),
+    **dict.fromkeys(REVIEW_TOOLS, REVIEW_URI),
+}
+#: Each linked tool's ``_meta.ui`` as listed: an app-only tool is visible to its app alone.
+UI: dict[str, dict[str, Any]] = {
+    **{name: {"resourceUri": uri} for name, uri in LINKS.items()},
+    **{name: {"resourceUri": REVIEW_URI, "visibility": ["app"]} for name in APP_ONLY_TOOLS},
+}
 #: Bytes of outputs one result hands its app; the outputs after are named, not carried.
 PAYLOAD_BUDGET = 4 * 1024 * 1024
 
@@ -57,23 +75,49 @@ class NotebookApps(Apps):
             csp=ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]),
             prefers_border=False,
         )
+        self.add_html_resource(
+            REVIEW_URI,
+            review_app_html(),
+            name="change-review",
+            title="Review a change",
+            description="A proposed change side by side, cell by cell, to accept or reject.",
+            csp=ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]),
+            prefers_border=False,
+        )
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
-        if params.name not in OUTPUT_TOOLS or not client_supports_apps(ctx):
+        apps = client_supports_apps(ctx)
+        if params.name in APP_ONLY_TOOLS and not apps:
+            return failure(
+                ToolFailure(
+                    UNSUPPORTED,
+                    f"{params.name} is the review app's own tool: only a client that shows MCP "
+                    "Apps calls it. Approvals reach this client as questions (elicitation).",
+                )
+            )
+        if params.name not in LINKS or not apps:
             return await call_next(ctx)
         with showing() as shown:
             result = await call_next(ctx)
-        if not isinstance(result, CallToolResult) or not shown.executions:
+        if not isinstance(result, CallToolResult):
+            return result
+        if shown.executions:
+            shows = {"view": "outputs", "executions": within_budget(shown.executions)}
+        elif shown.reviews:
+            shows = {"view": "review", "reviews": reviews_within_budget(shown.reviews)}
+        else:
             return result
         meta = dict(result.meta or {})
-        meta[APP_META_KEY] = {"view": "outputs", "executions": within_budget(shown.executions)}
+        meta[APP_META_KEY] = shows
         return result.model_copy(update={"meta": meta})
 
 
-def within_budget(executions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The executions with their outputs up to :data:`PAYLOAD_BUDGET`; each output past it is
+def within_budget(
+    executions: list[dict[str, Any]], budget: int = PAYLOAD_BUDGET
+) -> list[dict[str, Any]]:
+    """The executions with their outputs up to `budget` bytes; each output past it is
     replaced by a note of its size (the resource ``notebook-output:`` still has it whole)."""
-    left = PAYLOAD_BUDGET
+    left = budget
     kept: list[dict[str, Any]] = []
     for execution in executions:
         outputs = []
@@ -90,6 +134,27 @@ def within_budget(executions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+def reviews_within_budget(reviews: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The reviews with their cells' outputs, before and after, up to :data:`PAYLOAD_BUDGET`."""
+    left = PAYLOAD_BUDGET
+    kept = []
+    for review in reviews:
+        rows = []
+        for row in review["cells"]:
+            sides: dict[str, dict[str, Any] | None] = {}
+            for side in ("before", "after"):
+                cell = row[side]
+                if cell is None:
+                    sides[side] = None
+                    continue
+                (shown,) = within_budget([{"outputs": cell["outputs"]}], left)
+                left -= len(json.dumps(shown["outputs"], ensure_ascii=False, default=str))
+                sides[side] = {**cell, "outputs": shown["outputs"]}
+            rows.append({**row, **sides})
+        kept.append({**review, "cells": rows})
+    return kept
+
+
 def attach_apps(server: Any) -> None:
     """Link the output tools to the app in ``tools/list`` and list the app in
     ``resources/list``, for a client that negotiated the extension only."""
@@ -98,13 +163,13 @@ def attach_apps(server: Any) -> None:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             if not client_supports_apps(ctx):
+                # The review app's own tool is nobody else's: not listed, not a byte of it.
+                result.tools = [tool for tool in result.tools if tool.name not in APP_ONLY_TOOLS]
                 return result
             # Copies: whatever the SDK keeps of its tools stays as every other client sees it.
             result.tools = [
-                tool.model_copy(
-                    update={"meta": {**(tool.meta or {}), "ui": {"resourceUri": OUTPUTS_URI}}}
-                )
-                if tool.name in OUTPUT_TOOLS
+                tool.model_copy(update={"meta": {**(tool.meta or {}), "ui": UI[tool.name]}})
+                if tool.name in UI
                 else tool
                 for tool in result.tools
             ]

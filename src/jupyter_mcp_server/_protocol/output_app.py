@@ -56,8 +56,8 @@ th[data-sorted="asc"]::after { content: " \\25B2"; } th[data-sorted="desc"]::aft
 .b { font-weight: bold; } .u { text-decoration: underline; }
 """
 
-SCRIPT = r"""
-(() => {
+#: What every app of this server shares: the sanitizer, DataFrames, ANSI colours, one output.
+RENDERING = r"""
 "use strict";
 const root = document.getElementById("app");
 let nextId = 1;
@@ -241,6 +241,10 @@ function outputView(output) {
   return element;
 }
 
+"""
+
+#: The output app's view: each execution, its source and outputs; defines ``show(result)``.
+EXECUTIONS = r"""
 // ---- one execution -----------------------------------------------------------------------
 function executionView(execution) {
   const cell = document.createElement("section");
@@ -275,7 +279,13 @@ function show(result) {
   resized();
 }
 
+"""
+
+#: The host bridge (``show`` is the view's): results in, sizes and links out, ``ui/initialize``.
+BRIDGE = r"""
 // ---- the host bridge -----------------------------------------------------------------------
+// What the host said it does (ui/initialize): a view uses only what is there.
+let hostCapabilities = {};
 function resized() {
   requestAnimationFrame(() => notify("ui/notifications/size-changed", {
     width: Math.ceil(document.documentElement.scrollWidth),
@@ -306,12 +316,16 @@ window.addEventListener("message", (event) => {
   }
 });
 request("ui/initialize", {
-  appInfo: { name: "jupyter-mcp-outputs", version: "1" },
+  appInfo: { name: "__APP_NAME__", version: "1" },
   appCapabilities: {},
   protocolVersion: "__PROTOCOL__",
-}).then(() => notify("ui/notifications/initialized"), () => {});
-})();
+}).then((answer) => {
+  hostCapabilities = (answer && answer.hostCapabilities) || {};
+  notify("ui/notifications/initialized");
+}, () => {});
 """
+
+SCRIPT = "\n(() => {\n" + RENDERING + EXECUTIONS + BRIDGE + "})();\n"
 
 
 def script_hash(script: str) -> str:
@@ -320,9 +334,9 @@ def script_hash(script: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode()}'"
 
 
-def output_app_html() -> str:
-    """The whole document, its policy naming its one script."""
-    script = SCRIPT.replace("__PROTOCOL__", APPS_PROTOCOL_VERSION)
+def app_document(title: str, style: str, script: str, app_name: str) -> str:
+    """One app's whole document, its policy naming its one script."""
+    script = script.replace("__PROTOCOL__", APPS_PROTOCOL_VERSION).replace("__APP_NAME__", app_name)
     policy = "; ".join(
         (
             "default-src 'none'",
@@ -339,8 +353,13 @@ def output_app_html() -> str:
         '<!doctype html>\n<html><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        "<title>Cell outputs</title>\n"
-        f"<style>{STYLE}</style></head>\n"
+        f"<title>{title}</title>\n"
+        f"<style>{style}</style></head>\n"
         '<body><main id="app"><div class="note">Waiting for the result\u2026</div></main>\n'
         f"<script>{script}</script></body></html>\n"
     )
+
+
+def output_app_html() -> str:
+    """The whole document, its policy naming its one script."""
+    return app_document("Cell outputs", STYLE, SCRIPT, "jupyter-mcp-outputs")

@@ -20,6 +20,7 @@ from jupyter_mcp_server._tools import (
     notebooks,
     outline,
     output_pages,
+    reviewing,
     running,
     runs,
     search,
@@ -193,4 +194,12 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
         toolset=editing.HISTORY_TOOLSET,
     ),
     NotebookTool(history.checkpoint, "Checkpoint Notebook", SETS, toolset=editing.HISTORY_TOOLSET),
+    # The review app's Accept and Reject: app-only (_protocol/apps.py lists it, with
+    # _meta.ui.visibility ["app"], to clients with apps only; a host keeps it from the model).
+    NotebookTool(
+        reviewing.review_change,
+        "Review Change",
+        CHANGES,
+        toolset=editing.HISTORY_TOOLSET,
+    ),
 )

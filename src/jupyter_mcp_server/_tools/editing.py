@@ -14,15 +14,18 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from jupyter_mcp_server._calls.approvals import DELETE_CELLS, approve, asks_for
+from jupyter_mcp_server._calls.connections import client_of
 from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._store.diffs import diff_text
 from jupyter_mcp_server._store.edits import MAX_OPERATIONS, EditPlan, check_batch, plan_edits
 from jupyter_mcp_server._store.store import revision_conflict
 from jupyter_mcp_server._tools.cells import first_line
 from jupyter_mcp_server._tools.helpers import history_models as hm
+from jupyter_mcp_server._tools.helpers import reviews
 from jupyter_mcp_server._tools.helpers.addressing import notebook_path
 from jupyter_mcp_server._tools.helpers.rendering import upgrade_by_edit
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tools.helpers.shown import apps_shown, show_review
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 
 HISTORY_TOOLSET = "history"
@@ -207,11 +210,17 @@ async def apply_edits(
     path = notebook_path(ctx, notebook_name)
     ops = as_dicts(operations)
     plan, view, previous = await apply_operations(ctx, path, ops, expected_revision, dry_run)
-    revision = (
-        state_of(ctx).store.revision_if(view, plan.as_notebook(view.notebook))
-        if dry_run
-        else view.revision
-    )
+    if not dry_run:
+        return edited_answer(plan, view, previous, dry_run, view.revision)
+    after = plan.as_notebook(view.notebook)
+    revision = state_of(ctx).store.revision_if(view, after)
+    if apps_shown() and revision != previous:
+        # The person sees this batch in the review app; an accept applies exactly it.
+        proposal = reviews.propose(
+            client_of(ctx), reviews.EDITS, view.path, previous, revision, operations=ops
+        )
+        summary = f"{len(plan.steps)} operation(s) of apply_edits: {previous} -> {revision}"
+        show_review(reviews.review_of(proposal, view.notebook.cells, after.cells, summary))
     return edited_answer(plan, view, previous, dry_run, revision)
 
 

@@ -19,16 +19,20 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server._calls.approvals import RESTORE_REVISION, approve, asks_for
+from jupyter_mcp_server._calls.connections import client_of
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED, ToolFailure
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store.contents import ContentsFiles
 from jupyter_mcp_server._store.diffs import cell_diff, diff_text, metadata_diff
 from jupyter_mcp_server._store.history import EDIT_ORIGIN, NotebookHistory, Origin
 from jupyter_mcp_server._store.recording import diff_revisions, notebook_at
+from jupyter_mcp_server._store.store import revision_conflict
 from jupyter_mcp_server._tools.helpers import history_models as hm
+from jupyter_mcp_server._tools.helpers import reviews
 from jupyter_mcp_server._tools.helpers.addressing import notebook_path
 from jupyter_mcp_server._tools.helpers.rendering import upgrade_by_edit
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tools.helpers.shown import apps_shown, show_review
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.storage_errors import storage_failure
 
@@ -189,12 +193,19 @@ async def restore_notebook(
     revision: RevisionOrCheckpoint,
     notebook_name: NotebookName = None,
     expected_revision: ExpectedRevision = None,
+    dry_run: Annotated[
+        bool, Field(description="Return the diff and the revision it would make, writing nothing.")
+    ] = False,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, hm.NotebookRestored]:
     """Write an earlier revision's content (cells, ids, outputs, metadata) back as a new revision. The current one stays in the history, so a restore can itself be undone. Also brings back a deleted notebook."""
     server, view, history = await opened(ctx, notebook_name)
     wanted = resolved(history, revision)
     old = notebook_at(history, wanted)
+    if dry_run:
+        return _restore_preview(
+            client_of(ctx), server, view, history, wanted, old, expected_revision
+        )
     if asks_for(server, RESTORE_REVISION):
         # The person approves putting this content back over what is there now, and only that.
         if view is not None and expected_revision is None:
@@ -212,6 +223,64 @@ async def restore_notebook(
             f"come back, {len(preview['removed'])} go, {len(preview['changed'])} change. The current revision "
             "stays in the history.",
         )
+    return await restored(server, view, history, wanted, expected_revision)
+
+
+def _restore_preview(
+    owner: str,
+    server: ServerState,
+    view: Any,
+    history: NotebookHistory,
+    wanted: str,
+    old: Any,
+    expected_revision: str | None,
+) -> CallToolResult:
+    """A restore's dry run: its diff and the revision it would make; a client that shows apps
+    also gets it to review (:mod:`.helpers.reviews`), where an accept applies it."""
+    if view is None:
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"{history.key} is missing: there is nothing to compare with; restore it without dry_run.",
+        )
+    if expected_revision is not None and expected_revision != view.revision:
+        raise revision_conflict(view.path, expected_revision, view.revision)
+    diff = cell_diff(view.notebook["cells"], old["cells"])
+    diff["metadata"] = metadata_diff(view.notebook["metadata"], old["metadata"])
+    from nbformat import NotebookNode
+
+    after = NotebookNode(
+        {**view.notebook, "cells": list(old["cells"]), "metadata": old["metadata"]}
+    )
+    would = server.store.revision_if(view, after)
+    if apps_shown() and would != view.revision:
+        proposal = reviews.propose(
+            owner, reviews.RESTORE, view.path, view.revision, would, restored_revision=wanted
+        )
+        summary = f"restore_notebook to the content of {wanted}: {view.revision} -> {would}"
+        show_review(reviews.review_of(proposal, view.notebook["cells"], old["cells"], summary))
+    result = hm.NotebookRestored(
+        revision=would,
+        restored_revision=wanted,
+        diff=hm.NotebookDiff(**diff),
+        history=view.history_off,
+    )
+    head = (
+        f"Dry run: restoring {history.key} to the content of {wanted} would make revision "
+        f"{would} from {view.revision}; nothing was written."
+    )
+    text = _bounded(diff_text(diff, diff.get("metadata")), server.config.inline_budget_chars)
+    return answer(result.model_dump(), f"{head}\n{text}")
+
+
+async def restored(
+    server: ServerState,
+    view: Any,
+    history: NotebookHistory,
+    wanted: str,
+    expected_revision: str | None,
+) -> CallToolResult:
+    """Write revision `wanted`'s content back (approved already, where approvals ask)."""
+    old = notebook_at(history, wanted)
     if view is None:
         await server.store.create(
             history.key

@@ -24,6 +24,8 @@ class Showing:
     """What the app of one call shows; filled by the tools, read after the call."""
 
     executions: list[dict[str, Any]] = field(default_factory=list)
+    #: Changes proposed in this call for the person to review (:mod:`.reviews`).
+    reviews: list[dict[str, Any]] = field(default_factory=list)
     #: False once the call has answered: a detached run that outlives it shows nothing here.
     open: bool = True
 
@@ -68,3 +70,17 @@ def show_execution(
             "outputs": list(outputs),
         }
     )
+
+
+def apps_shown() -> bool:
+    """Whether this call's client shows apps (an app is open around the call): a tool
+    proposes a reviewable change only then."""
+    shown = _showing.get()
+    return shown is not None and shown.open
+
+
+def show_review(review: dict[str, Any]) -> None:
+    """The app of this call (if one is open) shows this proposed change for review."""
+    shown = _showing.get()
+    if shown is not None and shown.open:
+        shown.reviews.append(review)
