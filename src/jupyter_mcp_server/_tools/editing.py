@@ -14,7 +14,7 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from jupyter_mcp_server._calls.approvals import DELETE_CELLS, approve, asks_for
-from jupyter_mcp_server._calls.connections import client_of
+from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._store.diffs import diff_text
 from jupyter_mcp_server._store.edits import MAX_OPERATIONS, EditPlan, check_batch, plan_edits
@@ -217,7 +217,7 @@ async def apply_edits(
     if apps_shown() and revision != previous:
         # The person sees this batch in the review app; an accept applies exactly it.
         proposal = reviews.propose(
-            client_of(ctx), reviews.EDITS, view.path, previous, revision, operations=ops
+            caller_of(ctx).owner, reviews.EDITS, view.path, previous, revision, operations=ops
         )
         summary = f"{len(plan.steps)} operation(s) of apply_edits: {previous} -> {revision}"
         show_review(reviews.review_of(proposal, view.notebook.cells, after.cells, summary))

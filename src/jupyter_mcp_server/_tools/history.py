@@ -19,7 +19,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server._calls.approvals import RESTORE_REVISION, approve, asks_for
-from jupyter_mcp_server._calls.connections import client_of
+from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED, ToolFailure
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store.contents import ContentsFiles
@@ -204,7 +204,7 @@ async def restore_notebook(
     old = notebook_at(history, wanted)
     if dry_run:
         return _restore_preview(
-            client_of(ctx), server, view, history, wanted, old, expected_revision
+            caller_of(ctx).owner, server, view, history, wanted, old, expected_revision
         )
     if asks_for(server, RESTORE_REVISION):
         # The person approves putting this content back over what is there now, and only that.

@@ -20,7 +20,7 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from jupyter_mcp_server._calls.approvals import DELETE_CELLS, RESTORE_REVISION, approved_already
-from jupyter_mcp_server._calls.connections import client_of
+from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._errors import NOT_FOUND, REVISION_CONFLICT, ToolFailure
 from jupyter_mcp_server._tools import editing, history
 from jupyter_mcp_server._tools.helpers import reviews
@@ -41,7 +41,7 @@ async def review_change(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, ReviewDecided]:
     """The person's answer to a change shown in the review app (app-only)."""
-    proposal = reviews.taken(review_id, client_of(ctx))
+    proposal = reviews.taken(review_id, caller_of(ctx).owner)
     if proposal is None:
         raise ToolFailure(
             NOT_FOUND,

@@ -39,7 +39,7 @@ class Proposal:
     """One change a person was shown: which notebook, from which revision to which."""
 
     id: str
-    #: Who was shown it (``connections.client_of``): only they answer it.
+    #: Who was shown it (``callers.caller_of(ctx).owner``): only they answer it.
     owner: str
     tool: str
     path: str
