@@ -462,7 +462,7 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
 def print_phase(result: dict[str, Any], single: dict[str, Any] | None) -> None:
     print(
         f"\n## {result['phase']}: {result['agents']} agents, {result['notebooks']} notebooks "
-        f"({result["kernels"]} processes under the server), {result['seconds']} s, "
+        f"({result['kernels']} processes under the server), {result['seconds']} s, "
         f"{result['client_processes']} client processes"
     )
     print("\n| tool | calls | p50 | p99 |\n| --- | ---: | ---: | ---: |")
