@@ -336,6 +336,34 @@ async def _probe_healthz(base: str, stop: asyncio.Event, samples: list[float]) -
                 await asyncio.wait_for(stop.wait(), 0.05)
 
 
+async def per_tool_cpu(url: str, pid: int, notebook: str, calls: int = 60) -> dict[str, float]:
+    """The server's CPU per call of each tool, one agent calling it ``calls`` times in a row
+    (after a few unmeasured calls): what the mixed figure is made of."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    out: dict[str, Any] = {"latencies": {}, "errors": []}
+    figures = {}
+    async with (
+        httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=HANG)) as http,
+        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+    ):
+        await client.list_tools()
+        agent = Agent(1000, notebook, client, out)
+        await agent.warm_up()
+        for tool, _weight in MIX:
+            for _ in range(3):
+                await agent.one(tool)
+            before = cpu_seconds(pid) or 0.0
+            for _ in range(calls):
+                await agent.one(tool)
+            figures[tool] = round(((cpu_seconds(pid) or 0.0) - before) / calls * 1000, 3)
+    if out["errors"]:
+        raise RuntimeError(f"per-tool CPU calls failed: {out['errors'][:3]}")
+    return figures
+
+
 def _kernel_cpu(pid: int) -> float:
     return sum(cpu_seconds(child) or 0.0 for child in descendants(pid))
 
@@ -398,6 +426,9 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
         kernel_cpu = _kernel_cpu(server.pid) - kernel_cpu
         busy_end, total_end = machine_busy_seconds()
         load_end = load_average()
+        per_tool = (
+            asyncio.run(per_tool_cpu(url, server.pid, notebooks[0])) if phase.agents == 1 else {}
+        )
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -454,6 +485,7 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
         "healthz_p99_ms": round(percentile(probes, 0.99) * 1000, 2) if probes else None,
         "healthz_probes": len(probes),
         "client_loop_lag_p99_ms": round(percentile(lag, 0.99) * 1000, 2) if lag else None,
+        "server_cpu_ms_per_call_by_tool": per_tool,
         "load_start": load_start,
         "load_end": load_end,
     }
@@ -485,6 +517,11 @@ def print_phase(result: dict[str, Any], single: dict[str, Any] | None) -> None:
         f"the clients' own loops: p99 {result['client_loop_lag_p99_ms']} ms"
         f"\n- load average {result['load_start']} at the start, {result['load_end']} at the end"
     )
+    if result["server_cpu_ms_per_call_by_tool"]:
+        each = ", ".join(
+            f"{t} {ms} ms" for t, ms in result["server_cpu_ms_per_call_by_tool"].items()
+        )
+        print(f"- server CPU a call, each tool alone (60 in a row, one agent): {each}")
     for error in result["first_errors"]:
         print(f"  error: {error}")
 

@@ -368,10 +368,15 @@ def draw(rows: list[dict[str, Any]], images: Path) -> list[Path]:
         if not mine:
             continue
         figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
-        for row in mine:
-            left.plot(row["sizes"], row["median_ms"], marker="o", label=row["operation"])
+        for number, row in enumerate(mine):
+            color = f"C{number % 10}"  # the same operation, the same colour, on both sides
+            left.plot(
+                row["sizes"], row["median_ms"], marker="o", color=color, label=row["operation"]
+            )
             if any(row["bytes"]):
-                right.plot(row["sizes"], row["bytes"], marker="o", label=row["operation"])
+                right.plot(
+                    row["sizes"], row["bytes"], marker="o", color=color, label=row["operation"]
+                )
         # A linear reference through the first floor-or-first row's first point.
         sizes = mine[0]["sizes"]
         start = max(r["median_ms"][0] for r in mine)
