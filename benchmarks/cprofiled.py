@@ -6,8 +6,8 @@
 validates and writes files in worker threads (``asyncio.to_thread``): a
 profile of the event loop alone would miss the hot function of a read.
 Here every thread started after this point runs under a profiler of its own;
-at exit (a clean one: the server's stdin closed) they are merged into one
-``pstats`` file. ``curves.py --cprofile`` spawns the server this way.
+at exit (stdin closed, or the SIGTERM that uvicorn re-raises after its
+shutdown) they are merged into one ``pstats`` file. ``curves.py --cprofile`` spawns the server this way.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import atexit
 import cProfile
 import pstats
 import runpy
+import signal
 import sys
 import threading
 
@@ -56,5 +57,14 @@ if __name__ == "__main__":
     threading.Thread.run = _profiled_run  # type: ignore[method-assign]
     main = cProfile.Profile()
     atexit.register(_write, out)
+    # uvicorn re-raises the SIGTERM it caught once it has shut down, which ends the process
+    # without atexit: the statistics are written just before.
+    _raise_signal = signal.raise_signal
+
+    def _written_then_raised(signum: int) -> None:
+        _write(out)
+        _raise_signal(signum)
+
+    signal.raise_signal = _written_then_raised
     main.enable()
     runpy.run_module(module, run_name="__main__", alter_sys=True)
