@@ -30,6 +30,12 @@ server for each size. Each operation is timed around ``call_tool`` (median of
   wrote whose one cell holds N MB of output: its first brief read (parse),
   ``read_cell`` and the detailed read.
 
+``--profile PATH`` (repeatable, the format of ``run.py``'s) adds another server
+on the rows its profile maps, as ``[name]`` rows: on the notebook axis the
+first and later whole reads (ours: the detailed read of every cell) and an
+insert at the end; on the output axis the execution and the whole read of
+the written file.
+
 Each row's growth exponent is the log-log slope from the smallest size to the
 largest (1 is linear in the size; a step that must read the whole thing
 cannot be below it, one that reads a page should be near 0). The figures are
@@ -55,7 +61,7 @@ from typing import Any
 
 from harness import connect, response_bytes
 from procfs import load_average, machine
-from profiles import BENCH, OURS, Profile
+from profiles import BENCH, OURS, Profile, load_profile
 from workloads.finding import write_corpus
 from workloads.history import fifty_operations
 from workloads.reading import big_notebook, write_notebook
@@ -80,7 +86,15 @@ def server_profile(cprofile: str | None, label: str) -> Profile:
 
 
 class Curves:
-    def __init__(self, repetitions: int, root: Path, log: Any, cprofile: str | None) -> None:
+    def __init__(
+        self,
+        repetitions: int,
+        root: Path,
+        log: Any,
+        cprofile: str | None,
+        peers: list[Profile] | None = None,
+    ) -> None:
+        self.peers = peers or []
         self.repetitions = repetitions
         self.root = root
         self.log = log
@@ -162,6 +176,14 @@ class Curves:
                 await self.call(
                     session,
                     "notebook",
+                    "read all (detailed)",
+                    cells,
+                    "read_notebook",
+                    {**nb, "response_format": "detailed", "limit": 0},
+                )
+                await self.call(
+                    session,
+                    "notebook",
                     "insert at the end",
                     cells,
                     "insert_cell",
@@ -193,6 +215,89 @@ class Curves:
                     "apply_edits",
                     {**nb, "operations": fifty_operations(ids, rng, f"b{rep}")},
                 )
+        await self.peers_on_notebook(cells, notebook)
+
+    async def timed_op(
+        self, session: Any, axis: str, operation: str, size: int, op: str, **values: Any
+    ) -> Any:
+        """A peer's operation (its profile's mapping), as a row of its own: ``[name] operation``."""
+        started = time.perf_counter()
+        result = await session.op(op, **values)
+        self.add(
+            axis,
+            f"{operation} [{session.profile.name}]",
+            size,
+            time.perf_counter() - started,
+            response_bytes(result),
+        )
+        return result
+
+    async def peers_on_notebook(self, cells: int, notebook: Any) -> None:
+        for peer in self.peers:
+            if not peer.supports("read_all", "insert_cell"):
+                continue
+            workspace = self.workspace(f"{peer.name}-cells{cells}")
+            write_notebook(notebook, workspace / NOTEBOOK)
+            async with connect(peer, workspace) as session:
+                if peer.supports("open_notebook"):
+                    await session.op("open_notebook", notebook=NOTEBOOK)
+                await self.timed_op(
+                    session,
+                    "notebook",
+                    "first read all (parse)",
+                    cells,
+                    "read_all",
+                    notebook=NOTEBOOK,
+                )
+                for rep in range(self.repetitions):
+                    await self.timed_op(
+                        session,
+                        "notebook",
+                        "read all (detailed)",
+                        cells,
+                        "read_all",
+                        notebook=NOTEBOOK,
+                    )
+                    await self.timed_op(
+                        session,
+                        "notebook",
+                        "insert at the end",
+                        cells,
+                        "insert_cell",
+                        notebook=NOTEBOOK,
+                        source=f"end_{rep} = {rep}",
+                    )
+
+    async def peers_on_output(self, megabytes: int, workspace: Path, code: str) -> None:
+        for peer in self.peers:
+            if not peer.supports("insert_execute", "read_all"):
+                continue
+            mine = self.workspace(f"{peer.name}-output{megabytes}")
+            shutil.copy(workspace / "written.ipynb", mine / "written.ipynb")
+            async with connect(peer, mine) as session:
+                if peer.supports("create_notebook"):
+                    await session.op("create_notebook", notebook="run.ipynb")
+                await session.op("insert_execute", notebook="run.ipynb", source="1+1")
+                for _ in range(max(1, self.repetitions - 1)):
+                    await self.timed_op(
+                        session,
+                        "output",
+                        "execute (insert_execute_code_cell)",
+                        megabytes,
+                        "insert_execute",
+                        notebook="run.ipynb",
+                        source=code,
+                    )
+                # Two reads: at 100 MB a peer that answers the whole output sends 200 MB.
+                for _ in range(min(2, self.repetitions)):
+                    await self.timed_op(
+                        session,
+                        "output",
+                        "written file, detailed read",
+                        megabytes,
+                        "read_all",
+                        notebook="written.ipynb",
+                    )
 
     async def workspace_axis(self, notebooks: int) -> None:
         workspace = self.workspace(f"corpus{notebooks}")
@@ -292,6 +397,7 @@ class Curves:
                     "read_notebook",
                     {**nb, "response_format": "detailed", "limit": 0},
                 )
+        await self.peers_on_output(megabytes, workspace, code)
 
     async def run(self, axes: dict[str, list[int]]) -> None:
         do = {"notebook": self.notebook, "workspace": self.workspace_axis, "output": self.output}
@@ -423,6 +529,13 @@ def main() -> int:
     parser.add_argument("--images", default=str(BENCH / "images"), metavar="DIR")
     parser.add_argument("--no-images", action="store_true")
     parser.add_argument("--cprofile", metavar="PATH", help="profile the server (PATH.<size> files)")
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="another MCP notebook server (JSON profile), on the rows it can do",
+    )
     args = parser.parse_args()
     axes = {
         a: s for a, s in (QUICK if args.quick else FULL).items() if not args.only or a in args.only
@@ -435,7 +548,8 @@ def main() -> int:
     info = machine()
     log(f"{info['nproc']} x {info['cpu']}, Python {info['python']}, load {info['load']}")
     root = Path(tempfile.mkdtemp(prefix="jmcp-curves-"))
-    curves = Curves(args.repetitions, root, log, args.cprofile)
+    peers = [load_profile(path) for path in args.profile]
+    curves = Curves(args.repetitions, root, log, args.cprofile, peers)
     try:
         asyncio.run(curves.run(axes))
     finally:
