@@ -109,3 +109,41 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+
+
+#: Clock ticks per second, the unit of /proc/<pid>/stat's CPU times.
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time of a process (all its threads), from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().decode(errors="replace").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # Fields after the command: state is [0], utime [11], stime [12] (man 5 proc, 14 and 15).
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (its kernels, for a server)."""
+    children: dict[int, list[int]] = {}
+    for child, (parent, _cmdline, _cwd) in _process_table().items():
+        children.setdefault(parent, []).append(child)
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def machine_busy_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, every core, from /proc/stat."""
+    with open("/proc/stat") as handle:
+        values = [int(v) for v in handle.readline().split()[1:]]
+    total = sum(values[:8])  # guest time is already counted in user
+    idle = values[3] + values[4]  # idle + iowait
+    return (total - idle) / _TICKS, total / _TICKS

@@ -206,3 +206,45 @@ async def test_a_failing_fifteenth_operation_leaves_the_file_byte_identical(
         )
         assert stale.meta[ERROR_KEY]["current_revision"]
         assert path.read_bytes() == before_bytes
+
+
+async def test_cells_named_by_id_are_found_where_earlier_operations_of_the_batch_put_them(
+    workspace, history_toolset
+):
+    """Inserts, moves and deletes shift every later cell: each operation naming a cell by id
+    must find it where the batch has put it so far (the planner keeps the ids' order beside
+    the cells), as a plain list replaying the batch says, step by step and on disk."""
+    import random
+
+    path = workspace / "order.ipynb"
+    async with serve(workspace, *history_toolset) as client:
+        order = await start(client, "order.ipynb", 12)
+        rng = random.Random(31)
+        operations: list[dict] = []
+        expected: list[int] = []
+        for step in range(60):
+            kind = ("insert", "move", "delete", "overwrite")[step % 4]
+            if kind == "insert":
+                index = rng.randint(0, len(order))
+                operations.append(
+                    {"op": "insert", "index": index, "source": f"n{step}", "cell_id": f"n{step}"}
+                )
+                order.insert(index, f"n{step}")
+                expected.append(index)
+            elif kind == "move":
+                cell_id, target = rng.choice(order), rng.randrange(len(order))
+                operations.append({"op": "move", "cell_id": cell_id, "to_index": target})
+                order.insert(target, order.pop(order.index(cell_id)))
+                expected.append(target)
+            elif kind == "delete":
+                cell_id = rng.choice(order)
+                operations.append({"op": "delete", "cell_id": cell_id})
+                expected.append(order.index(cell_id))
+                order.remove(cell_id)
+            else:
+                cell_id = rng.choice(order)
+                operations.append({"op": "overwrite", "cell_id": cell_id, "source": f"o{step}"})
+                expected.append(order.index(cell_id))
+        done = await ok(client, "apply_edits", {"operations": operations})
+        assert [step["cell_index"] for step in done["operations"]] == expected
+        assert [cell["id"] for cell in cells_on_disk(path)] == order

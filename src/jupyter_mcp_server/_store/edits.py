@@ -30,6 +30,7 @@ the notebook format (nbformat 4.5's schema) as it is set.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -133,6 +134,10 @@ class _Planner:
     def __init__(self, notebook: NotebookNode, operations: list[dict[str, Any]]) -> None:
         self.cells: list[Any] = list(notebook["cells"])
         self._ids = {cell["id"] for cell in self.cells}
+        #: The cells' ids in order, kept beside ``cells``: finding a cell by id is then
+        #: ``list.index`` (a C loop), not a Python loop over the cells for each operation,
+        #: which made a batch cost operations x cells (50 of them on 20,000 cells: 0.35 s).
+        self._order: list[str] = [cell["id"] for cell in self.cells]
         self.metadata: Any = notebook["metadata"]
         self._original_metadata = notebook["metadata"]
         #: Cells this batch made or copied: changing them again needs no copy.
@@ -173,9 +178,8 @@ class _Planner:
                 INVALID_ARGUMENT, "Name the cell with exactly one of cell_id or cell_index."
             )
         if cell_id is not None:
-            for position, cell in enumerate(self.cells):
-                if cell["id"] == cell_id:
-                    return position
+            with contextlib.suppress(ValueError):
+                return self._order.index(cell_id)
             if cell_id in self._deleted:
                 raise ToolFailure(
                     NOT_FOUND,
@@ -245,6 +249,7 @@ class _Planner:
             cell["metadata"] = _merged(cell["metadata"], operation["metadata"])
             _check_cell(cell)
         self.cells.insert(index, cell)
+        self._order.insert(index, cell["id"])
         self._own.add(id(cell))
         return {"cell_id": cell["id"], "cell_index": index}
 
@@ -286,6 +291,7 @@ class _Planner:
     def _delete(self, operation: dict[str, Any]) -> dict[str, Any]:
         position = self._position(operation)
         cell = self.cells.pop(position)
+        self._order.pop(position)
         self._ids.discard(cell["id"])
         self._deleted[cell["id"]] = len(self.steps)
         return {"cell_id": cell["id"], "cell_index": position}
@@ -302,6 +308,7 @@ class _Planner:
             )
         cell = self.cells.pop(position)
         self.cells.insert(target, cell)
+        self._order.insert(target, self._order.pop(position))
         return {"cell_id": cell["id"], "cell_index": target}
 
     def _set_cell_metadata(self, operation: dict[str, Any]) -> dict[str, Any]:
