@@ -1516,3 +1516,71 @@ async def test_a_checkpoint_of_a_notebook_on_a_jupyter_server_is_a_jupyter_check
         assert [c["source"] for c in nbformat.read(root / "checked.ipynb", as_version=4).cells] == [
             "kept = 1"
         ]
+
+
+# --- Jupyter's authorizer chooses the caller's profile -------------------------------
+
+AUTHORIZER_FIXTURE = Path(__file__).parent / "fixtures" / "jupyter-authorizer"
+
+
+@pytest.mark.parametrize(
+    ("grants", "profile"),
+    [
+        (["read:contents"], "read-only"),
+        (["read:contents", "write:contents"], "edit"),
+        (["read:contents", "write:contents", "execute:kernels"], "full"),
+        # Running code writes outputs into the notebook: without write, only reading.
+        (["execute:kernels"], None),
+    ],
+)
+async def test_jupyters_authorizer_chooses_the_callers_profile(tmp_path, grants, profile):
+    """A real Jupyter Server with a custom Authorizer (--ServerApp.authorizer_class): what it
+    allows the caller is the profile /mcp serves it, request by request."""
+    from test_profiles import check_profile, notebook
+
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}",
+        "--ServerApp.authorizer_class=grants_authorizer.GrantsAuthorizer",
+        # /api/status (the fixture's readiness check) is the `api` resource.
+        f"--GrantsAuthorizer.grants={','.join(['read:api', *grants])}",
+        env={"PYTHONPATH": str(AUTHORIZER_FIXTURE)},
+    ) as (url, root, _log):
+        notebook(root)
+        if profile is None:
+            answer = httpx.post(
+                f"{url}/mcp",
+                headers={
+                    **headers(),
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                },
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            )
+            assert answer.status_code == 403 and "read" in answer.text, answer.text
+            return
+        async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+            if profile == "full":
+                await ok(client, "use_notebook", {"notebook_name": "a.ipynb"})
+                ran = await ok(client, "execute_cell", {"cell_index": 0})
+                assert ran["status"] == "ok"
+                await ok(client, "unuse_notebook", {"notebook_name": "a.ipynb"})
+                return
+            await check_profile(client, profile)
+            if profile == "edit":
+                await ok(
+                    client,
+                    "insert_cell",
+                    {
+                        "notebook_name": "a.ipynb",
+                        "cell_index": -1,
+                        "cell_type": "code",
+                        "cell_source": "2 + 2",
+                    },
+                )
+                assert "2 + 2" in (root / "a.ipynb").read_text()
+        # The URL narrows further, never wider than the authorizer's.
+        if profile == "edit":
+            async with connect(f"{url}/mcp?profile=read-only", TOKEN, "legacy") as client:
+                await check_profile(client, "read-only")

@@ -7,13 +7,15 @@ and one ``http.request`` message, each ``http.response.body`` chunk is
 written and flushed as it comes (so server-sent events stream, the long
 ``GET`` stream included), and a client that goes away is an
 ``http.disconnect``. Nothing is buffered whole and nothing runs in a thread.
+What tornado's side decided about the request (the caller's profile, from
+Jupyter's authorizer) goes into the scope as extra keys.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -32,8 +34,15 @@ class Disconnect:
         self.event.set()
 
 
-async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect) -> None:
-    """Answer tornado `handler`'s request with ASGI `app`, as if it had asked for `path`."""
+async def serve_asgi(
+    handler: Any,
+    app: Any,
+    path: str,
+    disconnected: Disconnect,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Answer tornado `handler`'s request with ASGI `app`, as if it had asked for `path`, with
+    `extra`'s keys in the scope."""
     request = handler.request
     host, _, port = (request.host or "").rpartition(":")
     scope: MutableMapping[str, Any] = {
@@ -52,6 +61,7 @@ async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect
         ],
         "client": (request.remote_ip or "", 0),
         "server": (host or request.host or "", int(port) if port.isdigit() else 0),
+        **(extra or {}),
     }
     body_sent = False
     finished = False
