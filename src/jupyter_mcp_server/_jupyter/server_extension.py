@@ -240,13 +240,16 @@ def configure(app: JupyterMCPServerApp) -> Application:
         use_contents = app.use_contents_manager
         if use_contents is None:
             use_contents = not _is_plain_directory(contents, root)
+        live = LiveDocuments(serverapp)
         application = build_application(
             config,
             serverapp,
             contents=ManagerContents(contents) if use_contents else None,
             # A notebook JupyterLab has open is edited in its shared document.
-            wrap_store=lambda store: LiveStore(store, LiveDocuments(serverapp)),
+            wrap_store=lambda store: LiveStore(store, live),
         )
+        # The people in JupyterLab's rooms, and where they are, for the tools to say.
+        application.state.people = live.people
     except ConfigError as error:
         raise RuntimeError(f"jupyter_mcp_server: {error}") from None
     backend = application.state.kernels.backend
