@@ -121,7 +121,9 @@ def attach_resources(server: Any, state: ServerState) -> None:
         description="Each person in JupyterLab: the notebook in front of them, the selected cell and text.",
         mime_type="application/json",
     )
-    def presence() -> str:
+    async def presence() -> str:
+        # On the event loop, not in a worker thread: Jupyter's file ids are a SQLite
+        # database that answers only the thread that opened it.
         return json.dumps({"people": [person.as_json() for person in state.people()]}, indent=2)
 
     @server.resource(
