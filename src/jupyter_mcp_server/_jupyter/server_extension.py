@@ -247,9 +247,9 @@ def configure(app: JupyterMCPServerApp) -> Application:
             contents=ManagerContents(contents) if use_contents else None,
             # A notebook JupyterLab has open is edited in its shared document.
             wrap_store=lambda store: LiveStore(store, live),
+            # The people in JupyterLab's rooms, and where they are, for the tools to say.
+            people=live.people,
         )
-        # The people in JupyterLab's rooms, and where they are, for the tools to say.
-        application.state.people = live.people
     except ConfigError as error:
         raise RuntimeError(f"jupyter_mcp_server: {error}") from None
     backend = application.state.kernels.backend
