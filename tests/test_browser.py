@@ -13,7 +13,9 @@ check reads the page's DOM, as the person would see it:
 - a person typing in the page the whole time the agent inserts, runs and
   rewrites cells keeps every keystroke, in the page and in the file, and the
   agent's subscription hears what they typed;
-- the agent is shown in the page as a named collaborator while it works.
+- the agent is shown in the page as a named collaborator while it works;
+- the agent sees the cell and the text the person selected (``presence://``,
+  ``outline``, ``read_notebook``), and hears when it changes.
 
 Skipped, saying why, where Chromium, Playwright, JupyterLab or the
 collaboration package is not installed (``scripts/install test`` installs the

@@ -23,6 +23,8 @@ URL. Against it:
 - each notebook's kernel is bound to it in ``/api/sessions`` (remote with
   ``--jupyter-contents``, and inside Jupyter Server), and unbound when the
   agent stops the kernel;
+- Jupyter's authorizer (a custom ``Authorizer`` class, tests/fixtures/jupyter-authorizer)
+  chooses the caller's profile at ``{base_url}/mcp``: read, write, execute;
 - with JupyterLab's collaboration extension (a second server, when
   ``jupyter-server-ydoc`` is installed), a Y client in the notebook's room
   sees the agent's edits without the file being polled.
