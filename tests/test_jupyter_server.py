@@ -997,8 +997,10 @@ async def person_in_jupyterlab(url: str, path: str) -> AsyncIterator[Any]:
     connection = await websocket_connect(HTTPRequest(ws_url, headers=headers()))
     ydoc = Doc()
     notebook = YNotebook(ydoc, Awareness(ydoc))
+    channel = RoomChannel(connection, room, notebook.awareness)
+    notebook.channel = channel  # for a test that speaks as the page does (its awareness)
     try:
-        async with Provider(notebook.ydoc, RoomChannel(connection, room, notebook.awareness)):
+        async with Provider(notebook.ydoc, channel):
             yield notebook
     finally:
         connection.close()
@@ -1586,3 +1588,75 @@ async def test_jupyters_authorizer_chooses_the_callers_profile(tmp_path, grants,
         if profile == "edit":
             async with connect(f"{url}/mcp?profile=read-only", TOKEN, "legacy") as client:
                 await check_profile(client, "read-only")
+
+
+async def test_a_persons_caret_reaches_a_2026_listener_of_presence(tmp_path):
+    """A person's page (the Y client JupyterLab is, here in Python) publishes its caret and
+    selection in a notebook's room, as Yjs relative positions; a 2026-07-28 agent listening to
+    presence:// hears it, and reads the cell and the text. The agent's own state is not a
+    person."""
+    pytest.importorskip(
+        "jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed"
+    )
+    import anyio
+    from pycrdt import Assoc, StickyIndex, create_awareness_message
+
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+    ) as (url, root, _log):
+        nbformat.write(
+            nbformat.v4.new_notebook(
+                cells=[
+                    nbformat.v4.new_code_cell("a = 1", id="first"),
+                    nbformat.v4.new_code_cell("total = a + 41", id="second"),
+                ]
+            ),
+            root / "watched.ipynb",
+        )
+        async with (
+            connect(f"{url}/mcp", TOKEN, "auto") as client,
+            person_in_jupyterlab(url, "watched.ipynb") as page,
+            client.listen(resource_subscriptions=["presence://"]) as subscription,
+        ):
+            assert client.protocol_version == "2026-07-28"
+            await eventually(lambda: len(page.ycells) == 2)
+            source = page.ycells[1]["source"]
+
+            def position(index: int) -> dict[str, Any]:
+                # As Yjs writes one: every key present, null when unused.
+                found = {"type": None, "tname": None, "item": None, "assoc": 0}
+                found.update(StickyIndex.new(source, index, Assoc.AFTER).to_json())
+                found["type"] = StickyIndex.new(source, 0, Assoc.BEFORE).to_json()["type"]
+                return found
+
+            page.awareness.set_local_state(
+                {
+                    "user": {"username": "person-1", "name": "Ada", "display_name": "Ada"},
+                    "cursors": [
+                        {
+                            "anchor": position(0),
+                            "head": position(5),
+                            "primary": True,
+                            "empty": False,
+                        }
+                    ],
+                }
+            )
+            update = page.awareness.encode_awareness_update([page.awareness.client_id])
+            await page.channel.send(create_awareness_message(update))
+            with anyio.fail_after(10):
+                event = await subscription.__anext__()
+            assert event.uri == "presence://"
+            people = json.loads((await client.read_resource("presence://")).contents[0].text)[
+                "people"
+            ]
+            assert [
+                (p["name"], p["notebook"], p["cell_id"], p["cell_index"], p["selection"])
+                for p in people
+            ] == [("Ada", "watched.ipynb", "second", 1, "total")]
+            said = text_of(await client.call_tool("outline", {"notebook_name": "watched.ipynb"}))
+            assert "People here: Ada at cell 1 (second), selected 'total'." in said, said
