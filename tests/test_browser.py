@@ -13,7 +13,9 @@ check reads the page's DOM, as the person would see it:
 - a person typing in the page the whole time the agent inserts, runs and
   rewrites cells keeps every keystroke, in the page and in the file, and the
   agent's subscription hears what they typed;
-- the agent is shown in the page as a named collaborator while it works.
+- the agent is shown in the page as a named collaborator while it works;
+- the agent sees the cell and the text the person selected (``presence://``,
+  ``outline``, ``read_notebook``), and hears when it changes.
 
 Skipped, saying why, where Chromium, Playwright, JupyterLab or the
 collaboration package is not installed (``scripts/install test`` installs the
@@ -398,3 +400,56 @@ async def eventually_on_disk(path: Path, sources: list[str], seconds: float = 10
     while on_disk() != sources:
         assert time.monotonic() < deadline, (on_disk(), sources)
         await asyncio.sleep(0.1)
+
+
+async def people_of(client: Any) -> list[dict[str, Any]]:
+    read = await client.read_resource("presence://")
+    return json.loads(read.contents[0].text)["people"]  # type: ignore[no-any-return]
+
+
+async def test_the_agent_sees_the_cell_and_text_the_person_selected(lab):
+    """The person clicks into a cell and selects text in the page; the agent's presence://
+    subscription hears it, presence:// names the notebook, the cell and the text, and outline
+    and read_notebook say it in a line. Selecting another cell is heard again."""
+    from test_protocol import Updates
+
+    url, root, _, chromium = lab
+    write_notebook(root / "focus.ipynb", "a = 1", "b = 2\nprint(b)", "c = 3")
+    updates = Updates()
+    async with browser(chromium) as chromium_browser, agent(url, updates) as client:
+        # Nobody in it yet: nothing said.
+        outlined = await client.call_tool("outline", {"notebook_name": "focus.ipynb"})
+        assert "People here" not in outlined.content[0].text  # type: ignore[union-attr]
+        await client.subscribe_resource("presence://")
+        page = await open_in_jupyterlab(chromium_browser, url, "focus.ipynb")
+        cells = page.locator(".jp-NotebookPanel .jp-Cell")
+        # As a person does: click into the second cell's last line, select that line.
+        await cells.nth(1).locator(".cm-line").nth(1).click()
+        await page.keyboard.press("End")
+        await page.keyboard.press("Shift+Home")
+
+        async def selected(index: int, seconds: float = 10.0) -> dict[str, Any]:
+            deadline = time.monotonic() + seconds
+            while True:
+                people = [p for p in await people_of(client) if p["cell_index"] == index]
+                if people:
+                    return people[0]
+                assert time.monotonic() < deadline, await people_of(client)
+                await asyncio.sleep(0.1)
+
+        person = await selected(1)
+        assert person["notebook"] == "focus.ipynb" and person["cell_id"] == "cell-1"
+        assert person["selection"] == "print(b)", person
+        assert person["current"] == "focus.ipynb", person
+        await updates.wait_for("presence://")
+        for tool in ("outline", "read_notebook"):
+            said = (await client.call_tool(tool, {"notebook_name": "focus.ipynb"})).content[0].text  # type: ignore[union-attr]
+            line = next(line for line in said.splitlines() if line.startswith("People here"))
+            assert f"{person['name']} at cell 1 (cell-1), selected 'print(b)'" in line, said
+        # Another cell: heard again, and said.
+        updates.uris.clear()
+        await cells.nth(2).locator(".cm-content").click()
+        await updates.wait_for("presence://")
+        person = await selected(2)
+        assert person["cell_id"] == "cell-2" and person["selection"] == ""
+        await screenshot(page, "person-focus")

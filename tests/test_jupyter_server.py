@@ -23,6 +23,8 @@ URL. Against it:
 - each notebook's kernel is bound to it in ``/api/sessions`` (remote with
   ``--jupyter-contents``, and inside Jupyter Server), and unbound when the
   agent stops the kernel;
+- Jupyter's authorizer (a custom ``Authorizer`` class, tests/fixtures/jupyter-authorizer)
+  chooses the caller's profile at ``{base_url}/mcp``: read, write, execute;
 - with JupyterLab's collaboration extension (a second server, when
   ``jupyter-server-ydoc`` is installed), a Y client in the notebook's room
   sees the agent's edits without the file being polled.
@@ -996,8 +998,10 @@ async def person_in_jupyterlab(url: str, path: str) -> AsyncIterator[Any]:
     connection = await websocket_connect(HTTPRequest(ws_url, headers=headers()))
     ydoc = Doc()
     notebook = YNotebook(ydoc, Awareness(ydoc))
+    channel = RoomChannel(connection, room, notebook.awareness)
+    notebook.channel = channel  # for a test that speaks as the page does (its awareness)
     try:
-        async with Provider(notebook.ydoc, RoomChannel(connection, room, notebook.awareness)):
+        async with Provider(notebook.ydoc, channel):
             yield notebook
     finally:
         connection.close()
@@ -1591,3 +1595,143 @@ async def test_a_checkpoint_of_a_notebook_on_a_jupyter_server_is_a_jupyter_check
         assert [c["source"] for c in nbformat.read(root / "checked.ipynb", as_version=4).cells] == [
             "kept = 1"
         ]
+
+
+# --- Jupyter's authorizer chooses the caller's profile -------------------------------
+
+AUTHORIZER_FIXTURE = Path(__file__).parent / "fixtures" / "jupyter-authorizer"
+
+
+@pytest.mark.parametrize(
+    ("grants", "profile"),
+    [
+        (["read:contents"], "read-only"),
+        (["read:contents", "write:contents"], "edit"),
+        (["read:contents", "write:contents", "execute:kernels"], "full"),
+        # Running code writes outputs into the notebook: without write, only reading.
+        (["execute:kernels"], None),
+    ],
+)
+async def test_jupyters_authorizer_chooses_the_callers_profile(tmp_path, grants, profile):
+    """A real Jupyter Server with a custom Authorizer (--ServerApp.authorizer_class): what it
+    allows the caller is the profile /mcp serves it, request by request."""
+    from test_profiles import check_profile, notebook
+
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}",
+        "--ServerApp.authorizer_class=grants_authorizer.GrantsAuthorizer",
+        # /api/status (the fixture's readiness check) is the `api` resource.
+        f"--GrantsAuthorizer.grants={','.join(['read:api', *grants])}",
+        env={"PYTHONPATH": str(AUTHORIZER_FIXTURE)},
+    ) as (url, root, _log):
+        notebook(root)
+        if profile is None:
+            answer = httpx.post(
+                f"{url}/mcp",
+                headers={
+                    **headers(),
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                },
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            )
+            assert answer.status_code == 403 and "read" in answer.text, answer.text
+            return
+        async with connect(f"{url}/mcp", TOKEN, "legacy") as client:
+            if profile == "full":
+                await ok(client, "use_notebook", {"notebook_name": "a.ipynb"})
+                ran = await ok(client, "execute_cell", {"cell_index": 0})
+                assert ran["status"] == "ok"
+                await ok(client, "unuse_notebook", {"notebook_name": "a.ipynb"})
+                return
+            await check_profile(client, profile)
+            if profile == "edit":
+                await ok(
+                    client,
+                    "insert_cell",
+                    {
+                        "notebook_name": "a.ipynb",
+                        "cell_index": -1,
+                        "cell_type": "code",
+                        "cell_source": "2 + 2",
+                    },
+                )
+                assert "2 + 2" in (root / "a.ipynb").read_text()
+        # The URL narrows further, never wider than the authorizer's.
+        if profile == "edit":
+            async with connect(f"{url}/mcp?profile=read-only", TOKEN, "legacy") as client:
+                await check_profile(client, "read-only")
+
+
+async def test_a_persons_caret_reaches_a_2026_listener_of_presence(tmp_path):
+    """A person's page (the Y client JupyterLab is, here in Python) publishes its caret and
+    selection in a notebook's room, as Yjs relative positions; a 2026-07-28 agent listening to
+    presence:// hears it, and reads the cell and the text. The agent's own state is not a
+    person."""
+    pytest.importorskip(
+        "jupyter_server_ydoc", reason="jupyter-collaboration (jupyter-server-ydoc) is not installed"
+    )
+    import anyio
+    from pycrdt import Assoc, StickyIndex, create_awareness_message
+
+    with jupyter_server_process(
+        tmp_path,
+        TOKEN,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True, 'jupyter_server_ydoc': True, 'jupyter_server_fileid': True}",
+        f"--SQLiteYStore.db_path={tmp_path / 'ystore.db'}",
+        f"--YDocExtension.session_store_path={tmp_path / 'collaboration_sessions.json'}",
+    ) as (url, root, _log):
+        nbformat.write(
+            nbformat.v4.new_notebook(
+                cells=[
+                    nbformat.v4.new_code_cell("a = 1", id="first"),
+                    nbformat.v4.new_code_cell("total = a + 41", id="second"),
+                ]
+            ),
+            root / "watched.ipynb",
+        )
+        async with (
+            connect(f"{url}/mcp", TOKEN, "auto") as client,
+            person_in_jupyterlab(url, "watched.ipynb") as page,
+            client.listen(resource_subscriptions=["presence://"]) as subscription,
+        ):
+            assert client.protocol_version == "2026-07-28"
+            await eventually(lambda: len(page.ycells) == 2)
+            source = page.ycells[1]["source"]
+
+            def position(index: int) -> dict[str, Any]:
+                # As Yjs writes one: every key present, null when unused.
+                found = {"type": None, "tname": None, "item": None, "assoc": 0}
+                found.update(StickyIndex.new(source, index, Assoc.AFTER).to_json())
+                found["type"] = StickyIndex.new(source, 0, Assoc.BEFORE).to_json()["type"]
+                return found
+
+            page.awareness.set_local_state(
+                {
+                    "user": {"username": "person-1", "name": "Ada", "display_name": "Ada"},
+                    "cursors": [
+                        {
+                            "anchor": position(0),
+                            "head": position(5),
+                            "primary": True,
+                            "empty": False,
+                        }
+                    ],
+                }
+            )
+            update = page.awareness.encode_awareness_update([page.awareness.client_id])
+            await page.channel.send(create_awareness_message(update))
+            with anyio.fail_after(10):
+                event = await subscription.__anext__()
+            assert event.uri == "presence://"
+            people = json.loads((await client.read_resource("presence://")).contents[0].text)[
+                "people"
+            ]
+            assert [
+                (p["name"], p["notebook"], p["cell_id"], p["cell_index"], p["selection"])
+                for p in people
+            ] == [("Ada", "watched.ipynb", "second", 1, "total")]
+            said = text_of(await client.call_tool("outline", {"notebook_name": "watched.ipynb"}))
+            assert "People here: Ada at cell 1 (second), selected 'total'." in said, said

@@ -14,7 +14,9 @@ takes), one without. Then:
 - the token without the scope stops the server at start, saying which scope
   a hub token needs, never repeating it;
 - her server, with this package's extension enabled, serves
-  ``/user/alice/mcp`` behind the hub to her token, and refuses the other.
+  ``/user/alice/mcp`` behind the hub to her token, and refuses the other;
+- JupyterHub's custom scopes ``custom:jupyter_server:ACTION:RESOURCE`` on a token choose
+  its profile there (read only: ``read-only``; write too: ``edit``; execute too: ``full``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ from conftest import (
 from test_jupyter_server import NO_PRESTART, connect
 
 ADMIN_TOKEN = "hub-admin-service-token-3e8a1f"
+#: Jupyter Server's permissions as JupyterHub custom scopes, in the shape its docs recommend.
+JUPYTER_SERVER_SCOPES = (
+    "custom:jupyter_server:read:contents",
+    "custom:jupyter_server:write:contents",
+    "custom:jupyter_server:execute:kernels",
+)
 
 
 def _hub_api(url: str, method: str, path: str, **kwargs: object) -> httpx.Response:
@@ -83,6 +91,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
     config = tmp / "jupyterhub_config.py"
     config.write_text(
         "c = get_config()  # noqa\n"
+        f"JUPYTER_SERVER_SCOPES = {list(JUPYTER_SERVER_SCOPES)!r}\n"
         f"c.JupyterHub.bind_url = {url!r}\n"
         f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{hub_port}'\n"
         f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{proxy_port}'\n"
@@ -95,7 +104,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
         f"c.JupyterHub.cookie_secret_file = {str(tmp / 'cookie_secret')!r}\n"
         f"c.JupyterHub.pid_file = {str(tmp / 'jupyterhub.pid')!r}\n"
         f"c.JupyterHub.services = [{{'name': 'admin', 'api_token': {ADMIN_TOKEN!r}}}]\n"
-        "c.JupyterHub.load_roles = [{'name': 'admin-service', 'scopes': ['admin:users', 'admin:servers', 'tokens'], 'services': ['admin']}]\n"
+        "c.JupyterHub.load_roles = [{'name': 'admin-service', 'scopes': ['admin:users', 'admin:servers', 'tokens'], 'services': ['admin']},"
+        " {'name': 'user', 'scopes': ['self', *(s + '!user' for s in JUPYTER_SERVER_SCOPES)]}]\n"
+        "c.JupyterHub.custom_scopes = {s: {'description': s} for s in JUPYTER_SERVER_SCOPES}\n"
         f"c.Spawner.args = {spawner_args!r}\n"
         "c.Spawner.http_timeout = 60\n"
         "c.Spawner.start_timeout = 120\n"
@@ -236,3 +247,60 @@ async def test_the_extension_in_the_users_server_serves_mcp_behind_the_hub(hub):
         json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
     )
     assert answer.status_code in (302, 401, 403), answer.status_code
+
+
+def _token(url: str, scopes: list[str]) -> str:
+    return _hub_api(
+        url, "POST", "/users/alice/tokens", json={"scopes": scopes, "note": " ".join(scopes)}
+    ).json()["token"]
+
+
+async def test_hub_scopes_choose_the_callers_profile_in_the_users_server(hub):
+    """JupyterHub's single-user authorizer ignores Jupyter Server's action and resource (any
+    token reaching the server may do everything: the agent's token above runs code). Its
+    custom scopes ``custom:jupyter_server:ACTION:RESOURCE`` say more, and /mcp holds a token
+    carrying them to them; a token that cannot reach the server at all (only
+    ``read:servers``, the hub API's scope) is refused before anything is served."""
+    from test_profiles import check_profile, notebook
+
+    base, home, _, _ = hub
+    url = base.removesuffix("/user/alice")
+    access = "access:servers!user=alice"
+    notebook(home)
+    read = _token(url, [access, "custom:jupyter_server:read:contents!user=alice"])
+    async with connect(f"{base}/mcp", read, "legacy") as client:
+        await check_profile(client, "read-only")
+    # JupyterHub's own authorizer lets the same token write through Jupyter Server's REST API:
+    # the custom scopes bind /mcp only, as said in docs/jupyter-server.md.
+    written = httpx.put(
+        f"{base}/api/contents/by-rest.txt",
+        headers={"Authorization": f"token {read}"},
+        json={"type": "file", "format": "text", "content": "the hub allowed it"},
+    )
+    assert written.status_code in (200, 201), written.text
+    write = _token(
+        url,
+        [
+            access,
+            "custom:jupyter_server:read:contents!user=alice",
+            "custom:jupyter_server:write:contents!user=alice",
+        ],
+    )
+    async with connect(f"{base}/mcp", write, "legacy") as client:
+        await check_profile(client, "edit")
+    everything = _token(url, [access, *(f"{scope}!user=alice" for scope in JUPYTER_SERVER_SCOPES)])
+    async with connect(f"{base}/mcp", everything, "legacy") as client:
+        await ok(client, "use_notebook", {"notebook_name": "a.ipynb"})
+        assert (await ok(client, "execute_cell", {"cell_index": 0}))["status"] == "ok"
+        await ok(client, "unuse_notebook", {"notebook_name": "a.ipynb"})
+    reader = _token(url, ["read:servers!user=alice"])
+    answer = httpx.post(
+        f"{base}/mcp",
+        headers={
+            "Authorization": f"token {reader}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    )
+    assert answer.status_code == 403, answer.status_code

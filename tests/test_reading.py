@@ -216,3 +216,17 @@ async def test_outputs_read_as_a_person_sees_them(workspace):
         blob = next(c.blob for c in whole if c.mime_type == "image/png")
         assert base64.b64decode(blob)[:8] == b"\x89PNG\r\n\x1a\n" and len(blob) > 100_000
         assert error_code(picture) is None
+
+
+async def test_outside_jupyterlab_nobody_is_present_and_nothing_is_said(workspace):
+    """presence:// answers no people where no JupyterLab is (the CLI), a subscription to it is
+    accepted, and outline and read_notebook add no line (the browser test shows a person)."""
+    async with serve(workspace) as client:
+        await ok(client, "use_notebook", {"notebook_name": "alone.ipynb", "mode": "create"})
+        read = await client.read_resource("presence://")
+        assert json.loads(read.contents[0].text) == {"people": []}
+        await client.subscribe_resource("presence://")
+        for tool in ("outline", "read_notebook"):
+            said = text_of(await client.call_tool(tool, {"notebook_name": "alone.ipynb"}))
+            assert "People here" not in said, said
+        await client.unsubscribe_resource("presence://")

@@ -115,11 +115,13 @@ def build_state(
     *,
     contents: Any = None,
     wrap_store: Callable[[Any], Any] | None = None,
+    people: Callable[[], list[Any]] | None = None,
 ) -> ServerState:
     """The server's state from its configuration; ``ConfigError`` for a capability nobody
     declared or a kernel backend that cannot be used (nothing has started yet). Inside Jupyter
     Server: its ``ServerApp``, its `contents` (a ``_store.contents.ContentsFiles``) when notebooks
-    are kept there, and `wrap_store` (the live documents of JupyterLab's collaboration)."""
+    are kept there, `wrap_store` (the live documents of JupyterLab's collaboration), and
+    `people` (who is in JupyterLab's rooms, and where)."""
     hooks = Hooks()
     extensions = ExtensionManager(hooks, name=SERVER_NAME, instructions=INSTRUCTIONS)
     extensions.add_all(load_extensions(config.extensions, CoreToolsExtension()))
@@ -185,6 +187,8 @@ def build_state(
         state.use_contents(contents)
     if wrap_store is not None:
         state.store = wrap_store(state.store)
+    if people is not None:
+        state.people = people
     check_environment_settings(state)
     if config.audit_log is not None:
 
@@ -345,10 +349,13 @@ def build_application(
     *,
     contents: Any = None,
     wrap_store: Callable[[Any], Any] | None = None,
+    people: Callable[[], list[Any]] | None = None,
 ) -> Application:
     """The whole server from its configuration: what the CLI and Jupyter Server (with its
     parts, see :func:`build_state`) both run."""
-    return Application(build_state(config, serverapp, contents=contents, wrap_store=wrap_store))
+    return Application(
+        build_state(config, serverapp, contents=contents, wrap_store=wrap_store, people=people)
+    )
 
 
 def _sweep(state: ServerState) -> None:

@@ -58,6 +58,7 @@ from ._store.contents import RemoteContents
 from ._store.derived import DerivedValues
 from ._store.history import Histories, Limits
 from ._store.recording import Recorder
+from ._tools.helpers.focus import PersonFocus
 from ._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -160,6 +161,9 @@ class ServerState:
         self.jupyter: Any = None
         #: By connection key, oldest first: each until its connection ends (`connection_ended`).
         self._connections: OrderedDict[str, ConnectionState] = OrderedDict()
+        #: The people beside the agent and where they are (inside JupyterLab: its rooms'
+        #: awareness, `_jupyter/focus.py`); nobody elsewhere.
+        self.people: Callable[[], list[PersonFocus]] = list
         #: Told `(key, what it had chosen or None)` when a connection ends (the HTTP router).
         self.connection_ends: list[Callable[[str, ConnectionState | None], None]] = []
 

@@ -44,8 +44,10 @@ from typing import Any, TypeVar
 
 from jupyter_mcp_server._calls.callers import serving_caller
 from jupyter_mcp_server._errors import INVALID_PATH, REVISION_CONFLICT, ToolFailure
+from jupyter_mcp_server._jupyter.focus import people_in
 from jupyter_mcp_server._jupyter.presence import GLOBAL_AWARENESS_ROOM, Presence
 from jupyter_mcp_server._store.store import revision_conflict
+from jupyter_mcp_server._tools.helpers.focus import PersonFocus
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +87,22 @@ class LiveDocuments:
 
     def available(self) -> bool:
         return self._extension() is not None
+
+    def people(self) -> list[PersonFocus]:
+        """Everyone in JupyterLab's rooms and where they are (none without the extension)."""
+        extension = self._extension()
+        rooms = getattr(getattr(extension, "ywebsocket_server", None), "rooms", None)
+        file_ids = self.serverapp.web_app.settings.get("file_id_manager")
+        if not rooms or file_ids is None:
+            return []
+
+        def path_of(file_id: str) -> str | None:
+            try:
+                return file_ids.get_path(file_id)  # type: ignore[no-any-return]
+            except Exception:
+                return None
+
+        return people_in(rooms, path_of)
 
     async def room(self, path: str) -> OpenRoom | None:
         """The open document of `path` and the file loader that saves it, or None."""

@@ -14,7 +14,8 @@ application, answered from a tornado handler on Jupyter Server's event loop
 (:mod:`jupyter_mcp_server._transports.tornado_bridge`). Jupyter Server's
 authentication guards it: a request needs what any other API call needs
 (``Authorization: token …`` with the server's token, or a logged-in
-browser's cookie and XSRF token), and is refused with 403 otherwise.
+browser's cookie and XSRF token), and is refused with 403 otherwise. Jupyter's authorizer
+then chooses the caller's profile, per request (:mod:`jupyter_mcp_server._jupyter.permissions`).
 
 The agent and the person share kernels and files: kernels are started by
 Jupyter Server's kernel manager (they are in ``/api/kernels`` and JupyterLab;
@@ -41,7 +42,6 @@ from typing import Any
 
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.application import ExtensionApp
-from jupyter_server.utils import ensure_async
 from tornado import web
 from traitlets import Bool, Float, Int, List, TraitType, Unicode
 
@@ -55,7 +55,9 @@ from jupyter_mcp_server._config import (
     read_config,
 )
 from jupyter_mcp_server._jupyter.collaboration import LiveDocuments, LiveStore
+from jupyter_mcp_server._jupyter.permissions import granted_profile
 from jupyter_mcp_server._kernels.inprocess import ServerAppBackend
+from jupyter_mcp_server._protocol.profile_guard import SCOPE_KEY
 from jupyter_mcp_server._store.contents import ManagerContents
 from jupyter_mcp_server._transports.http import SelectionRouter
 from jupyter_mcp_server._transports.tornado_bridge import Disconnect, serve_asgi
@@ -102,13 +104,17 @@ class MCPBridge:
 
     async def serve(self, handler: MCPHandler) -> None:
         await self.start()
-        await serve_asgi(handler, self.router, MCP_PATH, handler.disconnected)
+        await serve_asgi(
+            handler, self.router, MCP_PATH, handler.disconnected, {SCOPE_KEY: handler.profile}
+        )
 
 
 class MCPHandler(JupyterHandler):
     """``{base_url}/mcp``: Jupyter's authentication, then the MCP application."""
 
     bridge: MCPBridge
+    #: The caller's profile, from Jupyter's authorizer (`prepare`).
+    profile: str | None = None
 
     def initialize(self, bridge: MCPBridge) -> None:  # type: ignore[override]
         self.bridge = bridge
@@ -122,10 +128,14 @@ class MCPHandler(JupyterHandler):
             raise web.HTTPError(
                 403, "Authentication required: send 'Authorization: token <Jupyter token>'."
             )
-        # Whoever reaches the tools runs code and writes files.
-        for action, resource in (("execute", "kernels"), ("write", "contents")):
-            if not await ensure_async(self.authorizer.is_authorized(self, user, action, resource)):
-                raise web.HTTPError(403, f"Not authorized to {action} {resource}.")
+        # What the caller may do is Jupyter's authorizer's to say, asked for each request.
+        self.profile = await granted_profile(self, user)
+        if self.profile is None:
+            raise web.HTTPError(
+                403,
+                "Not authorized to read contents on this server: ask its administrator for "
+                "read (or write, execute) permission.",
+            )
 
     def on_connection_close(self) -> None:
         self.disconnected()
@@ -230,12 +240,15 @@ def configure(app: JupyterMCPServerApp) -> Application:
         use_contents = app.use_contents_manager
         if use_contents is None:
             use_contents = not _is_plain_directory(contents, root)
+        live = LiveDocuments(serverapp)
         application = build_application(
             config,
             serverapp,
             contents=ManagerContents(contents) if use_contents else None,
             # A notebook JupyterLab has open is edited in its shared document.
-            wrap_store=lambda store: LiveStore(store, LiveDocuments(serverapp)),
+            wrap_store=lambda store: LiveStore(store, live),
+            # The people in JupyterLab's rooms, and where they are, for the tools to say.
+            people=live.people,
         )
     except ConfigError as error:
         raise RuntimeError(f"jupyter_mcp_server: {error}") from None

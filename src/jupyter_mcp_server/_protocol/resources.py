@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 CAPABILITIES_URI = "capabilities://"
 SELF_DESCRIPTION_URI = "jupymcp://capabilities"
+#: The people beside the agent in JupyterLab and where they are; subscribers hear it change.
+PRESENCE_URI = "presence://"
 NOTEBOOK_TEMPLATE = "notebook:///{+path}"
 NOTEBOOK_MIME = "application/x-ipynb+json"
 CELL_SCHEME = "notebook-cell"
@@ -111,6 +113,18 @@ def attach_resources(server: Any, state: ServerState) -> None:
     )
     def described() -> str:
         return json.dumps(self_description(state), indent=2)
+
+    @server.resource(
+        PRESENCE_URI,
+        name="presence",
+        title="People in JupyterLab",
+        description="Each person in JupyterLab: the notebook in front of them, the selected cell and text.",
+        mime_type="application/json",
+    )
+    async def presence() -> str:
+        # On the event loop, not in a worker thread: Jupyter's file ids are a SQLite
+        # database that answers only the thread that opened it.
+        return json.dumps({"people": [person.as_json() for person in state.people()]}, indent=2)
 
     @server.resource(
         NOTEBOOK_TEMPLATE,

@@ -23,7 +23,10 @@ about the server's own writes and about a save that left the bytes as they
 were. Nothing is announced for a notebook nobody subscribed to, and a URI
 outside the workspace is refused (2025-11-25) or never fires (2026-07-28).
 A URI of another scheme (an extension's resource) is accepted and never
-fired from here.
+fired from here, but for ``presence://`` (the people in JupyterLab and where they
+are): while anyone subscribes to it, the people are looked at every half second
+(:data:`PRESENCE_POLL`), and a change (a person arrives, leaves, selects another
+cell or other text) is announced.
 """
 
 from __future__ import annotations
@@ -43,7 +46,12 @@ from mcp.shared.subscriptions import ResourceUpdated
 from jupyter_mcp_server._calls.connections import connection_key
 from jupyter_mcp_server._errors import INVALID_PATH, ToolFailure
 from jupyter_mcp_server._protocol.handlers import serve, when_connection_closes
-from jupyter_mcp_server._protocol.resources import CELL_SCHEME, OUTPUT_SCHEME, parse_part_uri
+from jupyter_mcp_server._protocol.resources import (
+    CELL_SCHEME,
+    OUTPUT_SCHEME,
+    PRESENCE_URI,
+    parse_part_uri,
+)
 from jupyter_mcp_server._state import ServerState
 from jupyter_mcp_server._store.files import revision_of
 from jupyter_mcp_server._workspace.notebook_uris import path_of_uri
@@ -51,6 +59,8 @@ from jupyter_mcp_server._workspace.notebook_uris import path_of_uri
 logger = logging.getLogger(__name__)
 
 DEFAULT_DEBOUNCE_MS = 200
+#: Seconds between two looks at where the people are, while presence:// is subscribed to.
+PRESENCE_POLL = 0.5
 #: RFC 3986 scheme.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
@@ -82,6 +92,8 @@ class NotebookEvents:
         #: Watchers told to stop that have not ended yet.
         self._ending: set[asyncio.Task[None]] = set()
         self._store_observed = False
+        #: Looks at the people while presence:// is held.
+        self._presence: asyncio.Task[None] | None = None
 
     # -- who watches what ----------------------------------------------------
 
@@ -116,6 +128,29 @@ class NotebookEvents:
                 del self._announced[path]
         if not self._paths:
             self._stop_watching()
+        if PRESENCE_URI not in held and self._presence is not None:
+            self._presence.cancel()
+            self._presence = None
+
+    def _hold_presence(self) -> None:
+        if self._presence is None or self._presence.done():
+            with contextlib.suppress(RuntimeError):
+                loop = asyncio.get_running_loop()
+                self._presence = contextvars.Context().run(loop.create_task, self._watch_people())
+
+    async def _watch_people(self) -> None:
+        """Announce presence:// each time the people, or where they are, change."""
+        seen = self.state.people()
+        while True:
+            await asyncio.sleep(PRESENCE_POLL)
+            try:
+                now = self.state.people()
+            except Exception:
+                logger.debug("Could not look at the people", exc_info=True)
+                continue
+            if now != seen:
+                seen = now
+                await self.announce_uri(PRESENCE_URI)
 
     async def subscribe(self, key: str, session: Any, uri: str) -> None:
         # Another scheme is an extension's resource (or capabilities://): the
@@ -134,6 +169,8 @@ class NotebookEvents:
         connection.uris.add(uri)
         if path is not None:
             await self._hold(uri, path)
+        elif uri == PRESENCE_URI:
+            self._hold_presence()
 
     def forget_connection(self, key: str) -> None:
         """The connection is gone (its HTTP session deleted or expired): release what it held."""
@@ -153,6 +190,11 @@ class NotebookEvents:
         """Hold the URIs a listen stream asked for; those outside the workspace are left out."""
         held = []
         for uri in uris:
+            if uri == PRESENCE_URI:
+                self.listened[uri] += 1
+                self._hold_presence()
+                held.append(uri)
+                continue
             try:
                 path = self.path_of(uri)
             except Exception:
@@ -181,6 +223,13 @@ class NotebookEvents:
         self._announced[path] = revision
         uris = [uri for uri, watched in self._paths.items() if watched == path]
         logger.debug("%s changed (revision %s); announcing %d URI(s)", path, revision, len(uris))
+        await self._tell(uris)
+
+    async def announce_uri(self, uri: str) -> None:
+        """Tell every subscriber of `uri` (one that names no notebook) that it changed."""
+        await self._tell([uri])
+
+    async def _tell(self, uris: list[str]) -> None:
         for uri in uris:
             await self.bus.publish(ResourceUpdated(uri=uri))
         for key, connection in list(self.connections.items()):
@@ -240,6 +289,9 @@ class NotebookEvents:
         self._paths.clear()
         self._announced.clear()
         self._stop_watching()
+        if self._presence is not None:
+            self._presence.cancel()
+            self._presence = None
         ending = [task for task in self._ending if not task.done()]
         if not ending:
             return

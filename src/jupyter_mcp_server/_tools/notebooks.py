@@ -14,6 +14,7 @@ from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._tools.helpers import models
 from jupyter_mcp_server._tools.helpers.addressing import checked_path, connection_of, notebook_path
 from jupyter_mcp_server._tools.helpers.budget import allot, head_and_tail
+from jupyter_mcp_server._tools.helpers.focus import focus_line
 from jupyter_mcp_server._tools.helpers.headings import headings_line, headings_of
 from jupyter_mcp_server._tools.helpers.model_text import output_text
 from jupyter_mcp_server._tools.helpers.rendering import (
@@ -422,6 +423,8 @@ async def read_notebook(
         lines[line] = "[error output]\n" + head_and_tail(text, share, uri)
     if (headings := headings_line(headings_of(cells[start_index:stop], start_index))) is not None:
         lines.insert(1 + bool(said), headings)
+    if (people := focus_line(server.people(), path)) is not None:
+        lines.insert(1 + bool(said), people)
     result = models.NotebookRead(
         cell_count=len(cells),
         start_index=start_index,

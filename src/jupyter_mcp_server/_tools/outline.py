@@ -26,6 +26,7 @@ from jupyter_mcp_server._kernels.outputs import payload_size
 from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._tools.helpers import models
 from jupyter_mcp_server._tools.helpers.addressing import notebook_path
+from jupyter_mcp_server._tools.helpers.focus import focus_line
 from jupyter_mcp_server._tools.helpers.headings import MAX_HEADINGS, headings_of
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server._tools.helpers.staleness import FRESH, states_of
@@ -203,6 +204,8 @@ async def outline(
         counts[cell.get("cell_type")] = counts.get(cell.get("cell_type"), 0) + 1
     said = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     lines = [f"'{path}': {len(cells)} cells ({said}), revision {view.revision}"]
+    if (people := focus_line(server.people(), path)) is not None:
+        lines.append(people)
     if shown:
         where = (
             f" of the section at cell {begin} (cells {begin}-{end - 1})"

@@ -7,6 +7,8 @@ and one ``http.request`` message, each ``http.response.body`` chunk is
 written and flushed as it comes (so server-sent events stream, the long
 ``GET`` stream included), and a client that goes away is an
 ``http.disconnect``. Nothing is buffered whole and nothing runs in a thread.
+What tornado's side decided about the request (the caller's profile, from
+Jupyter's authorizer) goes into the scope as extra keys.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from jupyter_mcp_server._calls.callers import SIGNED_IN_USER_KEY
@@ -51,8 +53,15 @@ def _identified(user: Any) -> str | None:
     return username
 
 
-async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect) -> None:
-    """Answer tornado `handler`'s request with ASGI `app`, as if it had asked for `path`."""
+async def serve_asgi(
+    handler: Any,
+    app: Any,
+    path: str,
+    disconnected: Disconnect,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Answer tornado `handler`'s request with ASGI `app`, as if it had asked for `path`, with
+    `extra`'s keys in the scope."""
     request = handler.request
     host, _, port = (request.host or "").rpartition(":")
     scope: MutableMapping[str, Any] = {
@@ -71,6 +80,7 @@ async def serve_asgi(handler: Any, app: Any, path: str, disconnected: Disconnect
         ],
         "client": (request.remote_ip or "", 0),
         "server": (host or request.host or "", int(port) if port.isdigit() else 0),
+        **(extra or {}),
     }
     # The person Jupyter Server authenticated (a Hub user's server: the Hub user): the
     # caller's user (_calls/callers.py), rather than the OS user the server runs as.
