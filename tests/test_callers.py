@@ -96,7 +96,9 @@ async def test_the_audit_log_and_the_history_name_the_caller(workspace: Path, tm
 
 
 @asynccontextmanager
-async def agent(url: str, *, token: str = TOKEN) -> AsyncIterator[Client]:
+async def agent(
+    url: str, *, token: str = TOKEN, client_info: Implementation = SAME_CLIENT
+) -> AsyncIterator[Client]:
     """A 2026-07-28 client over stateless HTTP, with the shared token and the same client info."""
     async with (
         httpx2.AsyncClient(
@@ -106,7 +108,7 @@ async def agent(url: str, *, token: str = TOKEN) -> AsyncIterator[Client]:
             streamable_http_client(url, http_client=http),
             mode="auto",
             extensions=[Tasks()],
-            client_info=SAME_CLIENT,
+            client_info=client_info,
         ) as client,
     ):
         assert client.protocol_version == "2026-07-28"
@@ -311,3 +313,49 @@ async def test_detached_runs_on_two_notebooks_sharing_a_kernel_queue(workspace: 
         one_done = float(states[first["run_id"]].split("one done ")[1].split()[0])
         two_starts = float(states[second["run_id"]].split("two starts ")[1].split()[0])
         assert two_starts >= one_done, "the second run started before the first ended"
+
+
+async def test_a_stateless_agents_handle_keeps_its_current_notebook_and_only_its_own(
+    workspace: Path,
+):
+    """use_notebook on a stateless request is remembered for the agent handle it carries:
+    each agent writes to its own current notebook without naming it, and a request with no
+    handle, or another token presenting the same handle, has no current notebook."""
+    write_notebook(workspace / "a.ipynb", [])
+    write_notebook(workspace / "b.ipynb", [])
+    with http_server(workspace, "--mcp-token", TOKEN, "--capability", "kernel.prestart=off") as url:
+        async with agent(url) as first, agent(url) as second:
+            a, b = await handle_of(first), await handle_of(second)
+            await ok_as(first, a, "use_notebook", {"notebook_name": "a.ipynb", "mode": "connect"})
+            await ok_as(second, b, "use_notebook", {"notebook_name": "b.ipynb", "mode": "connect"})
+            for i in range(3):
+                for client, me, mark in ((first, a, "A"), (second, b, "B")):
+                    await ok_as(
+                        client,
+                        me,
+                        "insert_cell",
+                        {"cell_index": -1, "cell_type": "markdown", "cell_source": f"{mark}{i}"},
+                    )
+            for path, mark in (("a.ipynb", "A"), ("b.ipynb", "B")):
+                cells = nbformat.read(str(workspace / path), as_version=4).cells
+                assert [c.source for c in cells] == [f"{mark}{i}" for i in range(3)], path
+            without = {"cell_index": -1, "cell_type": "markdown", "cell_source": "lost"}
+            await refused_as(first, None, "insert_cell", without, "no_notebook")
+    # The same handle from another client is another caller: nothing of the first's.
+    with http_server(workspace, "--mcp-token", TOKEN, "--capability", "kernel.prestart=off") as url:
+        async with agent(url) as first:
+            mine = {AGENT_META_KEY: "agent-shared-handle-0123456789"}
+            await ok_as(
+                first, mine, "use_notebook", {"notebook_name": "a.ipynb", "mode": "connect"}
+            )
+            await ok_as(
+                first,
+                mine,
+                "insert_cell",
+                {"cell_index": -1, "cell_type": "code", "cell_source": "1"},
+            )
+        other = Implementation(name="another-client", version="1")
+        async with agent(url, client_info=other) as stranger:
+            refused = await call(stranger, mine, "insert_cell", without)
+            assert refused.is_error, text_of(refused)
+    assert "lost" not in (workspace / "a.ipynb").read_text()

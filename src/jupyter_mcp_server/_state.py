@@ -31,6 +31,7 @@ from jupyter_mcp_server._calls.callers import (
     AGENT_META_KEY,
     caller_of,
     new_handle,
+    remembered_connection,
     serving_as,
 )
 from jupyter_mcp_server._calls.connections import session_of
@@ -370,7 +371,7 @@ class ServingState:
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         token = _serving.set(ctx.lifespan_context)
         session = session_of(ctx)
-        connection = _serving_connection.set(session)
+        connection = _serving_connection.set(remembered_connection(ctx))
         caller = caller_of(ctx)
         try:
             with serving_as(caller):

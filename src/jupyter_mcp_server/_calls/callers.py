@@ -107,6 +107,19 @@ def agent_handle(ctx: Any) -> str | None:
     return handle if isinstance(handle, str) and _HANDLE.fullmatch(handle) else None
 
 
+def remembered_connection(ctx: Any) -> str | None:
+    """What a request's choices (``use_notebook``'s current notebook and names) are kept
+    under: its session, or on a stateless request that carries an agent handle, that agent
+    (the caller's owner key, so a handle someone else presents names nothing of theirs);
+    None for a stateless request without one, which remembers nothing."""
+    session = session_of(ctx)
+    if session is not None:
+        return session
+    if agent_handle(ctx) is None:
+        return None
+    return caller_of(ctx).owner
+
+
 def new_handle() -> str:
     """A handle for a stateless caller that brought none."""
     return "agent-" + secrets.token_urlsafe(16)

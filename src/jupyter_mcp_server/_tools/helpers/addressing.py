@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from jupyter_mcp_server._calls.connections import session_of
+from jupyter_mcp_server._calls.callers import remembered_connection
 from jupyter_mcp_server._errors import (
     INVALID_ARGUMENT,
     INVALID_PATH,
@@ -29,7 +29,7 @@ def connection_of(ctx: Context | None) -> ConnectionState:
         # Called without its context (an extension narrowing a tool and calling it with
         # only its arguments): the connection of the request being served.
         return state_of(None).connection(serving_connection())
-    return state_of(ctx).connection(session_of(ctx))
+    return state_of(ctx).connection(remembered_connection(ctx))
 
 
 def notebook_path(ctx: Context | None, notebook_name: str | None) -> str:
