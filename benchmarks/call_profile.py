@@ -164,9 +164,10 @@ LAYERS = (
 #: (a function renamed or moved), and the run exits with status 1: its layer would read low.
 OFF_PATH = frozenset({"_calls/approvals.py:asks_for", "_protocol/masking.py:mask"})
 
-#: Where a thread waits with nothing to do: not the server's time.
-IDLE = (("selectors.py", "select"), ("concurrent/futures/thread.py", "_worker"))
-#: Where the busy threads' time is counted from: the event loop's passes and the workers' items.
+#: Where the event loop waits with nothing to do: not the server's time.
+IDLE = (("selectors.py", "select"),)
+#: Where the busy threads' time is counted from: the event loop's passes and the worker
+#: threads' work items (a worker's wait for its next item is outside them).
 BUSY = (("asyncio/base_events.py", "_run_once"), ("concurrent/futures/thread.py", "run"))
 
 
@@ -186,7 +187,7 @@ def _cumulative(stats: pstats.Stats, functions: Iterable[tuple[str, str]]) -> fl
 def busy_seconds(stats: pstats.Stats) -> float:
     """Every thread's time outside its idle waits: the loop's passes less its epoll waits,
     plus the worker threads' work items."""
-    loop = _cumulative(stats, [BUSY[0]]) - _cumulative(stats, [IDLE[0]])
+    loop = _cumulative(stats, [BUSY[0]]) - _cumulative(stats, IDLE)
     return loop + _cumulative(stats, [BUSY[1]])
 
 
