@@ -571,6 +571,26 @@ def test_the_step_up_rule_stays_within_the_server_and_the_url():
     assert wider_profile("read-only", "full", narrowed) is None
 
 
+def test_a_uri_scope_is_held_by_its_short_name_as_entra_writes_it():
+    from jupyter_mcp_server._transports.authorization import ScopeProfiles
+
+    entra = ScopeProfiles(
+        (
+            ("api://app-id/notebooks.read", "read-only"),
+            ("api://app-id/notebooks.write", "edit"),
+            ("api://app-id/code.execute", "full"),
+        ),
+        "full",
+    )
+    assert entra.profile(["notebooks.read"]) == "read-only"
+    assert entra.profile(["notebooks.read", "notebooks.write"]) == "edit"
+    assert entra.profile(["api://app-id/code.execute"]) == "full"
+    assert entra.profile(["app-id/notebooks.read", "read"]) is None
+    assert entra.step_up("edit") == "api://app-id/notebooks.write"  # the name to ask for
+    plain = ScopeProfiles((("notebooks:read", "read-only"),), "full")
+    assert plain.profile(["read"]) is None and plain.profile(["notebooks:read"]) == "read-only"
+
+
 async def test_the_official_client_steps_up_when_a_tool_needs_more(server, provider):
     provider.control("scopes", resource=server.url(), scope="notebooks:read")
     storage = Memory()

@@ -59,6 +59,16 @@ def _url(text: str) -> AnyHttpUrl:
     return _URL.validate_python(text)
 
 
+def _granted(scope: str, scopes: Sequence[str]) -> bool:
+    """Whether a token's `scopes` hold `scope`. A scope written as a URI
+    (``api://APPLICATION-ID/notebooks.read``) is also held by its last segment: Microsoft Entra
+    wants the full name asked for and writes the short one in ``scp``, of the API that the
+    token's audience (already checked to be this server) names."""
+    if scope in scopes:
+        return True
+    return "://" in scope and scope.rsplit("/", 1)[-1] in scopes
+
+
 @dataclass(frozen=True)
 class ScopeProfiles:
     """Which scope grants which profile, and the server's own profile above them all."""
@@ -68,7 +78,7 @@ class ScopeProfiles:
 
     def profile(self, scopes: Sequence[str]) -> str | None:
         """The widest profile `scopes` grant, within the server's; None: they grant nothing."""
-        granted = [profile for scope, profile in self.granted_by if scope in scopes]
+        granted = [profile for scope, profile in self.granted_by if _granted(scope, scopes)]
         if not granted:
             return None
         return narrowest(max(granted, key=rank), self.server)
