@@ -348,6 +348,9 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--client-processes", type=int, default=2)
+    parser.add_argument(
+        "--static-first", action="store_true", help="the --mcp-token run first (the order's share)"
+    )
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -361,9 +364,10 @@ def main() -> int:
     provider, issuer, key, kid = start_provider(root)
     results = []
     try:
-        log(f"-- auth: {args.clients} clients, tokens of their own from {issuer}")
-        results.append(
-            run(
+
+        def signed_in() -> dict[str, Any]:
+            log(f"-- auth: {args.clients} clients, tokens of their own from {issuer}")
+            return run(
                 "auth",
                 ["--auth-issuer", issuer],
                 lambda url, index: mint(issuer, key, kid, url, index, args.seconds),
@@ -371,18 +375,16 @@ def main() -> int:
                 root,
                 log,
             )
-        )
-        log(f"-- static token: {args.clients} clients, --mcp-token")
-        results.append(
-            run(
-                "static",
-                ["--mcp-token", STATIC_TOKEN],
-                lambda url, index: STATIC_TOKEN,
-                args,
-                root,
-                log,
-            )
-        )
+
+        def with_static_token() -> dict[str, Any]:
+            log(f"-- static token: {args.clients} clients, --mcp-token")
+            door = ["--mcp-token", STATIC_TOKEN]
+            return run("static", door, lambda url, index: STATIC_TOKEN, args, root, log)
+
+        for one in (
+            (with_static_token, signed_in) if args.static_first else (signed_in, with_static_token)
+        ):
+            results.append(one())
     finally:
         provider.terminate()
         provider.wait(10)
@@ -403,7 +405,7 @@ def main() -> int:
             )
         for wrong in r["first_wrong"]:
             print(f"  wrong: {wrong}")
-    auth, static = results
+    auth, static = sorted(results, key=lambda r: r["run"] != "auth")
     if auth["p99_ms"] and static["p99_ms"]:
         ratio = auth["p99_ms"] / static["p99_ms"]
         print(
