@@ -469,11 +469,174 @@ async def test_scopes_choose_the_profile(server, provider, scope, kept, lost):
     ):
         names = await tool_names(client)
         assert kept <= names and not (lost & names), sorted(names)
-        if EDITS in lost:
-            refused = await client.call_tool(
-                EDITS, {"cell_index": 0, "cell_type": "code", "source": "1"}
-            )
-            assert refused.is_error and "not permitted" in text_of(refused)
+
+
+# --- Step-up: a tool the token's scopes do not reach is 403 naming the scope -------------
+
+INSERT = {"cell_index": 0, "cell_type": "code", "cell_source": "1", "notebook_name": "a.ipynb"}
+
+
+@dataclass
+class RawSession:
+    """An MCP session spoken as plain HTTP, to see each answer's status and headers."""
+
+    http: httpx.Client
+    url: str
+    headers: dict[str, str]
+
+    def post(self, body: Any) -> httpx.Response:
+        return self.http.post(self.url, headers=self.headers, json=body)
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> httpx.Response:
+        params = {"name": tool, "arguments": arguments}
+        return self.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+
+
+@contextlib.contextmanager
+def raw_session(server: HttpServer, token: str, query: str = "") -> Iterator[RawSession]:
+    with httpx.Client(timeout=60) as http:
+        url = server.url(query) if query else server.url()
+        headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
+        opened = http.post(url, headers=headers, json=INITIALIZE)
+        assert opened.status_code == 200, opened.text
+        headers |= {
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
+        session = RawSession(http, url, headers)
+        assert session.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).is_success
+        yield session
+
+
+def result_of(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a 200 answer, JSON or one server-sent event."""
+    assert response.status_code == 200, (response.status_code, response.text)
+    if response.headers["content-type"].startswith("text/event-stream"):
+        data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+        return json.loads(data[-1])
+    return response.json()
+
+
+def assert_step_up(response: httpx.Response, scope: str) -> None:
+    assert response.status_code == 403, (response.status_code, response.text)
+    challenge = response.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge and f'scope="{scope}"' in challenge
+    assert "resource_metadata=" in challenge
+    assert response.json()["scope"] == scope
+
+
+def test_a_tool_past_the_tokens_scopes_is_403_naming_the_scope_that_grants_it(server, provider):
+    with raw_session(server, mint(provider, scope="notebooks:read")) as session:
+        assert_step_up(session.call(EDITS, INSERT), "notebooks:write")
+        assert_step_up(session.call(RUNS, {"code": "1"}), "code:execute")
+        # A tool the token reaches: the body read to decide goes on to the tool whole.
+        read = result_of(session.call(READS, {"notebook_name": "a.ipynb"}))["result"]
+        assert not read.get("isError"), read
+    with raw_session(server, mint(provider, scope="notebooks:read notebooks:write")) as session:
+        assert_step_up(session.call(RUNS, {"code": "1"}), "code:execute")
+        inserted = result_of(session.call(EDITS, {**INSERT, "cell_source": "# stepped"}))["result"]
+        assert not inserted.get("isError"), inserted
+        deleted = session.call("delete_cell", {"cell_indices": [0], "notebook_name": "a.ipynb"})
+        assert not result_of(deleted)["result"].get("isError")
+
+
+def test_what_no_wider_token_changes_stays_a_tool_error(server, provider):
+    # The URL narrowed the connection: asking for more scopes cannot help.
+    for scope in (ALL_SCOPES, "notebooks:read"):
+        with raw_session(server, mint(provider, scope=scope), "profile=read-only") as session:
+            refused = result_of(session.call(EDITS, INSERT))["result"]
+            assert refused["isError"] and "not permitted" in refused["content"][0]["text"]
+    # What is not one tools/call goes on unread to the SDK, which answers it as it does.
+    with raw_session(server, mint(provider, scope="notebooks:read")) as session:
+        call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call"}
+        batch = session.post([{**call, "params": {"name": EDITS, "arguments": INSERT}}])
+        assert batch.status_code != 403, batch.text
+        garbage = session.http.post(session.url, headers=session.headers, content=b"{not json")
+        assert garbage.status_code == 400, garbage.text
+        unknown = result_of(session.call("no_such_tool", {}))
+        assert "no_such_tool" in json.dumps(unknown)
+
+
+def test_the_step_up_rule_stays_within_the_server_and_the_url():
+    from jupyter_mcp_server._transports.authorization import ToolRule, wider_profile
+
+    edits = ToolRule(True, {"readOnlyHint": False, "openWorldHint": False})
+    runs = ToolRule(True, {"readOnlyHint": False, "openWorldHint": True})
+    assert wider_profile("read-only", "full", edits) == "edit"
+    assert wider_profile("read-only", "full", runs) == "full"
+    assert wider_profile("read-only", "edit", runs) is None  # the server's own profile refuses
+    assert wider_profile("edit", "full", edits) is None  # the token already reaches it
+    assert wider_profile("read-only", "full", ToolRule(False)) is None  # not a tool here
+    narrowed = ToolRule(True, edits.annotations, "read-only")
+    assert wider_profile("read-only", "full", narrowed) is None
+
+
+def test_a_uri_scope_is_held_by_its_short_name_as_entra_writes_it():
+    from jupyter_mcp_server._transports.authorization import ScopeProfiles
+
+    entra = ScopeProfiles(
+        (
+            ("api://app-id/notebooks.read", "read-only"),
+            ("api://app-id/notebooks.write", "edit"),
+            ("api://app-id/code.execute", "full"),
+        ),
+        "full",
+    )
+    assert entra.profile(["notebooks.read"]) == "read-only"
+    assert entra.profile(["notebooks.read", "notebooks.write"]) == "edit"
+    assert entra.profile(["api://app-id/code.execute"]) == "full"
+    assert entra.profile(["app-id/notebooks.read", "read"]) is None
+    assert entra.step_up("edit") == "api://app-id/notebooks.write"  # the name to ask for
+    plain = ScopeProfiles((("notebooks:read", "read-only"),), "full")
+    assert plain.profile(["read"]) is None and plain.profile(["notebooks:read"]) == "read-only"
+
+
+async def test_the_official_client_steps_up_when_a_tool_needs_more(server, provider):
+    provider.control("scopes", resource=server.url(), scope="notebooks:read")
+    storage = Memory()
+    pending: list[str] = []
+    asked: list[str] = []
+
+    async def redirect(url: str) -> None:
+        pending.append(url)
+        asked.append(parse_qs(urlsplit(url).query)["scope"][0])
+
+    async def callback() -> AuthorizationCodeResult:
+        return await person_signs_in(pending.pop(), "erin")
+
+    oauth = OAuthClientProvider(
+        server_url=server.url(),
+        client_metadata=OAuthClientMetadata(
+            client_name="step-up-tests",
+            redirect_uris=[REDIRECT],  # type: ignore[list-item]
+            grant_types=["authorization_code"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+    try:
+        async with (
+            httpx2.AsyncClient(auth=oauth, timeout=httpx2.Timeout(30, read=120)) as http,
+            Client(streamable_http_client(server.url(), http_client=http), mode="legacy") as client,
+        ):
+            assert storage.tokens is not None and storage.tokens.scope == "notebooks:read"
+            assert EDITS not in await tool_names(client)
+            provider.control("scopes", resource=server.url())  # the person may now grant more
+            inserted = await client.call_tool(EDITS, {**INSERT, "cell_source": "# by erin"})
+            assert not inserted.is_error, text_of(inserted)
+            # Signed in twice: the second time asking for the scope the 403 named, besides.
+            assert len(asked) == 2 and "notebooks:write" in asked[1].split(), asked
+            assert "notebooks:write" in (storage.tokens.scope or "").split()
+            assert not (
+                await client.call_tool(
+                    "delete_cell", {"cell_indices": [0], "notebook_name": "a.ipynb"}
+                )
+            ).is_error
+    finally:
+        provider.control("scopes", resource=server.url())
 
 
 async def test_a_narrower_url_profile_still_narrows_a_wide_token(server, provider):

@@ -9,7 +9,8 @@
 // /test/* are the tests' controls: POST /test/jwks?mode=up|down|slow|garbage makes the JWKS
 // answer normally, drop the connection, answer after 60 s, or answer bytes that are not JSON;
 // POST /test/format?resource=URL&format=opaque|jwt chooses the access token format for a
-// resource (opaque tokens are introspected).
+// resource (opaque tokens are introspected); POST /test/scopes?resource=URL&scope=... limits
+// the scopes a token for that resource may carry (without scope: all of them again).
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
@@ -21,6 +22,7 @@ const { default: Provider } = await import(pathToFileURL(join(packageFolder, 'li
 
 const RESOURCE_SCOPES = 'notebooks:read notebooks:write code:execute';
 const formats = new Map();
+const scopes = new Map();
 let jwksMode = 'up';
 let handler = null;
 
@@ -29,6 +31,7 @@ const server = createServer((req, res) => {
   if (url.pathname.startsWith('/test/')) {
     if (url.pathname === '/test/jwks') jwksMode = url.searchParams.get('mode');
     if (url.pathname === '/test/format') formats.set(url.searchParams.get('resource'), url.searchParams.get('format'));
+    if (url.pathname === '/test/scopes') scopes.set(url.searchParams.get('resource'), url.searchParams.get('scope') || RESOURCE_SCOPES);
     res.writeHead(204).end();
     return;
   }
@@ -61,7 +64,7 @@ server.listen(0, '127.0.0.1', () => {
         defaultResource: (ctx, client, oneOf) => (oneOf ? oneOf[0] : undefined),
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, resourceIndicator) => ({
-          scope: RESOURCE_SCOPES,
+          scope: scopes.get(resourceIndicator) ?? RESOURCE_SCOPES,
           audience: resourceIndicator,
           accessTokenTTL: 600,
           accessTokenFormat: formats.get(resourceIndicator) ?? 'jwt',

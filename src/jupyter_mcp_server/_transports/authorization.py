@@ -17,7 +17,11 @@ What is this server's own: a refused token's 401 says why (``error_description``
 that cannot be asked is 503 with ``Retry-After``, never a 500; and the token's scopes choose
 the caller's profile (``--auth-scopes``): the widest its scopes grant, never wider than the
 server's, put where the profile guard reads it. A token none of whose scopes grants anything
-is 403 ``insufficient_scope`` naming the scope to ask for.
+is 403 ``insufficient_scope`` naming the scope to ask for; so is a ``tools/call`` of a tool its
+profile does not allow when a wider profile, within the server's, would (a step-up: the 403
+names the scope that grants it, so the client can ask the person for more and retry). What a
+wider token cannot change (the server's own profile, a ``?profile=`` narrowing in the URL)
+stays the profile guard's tool error.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse, Response
 
-from jupyter_mcp_server._policy.profiles import narrowest, rank
+from jupyter_mcp_server._policy.profiles import PROFILES, allows, narrowest, rank
 from jupyter_mcp_server._protocol.profile_guard import SCOPE_KEY
 from jupyter_mcp_server._transports.access_checks import ASGIApp, Receive, Scope, Send
 from jupyter_mcp_server._transports.access_tokens import AccessTokens, TokenRefused
@@ -55,6 +59,16 @@ def _url(text: str) -> AnyHttpUrl:
     return _URL.validate_python(text)
 
 
+def _granted(scope: str, scopes: Sequence[str]) -> bool:
+    """Whether a token's `scopes` hold `scope`. A scope written as a URI
+    (``api://APPLICATION-ID/notebooks.read``) is also held by its last segment: Microsoft Entra
+    wants the full name asked for and writes the short one in ``scp``, of the API that the
+    token's audience (already checked to be this server) names."""
+    if scope in scopes:
+        return True
+    return "://" in scope and scope.rsplit("/", 1)[-1] in scopes
+
+
 @dataclass(frozen=True)
 class ScopeProfiles:
     """Which scope grants which profile, and the server's own profile above them all."""
@@ -64,7 +78,7 @@ class ScopeProfiles:
 
     def profile(self, scopes: Sequence[str]) -> str | None:
         """The widest profile `scopes` grant, within the server's; None: they grant nothing."""
-        granted = [profile for scope, profile in self.granted_by if scope in scopes]
+        granted = [profile for scope, profile in self.granted_by if _granted(scope, scopes)]
         if not granted:
             return None
         return narrowest(max(granted, key=rank), self.server)
@@ -72,6 +86,15 @@ class ScopeProfiles:
     def scope_for(self, profile: str) -> str:
         """The scopes that grant `profile` (or more), the narrowest first, space-separated."""
         return " ".join(scope for scope, given in self.granted_by if rank(given) >= rank(profile))
+
+    def step_up(self, profile: str) -> str:
+        """The one scope to ask for to reach `profile`: of those granting it or more, one granting
+        the least (RFC 6750's `scope` lists scopes all needed, so alternatives are not listed)."""
+        reaching = [
+            (scope, given) for scope, given in self.granted_by if rank(given) >= rank(profile)
+        ]
+        least = min(rank(given) for _, given in reaching)
+        return next(scope for scope, given in reaching if rank(given) == least)
 
     @property
     def advertised(self) -> list[str]:
@@ -87,10 +110,49 @@ class ScopeProfiles:
         return " ".join(scope for scope, given in self.granted_by if given == narrowest_given)
 
 
+@dataclass(frozen=True)
+class ToolRule:
+    """What decides a ``tools/call`` beyond the token: the tool's annotations in the server the
+    request reaches, and the profile its connection's URL (``?profile=``) narrowed it to."""
+
+    found: bool
+    annotations: Any = None
+    connection_profile: str | None = None
+
+
+#: The rule of a tool `name` for a request (its ASGI scope), as a ToolRule's fields: the
+#: composition root's, which knows the applications' tools (_transports/http.py).
+ToolRules = Callable[[Scope, str], tuple[bool, Any, str | None]]
+
+
+def wider_profile(token: str, server: str, rule: ToolRule) -> str | None:
+    """The narrowest profile past the token's, within the server's, that would serve the tool;
+    None when the token's serves it or no token could (the server or the URL refuse it)."""
+    if not rule.found or allows(token, rule.annotations):
+        return None
+    if rule.connection_profile is not None and not allows(
+        rule.connection_profile, rule.annotations
+    ):
+        return None  # the URL narrowed it: a wider token changes nothing
+    for profile in PROFILES:
+        if rank(token) < rank(profile) <= rank(server) and allows(profile, rule.annotations):
+            return profile
+    return None
+
+
+#: The most of a body read to find a tools/call; past it the body goes on unread.
+STEP_UP_BODY = 1024 * 1024
+
+
 class Authorization:
     """The sign-in in front of the MCP routes: its public routes and the wall it puts around an app."""
 
-    def __init__(self, config: ServerConfig, server_profile: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        server_profile: Callable[[], str],
+        tool_rules: ToolRules | None = None,
+    ) -> None:
         assert config.auth_issuer and config.auth_resource and config.auth_audience
         self.issuer = Issuer(
             config.auth_issuer,
@@ -103,6 +165,7 @@ class Authorization:
         self.tokens = AccessTokens(self.issuer, config.auth_audience, config.auth_resource)
         self.scope_map = config.auth_scopes
         self.server_profile = server_profile
+        self.tool_rules = tool_rules
         self.metadata_url = str(build_resource_metadata_url(_url(self.resource)))
 
     def profiles(self) -> ScopeProfiles:
@@ -158,7 +221,8 @@ class Authorization:
 
 
 class _Profiled:
-    """The caller's profile from its token's scopes, or 403 insufficient_scope."""
+    """The caller's profile from its token's scopes, or 403 insufficient_scope: for a token
+    granting nothing, and for a tools/call a wider token would be allowed."""
 
     def __init__(self, app: ASGIApp, authorization: Authorization) -> None:
         self.app = app
@@ -183,7 +247,86 @@ class _Profiled:
             )
             return
         scope[SCOPE_KEY] = profile
+        rules = self.authorization.tool_rules
+        if (
+            rules is not None
+            and scope.get("method") == "POST"
+            and rank(profile) < rank(profiles.server)
+        ):
+            # Only a token narrower than the server can be stepped up: the others' bodies go on unread.
+            messages, body = await _read_some(receive, STEP_UP_BODY)
+            receive = _replay(messages, receive)
+            name = _called_tool(body)
+            wider = (
+                wider_profile(profile, profiles.server, ToolRule(*rules(scope, name)))
+                if name
+                else None
+            )
+            if wider is not None:
+                needed = profiles.step_up(wider)
+                description = (
+                    f"{name} needs the '{wider}' profile; this token's scopes "
+                    f"({' '.join(granted)}) grant '{profile}'. Ask for {needed} and retry."
+                )
+                logger.info("Asked for a step-up to %s (%s) for %s", needed, wider, name)
+                await _send(
+                    send,
+                    403,
+                    {
+                        "error": "insufficient_scope",
+                        "error_description": description,
+                        "scope": needed,
+                    },
+                    self.authorization.challenge("insufficient_scope", description, needed),
+                )
+                return
         await self.app(scope, receive, send)
+
+
+async def _read_some(receive: Receive, limit: int) -> tuple[list[Any], bytes | None]:
+    """The body's first messages, and the whole body when it came within `limit` (else None)."""
+    messages: list[Any] = []
+    chunks: list[bytes] = []
+    seen = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message.get("type") != "http.request":
+            return messages, None
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return messages, b"".join(chunks)
+        if seen > limit:
+            return messages, None
+
+
+def _replay(messages: list[Any], receive: Receive) -> Receive:
+    """`receive` that answers `messages` again, in order, then whatever the connection says."""
+    pending = list(reversed(messages))
+
+    async def replay() -> Any:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
+
+
+def _called_tool(body: bytes | None) -> str | None:
+    """The tool a body's single JSON-RPC tools/call names; None for anything else."""
+    if not body:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _quoted(text: str) -> str:

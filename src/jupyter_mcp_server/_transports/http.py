@@ -35,6 +35,7 @@ from starlette.routing import Mount, Route, Router
 
 from jupyter_mcp_server._extensions import parse_selection
 from jupyter_mcp_server._policy.profiles import PROFILES, QUERY_KEY, narrowest, rank
+from jupyter_mcp_server._protocol.handlers import tool_annotations
 from jupyter_mcp_server._protocol.profile_guard import SCOPE_KEY, server_profile
 from jupyter_mcp_server._transports.access_checks import AccessChecks, Receive, Scope, Send, refuse
 
@@ -56,6 +57,8 @@ class SelectionRouter:
         self._apps: dict[tuple[int, str], Any] = {}
         #: Each live session's application and the profile it connected with.
         self._sessions: dict[str, tuple[Any, str | None]] = {}
+        #: Each application's MCP server (by the application's id), whose tools it serves.
+        self._servers: dict[int, Any] = {}
         self._lock = asyncio.Lock()
         self._tasks: Any = None
         self._closing: asyncio.Event | None = None
@@ -78,6 +81,7 @@ class SelectionRouter:
             finally:
                 self._closing.set()
                 self._apps.clear()
+                self._servers.clear()
                 self._sessions.clear()
                 self._last_request.clear()
 
@@ -108,7 +112,26 @@ class SelectionRouter:
                 )
                 await self._tasks.start(self._serve, app)
                 self._apps[key] = app
+                self._servers[id(app)] = built.server
         return app
+
+    def tool_rule(self, scope: Scope, name: str) -> tuple[bool, Any, str | None]:
+        """Tool `name` as the request would meet it: (whether the server its session, or else
+        its URL's selection, reaches has it, its annotations there, the profile its
+        connection's URL chose), an authorization.ToolRule's fields."""
+        session_id = _header(scope, SESSION_HEADER)
+        remembered = self._sessions.get(session_id) if session_id else None
+        if remembered is not None:
+            app, profile = remembered
+            server = self._servers.get(id(app))
+        else:
+            profile, _ = self.asked_profile(scope)
+            raw = scope.get("query_string", b"").decode("utf-8", "replace")
+            server = self.application.build(parse_selection(raw, ignore=(QUERY_KEY,))).server
+        if server is None:
+            return False, None, profile
+        found, annotations = tool_annotations(server, name)
+        return found, annotations, profile
 
     def asked_profile(self, scope: Scope) -> tuple[str | None, str | None]:
         """(the profile the URL asks for or None, a refusal's message or None)."""
@@ -256,7 +279,9 @@ def create_app(application: Application) -> Any:
         # Imported only with --auth-issuer: PyJWT and the SDK's auth middlewares.
         from jupyter_mcp_server._transports.authorization import Authorization
 
-        authorization = Authorization(config, lambda: server_profile(application.state))
+        authorization = Authorization(
+            config, lambda: server_profile(application.state), tool_rules=router.tool_rule
+        )
         public.extend(authorization.public_routes())
         routes = [*public, Mount("", app=authorization.protect(Router(routes=protected)))]
     else:
