@@ -32,6 +32,7 @@ from mcp.types import BlobResourceContents, TextResourceContents
 
 from jupyter_mcp_server._calls.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
+from jupyter_mcp_server._kernels.outputs import plain_output
 from jupyter_mcp_server._protocol.handlers import Handler, wrap
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._version import __version__
@@ -406,7 +407,9 @@ def scratch_contents(
 
 
 def representations(uri: str, output: Any) -> list[TextResourceContents | BlobResourceContents]:
-    """An nbformat output as resource contents, one per MIME type it carries."""
+    """An nbformat output as resource contents, one per MIME type it carries; its text
+    without the colour codes the notebook keeps (``plain_output``), as a model reads it."""
+    output = plain_output(output)
     kind = output.get("output_type")
     if kind == "stream":
         return [
