@@ -26,6 +26,10 @@ leaves out, so the output schema 1.0 ``truncation`` object is exact:
   ``tracebacks.MAX_ENTRIES`` entries, each shortened to the byte limit's
   share keeping a frame's location and failing line. Normalisation shortens
   it; the bytes it removed count as omitted bytes.
+- Colour codes are kept as the kernel sent them, as Jupyter stores them (JupyterLab and
+  the output app colour them), and the limits count a payload as a model reads it
+  (:func:`plain_output`, from which every text for a model is made): colours cost no
+  byte of the budget, and a model reads the same whether they are there or not.
 - No synthetic stderr stream announces a truncation: clients read
   ``truncation``, and cannot mistake a server limit for the notebook's stderr.
 """
