@@ -260,7 +260,11 @@ def test_an_error_is_stored_folded_in_its_colours_and_read_plain():
     collector = OutputCollector(max_bytes=1 << 20, max_blocks=8)
     collector.add(
         "error",
-        {"ename": "ZeroDivisionError", "evalue": "division by zero", "traceback": IPYTHON_TRACEBACK},
+        {
+            "ename": "ZeroDivisionError",
+            "evalue": "division by zero",
+            "traceback": IPYTHON_TRACEBACK,
+        },
     )
     result = collector.result()
     stored = result.outputs[0]
