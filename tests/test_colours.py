@@ -4,7 +4,8 @@ ipykernel sends coloured tracebacks and passes a program's own SGR codes through
 streams; Jupyter stores them as they came and JupyterLab colours them. The server stores
 them too, and strips them where it makes text for a model: the execution result (its text
 and structured content), read_cell, read_notebook, outline, read_output, the
-``notebook-output:`` resource, search_notebooks and verify_notebook. The reference for
+``notebook:``, ``notebook-cell:`` and ``notebook-output:`` resources, search_notebooks and
+verify_notebook. The reference for
 "as Jupyter stores them" is nbclient running the same code on the same kernel.
 """
 
@@ -89,6 +90,10 @@ async def test_the_notebook_keeps_the_kernels_colours_and_a_model_reads_none(
             f"notebook-output:///colours.ipynb?cell={cell_id}&output=0"
         )
         assert resource.contents[0].text == strip_ansi(COLOURED)
+        for uri in ("notebook:///colours.ipynb", f"notebook-cell:///colours.ipynb?cell={cell_id}"):
+            read = (await client.read_resource(uri)).contents[0].text
+            assert "\x1b" not in read and "\\u001b" not in read, (uri, read)
+            assert "red and blue words" in read, (uri, read)
 
         # Search finds the words a colour change split.
         found = await ok(client, "search_notebooks", {"query": "blue words"})
