@@ -8,6 +8,7 @@ the official client. The checks read what a person sees in the frame:
 
 - a DataFrame's rows, in a scrollable table a header click sorts;
 - a matplotlib figure, an image that decoded;
+- a traceback and a coloured print in the kernel's colours (SGR codes);
 - a hostile output (``<script>``, ``onerror=``, a ``javascript:`` link) runs nothing: any
   script of it that ran would post a message to the host, and none arrives, even after the
   link is clicked.
@@ -104,6 +105,12 @@ CELLS = {
     ),
     "hostile": f"from IPython.display import HTML, display\ndisplay(HTML({HOSTILE_HTML!r}))",
 }
+
+#: A coloured print (a word split by a colour change) and an error, as test_colours.py runs.
+COLOURED_CELL = (
+    "print('\\x1b[31mred\\x1b[0m and \\x1b[1;34mbl\\x1b[0m\\x1b[34mue\\x1b[0m words')\n"
+    "def f():\n    return 1 / 0\nf()"
+)
 
 
 @contextlib.contextmanager
@@ -221,4 +228,64 @@ async def test_the_output_app_shows_a_dataframe_and_a_figure_and_runs_no_noteboo
                 .count()
                 == 0
             )
+            assert problems == [], problems
+
+
+async def test_the_output_app_colours_a_traceback_and_a_coloured_print_as_jupyterlab_does(
+    tmp_path: Path,
+) -> None:
+    """The kernel's colours reach the person (the notebook and the app's ``_meta`` keep them)
+    while the model's text has none: the traceback's exception name is red, as IPython
+    coloured it, and a printed word is blue."""
+    chromium = chromium_or_skip()
+    _, bridge, _ = library(EXT_APPS)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    source = COLOURED_CELL
+    async with client_of(workspace, "legacy", True) as client:
+        app = (await client.read_resource(OUTPUTS_URI)).contents[0].text
+        await ok(client, "use_notebook", {"notebook_name": "colours.ipynb", "mode": "create"})
+        arguments = {"cell_index": -1, "cell_source": source}
+        ran = await client.call_tool("insert_execute_code_cell", arguments)
+        assert ran.is_error, ran
+        result = ran.model_dump(by_alias=True, exclude_none=True, mode="json")
+    model_side = json.dumps({key: result[key] for key in ("content", "structuredContent")})
+    assert "\\u001b" not in model_side, "the model's text carries colour codes"
+    assert "\\u001b[31mZeroDivisionError" in json.dumps(result["_meta"]), "the app's copy lost them"
+    write_host(tmp_path / "host", bridge.parent.parent)
+
+    with host_server(tmp_path / "host") as url:
+        async with browser(chromium) as chromium_browser:
+            page = await chromium_browser.new_page(viewport={"width": 900, "height": 720})
+            problems: list[str] = []
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            await page.goto(f"{url}/host.html")
+            await page.wait_for_function("window.hostReady === true", timeout=30_000)
+            await page.evaluate(
+                "([html, args, result]) => window.showApp(html, args, result)",
+                [app, arguments, result],
+            )
+            frame = page.frame_locator("iframe")
+            error = frame.locator(".output.error pre")
+            await error.wait_for(timeout=10_000)
+            text = await error.inner_text()
+            assert "\x1b" not in text, text
+            assert text.rstrip().endswith("ZeroDivisionError: division by zero"), text
+
+            async def colours(locator: Any, word: str) -> list[str]:
+                spans = locator.locator("span", has_text=word)
+                return [
+                    await spans.nth(i).evaluate("span => getComputedStyle(span).color")
+                    for i in range(await spans.count())
+                ]
+
+            # IPython's red (SGR 31) on the exception's name, in the header and the last line.
+            assert set(await colours(error, "ZeroDivisionError")) == {"rgb(205, 49, 49)"}
+            stream = frame.locator(".output.stream pre")
+            assert await stream.inner_text() == "red and blue words\n"
+            assert await colours(stream, "red") == ["rgb(205, 49, 49)"]
+            # "bl" bold blue and "ue" blue: one word in two spans, both blue (SGR 34).
+            assert await colours(stream, "bl") == ["rgb(36, 114, 200)"]
+            assert await colours(stream, "ue") == ["rgb(36, 114, 200)"]
+            await screenshot(page, "app-colours.png")
             assert problems == [], problems

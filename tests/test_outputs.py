@@ -12,6 +12,8 @@ from jupyter_mcp_server._kernels.outputs import (
     OutputCollector,
     Truncation,
     normalise_error,
+    payload_size,
+    plain_output,
     strip_ansi,
 )
 
@@ -84,9 +86,12 @@ def test_a_trailing_carriage_return_waits_for_what_follows():
     assert result.outputs == [stream("c")]
 
 
-def test_ansi_codes_are_stripped_from_stream_text():
+def test_stream_text_keeps_its_colours_and_a_model_reads_it_without_them():
+    # Stored as Jupyter stores it; the limits count what a model reads.
     result = collect(("stream", {"name": "stderr", "text": f"{RED}warn{RESET}\n"}))
-    assert result.outputs == [stream("warn\n", "stderr")]
+    assert result.outputs == [stream(f"{RED}warn{RESET}\n", "stderr")]
+    assert plain_output(result.outputs[0]) == stream("warn\n", "stderr")
+    assert payload_size(result.outputs[0]) == size_of(stream("warn\n", "stderr"))
     assert strip_ansi("\x1b]8;;http://x\x07link\x1b]8;;\x07 \x1b[1;32mok\x1b[0m") == "link ok"
 
 
@@ -251,6 +256,24 @@ def test_errors_are_stripped_of_ansi_and_lose_only_the_row_of_dashes():
     assert removed > 0
 
 
+def test_an_error_is_stored_folded_in_its_colours_and_read_plain():
+    collector = OutputCollector(max_bytes=1 << 20, max_blocks=8)
+    collector.add(
+        "error",
+        {
+            "ename": "ZeroDivisionError",
+            "evalue": "division by zero",
+            "traceback": IPYTHON_TRACEBACK,
+        },
+    )
+    result = collector.result()
+    stored = result.outputs[0]
+    # The row of dashes is folded away; every entry kept whole keeps its colours.
+    assert stored["traceback"] == IPYTHON_TRACEBACK[1:]
+    assert plain_output(stored) == {"output_type": "error", **result.error.as_dict()}
+    assert collector.size_bytes == size_of(plain_output(stored))
+
+
 def test_the_users_cell_frame_is_kept_and_library_frames_folded_when_the_innermost_are_all_in_libraries():
     traceback = [
         "-----",
@@ -369,9 +392,11 @@ def test_the_error_is_kept_even_past_the_limits():
         "evalue": "bad",
         "traceback": ["ValueError: bad"],
     }
-    assert result.outputs == [stream("kept\n"), error_output]
-    assert result.error == ErrorInfo("ValueError", "bad", ["ValueError: bad"])
     raw_error = {**error_output, "traceback": [f"{RED}ValueError{RESET}: bad"]}
+    # Stored in its colours; a model reads it plain.
+    assert result.outputs == [stream("kept\n"), raw_error]
+    assert plain_output(result.outputs[1]) == error_output
+    assert result.error == ErrorInfo("ValueError", "bad", ["ValueError: bad"])
     removed = size_of(raw_error) - size_of(error_output)
     assert result.truncation == Truncation(True, 1, size_of(stream("omitted\n")) + removed)
 

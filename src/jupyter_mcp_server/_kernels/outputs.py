@@ -26,6 +26,10 @@ leaves out, so the output schema 1.0 ``truncation`` object is exact:
   ``tracebacks.MAX_ENTRIES`` entries, each shortened to the byte limit's
   share keeping a frame's location and failing line. Normalisation shortens
   it; the bytes it removed count as omitted bytes.
+- Colour codes are kept as the kernel sent them, as Jupyter stores them (JupyterLab and
+  the output app colour them), and the limits count a payload as a model reads it
+  (:func:`plain_output`, from which every text for a model is made): colours cost no
+  byte of the budget, and a model reads the same whether they are there or not.
 - No synthetic stderr stream announces a truncation: clients read
   ``truncation``, and cannot mistake a server limit for the notebook's stderr.
 """
@@ -103,12 +107,51 @@ class CollectedOutputs:
 
 
 def strip_ansi(text: str) -> str:
-    """`text` without terminal escape sequences (colours mean nothing in JSON)."""
+    """`text` without terminal escape sequences: what a model reads (colours mean nothing to it)."""
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
+def _strip_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return strip_ansi(value)
+    if isinstance(value, list):
+        return [strip_ansi(item) if isinstance(item, str) else item for item in value]
+    return value
+
+
+def plain_output(output: Any) -> Any:
+    """An output as a model reads it: its stream text, error and ``text/plain`` without
+    terminal escapes. The notebook keeps them, as Jupyter does (JupyterLab and the output
+    app colour them); every text made for a model is made from this. The same object when
+    there is nothing to strip, a stripped copy otherwise."""
+    if not isinstance(output, dict):
+        return output
+    kind = output.get("output_type")
+    if kind == "stream":
+        text = output.get("text", "")
+        plain = _strip_value(text)
+        return output if plain == text else {**output, "text": plain}
+    if kind == "error":
+        fields = {key: _strip_value(output.get(key)) for key in ("ename", "evalue", "traceback")}
+        changed = {key: value for key, value in fields.items() if value != output.get(key)}
+        return {**output, **changed} if changed else output
+    data = output.get("data")
+    if isinstance(data, dict) and "text/plain" in data:
+        text = data["text/plain"]
+        plain = _strip_value(text)
+        if plain != text:
+            return {**output, "data": {**data, "text/plain": plain}}
+    return output
+
+
 def payload_size(output: dict[str, Any]) -> int:
-    """The size the limits count: compact UTF-8 JSON, non-ASCII left as is."""
+    """The size the limits count: compact UTF-8 JSON of what a model reads of it
+    (:func:`plain_output`: colour codes the notebook keeps are not counted), non-ASCII left
+    as is."""
+    return _json_size(plain_output(output))
+
+
+def _json_size(output: dict[str, Any]) -> int:
     return len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
@@ -122,7 +165,8 @@ def normalise_error(
     bare error grow).
     """
     raw_lines = [str(line) for line in (traceback or [])]
-    original = payload_size(_error_output(str(ename or ""), str(evalue or ""), raw_lines))
+    # Colour codes count as removed: the model's text leaves them out (docs/protocol.md).
+    original = _json_size(_error_output(str(ename or ""), str(evalue or ""), raw_lines))
     name = strip_ansi(str(ename or ""))
     value = strip_ansi(str(evalue or ""))
     lines = [strip_ansi(line) for line in raw_lines]
@@ -187,13 +231,14 @@ class OutputCollector:
             text = content.get("text", "")
             text = "".join(text) if isinstance(text, list) else str(text)
             name = content.get("name", "stdout")
-            self._add_payload({"output_type": "stream", "name": name, "text": strip_ansi(text)})
+            # Kept as the kernel sent it, colours and all, as Jupyter stores it.
+            self._add_payload({"output_type": "stream", "name": name, "text": text})
         elif msg_type in ("display_data", "execute_result"):
             output: dict[str, Any] = {"output_type": msg_type}
             if msg_type == "execute_result":
                 self.set_execution_count(content.get("execution_count"))
                 output["execution_count"] = content.get("execution_count")
-            output["data"] = _plain_data(content.get("data") or {})
+            output["data"] = dict(content.get("data") or {})
             output["metadata"] = dict(content.get("metadata") or {})
             display_id = _display_id_of(content)
             if display_id is not None:
@@ -237,7 +282,8 @@ class OutputCollector:
         if self._in_gap or not fits:
             cut = None
             if not self._in_gap and self._kept_blocks < self.max_blocks:
-                cut = cut_stream(payload, self.max_bytes - self._kept_bytes)
+                # A cut through colour codes would leave half an escape: the cut is plain.
+                cut = cut_stream(plain_output(payload), self.max_bytes - self._kept_bytes)
             self._in_gap = True
             if cut is None:
                 self._omitted_blocks += 1
@@ -268,8 +314,7 @@ class OutputCollector:
         if payload_size(kept) < payload_size(plain):
             self._shortened = True
         self._error = info
-        payload = _error_output(info.ename, info.evalue, list(info.traceback))
-        self._keep(payload, payload_size(payload), None)
+        self._keep(_coloured(info, content), payload_size(kept), None)
 
     def _keep(self, payload: dict[str, Any], size: int, display_id: str | None) -> None:
         self._kept_blocks += 1
@@ -301,7 +346,7 @@ class OutputCollector:
         # displays that were never kept (or were cleared) are dropped, as
         # Jupyter drops updates for unknown ids.
         display_id = _display_id_of(content)
-        data = _plain_data(content.get("data") or {})
+        data = dict(content.get("data") or {})
         metadata = dict(content.get("metadata") or {})
         if display_id is not None:
             # For the outputs of earlier executions (whoever keeps them applies it); one too
@@ -367,6 +412,19 @@ def cut_stream(payload: dict[str, Any], room: int) -> dict[str, Any] | None:
         keep = max(0, keep - int(over / per_char) - 8)
 
 
+def _coloured(info: ErrorInfo, content: dict[str, Any]) -> dict[str, Any]:
+    """The error as the notebook stores it: the folded traceback (``info``), each entry the
+    kernel sent whole in its colours, as Jupyter stores it; a fold line or a shortened entry
+    is plain. Its plain form is ``info``'s, so a model reads the same either way."""
+    raw = {strip_ansi(str(line)): str(line) for line in content.get("traceback") or []}
+    ename, evalue = str(content.get("ename") or ""), str(content.get("evalue") or "")
+    return _error_output(
+        ename if strip_ansi(ename) == info.ename else info.ename,
+        evalue if strip_ansi(evalue) == info.evalue else info.evalue,
+        [raw.get(line, line) for line in info.traceback],
+    )
+
+
 def _error_output(ename: str, evalue: str, traceback: list[str]) -> dict[str, Any]:
     return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": traceback}
 
@@ -388,13 +446,6 @@ def _overwrite_lines(text: str) -> str:
     return _OVERWRITTEN.sub("", text) if "\r" in text else text
 
 
-def _plain_data(data: dict[str, Any]) -> dict[str, Any]:
-    plain = dict(data)
-    if isinstance(plain.get("text/plain"), str):
-        plain["text/plain"] = strip_ansi(plain["text/plain"])
-    return plain
-
-
 def _display_id_of(content: dict[str, Any]) -> str | None:
     display_id = (content.get("transient") or {}).get("display_id")
     return display_id if isinstance(display_id, str) and display_id else None
@@ -406,7 +457,9 @@ PROGRESS = "progress"
 
 
 def describe(output: dict[str, Any]) -> str:
-    """One output as a line to follow a call by: what it is, and its text when it has one."""
+    """One output as a line to follow a call by: what it is, and its text when it has one
+    (without colour codes: a model may read it)."""
+    output = plain_output(output)
     kind = output.get("output_type")
     if kind == PROGRESS:
         return f"[{output.get('text', '')}]\n"

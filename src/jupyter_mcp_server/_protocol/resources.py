@@ -14,6 +14,9 @@ read on demand rather than inlined in every result:
   type: ``image/png`` and ``image/jpeg`` as blobs, text types as text, a
   stream as ``text/plain``, an error as its ``text/plain`` traceback.
 
+A model may read any of them, so their outputs read as a model reads them, without the
+colour codes the notebook keeps (``plain_output``, docs/protocol.md).
+
 A fragment (``notebook:///a.ipynb#cell=ID``) would be the obvious spelling, but
 a fragment is never sent to a server; a query is, and the SDK's RFC 6570
 matcher separates ``{+path}`` from ``{?cell,output}`` at the ``?``.
@@ -32,6 +35,7 @@ from mcp.types import BlobResourceContents, TextResourceContents
 
 from jupyter_mcp_server._calls.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
+from jupyter_mcp_server._kernels.outputs import plain_output
 from jupyter_mcp_server._protocol.handlers import Handler, wrap
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._version import __version__
@@ -148,7 +152,7 @@ def attach_resources(server: Any, state: ServerState) -> None:
     async def cell(path: str, ctx: Context, cell: str | None = None) -> str:
         uri = str((ctx.request_context.params or {}).get("uri", ""))
         _, _, found = await _cell_of_uri(state_of(ctx), uri, CELL_SCHEME)
-        return json.dumps(found, ensure_ascii=False, indent=1)
+        return json.dumps(plain_cell(found), ensure_ascii=False, indent=1)
 
     @server.resource(
         OUTPUT_TEMPLATE,
@@ -208,7 +212,17 @@ async def read_notebook_resource(ctx: Any) -> str:
         view = await state.store.read(state.locate(relative))
     except ToolFailure as error:
         raise _resource_error(error.code, error.message, uri) from None
-    return json.dumps(view.notebook, ensure_ascii=False, indent=1)
+    notebook = {**view.notebook, "cells": [plain_cell(cell) for cell in view.notebook.cells]}
+    return json.dumps(notebook, ensure_ascii=False, indent=1)
+
+
+def plain_cell(cell: Any) -> Any:
+    """A cell as a model reads it: its outputs without the colour codes the file keeps
+    (``plain_output``); still nbformat."""
+    outputs = cell.get("outputs") if isinstance(cell, dict) else None
+    if not outputs:
+        return cell
+    return {**cell, "outputs": [plain_output(output) for output in outputs]}
 
 
 # --- refusals ------------------------------------------------------------------
@@ -406,7 +420,9 @@ def scratch_contents(
 
 
 def representations(uri: str, output: Any) -> list[TextResourceContents | BlobResourceContents]:
-    """An nbformat output as resource contents, one per MIME type it carries."""
+    """An nbformat output as resource contents, one per MIME type it carries; its text
+    without the colour codes the notebook keeps (``plain_output``), as a model reads it."""
+    output = plain_output(output)
     kind = output.get("output_type")
     if kind == "stream":
         return [

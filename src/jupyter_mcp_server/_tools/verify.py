@@ -31,6 +31,7 @@ from pydantic import Field
 from jupyter_mcp_server._calls.approvals import approve_shell_cells
 from jupyter_mcp_server._errors import KERNEL_GONE, KERNEL_UNRESPONSIVE, ToolFailure
 from jupyter_mcp_server._kernels.kernel import Kernel
+from jupyter_mcp_server._kernels.outputs import plain_output
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._tools.helpers import run_models
 from jupyter_mcp_server._tools.helpers.addressing import notebook_path
@@ -66,7 +67,7 @@ def normalised(text: str) -> str:
 def comparable(outputs: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     """Outputs as two runs of the same code should agree on them."""
     shown: list[tuple[str, ...]] = []
-    for output in outputs:
+    for output in map(plain_output, outputs):
         kind = output.get("output_type", "")
         if kind == "stream":
             text = normalised(joined(output.get("text", "")))

@@ -13,6 +13,7 @@ from typing import Any
 
 from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
 
+from jupyter_mcp_server._kernels.outputs import plain_output
 from jupyter_mcp_server._store import WRITTEN_VERSION, NotebookView
 from jupyter_mcp_server._tools.helpers.budget import allot, budget_of, head_and_tail
 from jupyter_mcp_server._tools.helpers.images import downscaled
@@ -108,11 +109,13 @@ def bounded_outputs(
     keeps its head and tail around a marker saying how much is left out and
     which resource holds it whole; a binary payload larger than
     ``limits.image_bytes`` is replaced by a marker naming the resource.
-    Outputs within the limits are the stored ones, not copies.
+    Each is what a model reads (``plain_output``: no colour codes, which the
+    notebook and the app's ``_meta`` keep); outputs within the limits with
+    nothing to strip are the stored ones, not copies.
     """
     bounded: list[dict[str, Any]] = []
     cuts: list[dict[str, Any]] = []
-    for index, output in enumerate(outputs):
+    for index, output in enumerate(map(plain_output, outputs)):
         kind = output.get("output_type")
         cut: dict[str, Any] | None = None
         if kind == "stream":
