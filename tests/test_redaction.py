@@ -17,6 +17,7 @@ import pytest
 from conftest import ok, serve, text_of
 
 from jupyter_mcp_server._policy.redaction import Redactor, secret_values
+from jupyter_mcp_server._terminal import strip_ansi
 
 PLANTED = "sk-proj-" + "Zq7" * 12  # an OpenAI-style key, in the server's environment
 GITHUB = "ghp_" + "a1B2c3D4e5" * 4
@@ -62,6 +63,13 @@ def test_the_redactor() -> None:
     )
     redactor.add_values({KERNEL_SET: "MY_SERVICE_TOKEN"})
     assert redactor.text(KERNEL_SET + "!") == "[redacted: MY_SERVICE_TOKEN]!"
+    # Split by colour codes, a secret is still found; the text keeps its colours otherwise.
+    split = f"\x1b[31m{PLANTED[:9]}\x1b[1m{PLANTED[9:]}\x1b[0m"
+    assert redactor.text(split) == "[redacted: OPENAI_API_KEY]"
+    coloured = f"\x1b[31m{PLANTED}\x1b[0m"
+    assert redactor.text(coloured) == "\x1b[31m[redacted: OPENAI_API_KEY]\x1b[0m"
+    harmless = "\x1b[31mnothing to hide in red\x1b[0m"
+    assert redactor.text(harmless) is harmless
 
 
 CELLS = [
@@ -69,7 +77,20 @@ CELLS = [
     f"print('{GITHUB}')",
     f"os.environ['MY_SERVICE_TOKEN'] = '{KERNEL_SET}'",
     "print(os.environ['MY_SERVICE_TOKEN'])",
+    # The secret split by a colour code: found all the same.
+    "k = os.environ['OPENAI_API_KEY']\nprint(k[:12] + '\\x1b[1m' + k[12:] + '\\x1b[0m')",
 ]
+
+
+def strings_of(value) -> str:
+    """Every string in a JSON value, colour codes removed: what a reader of the file sees."""
+    if isinstance(value, str):
+        return strip_ansi(value)
+    if isinstance(value, list):
+        return "\n".join(strings_of(item) for item in value)
+    if isinstance(value, dict):
+        return "\n".join(strings_of(item) for item in value.values())
+    return ""
 
 
 def stored_outputs(workspace: Path) -> str:
@@ -107,7 +128,7 @@ async def test_secrets_are_masked_in_results_and_the_audit_log(workspace: Path, 
         mode=mode,
     ) as client:
         seen = await run_cells(client)
-    everything = "\n".join(seen)
+    everything = strip_ansi("\n".join(seen).replace("\\u001b", "\x1b"))
     for secret in (PLANTED, GITHUB, KERNEL_SET):
         assert secret not in everything, secret
     assert "[redacted: OPENAI_API_KEY]" in seen[0]
@@ -137,6 +158,8 @@ async def test_stored_and_off(workspace: Path) -> None:
     assert PLANTED not in "\n".join(seen)
     stored = stored_outputs(workspace)
     assert PLANTED not in stored and GITHUB not in stored and "[redacted: OPENAI_API_KEY]" in stored
+    document = json.loads((workspace / "s.ipynb").read_text())
+    assert PLANTED not in strings_of([cell.get("outputs") for cell in document["cells"]])
     (workspace / "s.ipynb").unlink()
     async with serve(
         workspace, "--capability", "kernel.prestart=off", "--capability", "redaction=off", env=env

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_mcp_server._kernels.tracebacks import compact_traceback, shorten_entry
+from jupyter_mcp_server._terminal import strip_ansi
 
 ENAME_MAX_CHARS = 128
 FIELD_MIN_CHARS = 32
@@ -53,9 +54,6 @@ ELLIPSIS = "…"
 #: many bytes are free: fewer would show only the marker.
 MIN_CUT_BYTES = 1024
 
-# CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks)
-# and the two-character escapes: everything a terminal would not print.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # A '\r' that is not the first half of '\r\n' returns the cursor to the start
 # of the line, so whatever the line held up to it is overwritten (the rule of
 # nbconvert's coalesce_streams). '.' stops at '\n', so lines never merge.
@@ -104,11 +102,6 @@ class CollectedOutputs:
     #: Display id -> the ``data`` and ``metadata`` it showed last in this execution: what
     #: the outputs of earlier executions showing that id now show too.
     display_updates: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def strip_ansi(text: str) -> str:
-    """`text` without terminal escape sequences: what a model reads (colours mean nothing to it)."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 def _strip_value(value: Any) -> Any:

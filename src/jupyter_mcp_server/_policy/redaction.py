@@ -29,6 +29,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jupyter_mcp_server._terminal import strip_ansi
+
 #: The capability: ``results`` (default), ``stored`` (the notebook's outputs too), ``off``.
 REDACTION_CAPABILITY = "redaction"
 RESULTS = "results"
@@ -157,9 +159,19 @@ class Redactor:
         self.add_values(secret_values(environ, self.patterns))
 
     def text(self, text: str) -> str:
-        """`text` with every secret masked (itself when there is none)."""
+        """`text` with every secret masked (itself when there is none). A secret that terminal
+        colour codes split is found in the text without them, which is then what is kept:
+        its colours are lost, never the mask."""
         if len(text) < MIN_SECRET_LENGTH:
             return text
+        masked = self._masked(text)
+        if "\x1b" in masked:
+            plain = strip_ansi(masked)
+            if self._masked(plain) != plain:
+                return self._masked(plain)
+        return masked
+
+    def _masked(self, text: str) -> str:
         # Substring scans (C speed) first; a regular expression runs only where one may match.
         original = text
         for value, mask in self._masks:
