@@ -359,3 +359,24 @@ async def test_a_stateless_agents_handle_keeps_its_current_notebook_and_only_its
             refused = await call(stranger, mine, "insert_cell", without)
             assert refused.is_error, text_of(refused)
     assert "lost" not in (workspace / "a.ipynb").read_text()
+
+
+async def test_a_history_entry_names_an_http_session_by_a_hash_not_its_id(workspace: Path):
+    """The history file is read by whoever can read the notebook's folder: it tells sessions
+    apart without holding a session id, which would let a reader act as that session."""
+    write_notebook(workspace / "h.ipynb", [])
+    with http_server(workspace, "--mcp-token", TOKEN, "--capability", "kernel.prestart=off") as url:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http,
+            Client(
+                streamable_http_client(url + "?history", http_client=http), mode="legacy"
+            ) as client,
+        ):
+            cell = {"notebook_name": "h.ipynb", "cell_index": -1, "cell_type": "code"}
+            await ok(client, "insert_cell", {**cell, "cell_source": "1"})
+            await ok(client, "insert_cell", {**cell, "cell_source": "2"})
+            history = await ok(client, "notebook_history", {"notebook_name": "h.ipynb"})
+    named = {e["connection"] for e in history["entries"] if e["tool"] == "insert_cell"}
+    assert len(named) == 1, named  # one session, named the same way each time
+    (label,) = named
+    assert len(label) == 16 and all(c in "0123456789abcdef" for c in label), label

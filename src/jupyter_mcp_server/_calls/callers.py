@@ -85,10 +85,10 @@ class Caller:
     def record(self) -> dict[str, str | None]:
         """As the audit log writes it: the session by a hash of it, which tells sessions apart
         without holding what would let a reader act as one."""
-        return {"user": self.user, "client": self.client, "session": _short(self.session)}
+        return {"user": self.user, "client": self.client, "session": recorded_session(self.session)}
 
 
-def _short(session: str | None) -> str | None:
+def recorded_session(session: str | None) -> str | None:
     """A session as records name it: ``stdio`` as is, any other by a hash (a handle or a session
     id is what makes a request that agent's, so no reader of a log learns one)."""
     if session is None or session == STDIO_CONNECTION:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from mcp.types import CallToolResult, ContentBlock, TextContent
 
-from jupyter_mcp_server._calls.callers import caller_of, serving_caller
+from jupyter_mcp_server._calls.callers import caller_of, recorded_session, serving_caller
 from jupyter_mcp_server._calls.connections import session_of
 from jupyter_mcp_server._calls.input_required import INPUT_REQUIRED_OUTCOME, InputRequired
 from jupyter_mcp_server._errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
@@ -100,7 +100,10 @@ def tool_handler(name: str) -> Callable[[F], F]:
                 Origin(
                     tool=name,
                     client=caller.client if caller is not None else None,
-                    connection=session_of(ctx) if ctx is not None else serving_connection(),
+                    # Named as the audit log names it: a hash, never the session id itself.
+                    connection=recorded_session(
+                        session_of(ctx) if ctx is not None else serving_connection()
+                    ),
                     user=caller.user if caller is not None else None,
                 )
             )
