@@ -14,6 +14,7 @@ sample by sample, so that load on the machine hits both alike.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import tempfile
 import time
@@ -48,6 +49,12 @@ def text_of(result: Any) -> str:
 def response_bytes(result: Any) -> int:
     """The size of a result as it travels: its JSON."""
     return len(result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
+
+
+def content_bytes(result: Any) -> int:
+    """The size of a result's content blocks alone (their JSON), without ``structuredContent``."""
+    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return len(json.dumps(dumped.get("content", []), separators=(",", ":")).encode("utf-8"))
 
 
 @dataclass

@@ -110,6 +110,7 @@ METRICS: list[Metric] = [
         )
         for metric in (
             Metric(f"task_{key}_bytes", f"12 {label}: bytes to the model", "B"),
+            Metric(f"task_{key}_content_bytes", f"12 {label}: of which content blocks", "B"),
             Metric(f"task_{key}_calls", f"12 {label}: calls", "calls"),
             Metric(f"task_{key}_completed", f"12 {label}: completed (1 yes)", "calls"),
         )

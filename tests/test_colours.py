@@ -71,6 +71,13 @@ async def test_the_notebook_keeps_the_kernels_colours_and_a_model_reads_none(
             _COUNT.sub(count, line) for line in jupyter[1]["traceback"][1:]
         ]
         assert "\x1b[31mZeroDivisionError\x1b[39m" in error["traceback"][-1]
+        # IPython's header is stored aligned for a terminal; a model reads it without the
+        # run of spaces, in the text and the structured error alike.
+        assert re.search(r"ZeroDivisionError\S* {2,}Traceback", error["traceback"][0])
+        assert "ZeroDivisionError Traceback (most recent call last)" in text_of(ran)
+        assert ran.structured_content["error"]["traceback"][0] == (
+            "ZeroDivisionError Traceback (most recent call last)"
+        )
 
         # Every reader gives the model plain text.
         reads = {
@@ -86,6 +93,8 @@ async def test_the_notebook_keeps_the_kernels_colours_and_a_model_reads_none(
             assert "\\u001b" not in wire(read), (name, wire(read))
         assert "red and blue words" in text_of(reads["read_cell"])
         assert "ZeroDivisionError: division by zero" in text_of(reads["read_output"])
+        for name in ("read_cell", "read_output"):
+            assert "ZeroDivisionError Traceback (most recent" in text_of(reads[name]), name
         resource = await client.read_resource(
             f"notebook-output:///colours.ipynb?cell={cell_id}&output=0"
         )

@@ -8,11 +8,15 @@ from jupyter_mcp_server._store.diffs import NO_NEWLINE, cell_diff, diff_text, un
 
 
 def test_no_final_newline_is_said_not_run_together():
+    # Neither side ends with a newline (most cell sources): the marker would say nothing,
+    # and the lines still do not run together.
     diff = unified_diff("x", "y")
-    assert diff == f"--- before\n+++ after\n@@ -1 +1 @@\n-x\n{NO_NEWLINE}+y\n{NO_NEWLINE}"
-    # Only the side that lacks it says so.
+    assert diff == "--- before\n+++ after\n@@ -1 +1 @@\n-x\n+y\n"
+    # One side gains its final newline: only the side that lacks it says so.
     diff = unified_diff("a\nx", "a\ny\n")
     assert f"-x\n{NO_NEWLINE}+y\n" in diff and diff.count(NO_NEWLINE) == 1
+    diff = unified_diff("x\n", "x")
+    assert diff == f"--- before\n+++ after\n@@ -1 +1 @@\n-x\n+x\n{NO_NEWLINE}"
     assert NO_NEWLINE not in unified_diff("a\n", "b\n")
     assert unified_diff("same", "same") == ""
     # Every line of the diff is a whole line: nothing runs together.

@@ -190,7 +190,8 @@ def test_tracebacks_keep_user_frames_and_fold_library_ones():
     )
     assert text is not None
     assert text.split("\n") == [
-        *entries[0].split("\n"),
+        "-----",
+        "ValueError Traceback (most recent call last)",
         *entries[1].split("\n"),
         "[… 3 library frame(s) folded: codecs, pandas]",
         *entries[5].split("\n"),

@@ -240,10 +240,14 @@ def test_errors_are_stripped_of_ansi_and_lose_only_the_row_of_dashes():
     info, removed = normalise_error(
         f"{RED}ZeroDivisionError{RESET}", "division by zero", IPYTHON_TRACEBACK, 1 << 20
     )
+    # The header loses the spaces that align it for a terminal, and nothing else.
     assert info == ErrorInfo(
         "ZeroDivisionError",
         "division by zero",
-        [strip_ansi(line) for line in IPYTHON_TRACEBACK[1:]],
+        [
+            "ZeroDivisionError Traceback (most recent call last)",
+            *[strip_ansi(line) for line in IPYTHON_TRACEBACK[2:]],
+        ],
     )
     original = {
         "output_type": "error",
@@ -286,7 +290,7 @@ def test_the_users_cell_frame_is_kept_and_library_frames_folded_when_the_innermo
     ]
     info, removed = normalise_error("ValueError", "bad", traceback, 1 << 20)
     assert info.traceback == [
-        traceback[1],
+        "ValueError Traceback (most recent call last)",
         traceback[2],
         "[… 2 library frame(s) folded: pandas]",
         *traceback[-2:],
@@ -320,7 +324,7 @@ def test_the_innermost_library_frame_keeps_only_where_it_raised():
     ]
     info, _ = normalise_error("TypeError", "Object of type datetime", traceback, 1 << 20)
     assert info.traceback == [
-        traceback[0],
+        "TypeError Traceback (most recent call last)",
         traceback[1],
         "[… 1 library frame(s) folded: json]",
         "File /usr/lib/python3.11/json/encoder.py:180, in JSONEncoder.default(self, o)\n"

@@ -165,11 +165,10 @@ async def test_insert_edit_read_clear(workspace):
             {"cell_index": 2, "old_string": "d += 1", "new_string": "d -= 1", "replace_all": True},
         )
         assert every["diff"].count("+d -= 1") == 2
-        # The source has no final newline: its last lines do not run together.
-        assert (
-            "-d += 1\n\\ No newline at end of file\n+d -= 1\n+d -= 1\n\\ No newline at end of file\n"
-            in every["diff"]
-        )
+        # The source has no final newline, before or after: its last lines do not run
+        # together, and no marker says what did not change.
+        assert "-d += 1\n+d -= 1\n+d -= 1\n" in every["diff"]
+        assert "No newline" not in every["diff"]
         assert sources_on_disk(path)[2] == "d = 40\nd -= 1\nd -= 1"
         await refused_unchanged(
             client,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness import Harness, Session, response_bytes, text_of
+from harness import Harness, Session, content_bytes, response_bytes, text_of
 from profiles import OURS
 
 #: The function the first task looks for, in one cell of one notebook of the corpus.
@@ -50,6 +50,9 @@ class Spent:
 
     calls: int = 0
     bytes: int = 0
+    #: Of those, the content blocks alone: what a client that passes a model the content
+    #: (and not ``structuredContent``, which the spec has servers repeat there) sends it.
+    content_bytes: int = 0
     completed: bool = False
     #: How the task was done (or why it could not be), said in the notes.
     how: str = ""
@@ -67,6 +70,7 @@ class Counting:
         result = await self.session.client.call_tool(tool, arguments)
         self.spent.calls += 1
         self.spent.bytes += response_bytes(result)
+        self.spent.content_bytes += content_bytes(result)
         if result.is_error and tool not in ("run_cells", "execute_cell"):
             raise RuntimeError(
                 f"{self.session.profile.name}: {tool} failed: {text_of(result)[:300]}"
@@ -494,6 +498,7 @@ async def tasks(h: Harness) -> None:
                     counting.spent.completed = False
             spent = counting.spent
             r.add(f"task_{key}_bytes", who, spent.bytes)
+            r.add(f"task_{key}_content_bytes", who, spent.content_bytes)
             r.add(f"task_{key}_calls", who, spent.calls)
             r.add(f"task_{key}_completed", who, 1.0 if spent.completed else 0.0)
             r.note(

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_mcp_server._kernels.tracebacks import compact_traceback, shorten_entry
+from jupyter_mcp_server._kernels.tracebacks import compact_traceback, shorten_entry, unaligned
 from jupyter_mcp_server._terminal import strip_ansi
 
 ENAME_MAX_CHARS = 128
@@ -112,9 +112,21 @@ def _strip_value(value: Any) -> Any:
     return value
 
 
+def _plain_entry(entry: str) -> str:
+    """A traceback entry as a model reads it (no colour codes, the header not aligned)."""
+    return unaligned(strip_ansi(entry))
+
+
+def _plain_traceback(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    return [_plain_entry(item) if isinstance(item, str) else item for item in value]
+
+
 def plain_output(output: Any) -> Any:
     """An output as a model reads it: its stream text, error and ``text/plain`` without
-    terminal escapes. The notebook keeps them, as Jupyter does (JupyterLab and the output
+    terminal escapes, and a traceback's header without the spaces that align it for a
+    terminal. The notebook keeps them, as Jupyter does (JupyterLab and the output
     app colour them); every text made for a model is made from this. The same object when
     there is nothing to strip, a stripped copy otherwise."""
     if not isinstance(output, dict):
@@ -125,7 +137,8 @@ def plain_output(output: Any) -> Any:
         plain = _strip_value(text)
         return output if plain == text else {**output, "text": plain}
     if kind == "error":
-        fields = {key: _strip_value(output.get(key)) for key in ("ename", "evalue", "traceback")}
+        fields = {key: _strip_value(output.get(key)) for key in ("ename", "evalue")}
+        fields["traceback"] = _plain_traceback(output.get("traceback"))
         changed = {key: value for key, value in fields.items() if value != output.get(key)}
         return {**output, **changed} if changed else output
     data = output.get("data")
@@ -162,7 +175,7 @@ def normalise_error(
     original = _json_size(_error_output(str(ename or ""), str(evalue or ""), raw_lines))
     name = strip_ansi(str(ename or ""))
     value = strip_ansi(str(evalue or ""))
-    lines = [strip_ansi(line) for line in raw_lines]
+    lines = [_plain_entry(line) for line in raw_lines]
     if not _ends_with_exception_line(lines, name) and (name or value):
         lines.append(f"{name}: {value}" if value else name)
     lines = compact_traceback(lines)
@@ -301,7 +314,7 @@ class OutputCollector:
         plain = _error_output(
             strip_ansi(str(content.get("ename") or "")),
             strip_ansi(str(content.get("evalue") or "")),
-            [strip_ansi(line) for line in raw],
+            [_plain_entry(line) for line in raw],
         )
         kept = _error_output(info.ename, info.evalue, list(info.traceback))
         if payload_size(kept) < payload_size(plain):
@@ -409,7 +422,7 @@ def _coloured(info: ErrorInfo, content: dict[str, Any]) -> dict[str, Any]:
     """The error as the notebook stores it: the folded traceback (``info``), each entry the
     kernel sent whole in its colours, as Jupyter stores it; a fold line or a shortened entry
     is plain. Its plain form is ``info``'s, so a model reads the same either way."""
-    raw = {strip_ansi(str(line)): str(line) for line in content.get("traceback") or []}
+    raw = {_plain_entry(str(line)): str(line) for line in content.get("traceback") or []}
     ename, evalue = str(content.get("ename") or ""), str(content.get("evalue") or "")
     return _error_output(
         ename if strip_ansi(ename) == info.ename else info.ename,

@@ -43,6 +43,7 @@ _INSTALLED = re.compile(r"(?:site|dist)-packages/([A-Za-z0-9_.-]+)")
 _STANDARD = re.compile(r"/lib/(?:python3[.\d]*|pypy3[.\d]*)/([A-Za-z0-9_.-]+)")
 _DASHES = re.compile(r"^\s*-{3,}\s*$")
 _MARKED = re.compile(r"^\s*-*>\s*\d+")
+_ALIGNED_HEADER = re.compile(r"^(\S[^\n]*?) {2,}(Traceback \(most recent call last\))", re.M)
 
 
 def is_frame(entry: str) -> bool:
@@ -88,6 +89,13 @@ def compact_traceback(entries: list[str]) -> list[str]:
     folded = _fold_repeats(folded)
     folded = _bound_frames(folded)
     return _bound_entries(folded)
+
+
+def unaligned(entry: str) -> str:
+    """An entry as a model reads it: IPython's header without the run of spaces that
+    right-aligns ``Traceback (most recent call last)`` for a terminal (a model reads no
+    columns, and the header is in every error it reads, often twice)."""
+    return _ALIGNED_HEADER.sub(r"\1 \2", entry) if "Traceback (" in entry else entry
 
 
 def fold_line(count: int, packages: list[str]) -> str:

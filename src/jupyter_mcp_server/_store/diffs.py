@@ -1,9 +1,11 @@
-"""Differences between texts and between notebooks, as a person and a model read them.
+r"""Differences between texts and between notebooks, as a person and a model read them.
 
-:func:`unified_diff` is a unified diff of two texts that says when a text
-does not end with a newline, as ``diff`` and ``git`` do: without it, the last
-line of a source without a trailing newline and the line that replaces it
-run together (``-x+x``). :func:`cell_diff` compares two notebooks cell by
+:func:`unified_diff` is a unified diff of two texts that says when one of
+them gains or loses its final newline, as ``diff`` and ``git`` do (``\ No
+newline at end of file``); the last line of a text without one still ends
+the diff's line, so it and the line that replaces it never run together
+(``-x+x``). When neither text ends with a newline, as most cell sources do,
+the marker would say nothing the diff does not, and is left out. :func:`cell_diff` compares two notebooks cell by
 cell, by id: which cells were added, removed, moved, and which changed their
 source (with a unified diff), outputs (summarised), type or metadata.
 """
@@ -21,6 +23,7 @@ NO_NEWLINE = "\\ No newline at end of file\n"
 
 def unified_diff(before: str, after: str, context: int = 2) -> str:
     """The unified diff from ``before`` to ``after``; "" when they are equal."""
+    marked = before.endswith("\n") != after.endswith("\n")
     lines = []
     for line in difflib.unified_diff(
         before.splitlines(keepends=True),
@@ -31,7 +34,7 @@ def unified_diff(before: str, after: str, context: int = 2) -> str:
     ):
         lines.append(line)
         if line.splitlines() == [line]:  # no line break at its end: the text's last line
-            lines.append("\n" + NO_NEWLINE)
+            lines.append("\n" + NO_NEWLINE if marked else "\n")
     return "".join(lines)
 
 

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from jupyter_mcp_server._kernels.outputs import strip_ansi
-from jupyter_mcp_server._kernels.tracebacks import compact_traceback
+from jupyter_mcp_server._kernels.tracebacks import compact_traceback, unaligned
 from jupyter_mcp_server._tools.helpers.chart_text import chart_text, html_chart_text
 from jupyter_mcp_server._tools.helpers.html_text import MAX_HTML_CHARS, html_as_text
 
@@ -58,7 +58,7 @@ def output_text(output: Any) -> str | None:
         return plain(joined(output.get("text", "")))
     if kind == "error":
         traceback = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
-        return "\n".join(compact_traceback([plain(str(entry)) for entry in traceback]))
+        return "\n".join(compact_traceback([unaligned(plain(str(entry))) for entry in traceback]))
     return bundle_text(output.get("data") or {})
 
 

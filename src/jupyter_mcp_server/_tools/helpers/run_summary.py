@@ -101,7 +101,7 @@ def _headline(report: RunReport, revision: str) -> str:
     where = f"'{report.path}' ({report.said})"
     if report.selected == 0:
         return f"No code cell of {where} was selected; nothing ran. Revision {revision}."
-    counted = f"Ran {ran} of {report.selected} selected code cell(s) of {where} on kernel {report.kernel_id}"
+    counted = f"Ran {ran} of {report.selected} selected code cell(s) of {where}"
     if report.fresh_skipped:
         counted += f", passing over {report.fresh_skipped} fresh one(s)"
     stopped = report.stopped_at
