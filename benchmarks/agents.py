@@ -33,12 +33,15 @@ every agent is warm. Measured over it:
 - the kernels' CPU (the server's descendants), the clients' (each worker's
   ``time.process_time``) and the whole machine's busy share from
   ``/proc/stat``: who the two cores went to, and so what the bottleneck is;
-- event-loop lag: the server has no hook inside its loop, so it is measured
-  from outside with the cheapest request it serves, ``GET /healthz`` (no
-  MCP, no tool, no file: one pass of the same event loop), polled every
-  50 ms from this process over a kept-alive connection; the agents' own
-  client loops' lag is measured too (a 20 ms sleep's overshoot), so the
-  client's queueing can be told from the server's;
+- event-loop lag, inside the server: the server runs under ``looplag.py``,
+  a 20 ms timer in its loop that notes how late it fires, and how much of
+  that the loop itself caused (the lateness less the time the loop's thread
+  waited for a core, which the kernel counts: on a busy shared machine that
+  part is the machine's). From outside too: the latency of the cheapest
+  request it serves, ``GET /healthz`` (no MCP, no tool, no file), polled
+  every 50 ms from this process over a kept-alive connection, which also
+  waits behind queued requests; and the agents' own client loops' lag (a
+  20 ms sleep's overshoot), so the client's queueing can be told apart;
 - errors (an exception or an ``isError`` result): must be 0.
 
 Nothing asserts: the verdict lines say whether each target was met. The
@@ -279,9 +282,13 @@ def worker(
 # --- the phases, in this process ----------------------------------------------------------
 
 
-def start_server(workspace: Path, port: int, kernels: int, log: Path) -> subprocess.Popen[bytes]:
+def start_server(
+    workspace: Path, port: int, kernels: int, log: Path, lag: Path
+) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
+        str(Path(__file__).with_name("looplag.py")),
+        str(lag),
         "-m",
         "jupyter_mcp_server",
         "start",
@@ -364,6 +371,19 @@ async def per_tool_cpu(url: str, pid: int, notebook: str, calls: int = 60) -> di
     return figures
 
 
+def _loop_lag(server: subprocess.Popen[bytes], path: Path) -> dict[str, Any]:
+    """What the probe inside the server's loop saw since the agents were warm (looplag.py)."""
+    asked = time.time()
+    server.send_signal(signal.SIGUSR2)
+    for _ in range(100):
+        with contextlib.suppress(OSError, ValueError):
+            seen = json.loads(path.read_text())
+            if seen.get("written_at", 0) >= asked or seen.get("samples") == 0:
+                return dict(seen)
+        time.sleep(0.05)
+    return {"samples": 0}
+
+
 def _kernel_cpu(pid: int) -> float:
     return sum(cpu_seconds(child) or 0.0 for child in descendants(pid))
 
@@ -377,7 +397,8 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server_log = root / phase.name / "server.log"
-    server = start_server(workspace, port, phase.notebooks, server_log)
+    lag_file = root / phase.name / "looplag.json"
+    server = start_server(workspace, port, phase.notebooks, server_log, lag_file)
     context = multiprocessing.get_context("spawn")
     ready, results = context.Queue(), context.Queue()
     go = context.Event()
@@ -407,6 +428,7 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
         busy, total = machine_busy_seconds()
         wall = time.perf_counter()
         deadline.value = time.monotonic() + phase.seconds
+        server.send_signal(signal.SIGUSR1)  # the loop's lag from here on, not the warm-up's
         go.set()
         probes: list[float] = []
 
@@ -422,6 +444,7 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
 
         outs = asyncio.run(probing())
         wall = time.perf_counter() - wall
+        loop_lag = _loop_lag(server, lag_file)
         server_cpu = (cpu_seconds(server.pid) or 0.0) - server_cpu
         kernel_cpu = _kernel_cpu(server.pid) - kernel_cpu
         busy_end, total_end = machine_busy_seconds()
@@ -485,6 +508,7 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
         "healthz_p99_ms": round(percentile(probes, 0.99) * 1000, 2) if probes else None,
         "healthz_probes": len(probes),
         "client_loop_lag_p99_ms": round(percentile(lag, 0.99) * 1000, 2) if lag else None,
+        "server_loop": loop_lag,
         "server_cpu_ms_per_call_by_tool": per_tool,
         "load_start": load_start,
         "load_end": load_end,
@@ -503,6 +527,7 @@ def print_phase(result: dict[str, Any], single: dict[str, Any] | None) -> None:
             f"| {tool} | {figures['calls']:,} | {figures['p50_ms']:.1f} ms | {figures['p99_ms']:.1f} ms |"
         )
     calls = result["calls"]
+    loop = result["server_loop"]
     ratio = ""
     if single and single["server_cpu_ms_per_call"] and result is not single:
         ratio = f" ({result['server_cpu_ms_per_call'] / single['server_cpu_ms_per_call']:.2f}x the single agent's)"
@@ -515,6 +540,10 @@ def print_phase(result: dict[str, Any], single: dict[str, Any] | None) -> None:
         f"\n- loop lag (GET /healthz, every 50 ms): p50 {result['healthz_p50_ms']} ms, "
         f"p99 {result['healthz_p99_ms']} ms over {result['healthz_probes']} probes; "
         f"the clients' own loops: p99 {result['client_loop_lag_p99_ms']} ms"
+        f"\n- inside the server's loop (a {loop.get('interval_ms')} ms timer, {loop.get('samples')} "
+        f"samples): late p50 {loop.get('late_p50_ms')} / p99 {loop.get('late_p99_ms')} ms; of it "
+        f"the loop's own (less the time its thread waited for a core) p50 "
+        f"{loop.get('own_p50_ms')} / p99 {loop.get('own_p99_ms')} / max {loop.get('own_max_ms')} ms"
         f"\n- load average {result['load_start']} at the start, {result['load_end']} at the end"
     )
     if result["server_cpu_ms_per_call_by_tool"]:
@@ -526,6 +555,12 @@ def print_phase(result: dict[str, Any], single: dict[str, Any] | None) -> None:
         print(f"  error: {error}")
 
 
+def _verdict(p99: float | None) -> str:
+    if p99 is None:
+        return "not measured"
+    return f"{'met' if p99 <= 50 else 'NOT MET'} ({p99} ms)"
+
+
 def verdicts(phases: list[dict[str, Any]]) -> list[str]:
     single = phases[0]
     lines = []
@@ -535,8 +570,9 @@ def verdicts(phases: list[dict[str, Any]]) -> list[str]:
             f"- {result['phase']}: server CPU per call <= 1.5x the single agent's: "
             f"{'met' if ratio <= 1.5 else 'NOT MET'} ({ratio:.2f}x); "
             f"errors 0: {'met' if result['errors'] == 0 else 'NOT MET'} ({result['errors']}); "
-            f"loop lag p99 <= 50 ms (/healthz): "
-            f"{'met' if (result['healthz_p99_ms'] or 0) <= 50 else 'NOT MET'} ({result['healthz_p99_ms']} ms)"
+            f"the loop's own lag p99 <= 50 ms (inside the server): "
+            f"{_verdict(result['server_loop'].get('own_p99_ms'))}; "
+            f"as /healthz sees it: {result['healthz_p99_ms']} ms"
         )
     return lines
 

@@ -1,7 +1,10 @@
 """What the harness reads from /proc: the server process, its memory, the machine and its load.
 
 A host sees the server's memory, not the client's, so RSS is read from the
-server process itself (``VmRSS``, never its kernels). That process is found
+server process itself (``VmRSS``, never its kernels); what a server and its
+kernels cost together is read from the whole tree below it, as RSS summed
+(which counts a page every kernel shares once per kernel) and as PSS summed
+(which counts it once). That process is found
 among this process's descendants by the unique workspace path on its command
 line, which works when the profile's command is a wrapper such as ``uv run``.
 The machine description and load average go on the report's last line:
@@ -124,6 +127,28 @@ def cpu_seconds(pid: int) -> float | None:
         return None
     # Fields after the command: state is [0], utime [11], stime [12] (man 5 proc, 14 and 15).
     return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def pss_mib(pid: int) -> float | None:
+    """A process's proportional set size: its private pages, and its share of each page it
+    shares with others (a library every kernel maps counts once across them, not once each)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def tree_memory_mib(pid: int) -> tuple[float, float, int]:
+    """``pid`` and every process below it (a server and its kernels): the sum of their RSS,
+    the sum of their PSS, and how many processes they are."""
+    pids = [pid, *descendants(pid)]
+    rss = sum(rss_mib(each) or 0.0 for each in pids)
+    pss = sum(pss_mib(each) or 0.0 for each in pids)
+    return rss, pss, len(pids)
 
 
 def descendants(pid: int) -> list[int]:

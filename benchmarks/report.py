@@ -86,6 +86,8 @@ METRICS: list[Metric] = [
     Metric("rss_init", "7 server RSS right after initialize", "MB"),
     Metric("rss_settled", "7 server RSS, idle after settle", "MB", floor_key="rss_init"),
     Metric("rss_8", "7 server RSS with 8 notebooks on 8 kernels", "MB", floor_key="rss_init"),
+    Metric("tree_rss_8", "7 server + kernels, RSS summed, 8 notebooks", "MB"),
+    Metric("tree_pss_8", "7 server + kernels, PSS summed, 8 notebooks", "MB"),
     Metric("concurrent_sleep", "8 eight notebooks sleep(1) at once", "s"),
     Metric(
         "list_variables", "9 list_variables, 1,000 names, page of 500", "s", floor_key="round_trip"

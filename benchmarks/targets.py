@@ -235,6 +235,17 @@ def _memory(r: Results) -> tuple[bool, str]:
     return met_init and met_8, f"after initialize: {init}. With 8 notebooks: {eight}"
 
 
+@target("server + kernels with 8 notebooks within 1.1x jupymcp's, RSS and PSS summed (issue 31)")
+def _tree_memory(r: Results) -> tuple[bool, str]:
+    met_rss, rss = _each_of_ours(
+        r, "tree_rss_8", lambda who: 1.1 * r.median("tree_rss_8", _peer_of(r, who)), "MiB"
+    )
+    met_pss, pss = _each_of_ours(
+        r, "tree_pss_8", lambda who: 1.1 * r.median("tree_pss_8", _peer_of(r, who)), "MiB"
+    )
+    return met_rss and met_pss, f"RSS summed: {rss}. PSS summed: {pss}"
+
+
 TASK_KEYS = ("find", "sections", "long_error", "fix", "frame", "plot", "rerun")
 
 

@@ -1,0 +1,138 @@
+"""Run a module with a probe of its event loop's lag inside it, and write what the probe saw.
+
+    python benchmarks/looplag.py OUT.json -m jupyter_mcp_server start ...
+
+Issue 31, item 3 asks for the server's event-loop lag. Measured from outside
+(a request's latency) it is the lag of everything in between: the client's
+own loop, the socket, queued requests, and a machine whose cores are busy
+with other work. Here a timer runs inside the server's loop (the main
+thread's, the one that serves every request): every ``INTERVAL`` it notes how
+late it fired. Lateness has two causes, and the probe tells them apart:
+
+- the loop was busy (a callback ran long, or a system call blocked the loop's
+  thread: an ``fsync``, a big read): the server's own lag, the figure to
+  keep small;
+- the loop's thread was ready but the machine gave it no core: the kernel
+  counts that time for the thread as its run delay
+  (``/proc/thread-self/schedstat``, second field), and that part of the
+  lateness is the machine's.
+
+So each sample is the timer's lateness, and the server's own part of it:
+the lateness less the run delay the thread accrued since the last sample
+(never below zero). SIGUSR1 clears the samples (``agents.py`` sends it once
+the agents are warm); SIGUSR2 writes their percentiles to ``OUT.json``, as
+does the exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import math
+import os
+import runpy
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+#: How often the probe's timer is due, in seconds.
+INTERVAL = 0.02
+
+
+def _run_delay_seconds() -> float:
+    try:
+        with open("/proc/thread-self/schedstat") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
+
+
+class Probe:
+    """A timer in one loop, noting how late each firing was and how much of it was the loop's."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.late: list[float] = []
+        self.own: list[float] = []
+        self._run_delay = _run_delay_seconds()
+        self._due = loop.time() + INTERVAL
+        loop.call_at(self._due, self._fire)
+
+    def _fire(self) -> None:
+        now = self.loop.time()
+        late = max(0.0, now - self._due)
+        run_delay = _run_delay_seconds()
+        waited, self._run_delay = run_delay - self._run_delay, run_delay
+        self.late.append(late)
+        self.own.append(max(0.0, late - waited))
+        self._due = now + INTERVAL
+        self.loop.call_at(self._due, self._fire)
+
+    def clear(self) -> None:
+        self.late.clear()
+        self.own.clear()
+
+    def summary(self) -> dict[str, Any]:
+        if not self.late:
+            return {"samples": 0}
+        ms = 1000.0
+        return {
+            "samples": len(self.late),
+            "interval_ms": INTERVAL * ms,
+            "late_p50_ms": round(_percentile(self.late, 0.5) * ms, 2),
+            "late_p99_ms": round(_percentile(self.late, 0.99) * ms, 2),
+            "late_max_ms": round(max(self.late) * ms, 2),
+            "own_p50_ms": round(_percentile(self.own, 0.5) * ms, 2),
+            "own_p99_ms": round(_percentile(self.own, 0.99) * ms, 2),
+            "own_max_ms": round(max(self.own) * ms, 2),
+            "written_at": time.time(),
+        }
+
+
+probes: list[Probe] = []
+
+
+def _write(path: str) -> None:
+    summary = probes[-1].summary() if probes else {"samples": 0}
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as handle:
+        json.dump(summary, handle)
+    os.replace(temporary, path)
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    if sys.argv[2] != "-m":
+        sys.exit("usage: looplag.py OUT.json -m MODULE [ARGS...]")
+    module = sys.argv[3]
+    sys.argv = [module, *sys.argv[4:]]
+    _run_forever = asyncio.base_events.BaseEventLoop.run_forever
+
+    def run_forever(self: asyncio.base_events.BaseEventLoop) -> None:
+        # The main thread's loop serves the requests; a loop started later there (the
+        # server's, after any short one at start-up) is the one measured.
+        if threading.current_thread() is threading.main_thread():
+            probes.append(Probe(self))
+        _run_forever(self)
+
+    asyncio.base_events.BaseEventLoop.run_forever = run_forever  # type: ignore[method-assign]
+    signal.signal(signal.SIGUSR1, lambda _signum, _frame: probes and probes[-1].clear())
+    signal.signal(signal.SIGUSR2, lambda _signum, _frame: _write(out))
+    atexit.register(_write, out)
+    # uvicorn re-raises the SIGTERM it caught once it has shut down, which skips atexit.
+    _raise_signal = signal.raise_signal
+
+    def _written_then_raised(signum: int) -> None:
+        _write(out)
+        _raise_signal(signum)
+
+    signal.raise_signal = _written_then_raised
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
