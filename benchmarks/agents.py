@@ -551,6 +551,11 @@ def print_phase(result: dict[str, Any], single: dict[str, Any] | None) -> None:
             f"{t} {ms} ms" for t, ms in result["server_cpu_ms_per_call_by_tool"].items()
         )
         print(f"- server CPU a call, each tool alone (60 in a row, one agent): {each}")
+    for place in result["server_loop"].get("held_at", [])[:8]:
+        print(
+            f"  - the loop held {place['ms']} ms (sampled) in {place['ours']}"
+            f" (innermost: {place['innermost']})"
+        )
     for error in result["first_errors"]:
         print(f"  error: {error}")
 

@@ -19,9 +19,20 @@ late it fired. Lateness has two causes, and the probe tells them apart:
 
 So each sample is the timer's lateness, and the server's own part of it:
 the lateness less the run delay the thread accrued since the last sample
-(never below zero). SIGUSR1 clears the samples (``agents.py`` sends it once
-the agents are warm); SIGUSR2 writes their percentiles to ``OUT.json``, as
-does the exit.
+(never below zero). To say what held the loop, every callback the loop runs
+(``asyncio.Handle._run``: a task's step, a protocol's ``data_received``, a
+timer) is timed, and each that ran ``SLOW`` or longer is counted under its
+name (the coroutine a task step belongs to, or the callback), with the
+longest: a loop is late either because one callback ran long, or because
+many ready ones ran one after another in one pass. A task's step is named
+by its outermost coroutine (a request handler), which says little of what
+ran long, so a watcher thread also samples the loop thread's stack every
+``SAMPLE`` while a callback has run longer than ``SLOW``: the innermost
+frame of the server's own code and the innermost frame of all, counted.
+SIGUSR1 clears the
+samples (``agents.py`` sends it once the agents are warm); SIGUSR2 writes
+their percentiles and the slowest callbacks to ``OUT.json``, as does the
+exit.
 """
 
 from __future__ import annotations
@@ -40,6 +51,10 @@ from typing import Any
 
 #: How often the probe's timer is due, in seconds.
 INTERVAL = 0.02
+#: A callback that holds the loop this long or longer is counted by name.
+SLOW = 0.02
+#: How often the watcher looks at the loop thread's stack while a callback runs long.
+SAMPLE = 0.005
 
 
 def _run_delay_seconds() -> float:
@@ -98,10 +113,86 @@ class Probe:
 
 
 probes: list[Probe] = []
+#: Callback name -> [count, seconds in all, longest], of the callbacks that ran SLOW or longer.
+slow: dict[str, list[float]] = {}
+
+
+def _name_of(handle: asyncio.Handle) -> str:
+    callback = handle._callback  # type: ignore[attr-defined]
+    task = getattr(callback, "__self__", None)
+    if isinstance(task, asyncio.Task):
+        coroutine = task.get_coro()
+        code = getattr(coroutine, "cr_code", None) or getattr(coroutine, "gi_code", None)
+        if code is not None:
+            return f"task {code.co_qualname} ({code.co_filename.rsplit('/', 2)[-2:][-1]}:{code.co_firstlineno})"
+        return f"task {coroutine!r}"
+    return getattr(callback, "__qualname__", repr(callback))
+
+
+#: Where the loop thread was, sampled while a callback ran long: (ours, innermost) -> samples.
+held: dict[tuple[str, str], int] = {}
+#: When the callback now running started (perf_counter), or None between callbacks.
+running_since: list[float | None] = [None]
+
+
+def _where(frame: Any) -> tuple[str, str]:
+    innermost = f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_code.co_qualname}"
+    ours = "-"
+    while frame is not None:
+        if "/jupyter_mcp_server/" in frame.f_code.co_filename:
+            path = frame.f_code.co_filename.split("/jupyter_mcp_server/", 1)[1]
+            ours = f"{path}:{frame.f_lineno} {frame.f_code.co_qualname}"
+            break
+        frame = frame.f_back
+    return ours, innermost
+
+
+def _watch(loop_thread: int) -> None:
+    while True:
+        time.sleep(SAMPLE)
+        since = running_since[0]
+        if since is None or time.perf_counter() - since < SLOW:
+            continue
+        frame = sys._current_frames().get(loop_thread)
+        if frame is not None:
+            key = _where(frame)
+            held[key] = held.get(key, 0) + 1
+
+
+def _timed_run(run: Any) -> Any:
+    def timed(self: asyncio.Handle) -> None:
+        started = time.perf_counter()
+        running_since[0] = started
+        try:
+            run(self)
+        finally:
+            running_since[0] = None
+            spent = time.perf_counter() - started
+            if spent >= SLOW:
+                seen = slow.setdefault(_name_of(self), [0, 0.0, 0.0])
+                seen[0] += 1
+                seen[1] += spent
+                seen[2] = max(seen[2], spent)
+
+    return timed
 
 
 def _write(path: str) -> None:
     summary = probes[-1].summary() if probes else {"samples": 0}
+    worst = sorted(slow.items(), key=lambda item: -item[1][1])[:12]
+    summary["slow_callbacks"] = [
+        {
+            "name": name,
+            "count": int(count),
+            "total_ms": round(total * 1000, 1),
+            "longest_ms": round(longest * 1000, 1),
+        }
+        for name, (count, total, longest) in worst
+    ]
+    summary["held_at"] = [
+        {"ours": ours, "innermost": innermost, "ms": round(count * SAMPLE * 1000)}
+        for (ours, innermost), count in sorted(held.items(), key=lambda item: -item[1])[:15]
+    ]
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "w") as handle:
         json.dump(summary, handle)
@@ -124,7 +215,17 @@ if __name__ == "__main__":
         _run_forever(self)
 
     asyncio.base_events.BaseEventLoop.run_forever = run_forever  # type: ignore[method-assign]
-    signal.signal(signal.SIGUSR1, lambda _signum, _frame: probes and probes[-1].clear())
+    asyncio.events.Handle._run = _timed_run(asyncio.events.Handle._run)  # type: ignore[method-assign]
+
+    threading.Thread(target=_watch, args=(threading.get_ident(),), daemon=True).start()
+
+    def _clear(_signum: int, _frame: object) -> None:
+        slow.clear()
+        held.clear()
+        if probes:
+            probes[-1].clear()
+
+    signal.signal(signal.SIGUSR1, _clear)
     signal.signal(signal.SIGUSR2, lambda _signum, _frame: _write(out))
     atexit.register(_write, out)
     # uvicorn re-raises the SIGTERM it caught once it has shut down, which skips atexit.

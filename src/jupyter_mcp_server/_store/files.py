@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._errors import ToolFailure
+from .uninterrupted import run_to_the_end
 
 if TYPE_CHECKING:
     from .._workspace import Workspace
@@ -206,8 +207,16 @@ class WorkspaceFiles:
         unchanged = None
         if unchanged_since is not None:
             unchanged = functools.partial(self.still_holds, key, unchanged_since)
-        status = self.workspace.write_atomic(key, data, exclusive=exclusive, unchanged=unchanged)
-        return Fingerprint.of(status)
+        write = functools.partial(
+            self.workspace.write_atomic, key, data, exclusive=exclusive, unchanged=unchanged
+        )
+        if self.workspace.holds_a_write_lock():
+            # Inside others_held_back the lock is this thread's: a worker would wait for it
+            # for ever. That path is rare (a writer that kept losing a race) and short.
+            return Fingerprint.of(write())
+        # Off the event loop: the fsyncs and another process's hold on the directory lock
+        # would otherwise stop every other call this server is serving.
+        return Fingerprint.of(await run_to_the_end(write))
 
     def still_holds(self, key: str, snapshot: Snapshot) -> bool:
         """Whether the file still holds what ``snapshot`` saw."""

@@ -348,13 +348,18 @@ class NotebookStore:
     async def release_held(self, path: str, held: HeldEntry) -> str | None:
         """The history entry of writes made under `held` (``HELD_ENTRY``), now they are done."""
         key, _fmt = self._locate(path)
-        document = self._documents.get(key)
-        if self.recorder is None or document is None:
-            held.before.pop(key, None)
-            return None
-        return self.history_said(
-            self.recorder.release(key, document.notebook, document.revision, self._texts(key), held)
-        )
+        # Under the file's lock: a write of it in flight has changed the document in
+        # memory before its revision is known, and the entry must name the two together.
+        async with self._lock(key):
+            document = self._documents.get(key)
+            if self.recorder is None or document is None:
+                held.before.pop(key, None)
+                return None
+            return self.history_said(
+                self.recorder.release(
+                    key, document.notebook, document.revision, self._texts(key), held
+                )
+            )
 
     async def before_outside_write(self, view: NotebookView) -> str | None:
         """Before another writer (a JupyterLab room's loader) saves a change made for this

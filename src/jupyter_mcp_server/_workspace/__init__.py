@@ -29,6 +29,7 @@ import os
 import re
 import secrets
 import stat as stat_module
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypedDict
@@ -122,10 +123,12 @@ class Workspace:
         self.root: Path = Path(os.path.realpath(os.fspath(root)))
         if not self.root.is_dir():
             raise ValueError(f"workspace root {self.root} is not an existing directory")
-        #: The directories (device, inode) whose write lock this process holds
-        #: through :meth:`others_held_back`: ``flock`` locks belong to an open
-        #: file, so locking such a directory again here would wait for ever.
-        self._held_directories: set[tuple[int, int]] = set()
+        #: The directories (device, inode) whose write lock a thread holds
+        #: through :meth:`others_held_back`, per thread: ``flock`` locks belong
+        #: to an open file, so that thread locking such a directory again would
+        #: wait for ever; another thread (a write handed to a worker) must wait
+        #: for the lock like any other writer, not take it as its own.
+        self._held = threading.local()
 
     def _reject(self, relative: object, problem: str, next_step: str = _PASS_INSIDE) -> ToolFailure:
         shown = repr(relative)
@@ -342,21 +345,34 @@ class Workspace:
         try:
             status = os.fstat(directory)
             identity = (status.st_dev, status.st_ino)
-            if identity in self._held_directories:
+            held = self._held_directories()
+            if identity in held:
                 yield
                 return
             with _locked(directory):
-                self._held_directories.add(identity)
+                held.add(identity)
                 try:
                     yield
                 finally:
-                    self._held_directories.discard(identity)
+                    held.discard(identity)
         finally:
             os.close(directory)
 
+    def _held_directories(self) -> set[tuple[int, int]]:
+        """The directories whose write lock the calling thread holds."""
+        held: set[tuple[int, int]] | None = getattr(self._held, "directories", None)
+        if held is None:
+            held = self._held.directories = set()
+        return held
+
+    def holds_a_write_lock(self) -> bool:
+        """Whether the calling thread holds a directory's write lock (:meth:`others_held_back`):
+        a write it makes then must be made by this thread, which the lock belongs to."""
+        return bool(self._held_directories())
+
     def _locked_unless_held(self, directory: int) -> contextlib.AbstractContextManager[None]:
         status = os.fstat(directory)
-        if (status.st_dev, status.st_ino) in self._held_directories:
+        if (status.st_dev, status.st_ino) in self._held_directories():
             return contextlib.nullcontext()
         return _locked(directory)
 
