@@ -39,8 +39,9 @@ NOTEBOOK_STYLE = (
 .badge { background: #bf8700; color: #fff; border-radius: 10px; padding: 0 8px; font-size: 11px; }
 .head .grow { flex: 1; }
 .state-changed, .state-upstream, .state-failed, .state-earlier_kernel { color: #9a6700; }
-.md { margin: 0; padding: 8px; font: 14px/1.45 system-ui, sans-serif; white-space: pre-wrap;
-  overflow-wrap: anywhere; }
+.md { padding: 2px 10px; overflow-wrap: anywhere; } .md p { margin: 6px 0; white-space: pre-wrap; }
+.md h1, .md h2, .md h3, .md h4, .md h5, .md h6 { margin: 6px 0; line-height: 1.25; }
+.md h1 { font-size: 22px; } .md h2 { font-size: 18px; } .md h3 { font-size: 16px; }
 button.run, .pager button, .nb-head button { font: inherit; font-size: 12px; padding: 1px 10px;
   border-radius: 6px; border: 1px solid var(--line); background: var(--cell); color: var(--fg);
   cursor: pointer; }
@@ -105,6 +106,10 @@ async function run(cell, section, button) {
       section.querySelector(".prompt").textContent = prompt(ran.execution_count);
       said.textContent = ran.status === "ok" ? "" : (result.isError ? textOf(result).split("\n")[0] : ran.status);
       section.dataset.ran = ran.status;
+      // What the person ran is what the kernel holds now (or failed there).
+      const state = section.querySelector(".head [class^='state-']");
+      if (state) state.remove();
+      if (ran.status !== "ok") section.querySelector(".head .grow").before(element("span", "state-failed", "failed"));
     } else {
       said.className = "said refused";
       said.textContent = textOf(result) || "The server did not run it.";
@@ -121,6 +126,19 @@ async function run(cell, section, button) {
   }
   button.disabled = false;
   resized();
+}
+function markdownView(source) {
+  // Text only, never HTML: a heading line becomes a heading, the rest paragraphs of text.
+  const view = element("div", "md");
+  let paragraph = null;
+  for (const line of String(source).split("\n")) {
+    const heading = /^(#{1,6})\s+(.+?)\s*#*\s*$/.exec(line);
+    if (heading) { view.append(element("h" + heading[1].length, "", heading[2])); paragraph = null; }
+    else if (!line.trim()) paragraph = null;
+    else if (paragraph) paragraph.textContent += "\n" + line;
+    else { paragraph = element("p", "", line); view.append(paragraph); }
+  }
+  return view;
 }
 function cellView(cell) {
   const section = element("section", "cell " + (cell.cell_type || ""));
@@ -143,8 +161,10 @@ function cellView(cell) {
     head.append(button);
     section.append(element("div", "prompt", prompt(cell.execution_count)));
     section.append(element("pre", "source", cell.source));
+  } else if (cell.cell_type === "markdown") {
+    section.append(markdownView(cell.source));
   } else {
-    section.append(element("pre", cell.cell_type === "markdown" ? "md" : "source", cell.source));
+    section.append(element("pre", "source", cell.source));
   }
   if (cell.source_cut) section.append(note(`(${cell.source_cut.toLocaleString()} more characters of source, not shown)`));
   for (const output of cell.outputs || []) section.append(outputView(output));
