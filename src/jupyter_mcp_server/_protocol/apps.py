@@ -1,15 +1,17 @@
 """MCP Apps (``io.modelcontextprotocol/ui``): the person sees a cell's outputs as JupyterLab shows them.
 
 Built on the SDK's own seam, :class:`mcp.server.apps.Apps`: the extension is
-advertised under the server's ``capabilities.extensions``, and the output app
-(:mod:`.output_app`) is its ``ui://`` resource, served as
-``text/html;profile=mcp-app`` with a declared CSP that names no domain.
+advertised under the server's ``capabilities.extensions``, and the apps are its ``ui://``
+resources (the output app :mod:`.output_app`, the review app :mod:`.review_app`, the
+notebook view :mod:`.notebook_app`), served as ``text/html;profile=mcp-app`` with a
+declared CSP that names no domain.
 
 Negotiated per request with :func:`mcp.server.apps.client_supports_apps` (the
 client declared the extension with that MIME type). For such a client, and only
 for it:
 
-- ``tools/list`` links the execution tools to the app (``_meta.ui.resourceUri``);
+- ``tools/list`` links the execution tools to the output app, the dry-run tools to the
+  review app and ``outline`` to the notebook view (``_meta.ui.resourceUri``);
 - ``resources/list`` lists the app;
 - an execution tool's result carries what the app shows under
   ``_meta["io.jupyter-mcp/app"]``: the cell's source and its outputs whole
@@ -17,7 +19,9 @@ for it:
   A host hands ``_meta`` to the app, not to the model, so the model's context pays
   nothing for it.
 
-A client that did not negotiate the extension gets every listing and every
+The apps' own tools (:data:`APP_ONLY`: the review's answer, the notebook view's pages and
+Run) are listed with ``_meta.ui.visibility == ["app"]`` to such a client only, and refused
+to any other. A client that did not negotiate the extension gets every listing and every
 result byte for byte as without it.
 """
 
