@@ -14,19 +14,38 @@ What the person sees and clicks is checked in Chromium in ``test_apps_notebook_b
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import re
+import signal
+import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
-from conftest import error_code, ok, refused, serve, text_of
+from conftest import (
+    error_code,
+    free_port,
+    ok,
+    refused,
+    serve,
+    server_command,
+    server_environment,
+    text_of,
+    wait_until_healthy,
+)
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
 from test_approvals import ASKING, Person
 from test_apps import APP_SIZE_BUDGET, apps_extension, model_part, wire
 from test_apps_review import model_listing
 from test_tools_notebooks import TOOLS_LIST_BUDGET
 
+from jupyter_mcp_server._calls.callers import AGENT_META_KEY
 from jupyter_mcp_server._protocol.apps import APP_META_KEY, NOTEBOOK_URI
 
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -367,3 +386,73 @@ async def test_a_page_stays_within_its_budget(tmp_path: Path) -> None:
     (output,) = next(c for c in page["cells"] if c["cell_id"] == "c0")["outputs"]
     assert output["output_type"] == "omitted" and "left out" in output["text"]
     assert len(result.model_dump_json().encode()) < 5 * 1024 * 1024
+
+
+@MODES
+async def test_each_agent_has_its_own_cell(tmp_path: Path, mode: str) -> None:
+    """Over HTTP, two clients of one server (two sessions on 2025-11-25, two stateless agents with
+    their handles on 2026-07-28), working in turn: each view marks the cell its own agent
+    worked on, not the other's last."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    write_notebook(workspace, code_cells=4)
+    port = free_port()
+    command = server_command(
+        workspace, "--transport", "streamable-http", "--port", str(port), *ARGS
+    )
+    log = tmp_path / "server.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            command,
+            env=server_environment(),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_healthy(process, base, log.read_text)
+
+        @contextlib.asynccontextmanager
+        async def client_named(name: str) -> AsyncIterator[Client]:
+            async with (
+                httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=120)) as http,
+                Client(
+                    streamable_http_client(f"{base}/mcp", http_client=http),
+                    mode=mode,
+                    extensions=[apps_extension()],
+                    client_info=Implementation(name=name, version="1"),
+                ) as client,
+            ):
+                yield client
+
+        def edit(cell_id: str) -> dict[str, Any]:
+            return {"notebook_name": "report.ipynb", "cell_id": cell_id, "cell_source": "1"}
+
+        async with client_named("first") as first, client_named("second") as second:
+            outline = {"notebook_name": "report.ipynb"}
+            handles: list[dict[str, Any] | None] = []
+            for client, cell_id in ((first, "c0"), (second, "c3")):
+                # Stateless (2026-07-28), an agent is the handle the server gave it, passed back.
+                handle = ((await client.call_tool("list_notebooks", {})).meta or {}).get(
+                    AGENT_META_KEY
+                )
+                me = {AGENT_META_KEY: handle} if handle else None
+                edited = await client.call_tool("overwrite_cell_source", edit(cell_id), meta=me)
+                assert not edited.is_error, text_of(edited)
+                working = page_in(await client.call_tool("outline", outline, meta=me))["working"]
+                assert working is not None and working["cell_id"] == cell_id, working
+                handles.append(me)
+            # The second agent worked since: the first's cell is still its own.
+            working = page_in(await first.call_tool("outline", outline, meta=handles[0]))["working"]
+            assert working["cell_id"] == "c0", working
+            # A stateless call that brings no handle is no agent: it has no cell.
+            if mode == "auto":
+                assert page_in(await first.call_tool("outline", outline))["working"] is None
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
