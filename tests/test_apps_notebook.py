@@ -49,7 +49,7 @@ from jupyter_mcp_server._calls.callers import AGENT_META_KEY
 from jupyter_mcp_server._protocol.apps import APP_META_KEY, NOTEBOOK_URI
 
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
-ARGS = ("--capability", "kernel.prestart=off")
+ARGS = ("--capability", "kernel.prestart=off", "--toolsets", "history")
 VIEW_TOOLS = {"view_notebook", "run_cell_from_view"}
 #: What a client with apps is sent beyond the model's part: the links and the apps' own tools.
 APP_ONLY_BUDGET = 4_000
@@ -164,6 +164,17 @@ async def test_outline_opens_the_view_with_the_agents_cell_and_the_view_pages_an
         await ok(client, "execute_cell", {"notebook_name": "report.ipynb", "cell_id": "c2"})
         page = page_in(await client.call_tool("outline", {"notebook_name": "report.ipynb"}))
         assert page["working"] == {"cell_id": "c2", "index": 4, "doing": "ran"}
+        # A batch of edits: the last cell it named that is still there.
+        batch = [
+            {"op": "overwrite", "cell_id": "c6", "source": "x6 = 'batch'"},
+            {"op": "overwrite", "cell_id": "c7", "source": "x7 = 'batch'"},
+            {"op": "insert", "index": -1, "source": "tmp", "cell_type": "code", "cell_id": "tmp"},
+            {"op": "delete", "cell_id": "tmp"},
+        ]
+        await ok(client, "apply_edits", {"notebook_name": "report.ipynb", "operations": batch})
+        page = page_in(await client.call_tool("outline", {"notebook_name": "report.ipynb"}))
+        assert page["working"] == {"cell_id": "c7", "index": 9, "doing": "edited"}
+        await ok(client, "execute_cell", {"notebook_name": "report.ipynb", "cell_id": "c2"})
 
         # The view's pager: the page holding a cell index.
         later = page_in(
