@@ -103,9 +103,30 @@ async def the_same_calls(client: Client) -> dict[str, Any]:
     return said
 
 
+def app_only(tool: dict[str, Any]) -> bool:
+    """Whether a listed tool (as sent) is visible to its app alone: a host keeps it from the model."""
+    ui = (tool.get("_meta") or {}).get("ui") or {}
+    return "model" not in (ui.get("visibility") or ["model"])
+
+
+def model_part(listing: Any) -> int:
+    """Bytes of what a host hands its model of a listing: the tools the model sees, without the
+    ``_meta.ui`` the host reads to render their results (the links), as sent."""
+    said = json.loads(listing.model_dump_json(by_alias=True, exclude_none=True))
+    said["tools"] = [tool for tool in said["tools"] if not app_only(tool)]
+    for tool in said["tools"]:
+        meta = tool.get("_meta") or {}
+        meta.pop("ui", None)
+        if "_meta" in tool and not meta:
+            del tool["_meta"]
+    return len(json.dumps(said, separators=(",", ":"), ensure_ascii=False).encode())
+
+
 def without_the_app(said: dict[str, Any]) -> dict[str, Any]:
-    """What an apps client was told, less what the extension adds (the link, the app, its data)."""
+    """What an apps client was told, less what the extension adds (the links, the apps' own
+    tools, the apps, their data)."""
     said = json.loads(json.dumps(said))
+    said["tools"]["tools"] = [tool for tool in said["tools"]["tools"] if not app_only(tool)]
     for tool in said["tools"]["tools"]:
         meta = tool.get("_meta") or {}
         meta.pop("ui", None)
@@ -208,9 +229,12 @@ async def test_the_output_app_is_one_document_that_loads_nothing(tmp_path: Path,
     assert len(scripts) == 1
     digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in policy, "only the page's own script may run"
-    size = len(listing.model_dump_json(by_alias=True, exclude_none=True).encode())
+    # What costs the model's context: the tools a host hands it (docs/apps.md, "What the
+    # listing costs"); the apps' own tools and the links are the host's.
+    size = model_part(listing)
     assert size <= TOOLS_LIST_BUDGET, (
-        f"the tools/list of a client with apps is {size:,} bytes, over {TOOLS_LIST_BUDGET:,}"
+        f"what a host hands its model of the tools/list of a client with apps is {size:,} bytes, "
+        f"over {TOOLS_LIST_BUDGET:,}"
     )
 
 

@@ -242,6 +242,8 @@ NOT_ASKED = {
     "interrupt_notebook_session": "stops the running execution; the kernel and its variables stay",
     "cancel_run": "stops a run this client started",
     "review_change": "is the person's own answer, clicked in the review app (test_apps_review.py)",
+    "run_cell_from_view": "is execute_cell's run (run_stored_cell), asked as it is; app-only, "
+    "walked in test_apps_notebook.py",
     "connect_to_jupyter": "only later kernels start there; running ones stay",
 }
 

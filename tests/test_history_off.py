@@ -78,6 +78,7 @@ NOT_WRITING = {
     "restore_notebook": "needs a kept revision: with history off there is none to restore",
     "checkpoint": "labels a revision in the history: refused while it is off",
     "review_change": "applies an apply_edits or restore_notebook dry run, walked as those are",
+    "run_cell_from_view": "writes as execute_cell does (run_stored_cell, walked); app-only, not callable here",
 }
 
 

@@ -76,12 +76,24 @@ MAX_CONNECTIONS = 1024
 ExecutionInterceptor = Callable[[str, float], Awaitable[Any]]
 
 
+@dataclass(frozen=True)
+class WorkingCell:
+    """The cell an agent is working on in one notebook: the last it edited or ran there."""
+
+    cell_id: str
+    #: ``edited`` or ``ran``.
+    doing: str
+
+
 @dataclass
 class ConnectionState:
-    """What one client connection has chosen: its named notebooks and its current one."""
+    """What one client connection has chosen (its named notebooks and its current one), and
+    the cell it is working on in each notebook (``_tools/helpers/working.py``)."""
 
     names: dict[str, str] = field(default_factory=dict)
     current: str | None = None
+    #: By notebook path, oldest first.
+    working: OrderedDict[str, WorkingCell] = field(default_factory=OrderedDict)
 
 
 #: What the kept search texts may weigh (characters): a search reads at most as much.

@@ -1,15 +1,17 @@
 """MCP Apps (``io.modelcontextprotocol/ui``): the person sees a cell's outputs as JupyterLab shows them.
 
 Built on the SDK's own seam, :class:`mcp.server.apps.Apps`: the extension is
-advertised under the server's ``capabilities.extensions``, and the output app
-(:mod:`.output_app`) is its ``ui://`` resource, served as
-``text/html;profile=mcp-app`` with a declared CSP that names no domain.
+advertised under the server's ``capabilities.extensions``, and the apps are its ``ui://``
+resources (the output app :mod:`.output_app`, the review app :mod:`.review_app`, the
+notebook view :mod:`.notebook_app`), served as ``text/html;profile=mcp-app`` with a
+declared CSP that names no domain.
 
 Negotiated per request with :func:`mcp.server.apps.client_supports_apps` (the
 client declared the extension with that MIME type). For such a client, and only
 for it:
 
-- ``tools/list`` links the execution tools to the app (``_meta.ui.resourceUri``);
+- ``tools/list`` links the execution tools to the output app, the dry-run tools to the
+  review app and ``outline`` to the notebook view (``_meta.ui.resourceUri``);
 - ``resources/list`` lists the app;
 - an execution tool's result carries what the app shows under
   ``_meta["io.jupyter-mcp/app"]``: the cell's source and its outputs whole
@@ -17,7 +19,9 @@ for it:
   A host hands ``_meta`` to the app, not to the model, so the model's context pays
   nothing for it.
 
-A client that did not negotiate the extension gets every listing and every
+The apps' own tools (:data:`APP_ONLY`: the review's answer, the notebook view's pages and
+Run) are listed with ``_meta.ui.visibility == ["app"]`` to such a client only, and refused
+to any other. A client that did not negotiate the extension gets every listing and every
 result byte for byte as without it.
 """
 
@@ -31,6 +35,7 @@ from mcp.types import CallToolResult
 
 from jupyter_mcp_server._errors import UNSUPPORTED, ToolFailure
 from jupyter_mcp_server._protocol.handlers import Handler, wrap
+from jupyter_mcp_server._protocol.notebook_app import notebook_app_html
 from jupyter_mcp_server._protocol.output_app import output_app_html
 from jupyter_mcp_server._protocol.review_app import review_app_html
 from jupyter_mcp_server._tools.helpers.results import failure
@@ -38,23 +43,33 @@ from jupyter_mcp_server._tools.helpers.reviews import REVIEW_URI
 from jupyter_mcp_server._tools.helpers.shown import showing
 
 OUTPUTS_URI = "ui://jupyter-mcp/outputs"
+NOTEBOOK_URI = "ui://jupyter-mcp/notebook"
 #: The result ``_meta`` key the app reads what it shows from.
 APP_META_KEY = "io.jupyter-mcp/app"
 #: The tools whose results the output app shows.
 OUTPUT_TOOLS = frozenset({"execute_cell", "execute_code", "insert_execute_code_cell"})
 #: The tools whose dry runs the review app shows, for the person to accept or reject.
 REVIEW_TOOLS = frozenset({"apply_edits", "restore_notebook"})
-#: The review app's Accept and Reject: listed to, and called by, clients with apps only.
-APP_ONLY_TOOLS = frozenset({"review_change"})
+#: The tool whose result opens the notebook view: the one an agent starts a notebook with.
+NOTEBOOK_TOOLS = frozenset({"outline"})
+#: The apps' own tools, each with its app (the review's Accept and Reject; the notebook
+#: view's pages and Run): listed to, and called by, clients with apps only.
+APP_ONLY = {
+    "review_change": REVIEW_URI,
+    "view_notebook": NOTEBOOK_URI,
+    "run_cell_from_view": NOTEBOOK_URI,
+}
+APP_ONLY_TOOLS = frozenset(APP_ONLY)
 #: Where each linked tool's result is shown.
 LINKS = {
     **dict.fromkeys(OUTPUT_TOOLS, OUTPUTS_URI),
     **dict.fromkeys(REVIEW_TOOLS, REVIEW_URI),
+    **dict.fromkeys(NOTEBOOK_TOOLS, NOTEBOOK_URI),
 }
 #: Each linked tool's ``_meta.ui`` as listed: an app-only tool is visible to its app alone.
 UI: dict[str, dict[str, Any]] = {
     **{name: {"resourceUri": uri} for name, uri in LINKS.items()},
-    **{name: {"resourceUri": REVIEW_URI, "visibility": ["app"]} for name in APP_ONLY_TOOLS},
+    **{name: {"resourceUri": uri, "visibility": ["app"]} for name, uri in APP_ONLY.items()},
 }
 #: Bytes of outputs one result hands its app; the outputs after are named, not carried.
 PAYLOAD_BUDGET = 4 * 1024 * 1024
@@ -84,6 +99,15 @@ class NotebookApps(Apps):
             csp=ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]),
             prefers_border=False,
         )
+        self.add_html_resource(
+            NOTEBOOK_URI,
+            notebook_app_html(),
+            name="notebook-view",
+            title="Notebook",
+            description="One notebook: its outline, its cells with outputs, the agent's cell marked.",
+            csp=ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]),
+            prefers_border=False,
+        )
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
         apps = client_supports_apps(ctx)
@@ -91,11 +115,12 @@ class NotebookApps(Apps):
             return failure(
                 ToolFailure(
                     UNSUPPORTED,
-                    f"{params.name} is the review app's own tool: only a client that shows MCP "
-                    "Apps calls it. Approvals reach this client as questions (elicitation).",
+                    f"{params.name} is an app's own tool ({APP_ONLY[params.name]}): only a client "
+                    "that shows MCP Apps calls it. Approvals reach this client as questions "
+                    "(elicitation); the notebook's own tools (outline, execute_cell) do the rest.",
                 )
             )
-        if params.name not in LINKS or not apps:
+        if (params.name not in LINKS and params.name not in APP_ONLY) or not apps:
             return await call_next(ctx)
         with showing() as shown:
             result = await call_next(ctx)
@@ -105,6 +130,8 @@ class NotebookApps(Apps):
             shows = {"view": "outputs", "executions": within_budget(shown.executions)}
         elif shown.reviews:
             shows = {"view": "review", "reviews": reviews_within_budget(shown.reviews)}
+        elif shown.notebook is not None:
+            shows = {"view": "notebook", **page_within_budget(shown.notebook)}
         else:
             return result
         meta = dict(result.meta or {})
@@ -155,6 +182,14 @@ def reviews_within_budget(reviews: list[dict[str, Any]]) -> list[dict[str, Any]]
     return kept
 
 
+def page_within_budget(page: dict[str, Any]) -> dict[str, Any]:
+    """A notebook view's page with its cells' outputs up to :data:`PAYLOAD_BUDGET` bytes, less
+    what its sources and outline take."""
+    cells = page["cells"]
+    rest = len(json.dumps({**page, "cells": [{**c, "outputs": []} for c in cells]}, default=str))
+    return {**page, "cells": within_budget(cells, max(0, PAYLOAD_BUDGET - rest))}
+
+
 def attach_apps(server: Any) -> None:
     """Link the output tools to the app in ``tools/list`` and list the app in
     ``resources/list``, for a client that negotiated the extension only."""
@@ -163,7 +198,7 @@ def attach_apps(server: Any) -> None:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             if not client_supports_apps(ctx):
-                # The review app's own tool is nobody else's: not listed, not a byte of it.
+                # The apps' own tools are nobody else's: not listed, not a byte of them.
                 result.tools = [tool for tool in result.tools if tool.name not in APP_ONLY_TOOLS]
                 return result
             # Copies: whatever the SDK keeps of its tools stays as every other client sees it.

@@ -27,6 +27,7 @@ from jupyter_mcp_server._tools.helpers.rendering import (
     upgrade_by_edit,
 )
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tools.helpers.working import EDITED, worked_on
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.notebook_uris import output_uri
 
@@ -71,6 +72,7 @@ async def insert_cell(
         return cell["id"], index
 
     (cell_id, index), view = await state_of(ctx).store.mutate(path, change, expected_revision)
+    worked_on(ctx, path, cell_id, EDITED)
     upgraded, said = upgrade_by_edit(view)
     result = models.CellPlaced(
         cell_id=cell_id, cell_index=index, revision=view.revision, format_upgraded=upgraded
@@ -116,6 +118,7 @@ async def overwrite_cell_source(
     found_id, diff, view = await edit_source(
         state_of(ctx), path, cell_index, cell_id, expected_revision, lambda _: cell_source
     )
+    worked_on(ctx, path, found_id, EDITED)
     upgraded, said = upgrade_by_edit(view)
     result = models.CellEdited(
         cell_id=found_id, diff=diff, revision=view.revision, format_upgraded=upgraded
@@ -165,6 +168,7 @@ async def edit_cell_source(
     found_id, diff, view = await edit_source(
         state_of(ctx), path, cell_index, cell_id, expected_revision, rewrite
     )
+    worked_on(ctx, path, found_id, EDITED)
     upgraded, said = upgrade_by_edit(view)
     result = models.CellEdited(
         cell_id=found_id, diff=diff, revision=view.revision, format_upgraded=upgraded
@@ -203,6 +207,7 @@ async def move_cell(
         return cell["id"], target
 
     (cell_id, index), view = await state_of(ctx).store.mutate(path, change, expected_revision)
+    worked_on(ctx, path, cell_id, EDITED)
     upgraded, said = upgrade_by_edit(view)
     result = models.CellPlaced(
         cell_id=cell_id, cell_index=index, revision=view.revision, format_upgraded=upgraded
@@ -308,6 +313,7 @@ async def clear_cell_output(
 
     server = state_of(ctx)
     found_id, view = await server.store.mutate(path, change, expected_revision)
+    worked_on(ctx, path, found_id, EDITED)
     runs = server.kernels.records.peek(path)
     if runs is not None:
         runs.forget_cell(found_id)  # its display ids are shown nowhere now

@@ -25,6 +25,7 @@ from jupyter_mcp_server._tools import (
     runs,
     search,
     verify,
+    viewing,
     workspace_tools,
 )
 
@@ -121,6 +122,10 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(running.interrupt_kernel, "Interrupt Kernel", OVERWRITES),
     NotebookTool(running.interrupt_notebook_session, "Interrupt Notebook Session", OVERWRITES),
     NotebookTool(notebooks.connect_to_jupyter, "Connect to Jupyter Server", CHANGES_OUTSIDE),
+    # The notebook view's own tools: app-only (_protocol/apps.py lists them, with
+    # _meta.ui.visibility ["app"], to clients with apps only; a host keeps them from the model).
+    NotebookTool(viewing.view_notebook, "Notebook View Page", READS),
+    NotebookTool(viewing.run_cell_from_view, "Run Cell from the Notebook View", RUNS_CODE),
     # Opt-in (core_tools.CoreToolsExtension.toolsets): they change nothing, but every tool costs context.
     NotebookTool(
         inspecting.list_variables, "List Variables", READS, toolset=inspecting.INTROSPECTION_TOOLSET

@@ -26,6 +26,7 @@ from jupyter_mcp_server._tools.helpers.addressing import notebook_path
 from jupyter_mcp_server._tools.helpers.rendering import upgrade_by_edit
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
 from jupyter_mcp_server._tools.helpers.shown import apps_shown, show_review
+from jupyter_mcp_server._tools.helpers.working import EDITED, worked_on
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 
 HISTORY_TOOLSET = "history"
@@ -211,6 +212,11 @@ async def apply_edits(
     ops = as_dicts(operations)
     plan, view, previous = await apply_operations(ctx, path, ops, expected_revision, dry_run)
     if not dry_run:
+        # The agent's cell: the last one the batch named that is still there.
+        kept = {cell["id"] for cell in plan.cells}
+        named = [step["cell_id"] for step in plan.steps if step.get("cell_id") in kept]
+        if named:
+            worked_on(ctx, path, named[-1], EDITED)
         return edited_answer(plan, view, previous, dry_run, view.revision)
     after = plan.as_notebook(view.notebook)
     revision = state_of(ctx).store.revision_if(view, after)

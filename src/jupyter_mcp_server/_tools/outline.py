@@ -28,8 +28,11 @@ from jupyter_mcp_server._tools.helpers import models
 from jupyter_mcp_server._tools.helpers.addressing import notebook_path
 from jupyter_mcp_server._tools.helpers.focus import focus_line
 from jupyter_mcp_server._tools.helpers.headings import MAX_HEADINGS, headings_of
+from jupyter_mcp_server._tools.helpers.notebook_pages import notebook_page, page_start
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tools.helpers.shown import apps_shown, show_notebook
 from jupyter_mcp_server._tools.helpers.staleness import FRESH, states_of
+from jupyter_mcp_server._tools.helpers.working import working_on
 from jupyter_mcp_server._tools.notebooks import NotebookName
 
 FIRST_LINE_CHARS = 60
@@ -254,4 +257,7 @@ async def outline(
         next_start_index=following,
         revision=view.revision,
     )
+    if apps_shown():
+        # The person's view of the notebook opens where this outline starts.
+        show_notebook(notebook_page(server, view, page_start(start_index), working_on(ctx, path)))
     return answer(result.model_dump(), "\n".join(lines))

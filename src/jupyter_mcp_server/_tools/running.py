@@ -34,6 +34,7 @@ from jupyter_mcp_server._errors import (
 )
 from jupyter_mcp_server._kernels.execution import ExecutionOutcome
 from jupyter_mcp_server._kernels.kernel import Kernel, gone_message
+from jupyter_mcp_server._kernels.records import source_hash
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store import NotebookView, new_cell
 from jupyter_mcp_server._tools.cells import MaxOutputChars, insertion_index
@@ -57,6 +58,7 @@ from jupyter_mcp_server._tools.helpers.rendering import (
 )
 from jupyter_mcp_server._tools.helpers.results import answer, failure, tool_handler
 from jupyter_mcp_server._tools.helpers.shown import show_execution
+from jupyter_mcp_server._tools.helpers.working import RAN, worked_on
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
 from jupyter_mcp_server._workspace.notebook_uris import output_uri
 from jupyter_mcp_server._workspace.storage_errors import STORAGE_CODES
@@ -326,10 +328,37 @@ async def execute_cell(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, models.ExecutionResult]:
     """Run a code cell on the notebook's kernel and store its outputs (even when it fails); a timeout interrupts the kernel and returns the outputs so far."""
+    return await run_stored_cell(
+        ctx,
+        notebook_path(ctx, notebook_name),
+        cell_index,
+        cell_id,
+        expected_revision=expected_revision,
+        timeout=timeout,
+        max_output_chars=max_output_chars,
+        detach=detach,
+    )
+
+
+async def run_stored_cell(
+    ctx: Context | None,
+    path: str,
+    cell_index: int | None,
+    cell_id: str | None,
+    *,
+    expected_revision: str | None = None,
+    timeout: float | None = None,
+    max_output_chars: int | None = None,
+    detach: bool = False,
+    seen_source: str | None = None,
+) -> CallToolResult:
+    """Run a code cell of `path` as it is stored: the one way ``execute_cell`` and the notebook
+    view (``_tools/viewing.py``) run a cell, with the same checks and the same approval of its
+    shell lines. `seen_source` (the view's): the hash of the source the person was shown, a
+    cell changed since is refused; and the run is the person's, not the agent's working cell."""
     server = state_of(ctx)
     seconds = effective_timeout(server, timeout)
     limits = InlineLimits.of(server.config, max_output_chars)
-    path = notebook_path(ctx, notebook_name)
     view = await server.store.read(path)
     if expected_revision is not None and expected_revision != view.revision:
         raise ToolFailure(
@@ -344,12 +373,22 @@ async def execute_cell(
             INVALID_ARGUMENT,
             f"Cell {cell['id']} is a {cell['cell_type']} cell; only code cells run.",
         )
+    if seen_source is not None and seen_source != source_hash(cell.get("source", "")):
+        raise ToolFailure(
+            REVISION_CONFLICT,
+            f"Cell {cell['id']} of '{path}' was edited since the view showed it: it did not run. "
+            "Its source now is in the view; run it again if it is what you want to run.",
+            cell_id=cell["id"],
+            current_revision=view.revision,
+        )
     await approve_shell_code(ctx, cell.get("source", ""), f"in cell {cell['id']} of '{path}'")
     if detach:
         approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
         return await _detached_cell(
             ctx, "execute_cell", path, cell["id"], view.revision, timeout, max_output_chars
         )
+    if seen_source is None:
+        worked_on(ctx, path, cell["id"], RAN)
     return await run_cell(server, view, cell["id"], cell.get("source", ""), seconds, limits)
 
 
@@ -406,6 +445,7 @@ async def insert_execute_code_cell(
         return cell["id"]
 
     cell_id, view = await server.store.mutate(path, change, expected_revision)
+    worked_on(ctx, path, cell_id, RAN)
     if detach:
         approved_already(SHELL_CODE)  # asked above, while the caller was there to answer
         return await _detached_cell(

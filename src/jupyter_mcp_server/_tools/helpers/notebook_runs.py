@@ -33,6 +33,7 @@ from jupyter_mcp_server._tools.helpers.cell_writes import CellWrites, Pending
 from jupyter_mcp_server._tools.helpers.displays import display_writes
 from jupyter_mcp_server._tools.helpers.listening import announce, listening
 from jupyter_mcp_server._tools.helpers.staleness import FRESH, NotebookStates, code_cells_of
+from jupyter_mcp_server._tools.helpers.working import RAN, worked_on
 from jupyter_mcp_server._tools.notebooks import metadata_kernel
 from jupyter_mcp_server._tools.running import run_on, store_outputs
 
@@ -174,6 +175,8 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
                 report.fresh_skipped += 1
                 continue
             step = f"cell {position + 1} of {len(planned)} ([{index}] {cell_id})"
+            with contextlib.suppress(RuntimeError):  # outside a request: no agent to mark
+                worked_on(None, path, cell_id, RAN)
             try:
                 async with server.store.executing(path, cell_id) as show_live:
                     with listening(show_live):

@@ -26,6 +26,8 @@ class Showing:
     executions: list[dict[str, Any]] = field(default_factory=list)
     #: Changes proposed in this call for the person to review (:mod:`.reviews`).
     reviews: list[dict[str, Any]] = field(default_factory=list)
+    #: A page of a notebook for the notebook view (:mod:`.notebook_pages`).
+    notebook: dict[str, Any] | None = None
     #: False once the call has answered: a detached run that outlives it shows nothing here.
     open: bool = True
 
@@ -84,3 +86,10 @@ def show_review(review: dict[str, Any]) -> None:
     shown = _showing.get()
     if shown is not None and shown.open:
         shown.reviews.append(review)
+
+
+def show_notebook(page: dict[str, Any]) -> None:
+    """The app of this call (if one is open) shows this page of a notebook."""
+    shown = _showing.get()
+    if shown is not None and shown.open:
+        shown.notebook = page
