@@ -1,0 +1,282 @@
+"""Charts in the output app, in Chromium: Vega-Lite and Plotly drawn by their own libraries.
+
+The host is ``test_apps_browser``'s: the official ``AppBridge`` of
+``@modelcontextprotocol/ext-apps`` puts the server's ``ui://jupyter-mcp/outputs`` into an
+iframe sandboxed with ``allow-scripts`` only, under the page's own CSP, and hands it the
+result the real server answered for a real kernel cell. What a person sees is read from
+the frame's DOM:
+
+- a Vega-Lite bar chart (with a ``calculate`` transform, so Vega's expressions run, in its
+  interpreter: the policy has no ``'unsafe-eval'``, and the frame refuses ``Function``):
+  one ``.mark-rect`` path per data row, axis labels from the data, a tooltip on hover;
+- a Plotly figure of a bar and a scatter trace: one bar path and one marker per point, and
+  Plotly's hover label on hover;
+- hostile specs: a Vega-Lite chart whose data is a URL of a server the test runs, with
+  ``usermeta.embedOptions`` asking for the export menu, and a Plotly figure with a layout
+  image from that server: no request reaches it, the view says what it did not load, and
+  no menu is shown;
+- a Plotly trace type the basic bundle has not: the output's other representation, under a
+  note.
+
+Skipped, saying why, where Chromium, Playwright or Node is missing.
+``JUPYTER_MCP_SCREENSHOTS=DIR`` saves ``app-vegalite.png`` and ``app-plotly.png``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from conftest import ok
+from node_tools import library
+from test_apps import client_of
+from test_apps_browser import EXT_APPS, host_server, write_host
+from test_browser import browser, chromium_or_skip, screenshot
+
+from jupyter_mcp_server._protocol.apps import OUTPUTS_URI
+from jupyter_mcp_server._tools.helpers.chart_text import chart_text
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+CITIES = [("Lyon", 522), ("Nantes", 320), ("Brest", 139), ("Dijon", 156)]
+
+VEGALITE = {
+    "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+    "title": "people by city",
+    "data": {"values": [{"city": city, "people": people} for city, people in CITIES]},
+    # An expression: Vega evaluates it, here in its interpreter.
+    "transform": [{"calculate": "datum.people * 1000", "as": "inhabitants"}],
+    "mark": "bar",
+    "width": 360,
+    "encoding": {
+        "x": {"field": "city", "type": "nominal", "sort": None},
+        "y": {"field": "inhabitants", "type": "quantitative"},
+        "tooltip": [{"field": "city"}, {"field": "inhabitants"}],
+    },
+}
+
+PLOTLY = {
+    "data": [
+        {"type": "bar", "name": "people", "x": ["Lyon", "Nantes", "Brest"], "y": [522, 320, 139]},
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "trend",
+            "x": ["Lyon", "Nantes", "Brest"],
+            "y": [500, 300, 150],
+        },
+    ],
+    "layout": {"title": {"text": "a Plotly figure"}, "width": 640, "height": 360},
+}
+
+
+def display_cell(mime: str, spec: dict[str, Any], plain: str) -> str:
+    """A cell displaying `spec` under `mime` as altair or plotly would (neither needed)."""
+    return (
+        f"from IPython.display import display\nspec = {spec!r}\n"
+        f"display({{{mime!r}: spec, 'text/plain': {plain!r}}}, raw=True)"
+    )
+
+
+def hostile_cells(url: str) -> dict[str, str]:
+    vegalite = {
+        "data": {"url": f"{url}/data.json"},
+        "mark": "point",
+        "encoding": {"x": {"field": "people", "type": "quantitative"}},
+        "usermeta": {"embedOptions": {"actions": True, "loader": {"baseURL": url}}},
+    }
+    plotly = {
+        "data": [{"type": "bar", "x": ["a", "b"], "y": [1, 2]}],
+        "layout": {
+            "images": [
+                {
+                    "source": f"{url}/image.png",
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0,
+                    "y": 1,
+                    "sizex": 0.5,
+                    "sizey": 0.5,
+                }
+            ]
+        },
+    }
+    return {
+        "hostile-vega": display_cell(
+            "application/vnd.vegalite.v5+json", vegalite, "<VegaLite 5 object>"
+        ),
+        "hostile-plotly": display_cell(
+            "application/vnd.plotly.v1+json", plotly, "<a Plotly figure>"
+        ),
+    }
+
+
+CELLS = {
+    "vegalite": display_cell("application/vnd.vegalite.v5+json", VEGALITE, "<VegaLite 5 object>"),
+    "plotly": display_cell("application/vnd.plotly.v1+json", PLOTLY, "Figure({...})"),
+    "heatmap": display_cell(
+        "application/vnd.plotly.v1+json",
+        {"data": [{"type": "heatmap", "z": [[1, 2], [3, 4]]}]},
+        "a heatmap, as text",
+    ),
+}
+
+
+#: Run in every frame before its own scripts (by the browser, not the page): what its policy refused.
+RECORD_VIOLATIONS = """
+window.violations = [];
+window.addEventListener("securitypolicyviolation", (event) =>
+  window.violations.push(`${event.effectiveDirective} ${event.blockedURI}`));
+"""
+#: A script put into the frame: its policy must refuse it (and say so).
+PLANTED = """async () => {
+  const script = document.createElement("script");
+  script.textContent = "window.planted = true";
+  document.body.appendChild(script);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  return window.planted === undefined ? null : window.planted;
+}"""
+
+
+@contextlib.contextmanager
+def recording_server() -> Iterator[tuple[str, list[str]]]:
+    """A loopback server that answers anything (with CORS, so only the app could refuse)
+    and records each request's path."""
+    requests: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        rows: ClassVar[bytes] = json.dumps([{"people": 1}, {"people": 2}]).encode()
+
+        def do_GET(self) -> None:
+            requests.append(self.path)
+            self.send_response(200)
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(self.rows)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothing_they_name(
+    tmp_path: Path,
+) -> None:
+    chromium = chromium_or_skip()
+    _, bridge, _ = library(EXT_APPS)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    results: dict[str, Any] = {}
+    with recording_server() as (elsewhere, requests):
+        cells = {**CELLS, **hostile_cells(elsewhere)}
+        async with client_of(workspace, "legacy", True) as client:
+            app = (await client.read_resource(OUTPUTS_URI)).contents[0].text
+            await ok(client, "use_notebook", {"notebook_name": "charts.ipynb", "mode": "create"})
+            for name, source in cells.items():
+                arguments = {"cell_index": -1, "cell_source": source}
+                result = await client.call_tool("insert_execute_code_cell", arguments)
+                assert not result.is_error, result
+                results[name] = (
+                    arguments,
+                    result.model_dump(by_alias=True, exclude_none=True, mode="json"),
+                )
+        # What the model reads of a chart is the chart's summary, as without apps.
+        (model_text,) = [block["text"] for block in results["vegalite"][1]["content"]]
+        summary = chart_text({"application/vnd.vegalite.v5+json": VEGALITE})
+        assert summary and summary in model_text and "$schema" not in model_text, model_text
+        write_host(tmp_path / "host", bridge.parent.parent)
+
+        with host_server(tmp_path / "host") as url:
+            async with browser(chromium) as chromium_browser:
+                page = await chromium_browser.new_page(viewport={"width": 900, "height": 720})
+                await page.add_init_script(RECORD_VIOLATIONS)
+                problems: list[str] = []
+                page.on("pageerror", lambda error: problems.append(str(error)))
+                await page.goto(f"{url}/host.html")
+                await page.wait_for_function("window.hostReady === true", timeout=30_000)
+
+                async def show(name: str) -> Any:
+                    await page.evaluate(
+                        "document.querySelectorAll('iframe').forEach(f => f.remove())"
+                    )
+                    arguments, result = results[name]
+                    await page.evaluate(
+                        "([html, args, result]) => window.showApp(html, args, result)",
+                        [app, arguments, result],
+                    )
+                    return page.frame_locator("iframe")
+
+                # Vega-Lite: a bar per row, drawn as SVG, the labels from the data.
+                frame = await show("vegalite")
+                bars = frame.locator(".chart.vega svg .mark-rect path")
+                await bars.first.wait_for(timeout=20_000)
+                assert await bars.count() == len(CITIES)
+                labels = await frame.locator(
+                    ".chart.vega svg .role-axis-label text"
+                ).all_text_contents()
+                assert [city for city, _ in CITIES] == [x for x in labels if x.isalpha()]
+                # The frame's policy held while Vega ran the chart's expression: nothing it
+                # refused, and it does refuse (a script put in the frame does not run).
+                (child,) = [f for f in page.frames if f != page.main_frame]
+                assert await child.evaluate("window.violations") == []
+                assert await child.evaluate(PLANTED) is None, "a planted script ran"
+                assert await child.evaluate("window.violations") == ["script-src-elem inline"]
+                await bars.nth(0).hover()
+                tooltip = frame.locator("#vg-tooltip-element")
+                await tooltip.wait_for(state="visible", timeout=5_000)
+                assert "522000" in (await tooltip.inner_text()).replace(",", "")
+                await screenshot(page, "app-vegalite.png")
+
+                # Plotly: a bar per point and a marker per point, and a hover label.
+                frame = await show("plotly")
+                plot = frame.locator(".chart.plotly")
+                await plot.locator(".main-svg").first.wait_for(timeout=20_000)
+                assert await plot.locator(".barlayer .point path").count() == 3
+                assert await plot.locator(".scatterlayer .points path.point").count() == 3
+                assert await plot.locator(".gtitle").text_content() == "a Plotly figure"
+                box = await plot.locator(".barlayer .point path").first.bounding_box()
+                assert box
+                await page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+                await plot.locator(".hoverlayer .hovertext").first.wait_for(timeout=5_000)
+                await screenshot(page, "app-plotly.png")
+
+                # A trace type plotly.js-basic has not: the output's other representation.
+                frame = await show("heatmap")
+                await frame.locator(".chart .note").wait_for(timeout=10_000)
+                assert "heatmap" in await frame.locator(".chart .note").inner_text()
+                assert "a heatmap, as text" in await frame.locator(".chart pre").inner_text()
+
+                # Hostile specs: nothing they name is fetched; the view says so.
+                frame = await show("hostile-vega")
+                said = frame.locator(".chart.vega .note")
+                await said.wait_for(timeout=20_000)
+                assert f"{elsewhere}/data.json" in await said.inner_text()
+                assert await frame.locator(".vega-actions, details").count() == 0
+                # Refused by the app itself, before its policy had anything to refuse.
+                (child,) = [f for f in page.frames if f != page.main_frame]
+                assert await child.evaluate("window.violations") == []
+                frame = await show("hostile-plotly")
+                plot = frame.locator(".chart.plotly")
+                await plot.locator(".barlayer .point path").first.wait_for(timeout=20_000)
+                assert await plot.locator(".layer-above image, .layer-below image").count() == 0
+                await page.wait_for_timeout(1_000)
+                assert requests == [], f"the app fetched what a spec named: {requests}"
+                # Refused by the app itself, before its policy had anything to refuse.
+                (child,) = [f for f in page.frames if f != page.main_frame]
+                assert await child.evaluate("window.violations") == []
+                assert problems == [], problems
