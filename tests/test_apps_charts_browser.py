@@ -15,8 +15,11 @@ the frame's DOM:
   ``usermeta.embedOptions`` asking for the export menu, and a Plotly figure with a layout
   image from that server: no request reaches it, the view says what it did not load, and
   no menu is shown;
-- a Plotly trace type the basic bundle has not: the output's other representation, under a
-  note.
+- a Vega-Lite mark's link (``href``): clicked, the host is asked to open it;
+- what cannot be drawn here, under a note, shows the output's other representation: a
+  Plotly trace type the basic bundle has not, and inline CSV (d3-dsv inside vega compiles
+  its row reader with ``Function``: the policy refuses it, and the frame records the
+  refusal, ``script-src eval``).
 
 Skipped, saying why, where Chromium, Playwright or Node is missing.
 ``JUPYTER_MCP_SCREENSHOTS=DIR`` saves ``app-vegalite.png`` and ``app-plotly.png``.
@@ -85,6 +88,15 @@ def display_cell(mime: str, spec: dict[str, Any], plain: str) -> str:
 
 
 def hostile_cells(url: str) -> dict[str, str]:
+    linked = {
+        "data": {"values": [{"city": "Lyon", "people": 522}]},
+        "mark": "bar",
+        "encoding": {
+            "x": {"field": "city", "type": "nominal"},
+            "y": {"field": "people", "type": "quantitative"},
+            "href": {"value": f"{url}/clicked"},
+        },
+    }
     vegalite = {
         "data": {"url": f"{url}/data.json"},
         "mark": "point",
@@ -108,6 +120,9 @@ def hostile_cells(url: str) -> dict[str, str]:
         },
     }
     return {
+        "linked-vega": display_cell(
+            "application/vnd.vegalite.v5+json", linked, "<VegaLite 5 object>"
+        ),
         "hostile-vega": display_cell(
             "application/vnd.vegalite.v5+json", vegalite, "<VegaLite 5 object>"
         ),
@@ -120,6 +135,17 @@ def hostile_cells(url: str) -> dict[str, str]:
 CELLS = {
     "vegalite": display_cell("application/vnd.vegalite.v5+json", VEGALITE, "<VegaLite 5 object>"),
     "plotly": display_cell("application/vnd.plotly.v1+json", PLOTLY, "Figure({...})"),
+    # Inline CSV: d3-dsv (inside vega) compiles its row reader with Function, which the page's
+    # policy refuses; the output's other representation is shown.
+    "csv": display_cell(
+        "application/vnd.vegalite.v5+json",
+        {
+            "data": {"values": "a,b\n1,2\n3,4\n", "format": {"type": "csv"}},
+            "mark": "point",
+            "encoding": {"x": {"field": "a", "type": "quantitative"}},
+        },
+        "a CSV chart, as text",
+    ),
     "heatmap": display_cell(
         "application/vnd.plotly.v1+json",
         {"data": [{"type": "heatmap", "z": [[1, 2], [3, 4]]}]},
@@ -260,6 +286,22 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 await frame.locator(".chart .note").wait_for(timeout=10_000)
                 assert "heatmap" in await frame.locator(".chart .note").inner_text()
                 assert "a heatmap, as text" in await frame.locator(".chart pre").inner_text()
+
+                # A mark's link is the host's to open: the bar clicked, the host asked.
+                frame = await show("linked-vega")
+                bar = frame.locator(".chart.vega svg .mark-rect path")
+                await bar.first.wait_for(timeout=20_000)
+                await bar.first.click()
+                await page.wait_for_function("window.openedLinks.length > 0", timeout=5_000)
+                assert await page.evaluate("window.openedLinks") == [f"{elsewhere}/clicked"]
+
+                # Code from a string (d3-dsv's CSV reader): the policy refuses it, and says so.
+                frame = await show("csv")
+                await frame.locator(".chart .note").wait_for(timeout=10_000)
+                assert "policy refuses" in await frame.locator(".chart .note").inner_text()
+                assert "a CSV chart, as text" in await frame.locator(".chart pre").inner_text()
+                (child,) = [f for f in page.frames if f != page.main_frame]
+                assert await child.evaluate("window.violations") == ["script-src eval"]
 
                 # Hostile specs: nothing they name is fetched; the view says so.
                 frame = await show("hostile-vega")

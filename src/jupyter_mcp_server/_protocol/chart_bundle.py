@@ -11,7 +11,8 @@ the app stays one document that loads nothing.
 A spec is the notebook's, so untrusted:
 
 - nothing is loaded: Vega's loader is replaced by one that refuses every URL (data,
-  images, links), and the refusal is shown under the chart; the spec's own
+  images but ``data:`` ones), and the refusal is shown under the chart; a mark's link
+  (``href``) is the host's to open (``ui/open-link``), as a link in HTML is; the spec's own
   ``usermeta.embedOptions`` are dropped, so a spec cannot choose its loader or actions;
   Plotly gets the figure's ``data`` and ``layout`` only, its layout images kept only when
   they are ``data:`` images; the page's CSP (``connect-src 'none'``, ``img-src data:``)
@@ -72,19 +73,36 @@ function isChartMime(mime) { return mime === PLOTLY_MIME || VEGA_MIME.test(mime)
 function withoutCharts(data) {
   return Object.fromEntries(Object.entries(data).filter(([mime]) => !isChartMime(mime)));
 }
+// Why a library failed, in a line: an EvalError is the page's policy refusing code from a string.
+function failure(error) {
+  if (error && error.name === "EvalError") {
+    return "(the chart needs code made from a string, which this view's policy refuses)";
+  }
+  return `(the chart could not be drawn: ${String(error && error.message || error).slice(0, 200)})`;
+}
 // What cannot be drawn: the output's other representations, as the app shows them without charts.
 function notDrawn(element, data, why) {
   element.className = "chart";
   element.replaceChildren(note(why), richOutput(withoutCharts(data)));
   resized();
 }
-// Every URL a spec names is refused: data, images and links stay out, and the person is told.
+// Every URL a spec names is refused (data, images), and the person is told; a data: image
+// is drawn; a link a mark carries (href) goes to the host, which opens it if it will.
 function refusingLoader(refused) {
   const refuse = (uri) => {
     refused.push(String(uri && uri.url !== undefined ? uri.url : uri));
     return Promise.reject(new Error("this app loads nothing"));
   };
-  return { load: refuse, sanitize: refuse, http: refuse, file: refuse, options: {} };
+  const sanitize = (uri, options) => {
+    const context = options && options.context;
+    if (context === "image" && /^data:image\//i.test(String(uri))) return Promise.resolve({ href: String(uri) });
+    if (context === "href" && SAFE_LINK.test(String(uri))) {
+      request("ui/open-link", { url: String(uri) }).catch(() => {});
+      return Promise.reject(new Error("the host opens links"));
+    }
+    return refuse(uri);
+  };
+  return { load: refuse, sanitize, http: refuse, file: refuse, options: {} };
 }
 function refusedNote(refused) {
   const shown = Array.from(new Set(refused)).slice(0, 3).join(", ");
@@ -101,7 +119,7 @@ async function drawVega(element, spec, mode, data) {
     });
     await embedded.view.runAsync();
   } catch (error) {
-    return notDrawn(element, data, `(the chart could not be drawn: ${error && error.message || error})`);
+    return notDrawn(element, data, failure(error));
   }
   if (refused.length) element.appendChild(refusedNote(refused));
   resized();
@@ -129,7 +147,7 @@ async function drawPlotly(element, spec, data) {
       showEditInChartStudio: false, modeBarButtonsToRemove: ["toImage", "sendDataToCloud"],
     });
   } catch (error) {
-    return notDrawn(element, data, `(the chart could not be drawn: ${error && error.message || error})`);
+    return notDrawn(element, data, failure(error));
   }
   resized();
 }
