@@ -135,6 +135,37 @@ def hostile_cells(url: str) -> dict[str, str]:
 CELLS = {
     "vegalite": display_cell("application/vnd.vegalite.v5+json", VEGALITE, "<VegaLite 5 object>"),
     "plotly": display_cell("application/vnd.plotly.v1+json", PLOTLY, "Figure({...})"),
+    # Altair 4's MIME type and schema, and a Vega spec: drawn by the same libraries.
+    "vegalite-v4": display_cell(
+        "application/vnd.vegalite.v4+json",
+        {**VEGALITE, "$schema": "https://vega.github.io/schema/vega-lite/v4.json"},
+        "<VegaLite 4 object>",
+    ),
+    "vega": display_cell(
+        "application/vnd.vega.v5+json",
+        {
+            "$schema": "https://vega.github.io/schema/vega/v5.json",
+            "width": 200,
+            "height": 100,
+            "data": [{"name": "table", "values": [{"x": 1}, {"x": 2}, {"x": 3}]}],
+            "signals": [{"name": "size", "value": 10, "update": "width / 20"}],
+            "marks": [
+                {
+                    "type": "rect",
+                    "from": {"data": "table"},
+                    "encode": {
+                        "enter": {
+                            "x": {"signal": "datum.x * 40"},
+                            "width": {"signal": "size"},
+                            "y": {"value": 0},
+                            "height": {"value": 50},
+                        }
+                    },
+                }
+            ],
+        },
+        "<Vega 5 object>",
+    ),
     # Inline CSV: d3-dsv (inside vega) compiles its row reader with Function, which the page's
     # policy refuses; the output's other representation is shown.
     "csv": display_cell(
@@ -247,6 +278,11 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                     )
                     return page.frame_locator("iframe")
 
+                async def violations() -> list[str]:
+                    """What the app frame's policy refused so far."""
+                    (child,) = [f for f in page.frames if f != page.main_frame]
+                    return await child.evaluate("window.violations")
+
                 # Vega-Lite: a bar per row, drawn as SVG, the labels from the data.
                 frame = await show("vegalite")
                 bars = frame.locator(".chart.vega svg .mark-rect path")
@@ -258,10 +294,10 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 assert [city for city, _ in CITIES] == [x for x in labels if x.isalpha()]
                 # The frame's policy held while Vega ran the chart's expression: nothing it
                 # refused, and it does refuse (a script put in the frame does not run).
+                assert await violations() == []
                 (child,) = [f for f in page.frames if f != page.main_frame]
-                assert await child.evaluate("window.violations") == []
                 assert await child.evaluate(PLANTED) is None, "a planted script ran"
-                assert await child.evaluate("window.violations") == ["script-src-elem inline"]
+                assert await violations() == ["script-src-elem inline"]
                 await bars.nth(0).hover()
                 tooltip = frame.locator("#vg-tooltip-element")
                 await tooltip.wait_for(state="visible", timeout=5_000)
@@ -279,6 +315,7 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 assert box
                 await page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
                 await plot.locator(".hoverlayer .hovertext").first.wait_for(timeout=5_000)
+                assert await violations() == []
                 await screenshot(page, "app-plotly.png")
 
                 # A trace type plotly.js-basic has not: the output's other representation.
@@ -287,6 +324,13 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 assert "heatmap" in await frame.locator(".chart .note").inner_text()
                 assert "a heatmap, as text" in await frame.locator(".chart pre").inner_text()
 
+                for name, rows in (("vegalite-v4", len(CITIES)), ("vega", 3)):
+                    frame = await show(name)
+                    marks = frame.locator(".chart.vega svg .mark-rect path")
+                    await marks.first.wait_for(timeout=20_000)
+                    assert await marks.count() == rows, name
+                    assert await violations() == [], name
+
                 # A mark's link is the host's to open: the bar clicked, the host asked.
                 frame = await show("linked-vega")
                 bar = frame.locator(".chart.vega svg .mark-rect path")
@@ -294,14 +338,14 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 await bar.first.click()
                 await page.wait_for_function("window.openedLinks.length > 0", timeout=5_000)
                 assert await page.evaluate("window.openedLinks") == [f"{elsewhere}/clicked"]
+                assert await violations() == []
 
                 # Code from a string (d3-dsv's CSV reader): the policy refuses it, and says so.
                 frame = await show("csv")
                 await frame.locator(".chart .note").wait_for(timeout=10_000)
                 assert "policy refuses" in await frame.locator(".chart .note").inner_text()
                 assert "a CSV chart, as text" in await frame.locator(".chart pre").inner_text()
-                (child,) = [f for f in page.frames if f != page.main_frame]
-                assert await child.evaluate("window.violations") == ["script-src eval"]
+                assert await violations() == ["script-src eval"]
 
                 # Hostile specs: nothing they name is fetched; the view says so.
                 frame = await show("hostile-vega")
@@ -310,8 +354,7 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 assert f"{elsewhere}/data.json" in await said.inner_text()
                 assert await frame.locator(".vega-actions, details").count() == 0
                 # Refused by the app itself, before its policy had anything to refuse.
-                (child,) = [f for f in page.frames if f != page.main_frame]
-                assert await child.evaluate("window.violations") == []
+                assert await violations() == []
                 frame = await show("hostile-plotly")
                 plot = frame.locator(".chart.plotly")
                 await plot.locator(".barlayer .point path").first.wait_for(timeout=20_000)
@@ -319,6 +362,5 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 await page.wait_for_timeout(1_000)
                 assert requests == [], f"the app fetched what a spec named: {requests}"
                 # Refused by the app itself, before its policy had anything to refuse.
-                (child,) = [f for f in page.frames if f != page.main_frame]
-                assert await child.evaluate("window.violations") == []
+                assert await violations() == []
                 assert problems == [], problems
