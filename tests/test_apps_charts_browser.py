@@ -9,6 +9,7 @@ the frame's DOM:
 - a Vega-Lite bar chart (with a ``calculate`` transform, so Vega's expressions run, in its
   interpreter: the policy has no ``'unsafe-eval'``, and the frame refuses ``Function``):
   one ``.mark-rect`` path per data row, axis labels from the data, a tooltip on hover;
+- a Vega-Lite spec under Altair 4's MIME type, and a Vega spec with a signal: their marks;
 - a Plotly figure of a bar and a scatter trace: one bar path and one marker per point, and
   Plotly's hover label on hover;
 - hostile specs: a Vega-Lite chart whose data is a URL of a server the test runs, with
