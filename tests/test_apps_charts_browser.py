@@ -15,7 +15,8 @@ the frame's DOM:
 - hostile specs: a Vega-Lite chart whose data is a URL of a server the test runs, with
   ``usermeta.embedOptions`` asking for the export menu, and a Plotly figure with a layout
   image from that server: no request reaches it, the view says what it did not load, and
-  no menu is shown;
+  no menu is shown; markup in a chart's data is text in its tooltip, and a ``javascript:``
+  link in a Plotly title is dropped: nothing of them runs, clicked or hovered;
 - a Vega-Lite mark's link (``href``): clicked, the host is asked to open it;
 - what cannot be drawn here, under a note, shows the output's other representation: a
   Plotly trace type the basic bundle has not, and inline CSV (d3-dsv inside vega compiles
@@ -88,14 +89,19 @@ def display_cell(mime: str, spec: dict[str, Any], plain: str) -> str:
     )
 
 
+#: Markup in a chart's data: text in a tooltip, never an element.
+HOSTILE_TEXT = "<img src=x onerror=\"parent.postMessage({pwned: 'tooltip'}, '*')\">"
+
+
 def hostile_cells(url: str) -> dict[str, str]:
     linked = {
-        "data": {"values": [{"city": "Lyon", "people": 522}]},
+        "data": {"values": [{"city": "Lyon", "people": 522, "note": HOSTILE_TEXT}]},
         "mark": "bar",
         "encoding": {
             "x": {"field": "city", "type": "nominal"},
             "y": {"field": "people", "type": "quantitative"},
             "href": {"value": f"{url}/clicked"},
+            "tooltip": [{"field": "note"}],
         },
     }
     vegalite = {
@@ -107,6 +113,9 @@ def hostile_cells(url: str) -> dict[str, str]:
     plotly = {
         "data": [{"type": "bar", "x": ["a", "b"], "y": [1, 2]}],
         "layout": {
+            "title": {
+                "text": "<a href=\"javascript:parent.postMessage({pwned: 'title'}, '*')\">t</a>"
+            },
             "images": [
                 {
                     "source": f"{url}/image.png",
@@ -117,7 +126,7 @@ def hostile_cells(url: str) -> dict[str, str]:
                     "sizex": 0.5,
                     "sizey": 0.5,
                 }
-            ]
+            ],
         },
     }
     return {
@@ -336,6 +345,11 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 frame = await show("linked-vega")
                 bar = frame.locator(".chart.vega svg .mark-rect path")
                 await bar.first.wait_for(timeout=20_000)
+                await bar.first.hover()
+                tooltip = frame.locator("#vg-tooltip-element")
+                await tooltip.wait_for(state="visible", timeout=5_000)
+                assert HOSTILE_TEXT in await tooltip.inner_text()
+                assert await tooltip.locator("img").count() == 0
                 await bar.first.click()
                 await page.wait_for_function("window.openedLinks.length > 0", timeout=5_000)
                 assert await page.evaluate("window.openedLinks") == [f"{elsewhere}/clicked"]
@@ -360,8 +374,16 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 plot = frame.locator(".chart.plotly")
                 await plot.locator(".barlayer .point path").first.wait_for(timeout=20_000)
                 assert await plot.locator(".layer-above image, .layer-below image").count() == 0
+                title = plot.locator(".gtitle")
+                assert await title.text_content() == "t"
+                # Plotly drops a javascript: link (its own rule); clicked, nothing runs.
+                assert "javascript:" not in await title.inner_html()
+                box = await title.bounding_box()
+                assert box
+                await page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
                 await page.wait_for_timeout(1_000)
                 assert requests == [], f"the app fetched what a spec named: {requests}"
+                assert await page.evaluate("window.ran") == [], "a spec's script ran"
                 # Refused by the app itself, before its policy had anything to refuse.
                 assert await violations() == []
                 assert problems == [], problems
