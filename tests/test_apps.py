@@ -48,6 +48,14 @@ DATAFRAME_HTML = (
 )
 
 
+#: A chart the app draws; the model reads its summary, as without apps.
+CHART_SPEC = {
+    "data": {"values": [{"city": "Lyon", "people": 522}, {"city": "Brest", "people": 139}]},
+    "mark": "bar",
+    "encoding": {"x": {"field": "city", "type": "nominal"}, "y": {"field": "people"}},
+}
+
+
 def apps_extension() -> Any:
     return advertise("io.modelcontextprotocol/ui", {"mimeTypes": [APP_MIME]})
 
@@ -66,6 +74,12 @@ def write_notebook(folder: Path) -> None:
             id="table",
         ),
         nbformat.v4.new_code_cell("1 / 0", id="fails"),
+        nbformat.v4.new_code_cell(
+            "from IPython.display import display\n"
+            f"display({{'application/vnd.vegalite.v5+json': {CHART_SPEC!r}, "
+            "'text/plain': '<VegaLite 5 object>'}, raw=True)",
+            id="chart",
+        ),
     ]
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, folder / "shown.ipynb")
@@ -99,6 +113,7 @@ async def the_same_calls(client: Client) -> dict[str, Any]:
     for name, arguments in (
         ("execute_cell", {"cell_id": "table"}),
         ("execute_cell", {"cell_id": "fails"}),
+        ("execute_cell", {"cell_id": "chart"}),
         ("execute_code", {"code": "print('scratch')"}),
         ("insert_execute_code_cell", {"cell_index": -1, "cell_source": "2 + 2"}),
     ):
@@ -179,6 +194,13 @@ async def test_clients_without_apps_get_byte_identical_results(tmp_path: Path, m
     assert fails["isError"] is True
     (error,) = fails["_meta"][APP_META_KEY]["executions"][0]["outputs"]
     assert error["output_type"] == "error" and error["ename"] == "ZeroDivisionError"
+
+    chart = with_apps["execute_cell {'cell_id': 'chart'}"]
+    (drawn,) = chart["_meta"][APP_META_KEY]["executions"][0]["outputs"]
+    # The app gets the spec whole, to draw; the model reads the chart's summary.
+    assert drawn["data"]["application/vnd.vegalite.v5+json"] == CHART_SPEC
+    assert "Vega-Lite chart" in json.dumps(chart["content"])
+    assert '"values"' not in json.dumps(chart["content"])
 
     scratch = with_apps["execute_code {'code': \"print('scratch')\"}"]
     (ran,) = scratch["_meta"][APP_META_KEY]["executions"]
