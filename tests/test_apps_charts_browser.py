@@ -288,6 +288,14 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                     )
                     return page.frame_locator("iframe")
 
+                async def globals_defined() -> dict[str, bool]:
+                    """Which chart libraries ran in the app frame."""
+                    (child,) = [f for f in page.frames if f != page.main_frame]
+                    return await child.evaluate(
+                        "() => Object.fromEntries(['vega', 'vegaEmbed', 'Plotly']"
+                        ".map((name) => [name, name in window]))"
+                    )
+
                 async def violations() -> list[str]:
                     """What the app frame's policy refused so far."""
                     (child,) = [f for f in page.frames if f != page.main_frame]
@@ -305,6 +313,8 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 # The frame's policy held while Vega ran the chart's expression: nothing it
                 # refused, and it does refuse (a script put in the frame does not run).
                 assert await violations() == []
+                # Vega's libraries ran, by their hashes; Plotly, not needed, did not.
+                assert await globals_defined() == {"vega": True, "vegaEmbed": True, "Plotly": False}
                 (child,) = [f for f in page.frames if f != page.main_frame]
                 assert await child.evaluate(PLANTED) is None, "a planted script ran"
                 assert await violations() == ["script-src-elem inline"]
@@ -333,6 +343,12 @@ async def test_the_output_app_draws_vega_lite_and_plotly_charts_and_loads_nothin
                 await frame.locator(".chart .note").wait_for(timeout=10_000)
                 assert "heatmap" in await frame.locator(".chart .note").inner_text()
                 assert "a heatmap, as text" in await frame.locator(".chart pre").inner_text()
+                # A view with no chart drawn ran no chart library.
+                assert await globals_defined() == {
+                    "vega": False,
+                    "vegaEmbed": False,
+                    "Plotly": False,
+                }
 
                 for name, rows in (("vegalite-v4", len(CITIES)), ("vega", 3)):
                     frame = await show(name)

@@ -5,8 +5,9 @@ An output that carries a chart's spec (``application/vnd.vegalite.v4/v5/v6+json`
 JupyterLab draws it, interactive, by the projects' own minified builds: vega, vega-lite,
 vega-embed and plotly.js-basic, vendored under ``chart_libraries/`` with their licences
 (``scripts/vendor_charts.py`` fetched them from npm, pinned by version and hash). Each is
-inlined into the output app as one more ``<script>`` the page's policy names by hash, so
-the app stays one document that loads nothing.
+inlined into the output app as inert text, run (once) as an inline script the page's
+policy names by its hash when a chart first needs it: the app stays one document that
+loads nothing, and a result with no chart runs none of them.
 
 A spec is the notebook's, so untrusted:
 
@@ -30,20 +31,27 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-#: The vendored builds, in the order they must run (vega-embed needs vega and vega-lite).
-LIBRARIES = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js", "plotly-basic.min.js")
+#: The vendored builds by the name the page runs them by (vega-embed needs vega and vega-lite).
+LIBRARIES = (
+    ("vega", "vega.min.js"),
+    ("vega-lite", "vega-lite.min.js"),
+    ("vega-embed", "vega-embed.min.js"),
+    ("plotly", "plotly-basic.min.js"),
+)
 
 
 @functools.cache
-def chart_libraries() -> tuple[str, ...]:
-    """The libraries' sources, each to be one inline ``<script>`` of the output app."""
+def chart_libraries() -> tuple[tuple[str, str], ...]:
+    """``(name, source)`` of each library, for the output app to inline (run when needed)."""
     folder = resources.files("jupyter_mcp_server._protocol") / "chart_libraries"
-    sources = tuple((folder / name).read_text(encoding="utf-8") for name in LIBRARIES)
-    for name, source in zip(LIBRARIES, sources, strict=True):
+    libraries = tuple(
+        (name, (folder / file).read_text(encoding="utf-8")) for name, file in LIBRARIES
+    )
+    for name, source in libraries:
         # An HTML parser would end (or nest) the inline script there: never inline such a build.
         if "</script" in source.lower() or "<!--" in source:
             raise ValueError(f"{name} cannot be inlined in a <script> element")
-    return sources
+    return libraries
 
 
 CHART_STYLE = """
@@ -56,6 +64,20 @@ CHART_STYLE = """
 #: Runs inside the app's script, after the shared rendering (``renderers``, ``richOutput``).
 CHARTS = r"""
 // ---- charts: Vega-Lite, Vega and Plotly specs, drawn by their own libraries ---------------
+// The libraries are in the page as inert text; each runs once, when a chart first needs it,
+// as an inline script the page's policy names by its hash.
+const librariesRun = new Set();
+function runLibraries(...names) {
+  for (const name of names) {
+    if (librariesRun.has(name)) continue;
+    librariesRun.add(name);
+    const text = document.querySelector(`script[type="text/plain"][data-library="${name}"]`);
+    if (!text) continue;
+    const script = document.createElement("script");
+    script.textContent = text.textContent;
+    document.head.appendChild(script);  // runs now, before the next line
+  }
+}
 const VEGA_MIME = /^application\/vnd\.vega(lite)?\.v(\d+)(?:\.\d+)*\+json$/;
 const PLOTLY_MIME = "application/vnd.plotly.v1+json";
 // What vega-lite 6 and vega 6 read; an older spec is shown as its other representations.
@@ -109,6 +131,7 @@ function refusedNote(refused) {
   return note(`Not loaded (this view loads nothing from anywhere): ${shown}${refused.length > 3 ? ", \u2026" : ""}`);
 }
 async function drawVega(element, spec, mode, data) {
+  runLibraries("vega", "vega-lite", "vega-embed");
   if (typeof vegaEmbed !== "function") return notDrawn(element, data, "(no Vega in this view)");
   // The notebook does not choose how it is drawn: no loader, actions or renderer of its own.
   if (spec.usermeta && typeof spec.usermeta === "object") delete spec.usermeta.embedOptions;
@@ -135,12 +158,13 @@ function plotlyFigure(spec) {
   return { data: Array.isArray(spec.data) ? spec.data : [], layout };
 }
 async function drawPlotly(element, spec, data) {
-  if (typeof Plotly !== "object") return notDrawn(element, data, "(no Plotly in this view)");
   const figure = plotlyFigure(spec);
   const other = figure.data.map((trace) => (trace && trace.type) || "scatter").filter((type) => !PLOTLY_TRACES.has(type));
   if (other.length) {
     return notDrawn(element, data, `(a Plotly chart of ${Array.from(new Set(other)).join(", ")}: this view draws scatter, bar and pie)`);
   }
+  runLibraries("plotly");
+  if (typeof Plotly !== "object") return notDrawn(element, data, "(no Plotly in this view)");
   try {
     await Plotly.newPlot(element, figure.data, figure.layout, {
       responsive: true, displaylogo: false, showLink: false, showSendToCloud: false,

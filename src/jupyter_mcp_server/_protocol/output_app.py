@@ -345,11 +345,19 @@ def script_hash(script: str) -> str:
 
 
 def app_document(
-    title: str, style: str, script: str, app_name: str, libraries: tuple[str, ...] = ()
+    title: str,
+    style: str,
+    script: str,
+    app_name: str,
+    libraries: tuple[tuple[str, str], ...] = (),
 ) -> str:
-    """One app's whole document, its policy naming its scripts: each library's, then its own."""
+    """One app's whole document, its policy naming its scripts: its own, and each library's.
+
+    A library, ``(name, source)``, is in the page as inert text (``<script type="text/plain"
+    data-library=name>``) until the app's script runs it, as an inline script the policy
+    allows by its hash: a page that shows no chart never runs a chart library."""
     script = script.replace("__PROTOCOL__", APPS_PROTOCOL_VERSION).replace("__APP_NAME__", app_name)
-    scripts = (*libraries, script)
+    scripts = (*(source for _, source in libraries), script)
     policy = "; ".join(
         (
             "default-src 'none'",
@@ -369,8 +377,11 @@ def app_document(
         f"<title>{title}</title>\n"
         f"<style>{style}</style></head>\n"
         '<body><main id="app"><div class="note">Waiting for the result\u2026</div></main>\n'
-        + "".join(f"<script>{each}</script>" for each in scripts)
-        + "</body></html>\n"
+        + "".join(
+            f'<script type="text/plain" data-library="{name}">{source}</script>'
+            for name, source in libraries
+        )
+        + f"<script>{script}</script></body></html>\n"
     )
 
 
