@@ -65,16 +65,17 @@ CHART_STYLE = """
 CHARTS = r"""
 // ---- charts: Vega-Lite, Vega and Plotly specs, drawn by their own libraries ---------------
 // The libraries are in the page as inert text; each runs once, when a chart first needs it,
-// as an inline script the page's policy names by its hash.
-const librariesRun = new Set();
+// as an inline script the page's policy names by its hash. Taken before any output is shown,
+// so nothing an output put in the page could be taken for one (nor would its hash match).
+const libraryTexts = new Map(Array.from(document.querySelectorAll('script[type="text/plain"][data-library]'),
+  (element) => [element.dataset.library, element.textContent]));
 function runLibraries(...names) {
   for (const name of names) {
-    if (librariesRun.has(name)) continue;
-    librariesRun.add(name);
-    const text = document.querySelector(`script[type="text/plain"][data-library="${name}"]`);
-    if (!text) continue;
+    const text = libraryTexts.get(name);
+    if (text === undefined) continue;
+    libraryTexts.delete(name);
     const script = document.createElement("script");
-    script.textContent = text.textContent;
+    script.textContent = text;
     document.head.appendChild(script);  // runs now, before the next line
   }
 }
