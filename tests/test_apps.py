@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,17 +24,20 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import ok, server_command, server_environment
+from conftest import REPO, ok, server_command, server_environment
 from mcp import Client, StdioServerParameters
 from mcp.client.extension import advertise
 from test_tools_notebooks import TOOLS_LIST_BUDGET
 
 from jupyter_mcp_server._protocol.apps import APP_META_KEY, OUTPUT_TOOLS, OUTPUTS_URI
+from jupyter_mcp_server._protocol.chart_bundle import chart_libraries
 
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
 APP_MIME = "text/html;profile=mcp-app"
-#: The output app's bytes: one document, everything inline.
+#: An app's own bytes (the review app's; the output app's without the chart libraries).
 APP_SIZE_BUDGET = 48 * 1024
+#: The output app's whole document, the chart libraries inlined (docs/apps.md, "Charts").
+OUTPUT_APP_BUDGET = 2560 * 1024
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
 DATAFRAME_HTML = (
@@ -42,6 +46,14 @@ DATAFRAME_HTML = (
     "<tr><th>0</th><td>Lyon</td><td>522</td></tr>"
     "<tr><th>1</th><td>Nantes</td><td>320</td></tr></tbody></table>"
 )
+
+
+#: A chart the app draws; the model reads its summary, as without apps.
+CHART_SPEC = {
+    "data": {"values": [{"city": "Lyon", "people": 522}, {"city": "Brest", "people": 139}]},
+    "mark": "bar",
+    "encoding": {"x": {"field": "city", "type": "nominal"}, "y": {"field": "people"}},
+}
 
 
 def apps_extension() -> Any:
@@ -62,6 +74,12 @@ def write_notebook(folder: Path) -> None:
             id="table",
         ),
         nbformat.v4.new_code_cell("1 / 0", id="fails"),
+        nbformat.v4.new_code_cell(
+            "from IPython.display import display\n"
+            f"display({{'application/vnd.vegalite.v5+json': {CHART_SPEC!r}, "
+            "'text/plain': '<VegaLite 5 object>'}, raw=True)",
+            id="chart",
+        ),
     ]
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, folder / "shown.ipynb")
@@ -95,6 +113,7 @@ async def the_same_calls(client: Client) -> dict[str, Any]:
     for name, arguments in (
         ("execute_cell", {"cell_id": "table"}),
         ("execute_cell", {"cell_id": "fails"}),
+        ("execute_cell", {"cell_id": "chart"}),
         ("execute_code", {"code": "print('scratch')"}),
         ("insert_execute_code_cell", {"cell_index": -1, "cell_source": "2 + 2"}),
     ):
@@ -197,6 +216,13 @@ async def test_clients_without_apps_get_byte_identical_results(tmp_path: Path, m
     (error,) = fails["_meta"][APP_META_KEY]["executions"][0]["outputs"]
     assert error["output_type"] == "error" and error["ename"] == "ZeroDivisionError"
 
+    chart = with_apps["execute_cell {'cell_id': 'chart'}"]
+    (drawn,) = chart["_meta"][APP_META_KEY]["executions"][0]["outputs"]
+    # The app gets the spec whole, to draw; the model reads the chart's summary.
+    assert drawn["data"]["application/vnd.vegalite.v5+json"] == CHART_SPEC
+    assert "Vega-Lite chart" in json.dumps(chart["content"])
+    assert '"values"' not in json.dumps(chart["content"])
+
     scratch = with_apps["execute_code {'code': \"print('scratch')\"}"]
     (ran,) = scratch["_meta"][APP_META_KEY]["executions"]
     assert ran["notebook"] is None and ran["source"] == "print('scratch')"
@@ -217,18 +243,39 @@ async def test_the_output_app_is_one_document_that_loads_nothing(tmp_path: Path,
     assert all(not domains for domains in csp.values()), csp
     html = content.text
     size = len(html.encode())
-    assert size <= APP_SIZE_BUDGET, f"the output app is {size:,} bytes, over {APP_SIZE_BUDGET:,}"
-    assert html.startswith("<!doctype html>")
-    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html), (
-        "something from a network"
+    assert size <= OUTPUT_APP_BUDGET, (
+        f"the output app is {size:,} bytes, over {OUTPUT_APP_BUDGET:,}"
     )
-    assert "@import" not in html and "url(" not in html
+    assert html.startswith("<!doctype html>")
+    # The chart libraries, inert text (run by the app when a chart needs one), byte for byte
+    # the vendored (pinned) builds; then its own script.
+    libraries = re.findall(
+        r'<script type="text/plain" data-library="([a-z-]+)">(.*?)</script>', html, re.S
+    )
+    assert tuple(libraries) == chart_libraries()
+    scripts = [source for _, source in libraries] + re.findall(
+        r"<script>(.*?)</script>", html, re.S
+    )
+    assert len(scripts) == len(libraries) + 1
+    own = html
+    for _, library in libraries:
+        own = own.replace(library, "")
+    size = len(own.encode())
+    assert size <= APP_SIZE_BUDGET, (
+        f"the app's own part is {size:,} bytes, over {APP_SIZE_BUDGET:,}"
+    )
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", own), "something from a network"
+    assert "@import" not in own and "url(" not in own
     (policy,) = re.findall(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
     assert "default-src 'none'" in policy and "connect-src 'none'" in policy
-    scripts = re.findall(r"<script>(.*?)</script>", html, re.S)
-    assert len(scripts) == 1
-    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
-    assert f"script-src 'sha256-{digest}'" in policy, "only the page's own script may run"
+    hashes = [
+        "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+        for script in scripts
+    ]
+    # Exactly the page's scripts, by hash: no 'unsafe-eval' (Vega's expressions are
+    # interpreted), no 'unsafe-inline', no host.
+    (sources,) = [d for d in policy.split("; ") if d.startswith("script-src ")]
+    assert sources.split()[1:] == hashes, "only the page's own scripts may run"
     # What costs the model's context: the tools a host hands it (docs/apps.md, "What the
     # listing costs"); the apps' own tools and the links are the host's.
     size = model_part(listing)
@@ -256,3 +303,29 @@ async def test_a_client_that_declares_apps_without_the_app_mime_type_gets_none(
         result = wire(await client.call_tool("execute_code", {"code": "1"}))
     assert "ui://" not in json.dumps(listing)
     assert APP_META_KEY not in json.dumps(result)
+
+
+def test_the_chart_libraries_are_the_pinned_builds_with_their_licences() -> None:
+    """What the output app inlines is what scripts/vendor_charts.py pinned (version and
+    hash), each beside its licence text, as the wheel ships them."""
+    checked = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "vendor_charts.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    folder = REPO / "src" / "jupyter_mcp_server" / "_protocol" / "chart_libraries"
+    licences = {path.name: path.read_text() for path in folder.glob("LICENSE-*.txt")}
+    assert sorted(licences) == [
+        "LICENSE-plotly.js.txt",
+        "LICENSE-vega-embed.txt",
+        "LICENSE-vega-lite.txt",
+        "LICENSE-vega.txt",
+    ]
+    assert "MIT License" in licences["LICENSE-plotly.js.txt"]
+    assert all(
+        "Redistribution and use in source and binary forms" in text
+        for name, text in licences.items()
+        if name.startswith("LICENSE-vega")
+    )

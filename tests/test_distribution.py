@@ -115,6 +115,18 @@ def test_the_wheel_ships_the_package_and_its_jupyter_config_only(
     # The scripts the server runs by their path are files in the package.
     for script in ("_kernels/keeper.py", "_kernels/inkernel.py", "_tools/helpers/regex_worker.py"):
         assert f"jupyter_mcp_server/{script}" in names
+    # The output app's chart libraries, each with its licence text.
+    charts = "jupyter_mcp_server/_protocol/chart_libraries/"
+    assert sorted(name[len(charts) :] for name in names if name.startswith(charts)) == [
+        "LICENSE-plotly.js.txt",
+        "LICENSE-vega-embed.txt",
+        "LICENSE-vega-lite.txt",
+        "LICENSE-vega.txt",
+        "plotly-basic.min.js",
+        "vega-embed.min.js",
+        "vega-lite.min.js",
+        "vega.min.js",
+    ]
 
 
 def test_the_sdist_builds_the_wheel_and_ships_no_cache_and_no_part_of_the_tests(

@@ -3,13 +3,15 @@
 What a host renders in a sandboxed iframe for the execution tools' results
 (:mod:`.apps` serves it as ``ui://jupyter-mcp/outputs``). It shows what
 JupyterLab shows of a cell: its source, and each output whole: HTML, images, SVG,
-DataFrames (scrollable, sortable by a column's header), ANSI colours, tracebacks.
+DataFrames (scrollable, sortable by a column's header), ANSI colours, tracebacks, and
+Vega-Lite, Vega and Plotly charts, interactive (:mod:`.chart_bundle`).
 
 Safe by construction:
 
 - one document, no CDN and no network: its script and style are inline, its
   Content-Security-Policy (a ``<meta>``, and ``_meta.ui.csp`` with no domain) lets
-  the page load nothing and run only its own script, by hash;
+  the page load nothing and run only its own scripts, by hash (its own, and the chart
+  libraries it inlines);
 - a notebook's HTML and SVG are untrusted: HTML is parsed into an inert document
   and only an allowlist of elements and attributes is copied out (no script, no
   ``on*`` attribute, no ``javascript:`` link, no frame, no form); SVG is shown as an
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+
+from jupyter_mcp_server._protocol.chart_bundle import CHART_STYLE, CHARTS, chart_libraries
 
 #: The ext-apps protocol version the page speaks (``@modelcontextprotocol/ext-apps`` 2.x).
 APPS_PROTOCOL_VERSION = "2026-01-26"
@@ -210,7 +214,13 @@ function image(mime, data) {
   img.alt = mime;
   return img;
 }
+// Views that draw a MIME type themselves (the output app's charts), asked first; null: not theirs.
+const renderers = [];
 function richOutput(data) {
+  for (const render of renderers) {
+    const drawn = render(data);
+    if (drawn) return drawn;
+  }
   if (data["text/html"] != null) return sanitizedHtml(joined(data["text/html"]));
   for (const mime of ["image/svg+xml", "image/png", "image/jpeg", "image/gif", "image/webp"]) {
     if (data[mime] != null) return image(mime, data[mime]);
@@ -325,7 +335,7 @@ request("ui/initialize", {
 }, () => {});
 """
 
-SCRIPT = "\n(() => {\n" + RENDERING + EXECUTIONS + BRIDGE + "})();\n"
+SCRIPT = "\n(() => {\n" + RENDERING + CHARTS + EXECUTIONS + BRIDGE + "})();\n"
 
 
 def script_hash(script: str) -> str:
@@ -334,13 +344,24 @@ def script_hash(script: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode()}'"
 
 
-def app_document(title: str, style: str, script: str, app_name: str) -> str:
-    """One app's whole document, its policy naming its one script."""
+def app_document(
+    title: str,
+    style: str,
+    script: str,
+    app_name: str,
+    libraries: tuple[tuple[str, str], ...] = (),
+) -> str:
+    """One app's whole document, its policy naming its scripts: its own, and each library's.
+
+    A library, ``(name, source)``, is in the page as inert text (``<script type="text/plain"
+    data-library=name>``) until the app's script runs it, as an inline script the policy
+    allows by its hash: a page that shows no chart never runs a chart library."""
     script = script.replace("__PROTOCOL__", APPS_PROTOCOL_VERSION).replace("__APP_NAME__", app_name)
+    scripts = (*(source for _, source in libraries), script)
     policy = "; ".join(
         (
             "default-src 'none'",
-            f"script-src {script_hash(script)}",
+            f"script-src {' '.join(script_hash(each) for each in scripts)}",
             # Colours of ANSI spans are set by the page's script as style properties.
             "style-src 'unsafe-inline'",
             "img-src data:",
@@ -356,10 +377,16 @@ def app_document(title: str, style: str, script: str, app_name: str) -> str:
         f"<title>{title}</title>\n"
         f"<style>{style}</style></head>\n"
         '<body><main id="app"><div class="note">Waiting for the result\u2026</div></main>\n'
-        f"<script>{script}</script></body></html>\n"
+        + "".join(
+            f'<script type="text/plain" data-library="{name}">{source}</script>'
+            for name, source in libraries
+        )
+        + f"<script>{script}</script></body></html>\n"
     )
 
 
 def output_app_html() -> str:
-    """The whole document, its policy naming its one script."""
-    return app_document("Cell outputs", STYLE, SCRIPT, "jupyter-mcp-outputs")
+    """The whole document, its policy naming its scripts (the chart libraries' and its own)."""
+    return app_document(
+        "Cell outputs", STYLE + CHART_STYLE, SCRIPT, "jupyter-mcp-outputs", chart_libraries()
+    )
