@@ -25,14 +25,17 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
+import httpx2
 import pytest
 from conftest import (
     error_code,
@@ -44,9 +47,20 @@ from conftest import (
     server_environment,
     text_of,
 )
+from mcp import Client
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+from test_authorization import Memory
 from test_jupyter_server import NO_PRESTART, connect
 
 ADMIN_TOKEN = "hub-admin-service-token-3e8a1f"
+#: The dummy authenticator's password, for every user (a person logging in to the hub).
+PASSWORD = "the-hubs-password-5d1c"
+#: The MCP client, registered with the hub in advance as a service (the hub has no DCR).
+CLIENT_ID = "service-mcp-agent"
+CLIENT_SECRET = "mcp-agent-client-secret-92b7e4"
+REDIRECT = "http://127.0.0.1:9/callback"
 #: Jupyter Server's permissions as JupyterHub custom scopes, in the shape its docs recommend.
 JUPYTER_SERVER_SCOPES = (
     "custom:jupyter_server:read:contents",
@@ -87,7 +101,11 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
     port, hub_port, proxy_port = free_port(), free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
     extra = ["--allow-root"] if hasattr(os, "getuid") and os.getuid() == 0 else []
-    spawner_args = [*extra, "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}"]
+    spawner_args = [
+        *extra,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}",
+        "--JupyterMCPServerApp.hub_custom_scopes=True",
+    ]
     config = tmp / "jupyterhub_config.py"
     config.write_text(
         "c = get_config()  # noqa\n"
@@ -96,16 +114,23 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
         f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{hub_port}'\n"
         f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{proxy_port}'\n"
         f"c.ConfigurableHTTPProxy.command = [{proxy!r}]\n"
+        f"c.JupyterHub.public_url = {url + '/'!r}\n"
         "c.JupyterHub.authenticator_class = 'dummy'\n"
+        f"c.DummyAuthenticator.password = {PASSWORD!r}\n"
         "c.Authenticator.allow_all = True\n"
         "c.JupyterHub.spawner_class = 'simple'\n"
         f"c.SimpleLocalProcessSpawner.home_dir_template = {str(homes / '{username}')!r}\n"
         f"c.JupyterHub.db_url = 'sqlite:///{tmp / 'jupyterhub.sqlite'}'\n"
         f"c.JupyterHub.cookie_secret_file = {str(tmp / 'cookie_secret')!r}\n"
         f"c.JupyterHub.pid_file = {str(tmp / 'jupyterhub.pid')!r}\n"
-        f"c.JupyterHub.services = [{{'name': 'admin', 'api_token': {ADMIN_TOKEN!r}}}]\n"
+        f"c.JupyterHub.services = [{{'name': 'admin', 'api_token': {ADMIN_TOKEN!r}}},"
+        # The MCP client as docs/authorization.md registers it: its secret, its redirect URI,
+        # and the scopes it may ask for, each for the signing-in user's own servers only.
+        f" {{'name': 'mcp-agent', 'oauth_client_id': {CLIENT_ID!r}, 'api_token': {CLIENT_SECRET!r},"
+        f" 'oauth_redirect_uri': {REDIRECT!r}, 'display': False,"
+        " 'oauth_client_allowed_scopes': ['access:servers!user', *(s + '!user' for s in JUPYTER_SERVER_SCOPES)]}]\n"
         "c.JupyterHub.load_roles = [{'name': 'admin-service', 'scopes': ['admin:users', 'admin:servers', 'tokens'], 'services': ['admin']},"
-        " {'name': 'user', 'scopes': ['self', *(s + '!user' for s in JUPYTER_SERVER_SCOPES)]}]\n"
+        " {'name': 'user', 'scopes': ['self', 'access:services!service=mcp-agent', *(s + '!user' for s in JUPYTER_SERVER_SCOPES)]}]\n"
         "c.JupyterHub.custom_scopes = {s: {'description': s} for s in JUPYTER_SERVER_SCOPES}\n"
         f"c.Spawner.args = {spawner_args!r}\n"
         "c.Spawner.http_timeout = 60\n"
@@ -140,6 +165,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
             )
             time.sleep(0.2)
         _hub_api(url, "POST", "/users/alice")
+        _hub_api(url, "POST", "/users/bob")  # signs in too, and has no access to alice's server
         with contextlib.suppress(
             httpx.HTTPStatusError
         ):  # 202 while it spawns (a 500 if slow, on some versions)
@@ -304,3 +330,147 @@ async def test_hub_scopes_choose_the_callers_profile_in_the_users_server(hub):
         json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
     )
     assert answer.status_code == 403, answer.status_code
+
+
+# --- An MCP client signing in through the hub -------------------------------------------
+
+MCP_REQUEST = {
+    "headers": {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    },
+    "json": {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+}
+
+
+async def person_logs_in_to_the_hub(
+    authorization_url: str, username: str
+) -> AuthorizationCodeResult:
+    """What the person does in the browser: the hub's login form with their password, the hub's
+    "Authorize access" page, then the redirect to the client, carrying the code."""
+    async with httpx.AsyncClient(follow_redirects=False, timeout=30) as browser:
+        response = await browser.get(authorization_url)
+        for _ in range(12):
+            if response.is_redirect:
+                location = urljoin(str(response.url), response.headers["location"])
+                if location.startswith(REDIRECT):
+                    query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+                    return (
+                        AuthorizationCodeResult(
+                            code=query.get("code", ""),
+                            state=query.get("state"),
+                            iss=query.get("iss"),
+                        )
+                        if "code" in query
+                        else _refused_sign_in(query)
+                    )
+                response = await browser.get(location)
+                continue
+            assert response.status_code == 200, (response.status_code, response.text[:500])
+            page = response.text
+            xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page)
+            assert xsrf, f"no form on the page: {page[:500]}"
+            form: dict[str, object]
+            if 'name="password"' in page:  # the login page: it posts to itself
+                form = {"username": username, "password": PASSWORD, "_xsrf": xsrf.group(1)}
+            else:  # "Authorize access": the scopes as hidden inputs
+                assert "Authorize access" in page, page[:500]
+                form = {
+                    "_xsrf": xsrf.group(1),
+                    "scopes": re.findall(r'name="scopes" value="([^"]+)"', page),
+                }
+            response = await browser.post(str(response.url), data=form)
+    raise AssertionError("the sign-in did not come back to the client")
+
+
+class SignInRefused(Exception):
+    """The hub sent the person back to the client with an error instead of a code."""
+
+
+def _refused_sign_in(query: dict[str, str]) -> AuthorizationCodeResult:
+    raise SignInRefused(query)
+
+
+@contextlib.asynccontextmanager
+async def signed_in_through_the_hub(
+    endpoint: str, username: str
+) -> AsyncIterator[tuple[Client, Memory]]:
+    """The official client, registered with the hub in advance, signed in as `username`."""
+    storage = Memory()
+    storage.client = OAuthClientInformationFull(
+        client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET,
+        token_endpoint_auth_method="client_secret_post",
+        redirect_uris=[REDIRECT],  # type: ignore[list-item]
+        grant_types=["authorization_code"],
+        response_types=["code"],
+    )
+    pending: list[str] = []
+
+    async def redirect(url: str) -> None:
+        pending.append(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        return await person_logs_in_to_the_hub(pending.pop(), username)
+
+    oauth = OAuthClientProvider(
+        server_url=endpoint,
+        client_metadata=OAuthClientMetadata(
+            client_name="hub-tests",
+            redirect_uris=[REDIRECT],  # type: ignore[list-item]
+            grant_types=["authorization_code"],
+            response_types=["code"],
+            token_endpoint_auth_method="client_secret_post",
+        ),
+        storage=storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+    async with (
+        httpx2.AsyncClient(auth=oauth, timeout=httpx2.Timeout(30, read=120)) as http,
+        Client(streamable_http_client(endpoint, http_client=http), mode="legacy") as client,
+    ):
+        yield client, storage
+
+
+async def test_an_mcp_client_signs_in_through_the_hub_and_calls_tools(hub):
+    base, home, _, _ = hub
+    hub_url = base.removesuffix("/user/alice")
+    endpoint = f"{base}/mcp"
+    # Without a token: 401, pointing at the protected resource metadata.
+    answer = httpx.post(endpoint, **MCP_REQUEST)  # type: ignore[arg-type]
+    assert answer.status_code == 401, (answer.status_code, answer.text)
+    challenge = answer.headers["www-authenticate"]
+    metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
+    assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
+    resource = httpx.get(metadata_url).json()
+    assert resource["resource"] == endpoint and resource["authorization_servers"] == [base]
+    assert resource["scopes_supported"] == [
+        "access:servers!server=alice/",
+        *(f"{scope}!server=alice/" for scope in JUPYTER_SERVER_SCOPES),
+    ]
+    # The issuer's metadata where MCP clients look for it, naming the hub's own endpoints.
+    server = httpx.get(f"{base}/.well-known/openid-configuration").json()
+    assert server["issuer"] == base
+    assert server["authorization_endpoint"] == f"{hub_url}/hub/api/oauth2/authorize"
+    assert server["token_endpoint"] == f"{hub_url}/hub/api/oauth2/token"
+    assert server["code_challenge_methods_supported"] == ["S256"]
+    assert "registration_endpoint" not in server
+
+    # The official client: discovery from the 401, the person at the hub's login and
+    # authorize pages, the code exchanged with PKCE and the client's secret, then tools.
+    async with signed_in_through_the_hub(endpoint, "alice") as (client, storage):
+        await ok(client, "use_notebook", {"notebook_name": "signed-in.ipynb", "mode": "create"})
+        assert text_of(await client.call_tool("execute_code", {"code": "6 * 7"})) == "42"
+        await ok(client, "unuse_notebook", {"notebook_name": "signed-in.ipynb"})
+    assert (home / "signed-in.ipynb").is_file()
+    tokens = storage.tokens
+    assert tokens is not None and tokens.token_type.lower() == "bearer"
+    assert tokens.refresh_token is None and tokens.expires_in  # the hub issues no refresh token
+    granted = set((tokens.scope or "").split())
+    assert {f"{scope}!server=alice/" for scope in JUPYTER_SERVER_SCOPES} <= granted, granted
+    # The token is a hub token: the hub knows whose it is and what it grants.
+    me = httpx.get(
+        f"{hub_url}/hub/api/user", headers={"Authorization": f"Bearer {tokens.access_token}"}
+    ).json()
+    assert me["name"] == "alice" and "access:servers!server=alice/" in me["scopes"]
