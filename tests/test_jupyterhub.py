@@ -334,17 +334,22 @@ async def test_hub_scopes_choose_the_callers_profile_in_the_users_server(hub):
 
 # --- An MCP client signing in through the hub -------------------------------------------
 
-MCP_REQUEST = {
-    "headers": {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-    },
-    "json": {"jsonrpc": "2.0", "id": 1, "method": "ping"},
-}
+
+def _ping(endpoint: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    """A JSON-RPC ping to `endpoint`, with `headers` besides MCP's."""
+    return httpx.post(
+        endpoint,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    )
 
 
 async def person_logs_in_to_the_hub(
-    authorization_url: str, username: str
+    authorization_url: str, username: str, refusals: list[dict[str, str]] | None = None
 ) -> AuthorizationCodeResult:
     """What the person does in the browser: the hub's login form with their password, the hub's
     "Authorize access" page, then the redirect to the client, carrying the code."""
@@ -355,14 +360,12 @@ async def person_logs_in_to_the_hub(
                 location = urljoin(str(response.url), response.headers["location"])
                 if location.startswith(REDIRECT):
                     query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
-                    return (
-                        AuthorizationCodeResult(
-                            code=query.get("code", ""),
-                            state=query.get("state"),
-                            iss=query.get("iss"),
-                        )
-                        if "code" in query
-                        else _refused_sign_in(query)
+                    if "code" not in query:  # the hub refused: the client gets an error
+                        if refusals is not None:
+                            refusals.append(query)
+                        raise AssertionError(f"the hub refused the sign-in: {query}")
+                    return AuthorizationCodeResult(
+                        code=query["code"], state=query.get("state"), iss=query.get("iss")
                     )
                 response = await browser.get(location)
                 continue
@@ -383,17 +386,9 @@ async def person_logs_in_to_the_hub(
     raise AssertionError("the sign-in did not come back to the client")
 
 
-class SignInRefused(Exception):
-    """The hub sent the person back to the client with an error instead of a code."""
-
-
-def _refused_sign_in(query: dict[str, str]) -> AuthorizationCodeResult:
-    raise SignInRefused(query)
-
-
 @contextlib.asynccontextmanager
 async def signed_in_through_the_hub(
-    endpoint: str, username: str
+    endpoint: str, username: str, refusals: list[dict[str, str]] | None = None
 ) -> AsyncIterator[tuple[Client, Memory]]:
     """The official client, registered with the hub in advance, signed in as `username`."""
     storage = Memory()
@@ -411,7 +406,7 @@ async def signed_in_through_the_hub(
         pending.append(url)
 
     async def callback() -> AuthorizationCodeResult:
-        return await person_logs_in_to_the_hub(pending.pop(), username)
+        return await person_logs_in_to_the_hub(pending.pop(), username, refusals)
 
     oauth = OAuthClientProvider(
         server_url=endpoint,
@@ -438,7 +433,7 @@ async def test_an_mcp_client_signs_in_through_the_hub_and_calls_tools(hub):
     hub_url = base.removesuffix("/user/alice")
     endpoint = f"{base}/mcp"
     # Without a token: 401, pointing at the protected resource metadata.
-    answer = httpx.post(endpoint, **MCP_REQUEST)  # type: ignore[arg-type]
+    answer = _ping(endpoint)
     assert answer.status_code == 401, (answer.status_code, answer.text)
     challenge = answer.headers["www-authenticate"]
     metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
@@ -474,3 +469,112 @@ async def test_an_mcp_client_signs_in_through_the_hub_and_calls_tools(hub):
         f"{hub_url}/hub/api/user", headers={"Authorization": f"Bearer {tokens.access_token}"}
     ).json()
     assert me["name"] == "alice" and "access:servers!server=alice/" in me["scopes"]
+
+
+def _urls(document: dict[str, object]) -> list[str]:
+    values = [
+        v for value in document.values() for v in (value if isinstance(value, list) else [value])
+    ]
+    return [v for v in values if isinstance(v, str) and "://" in v]
+
+
+async def test_the_sign_in_names_only_the_hub_and_refuses_other_tokens(hub):
+    base, _, _, weak = hub
+    hub_url = base.removesuffix("/user/alice")
+    endpoint = f"{base}/mcp"
+    documents = [
+        f"{base}/.well-known/oauth-protected-resource/mcp",
+        f"{base}/.well-known/openid-configuration",
+    ]
+    # Served to anyone, with what a client needs and nothing else; every URL the hub's (its
+    # public_url), whatever Host the request claims.
+    for headers in ({}, {"Host": "evil.example"}, {"X-Forwarded-Host": "evil.example"}):
+        resource, server = (httpx.get(url, headers=headers).json() for url in documents)
+        assert set(resource) == {
+            "resource",
+            "authorization_servers",
+            "scopes_supported",
+            "bearer_methods_supported",
+            "resource_name",
+        }
+        assert set(server) == {
+            "issuer",
+            "authorization_endpoint",
+            "token_endpoint",
+            "response_types_supported",
+            "grant_types_supported",
+            "code_challenge_methods_supported",
+            "token_endpoint_auth_methods_supported",
+            "scopes_supported",
+            "service_documentation",
+        }
+        assert all(url.startswith(f"{hub_url}/") for url in _urls(resource) + _urls(server)[:-1]), (
+            resource,
+            server,
+        )
+        assert _urls(server)[-1].startswith("https://jupyterhub.readthedocs.io/")
+        text = json.dumps([resource, server])
+        assert CLIENT_SECRET not in text and ADMIN_TOKEN not in text and CLIENT_ID not in text
+        challenge = _ping(endpoint, headers)
+        assert challenge.status_code == 401
+        assert f'resource_metadata="{documents[0]}"' in challenge.headers["www-authenticate"]
+
+    # A token the hub never issued: 401 invalid_token (sign in again), never repeated.
+    forged = "0123456789abcdef0123456789abcdef"
+    for scheme in ("Bearer", "token"):
+        answer = _ping(endpoint, {"Authorization": f"{scheme} {forged}"})
+        assert answer.status_code == 401, answer.status_code
+        assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+        assert forged not in answer.text + answer.headers["www-authenticate"]
+    # Tokens the hub knows, of someone who may not reach alice's server: 403, no sign-in offered
+    # (signing in again as the same person changes nothing): bob's, and alice's without access.
+    bobs = _hub_api(
+        hub_url, "POST", "/users/bob/tokens", json={"scopes": ["access:servers!user=bob"]}
+    ).json()["token"]
+    for token in (bobs, weak):
+        answer = _ping(endpoint, {"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 403, answer.status_code
+        assert "www-authenticate" not in answer.headers
+    # Bob signing in through the hub for alice's server: the hub refuses the scope (the client
+    # may ask only for the signing-in user's own servers), so no token is ever issued.
+    refusals: list[dict[str, str]] = []
+    with pytest.raises(BaseException):  # noqa: B017 - whatever the client raises, it has no token
+        async with signed_in_through_the_hub(endpoint, "bob", refusals) as (client, _):
+            await client.list_tools()
+    assert refusals and refusals[0].get("error") == "invalid_scope", refusals
+
+
+def test_without_the_hubs_public_url_the_sign_in_names_the_origin_the_request_came_to():
+    """A hub without ``c.JupyterHub.public_url`` tells its servers no public URL: the documents
+    name the origin the client reached ``/mcp`` at (where its token already goes), under the
+    hub's base URL; a named server is named by its own filter; no hub, no sign-in."""
+    from jupyter_mcp_server._jupyter.hub_sign_in import HubSignIn
+
+    spawned = {
+        "JUPYTERHUB_API_URL": "http://127.0.0.1:8081/base/hub/api",
+        "JUPYTERHUB_SERVICE_PREFIX": "/base/user/bob/lab/",
+        "JUPYTERHUB_BASE_URL": "/base/",
+        "JUPYTERHUB_USER": "bob",
+        "JUPYTERHUB_SERVER_NAME": "lab",
+        "JUPYTERHUB_PUBLIC_URL": "/base/user/bob/lab/",  # a path only, as the hub writes it
+        "JUPYTERHUB_PUBLIC_HUB_URL": "",
+    }
+    sign_in = HubSignIn.from_environment(spawned, "https://hub.example.org")
+    assert sign_in is not None
+    assert sign_in.resource == "https://hub.example.org/base/user/bob/lab/mcp"
+    assert sign_in.issuer == "https://hub.example.org/base/user/bob/lab"
+    assert sign_in.scopes == ("access:servers!server=bob/lab",)
+    server = sign_in.authorization_server()
+    assert server["token_endpoint"] == "https://hub.example.org/base/hub/api/oauth2/token"
+    public = HubSignIn.from_environment(
+        {
+            **spawned,
+            "JUPYTERHUB_PUBLIC_URL": "https://hub.example.org/base/user/bob/lab/",
+            "JUPYTERHUB_PUBLIC_HUB_URL": "https://hub.example.org/base/hub/",
+        },
+        "http://evil.example",
+    )
+    assert public is not None and "evil" not in json.dumps(
+        [public.protected_resource(), public.authorization_server(), public.challenge()]
+    )
+    assert HubSignIn.from_environment({"JUPYTER_TOKEN": "x"}, "https://hub.example.org") is None
