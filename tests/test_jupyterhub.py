@@ -115,6 +115,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
         f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{proxy_port}'\n"
         f"c.ConfigurableHTTPProxy.command = [{proxy!r}]\n"
         f"c.JupyterHub.public_url = {url + '/'!r}\n"
+        "c.JupyterHub.oauth_require_pkce = True\n"
         "c.JupyterHub.authenticator_class = 'dummy'\n"
         f"c.DummyAuthenticator.password = {PASSWORD!r}\n"
         "c.Authenticator.allow_all = True\n"

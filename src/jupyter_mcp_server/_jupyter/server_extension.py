@@ -14,7 +14,9 @@ application, answered from a tornado handler on Jupyter Server's event loop
 (:mod:`jupyter_mcp_server._transports.tornado_bridge`). Jupyter Server's
 authentication guards it: a request needs what any other API call needs
 (``Authorization: token …`` with the server's token, or a logged-in
-browser's cookie and XSRF token), and is refused with 403 otherwise. Jupyter's authorizer
+browser's cookie and XSRF token), and is refused with 403 otherwise; behind JupyterHub, a
+request without a token the Hub knows is 401 pointing MCP clients at the Hub's OAuth instead
+(:mod:`jupyter_mcp_server._jupyter.hub_sign_in`). Jupyter's authorizer
 then chooses the caller's profile, per request (:mod:`jupyter_mcp_server._jupyter.permissions`).
 
 The agent and the person share kernels and files: kernels are started by
