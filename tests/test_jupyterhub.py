@@ -5,7 +5,7 @@ simple local-process spawner, and the Python implementation of its proxy
 (``configurable-http-proxy`` from PyPI, so no Node.js is needed). An admin
 service creates the user ``alice``, starts her server, and makes her two
 tokens: one with ``access:servers!user=alice`` (what reaching her server
-takes), one without. Then:
+takes), one without; and starts bob's server. Then:
 
 - ``--jupyter-url HUB/user/alice --jupyter-contents`` with her token runs
   code on kernels of her server and keeps the notebooks in her home, through
@@ -16,7 +16,11 @@ takes), one without. Then:
 - her server, with this package's extension enabled, serves
   ``/user/alice/mcp`` behind the hub to her token, and refuses the other;
 - JupyterHub's custom scopes ``custom:jupyter_server:ACTION:RESOURCE`` on a token choose
-  its profile there (read only: ``read-only``; write too: ``edit``; execute too: ``full``).
+  its profile there (read only: ``read-only``; write too: ``edit``; execute too: ``full``);
+- the official MCP client, registered with the hub in advance as a service, signs in through
+  the hub's OAuth from a 401 at ``/mcp`` (the metadata the user's server publishes, the hub's
+  login and authorize pages, PKCE, the client's secret) and runs code; bob, whose roles let
+  him only read, gets a ``read-only`` token for his own server and none for alice's.
 """
 
 from __future__ import annotations
@@ -131,7 +135,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
         f" 'oauth_redirect_uri': {REDIRECT!r}, 'display': False,"
         " 'oauth_client_allowed_scopes': ['access:servers!user', *(s + '!user' for s in JUPYTER_SERVER_SCOPES)]}]\n"
         "c.JupyterHub.load_roles = [{'name': 'admin-service', 'scopes': ['admin:users', 'admin:servers', 'tokens'], 'services': ['admin']},"
-        " {'name': 'user', 'scopes': ['self', 'access:services!service=mcp-agent', *(s + '!user' for s in JUPYTER_SERVER_SCOPES)]}]\n"
+        # Everyone may read their own notebooks through /mcp; alice may also edit and run code.
+        " {'name': 'user', 'scopes': ['self', 'access:services!service=mcp-agent', JUPYTER_SERVER_SCOPES[0] + '!user']},"
+        " {'name': 'writer', 'scopes': [s + '!user' for s in JUPYTER_SERVER_SCOPES[1:]], 'users': ['alice']}]\n"
         "c.JupyterHub.custom_scopes = {s: {'description': s} for s in JUPYTER_SERVER_SCOPES}\n"
         f"c.Spawner.args = {spawner_args!r}\n"
         "c.Spawner.http_timeout = 60\n"
@@ -165,19 +171,22 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
                 f"jupyterhub did not start:\n{log.read_text()[-4000:]}"
             )
             time.sleep(0.2)
-        _hub_api(url, "POST", "/users/alice")
-        _hub_api(url, "POST", "/users/bob")  # signs in too, and has no access to alice's server
-        with contextlib.suppress(
-            httpx.HTTPStatusError
-        ):  # 202 while it spawns (a 500 if slow, on some versions)
-            _hub_api(url, "POST", "/users/alice/server")
-        while not (_hub_api(url, "GET", "/users/alice").json()["servers"].get("") or {}).get(
-            "ready"
-        ):
-            assert time.monotonic() < deadline + 60, (
-                f"alice's server never became ready:\n{log.read_text()[-4000:]}"
-            )
-            time.sleep(0.3)
+        # alice exists already (the 'writer' role made her); bob may only read, and has no
+        # access to alice's server.
+        _hub_api(url, "POST", "/users/bob")
+        for name in ("alice", "bob"):
+            with contextlib.suppress(
+                httpx.HTTPStatusError
+            ):  # 202 while it spawns (a 500 if slow, on some versions)
+                _hub_api(url, "POST", f"/users/{name}/server")
+        for name in ("alice", "bob"):
+            while not (_hub_api(url, "GET", f"/users/{name}").json()["servers"].get("") or {}).get(
+                "ready"
+            ):
+                assert time.monotonic() < deadline + 60, (
+                    f"{name}'s server never became ready:\n{log.read_text()[-4000:]}"
+                )
+                time.sleep(0.3)
         tokens = [
             _hub_api(
                 url, "POST", "/users/alice/tokens", json={"scopes": scopes, "note": note}
@@ -579,3 +588,21 @@ def test_without_the_hubs_public_url_the_sign_in_names_the_origin_the_request_ca
         [public.protected_resource(), public.authorization_server(), public.challenge()]
     )
     assert HubSignIn.from_environment({"JUPYTER_TOKEN": "x"}, "https://hub.example.org") is None
+
+
+async def test_a_token_the_hub_issues_gets_the_profile_its_scopes_give(hub):
+    """bob's roles let him only read: the client asks for every scope the metadata lists, the
+    hub grants those he holds, and /mcp holds the token to ``read-only``."""
+    from test_profiles import check_profile, notebook
+
+    base, home, _, _ = hub
+    bobs_server = base.removesuffix("/alice") + "/bob"
+    notebook(home.parent / "bob")
+    async with signed_in_through_the_hub(f"{bobs_server}/mcp", "bob") as (client, storage):
+        await check_profile(client, "read-only")
+    assert storage.tokens is not None
+    granted = set((storage.tokens.scope or "").split())
+    assert "custom:jupyter_server:read:contents!server=bob/" in granted, granted
+    assert not any("write:contents" in scope or "execute:kernels" in scope for scope in granted), (
+        granted
+    )
