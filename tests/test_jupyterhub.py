@@ -588,6 +588,9 @@ def test_without_the_hubs_public_url_the_sign_in_names_the_origin_the_request_ca
         [public.protected_resource(), public.authorization_server(), public.challenge()]
     )
     assert HubSignIn.from_environment({"JUPYTER_TOKEN": "x"}, "https://hub.example.org") is None
+    # A Host that is no host name (it would end up quoted in the 401's header): no sign-in.
+    assert HubSignIn.from_environment(spawned, 'http://a", error="x') is None
+    assert HubSignIn.from_environment(spawned, "http://[::1]:8000") is not None
 
 
 async def test_a_token_the_hub_issues_gets_the_profile_its_scopes_give(hub):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -48,6 +49,12 @@ CUSTOM_SCOPES = (
     "custom:jupyter_server:read:contents",
     "custom:jupyter_server:write:contents",
     "custom:jupyter_server:execute:kernels",
+)
+
+
+#: An origin made from a request's Host: a scheme, then a host name or address and a port.
+_ORIGIN = re.compile(
+    r"https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
 )
 
 
@@ -88,6 +95,10 @@ class HubSignIn:
             return None
         server_url = environ.get("JUPYTERHUB_PUBLIC_URL", "")
         hub_url = environ.get("JUPYTERHUB_PUBLIC_HUB_URL", "")
+        if (_origin(server_url) is None or _origin(hub_url) is None) and not _ORIGIN.fullmatch(
+            request_origin
+        ):
+            return None  # a Host that is no host name: nothing to name (and no header to break)
         if _origin(server_url) is None:
             server_url = request_origin + _slashed(prefix)
         if _origin(hub_url) is None:
