@@ -812,6 +812,46 @@ async def test_the_extension_serves_mcp_with_jupyters_token(jupyter):
     assert started in remote_kernels(url)
 
 
+def test_outside_a_hub_the_extension_offers_no_sign_in_and_streams_at_once(jupyter):
+    """No JupyterHub: a request without the token is a plain 403 (Jupyter's own login is
+    the way in), the Hub sign-in's metadata is not served; and the long GET stream's head
+    comes at once, not with its first event (a client waiting for it would stall)."""
+    url, _ = jupyter
+    endpoint = f"{url}/mcp"
+    mcp = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    answer = httpx.post(endpoint, headers=mcp, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert answer.status_code == 403 and "resource_metadata" not in str(answer.headers)
+    for path in ("oauth-protected-resource/mcp", "openid-configuration"):
+        assert httpx.get(f"{url}/.well-known/{path}").status_code == 404
+    opened = httpx.post(
+        endpoint,
+        headers={**mcp, **headers()},
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "stream-head", "version": "0"},
+            },
+        },
+    )
+    session = opened.headers["mcp-session-id"]
+    stream_headers = {
+        **headers(),
+        "Accept": "text/event-stream",
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+    }
+    started = time.monotonic()
+    with httpx.stream("GET", endpoint, headers=stream_headers, timeout=5) as stream:
+        assert stream.status_code == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
+    assert time.monotonic() - started < 3
+    httpx.delete(endpoint, headers={**headers(), "mcp-session-id": session})
+
+
 async def test_the_extensions_kernels_answer_introspection_while_a_cell_runs(jupyter):
     """Jupyter Server's own kernels are reached over ZMQ: the introspection toolset gets side
     sockets and a subshell there too, so it answers while the agent's cell runs."""

@@ -5,7 +5,7 @@ simple local-process spawner, and the Python implementation of its proxy
 (``configurable-http-proxy`` from PyPI, so no Node.js is needed). An admin
 service creates the user ``alice``, starts her server, and makes her two
 tokens: one with ``access:servers!user=alice`` (what reaching her server
-takes), one without. Then:
+takes), one without; and starts bob's server. Then:
 
 - ``--jupyter-url HUB/user/alice --jupyter-contents`` with her token runs
   code on kernels of her server and keeps the notebooks in her home, through
@@ -16,7 +16,11 @@ takes), one without. Then:
 - her server, with this package's extension enabled, serves
   ``/user/alice/mcp`` behind the hub to her token, and refuses the other;
 - JupyterHub's custom scopes ``custom:jupyter_server:ACTION:RESOURCE`` on a token choose
-  its profile there (read only: ``read-only``; write too: ``edit``; execute too: ``full``).
+  its profile there (read only: ``read-only``; write too: ``edit``; execute too: ``full``);
+- the official MCP client, registered with the hub in advance as a service, signs in through
+  the hub's OAuth from a 401 at ``/mcp`` (the metadata the user's server publishes, the hub's
+  login and authorize pages, PKCE, the client's secret) and runs code; bob, whose roles let
+  him only read, gets a ``read-only`` token for his own server and none for alice's.
 """
 
 from __future__ import annotations
@@ -25,14 +29,17 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
+import httpx2
 import pytest
 from conftest import (
     error_code,
@@ -44,9 +51,20 @@ from conftest import (
     server_environment,
     text_of,
 )
+from mcp import Client
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+from test_authorization import Memory
 from test_jupyter_server import NO_PRESTART, connect
 
 ADMIN_TOKEN = "hub-admin-service-token-3e8a1f"
+#: The dummy authenticator's password, for every user (a person logging in to the hub).
+PASSWORD = "the-hubs-password-5d1c"
+#: The MCP client, registered with the hub in advance as a service (the hub has no DCR).
+CLIENT_ID = "service-mcp-agent"
+CLIENT_SECRET = "mcp-agent-client-secret-92b7e4"
+REDIRECT = "http://127.0.0.1:9/callback"
 #: Jupyter Server's permissions as JupyterHub custom scopes, in the shape its docs recommend.
 JUPYTER_SERVER_SCOPES = (
     "custom:jupyter_server:read:contents",
@@ -87,7 +105,11 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
     port, hub_port, proxy_port = free_port(), free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
     extra = ["--allow-root"] if hasattr(os, "getuid") and os.getuid() == 0 else []
-    spawner_args = [*extra, "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}"]
+    spawner_args = [
+        *extra,
+        "--ServerApp.jpserver_extensions={'jupyter_mcp_server': True}",
+        "--JupyterMCPServerApp.hub_custom_scopes=True",
+    ]
     config = tmp / "jupyterhub_config.py"
     config.write_text(
         "c = get_config()  # noqa\n"
@@ -96,16 +118,26 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
         f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{hub_port}'\n"
         f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{proxy_port}'\n"
         f"c.ConfigurableHTTPProxy.command = [{proxy!r}]\n"
+        f"c.JupyterHub.public_url = {url + '/'!r}\n"
+        "c.JupyterHub.oauth_require_pkce = True\n"
         "c.JupyterHub.authenticator_class = 'dummy'\n"
+        f"c.DummyAuthenticator.password = {PASSWORD!r}\n"
         "c.Authenticator.allow_all = True\n"
         "c.JupyterHub.spawner_class = 'simple'\n"
         f"c.SimpleLocalProcessSpawner.home_dir_template = {str(homes / '{username}')!r}\n"
         f"c.JupyterHub.db_url = 'sqlite:///{tmp / 'jupyterhub.sqlite'}'\n"
         f"c.JupyterHub.cookie_secret_file = {str(tmp / 'cookie_secret')!r}\n"
         f"c.JupyterHub.pid_file = {str(tmp / 'jupyterhub.pid')!r}\n"
-        f"c.JupyterHub.services = [{{'name': 'admin', 'api_token': {ADMIN_TOKEN!r}}}]\n"
+        f"c.JupyterHub.services = [{{'name': 'admin', 'api_token': {ADMIN_TOKEN!r}}},"
+        # The MCP client as docs/authorization.md registers it: its secret, its redirect URI,
+        # and the scopes it may ask for, each for the signing-in user's own servers only.
+        f" {{'name': 'mcp-agent', 'oauth_client_id': {CLIENT_ID!r}, 'api_token': {CLIENT_SECRET!r},"
+        f" 'oauth_redirect_uri': {REDIRECT!r}, 'display': False,"
+        " 'oauth_client_allowed_scopes': ['access:servers!user', *(s + '!user' for s in JUPYTER_SERVER_SCOPES)]}]\n"
         "c.JupyterHub.load_roles = [{'name': 'admin-service', 'scopes': ['admin:users', 'admin:servers', 'tokens'], 'services': ['admin']},"
-        " {'name': 'user', 'scopes': ['self', *(s + '!user' for s in JUPYTER_SERVER_SCOPES)]}]\n"
+        # Everyone may read their own notebooks through /mcp; alice may also edit and run code.
+        " {'name': 'user', 'scopes': ['self', 'access:services!service=mcp-agent', JUPYTER_SERVER_SCOPES[0] + '!user']},"
+        " {'name': 'writer', 'scopes': [s + '!user' for s in JUPYTER_SERVER_SCOPES[1:]], 'users': ['alice']}]\n"
         "c.JupyterHub.custom_scopes = {s: {'description': s} for s in JUPYTER_SERVER_SCOPES}\n"
         f"c.Spawner.args = {spawner_args!r}\n"
         "c.Spawner.http_timeout = 60\n"
@@ -139,18 +171,22 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
                 f"jupyterhub did not start:\n{log.read_text()[-4000:]}"
             )
             time.sleep(0.2)
-        _hub_api(url, "POST", "/users/alice")
-        with contextlib.suppress(
-            httpx.HTTPStatusError
-        ):  # 202 while it spawns (a 500 if slow, on some versions)
-            _hub_api(url, "POST", "/users/alice/server")
-        while not (_hub_api(url, "GET", "/users/alice").json()["servers"].get("") or {}).get(
-            "ready"
-        ):
-            assert time.monotonic() < deadline + 60, (
-                f"alice's server never became ready:\n{log.read_text()[-4000:]}"
-            )
-            time.sleep(0.3)
+        # alice exists already (the 'writer' role made her); bob may only read, and has no
+        # access to alice's server.
+        _hub_api(url, "POST", "/users/bob")
+        for name in ("alice", "bob"):
+            with contextlib.suppress(
+                httpx.HTTPStatusError
+            ):  # 202 while it spawns (a 500 if slow, on some versions)
+                _hub_api(url, "POST", f"/users/{name}/server")
+        for name in ("alice", "bob"):
+            while not (_hub_api(url, "GET", f"/users/{name}").json()["servers"].get("") or {}).get(
+                "ready"
+            ):
+                assert time.monotonic() < deadline + 60, (
+                    f"{name}'s server never became ready:\n{log.read_text()[-4000:]}"
+                )
+                time.sleep(0.3)
         tokens = [
             _hub_api(
                 url, "POST", "/users/alice/tokens", json={"scopes": scopes, "note": note}
@@ -304,3 +340,272 @@ async def test_hub_scopes_choose_the_callers_profile_in_the_users_server(hub):
         json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
     )
     assert answer.status_code == 403, answer.status_code
+
+
+# --- An MCP client signing in through the hub -------------------------------------------
+
+
+def _ping(endpoint: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    """A JSON-RPC ping to `endpoint`, with `headers` besides MCP's."""
+    return httpx.post(
+        endpoint,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    )
+
+
+async def person_logs_in_to_the_hub(
+    authorization_url: str, username: str, refusals: list[dict[str, str]] | None = None
+) -> AuthorizationCodeResult:
+    """What the person does in the browser: the hub's login form with their password, the hub's
+    "Authorize access" page, then the redirect to the client, carrying the code."""
+    async with httpx.AsyncClient(follow_redirects=False, timeout=30) as browser:
+        response = await browser.get(authorization_url)
+        for _ in range(12):
+            if response.is_redirect:
+                location = urljoin(str(response.url), response.headers["location"])
+                if location.startswith(REDIRECT):
+                    query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+                    if "code" not in query:  # the hub refused: the client gets an error
+                        if refusals is not None:
+                            refusals.append(query)
+                        raise AssertionError(f"the hub refused the sign-in: {query}")
+                    return AuthorizationCodeResult(
+                        code=query["code"], state=query.get("state"), iss=query.get("iss")
+                    )
+                response = await browser.get(location)
+                continue
+            assert response.status_code == 200, (response.status_code, response.text[:500])
+            page = response.text
+            xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page)
+            assert xsrf, f"no form on the page: {page[:500]}"
+            form: dict[str, object]
+            if 'name="password"' in page:  # the login page: it posts to itself
+                form = {"username": username, "password": PASSWORD, "_xsrf": xsrf.group(1)}
+            else:  # "Authorize access": the scopes as hidden inputs
+                assert "Authorize access" in page, page[:500]
+                form = {
+                    "_xsrf": xsrf.group(1),
+                    "scopes": re.findall(r'name="scopes" value="([^"]+)"', page),
+                }
+            response = await browser.post(str(response.url), data=form)
+    raise AssertionError("the sign-in did not come back to the client")
+
+
+@contextlib.asynccontextmanager
+async def signed_in_through_the_hub(
+    endpoint: str, username: str, refusals: list[dict[str, str]] | None = None
+) -> AsyncIterator[tuple[Client, Memory]]:
+    """The official client, registered with the hub in advance, signed in as `username`."""
+    storage = Memory()
+    storage.client = OAuthClientInformationFull(
+        client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET,
+        token_endpoint_auth_method="client_secret_post",
+        redirect_uris=[REDIRECT],  # type: ignore[list-item]
+        grant_types=["authorization_code"],
+        response_types=["code"],
+    )
+    pending: list[str] = []
+
+    async def redirect(url: str) -> None:
+        pending.append(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        return await person_logs_in_to_the_hub(pending.pop(), username, refusals)
+
+    oauth = OAuthClientProvider(
+        server_url=endpoint,
+        client_metadata=OAuthClientMetadata(
+            client_name="hub-tests",
+            redirect_uris=[REDIRECT],  # type: ignore[list-item]
+            grant_types=["authorization_code"],
+            response_types=["code"],
+            token_endpoint_auth_method="client_secret_post",
+        ),
+        storage=storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+    async with (
+        httpx2.AsyncClient(auth=oauth, timeout=httpx2.Timeout(30, read=120)) as http,
+        Client(streamable_http_client(endpoint, http_client=http), mode="legacy") as client,
+    ):
+        yield client, storage
+
+
+async def test_an_mcp_client_signs_in_through_the_hub_and_calls_tools(hub):
+    base, home, _, _ = hub
+    hub_url = base.removesuffix("/user/alice")
+    endpoint = f"{base}/mcp"
+    # Without a token: 401, pointing at the protected resource metadata.
+    answer = _ping(endpoint)
+    assert answer.status_code == 401, (answer.status_code, answer.text)
+    challenge = answer.headers["www-authenticate"]
+    metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
+    assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
+    resource = httpx.get(metadata_url).json()
+    assert resource["resource"] == endpoint and resource["authorization_servers"] == [base]
+    assert resource["scopes_supported"] == [
+        "access:servers!server=alice/",
+        *(f"{scope}!server=alice/" for scope in JUPYTER_SERVER_SCOPES),
+    ]
+    # The issuer's metadata where MCP clients look for it, naming the hub's own endpoints.
+    server = httpx.get(f"{base}/.well-known/openid-configuration").json()
+    assert server["issuer"] == base
+    assert server["authorization_endpoint"] == f"{hub_url}/hub/api/oauth2/authorize"
+    assert server["token_endpoint"] == f"{hub_url}/hub/api/oauth2/token"
+    assert server["code_challenge_methods_supported"] == ["S256"]
+    assert "registration_endpoint" not in server
+
+    # The official client: discovery from the 401, the person at the hub's login and
+    # authorize pages, the code exchanged with PKCE and the client's secret, then tools.
+    async with signed_in_through_the_hub(endpoint, "alice") as (client, storage):
+        await ok(client, "use_notebook", {"notebook_name": "signed-in.ipynb", "mode": "create"})
+        assert text_of(await client.call_tool("execute_code", {"code": "6 * 7"})) == "42"
+        await ok(client, "unuse_notebook", {"notebook_name": "signed-in.ipynb"})
+    assert (home / "signed-in.ipynb").is_file()
+    tokens = storage.tokens
+    assert tokens is not None and tokens.token_type.lower() == "bearer"
+    assert tokens.refresh_token is None and tokens.expires_in  # the hub issues no refresh token
+    granted = set((tokens.scope or "").split())
+    assert {f"{scope}!server=alice/" for scope in JUPYTER_SERVER_SCOPES} <= granted, granted
+    # The token is a hub token: the hub knows whose it is and what it grants.
+    me = httpx.get(
+        f"{hub_url}/hub/api/user", headers={"Authorization": f"Bearer {tokens.access_token}"}
+    ).json()
+    assert me["name"] == "alice" and "access:servers!server=alice/" in me["scopes"]
+
+
+def _urls(document: dict[str, object]) -> list[str]:
+    values = [
+        v for value in document.values() for v in (value if isinstance(value, list) else [value])
+    ]
+    return [v for v in values if isinstance(v, str) and "://" in v]
+
+
+async def test_the_sign_in_names_only_the_hub_and_refuses_other_tokens(hub):
+    base, _, _, weak = hub
+    hub_url = base.removesuffix("/user/alice")
+    endpoint = f"{base}/mcp"
+    documents = [
+        f"{base}/.well-known/oauth-protected-resource/mcp",
+        f"{base}/.well-known/openid-configuration",
+    ]
+    # Served to anyone, with what a client needs and nothing else; every URL the hub's (its
+    # public_url), whatever Host the request claims.
+    for headers in ({}, {"Host": "evil.example"}, {"X-Forwarded-Host": "evil.example"}):
+        resource, server = (httpx.get(url, headers=headers).json() for url in documents)
+        assert set(resource) == {
+            "resource",
+            "authorization_servers",
+            "scopes_supported",
+            "bearer_methods_supported",
+            "resource_name",
+        }
+        assert set(server) == {
+            "issuer",
+            "authorization_endpoint",
+            "token_endpoint",
+            "response_types_supported",
+            "grant_types_supported",
+            "code_challenge_methods_supported",
+            "token_endpoint_auth_methods_supported",
+            "scopes_supported",
+            "service_documentation",
+        }
+        assert all(url.startswith(f"{hub_url}/") for url in _urls(resource) + _urls(server)[:-1]), (
+            resource,
+            server,
+        )
+        assert _urls(server)[-1].startswith("https://jupyterhub.readthedocs.io/")
+        text = json.dumps([resource, server])
+        assert CLIENT_SECRET not in text and ADMIN_TOKEN not in text and CLIENT_ID not in text
+        challenge = _ping(endpoint, headers)
+        assert challenge.status_code == 401
+        assert f'resource_metadata="{documents[0]}"' in challenge.headers["www-authenticate"]
+
+    # A token the hub never issued: 401 invalid_token (sign in again), never repeated.
+    forged = "0123456789abcdef0123456789abcdef"
+    for scheme in ("Bearer", "token"):
+        answer = _ping(endpoint, {"Authorization": f"{scheme} {forged}"})
+        assert answer.status_code == 401, answer.status_code
+        assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+        assert forged not in answer.text + answer.headers["www-authenticate"]
+    # Tokens the hub knows, of someone who may not reach alice's server: 403, no sign-in offered
+    # (signing in again as the same person changes nothing): bob's, and alice's without access.
+    bobs = _hub_api(
+        hub_url, "POST", "/users/bob/tokens", json={"scopes": ["access:servers!user=bob"]}
+    ).json()["token"]
+    for token in (bobs, weak):
+        answer = _ping(endpoint, {"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 403, answer.status_code
+        assert "www-authenticate" not in answer.headers
+    # Bob signing in through the hub for alice's server: the hub refuses the scope (the client
+    # may ask only for the signing-in user's own servers), so no token is ever issued.
+    refusals: list[dict[str, str]] = []
+    with pytest.raises(BaseException):  # noqa: B017 - whatever the client raises, it has no token
+        async with signed_in_through_the_hub(endpoint, "bob", refusals) as (client, _):
+            await client.list_tools()
+    assert refusals and refusals[0].get("error") == "invalid_scope", refusals
+
+
+def test_without_the_hubs_public_url_the_sign_in_names_the_origin_the_request_came_to():
+    """A hub without ``c.JupyterHub.public_url`` tells its servers no public URL: the documents
+    name the origin the client reached ``/mcp`` at (where its token already goes), under the
+    hub's base URL; a named server is named by its own filter; no hub, no sign-in."""
+    from jupyter_mcp_server._jupyter.hub_sign_in import HubSignIn
+
+    spawned = {
+        "JUPYTERHUB_API_URL": "http://127.0.0.1:8081/base/hub/api",
+        "JUPYTERHUB_SERVICE_PREFIX": "/base/user/bob/lab/",
+        "JUPYTERHUB_BASE_URL": "/base/",
+        "JUPYTERHUB_USER": "bob",
+        "JUPYTERHUB_SERVER_NAME": "lab",
+        "JUPYTERHUB_PUBLIC_URL": "/base/user/bob/lab/",  # a path only, as the hub writes it
+        "JUPYTERHUB_PUBLIC_HUB_URL": "",
+    }
+    sign_in = HubSignIn.from_environment(spawned, "https://hub.example.org")
+    assert sign_in is not None
+    assert sign_in.resource == "https://hub.example.org/base/user/bob/lab/mcp"
+    assert sign_in.issuer == "https://hub.example.org/base/user/bob/lab"
+    assert sign_in.scopes == ("access:servers!server=bob/lab",)
+    server = sign_in.authorization_server()
+    assert server["token_endpoint"] == "https://hub.example.org/base/hub/api/oauth2/token"
+    public = HubSignIn.from_environment(
+        {
+            **spawned,
+            "JUPYTERHUB_PUBLIC_URL": "https://hub.example.org/base/user/bob/lab/",
+            "JUPYTERHUB_PUBLIC_HUB_URL": "https://hub.example.org/base/hub/",
+        },
+        "http://evil.example",
+    )
+    assert public is not None and "evil" not in json.dumps(
+        [public.protected_resource(), public.authorization_server(), public.challenge()]
+    )
+    assert HubSignIn.from_environment({"JUPYTER_TOKEN": "x"}, "https://hub.example.org") is None
+    # A Host that is no host name (it would end up quoted in the 401's header): no sign-in.
+    assert HubSignIn.from_environment(spawned, 'http://a", error="x') is None
+    assert HubSignIn.from_environment(spawned, "http://[::1]:8000") is not None
+
+
+async def test_a_token_the_hub_issues_gets_the_profile_its_scopes_give(hub):
+    """bob's roles let him only read: the client asks for every scope the metadata lists, the
+    hub grants those he holds, and /mcp holds the token to ``read-only``."""
+    from test_profiles import check_profile, notebook
+
+    base, home, _, _ = hub
+    bobs_server = base.removesuffix("/alice") + "/bob"
+    notebook(home.parent / "bob")
+    async with signed_in_through_the_hub(f"{bobs_server}/mcp", "bob") as (client, storage):
+        await check_profile(client, "read-only")
+    assert storage.tokens is not None
+    granted = set((storage.tokens.scope or "").split())
+    assert "custom:jupyter_server:read:contents!server=bob/" in granted, granted
+    assert not any("write:contents" in scope or "execute:kernels" in scope for scope in granted), (
+        granted
+    )

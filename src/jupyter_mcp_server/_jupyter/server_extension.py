@@ -14,7 +14,9 @@ application, answered from a tornado handler on Jupyter Server's event loop
 (:mod:`jupyter_mcp_server._transports.tornado_bridge`). Jupyter Server's
 authentication guards it: a request needs what any other API call needs
 (``Authorization: token …`` with the server's token, or a logged-in
-browser's cookie and XSRF token), and is refused with 403 otherwise. Jupyter's authorizer
+browser's cookie and XSRF token), and is refused with 403 otherwise; behind JupyterHub, a
+request without a token the Hub knows is 401 pointing MCP clients at the Hub's OAuth instead
+(:mod:`jupyter_mcp_server._jupyter.hub_sign_in`). Jupyter's authorizer
 then chooses the caller's profile, per request (:mod:`jupyter_mcp_server._jupyter.permissions`).
 
 The agent and the person share kernels and files: kernels are started by
@@ -36,10 +38,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jupyter_server.auth.decorator import allow_unauthenticated
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.application import ExtensionApp
 from tornado import web
@@ -55,6 +60,12 @@ from jupyter_mcp_server._config import (
     read_config,
 )
 from jupyter_mcp_server._jupyter.collaboration import LiveDocuments, LiveStore
+from jupyter_mcp_server._jupyter.hub_sign_in import (
+    RESOURCE_METADATA_PATH,
+    SERVER_METADATA_PATH,
+    HubSignIn,
+    spawned_sign_in,
+)
 from jupyter_mcp_server._jupyter.permissions import granted_profile
 from jupyter_mcp_server._kernels.inprocess import ServerAppBackend
 from jupyter_mcp_server._protocol.profile_guard import SCOPE_KEY
@@ -109,6 +120,23 @@ class MCPBridge:
         )
 
 
+@dataclass(frozen=True)
+class SignInOptions:
+    """Whether ``/mcp`` behind a Hub points MCP clients at it, and with which scopes."""
+
+    enabled: bool = True
+    custom_scopes: bool = False
+
+    def sign_in(self, handler: JupyterHandler) -> HubSignIn | None:
+        """The Hub sign-in for `handler`'s request; None: off, or not behind a Hub."""
+        if not self.enabled:
+            return None
+        request = handler.request
+        return spawned_sign_in(
+            f"{request.protocol}://{request.host}", custom_scopes=self.custom_scopes
+        )
+
+
 class MCPHandler(JupyterHandler):
     """``{base_url}/mcp``: Jupyter's authentication, then the MCP application."""
 
@@ -116,18 +144,26 @@ class MCPHandler(JupyterHandler):
     #: The caller's profile, from Jupyter's authorizer (`prepare`).
     profile: str | None = None
 
-    def initialize(self, bridge: MCPBridge) -> None:  # type: ignore[override]
+    def initialize(self, bridge: MCPBridge, sign_in: SignInOptions) -> None:  # type: ignore[override]
         self.bridge = bridge
+        self.sign_in = sign_in
         self.disconnected = Disconnect()
 
     async def prepare(self) -> None:  # type: ignore[override]
-        # No login page for an API: without a user this is a 403.
-        await super().prepare(_redirect_to_login=False)
+        # No login page for an API: without a user this is a 401 (behind a Hub) or a 403.
+        try:
+            await super().prepare(_redirect_to_login=False)
+        except web.HTTPError as error:
+            # Jupyter's 403 for a request nobody is signed in to (its XSRF check on a POST
+            # without a token, or its check for a user) becomes the sign-in's answer; a 403
+            # for anything else (a host not allowed, a signed-in browser's missing XSRF token)
+            # stays.
+            if error.status_code != 403 or self.current_user is not None or not self.check_host():
+                raise
         user = self.current_user
         if user is None:
-            raise web.HTTPError(
-                403, "Authentication required: send 'Authorization: token <Jupyter token>'."
-            )
+            self._refuse_unauthenticated()
+            return
         # What the caller may do is Jupyter's authorizer's to say, asked for each request.
         self.profile = await granted_profile(self, user)
         if self.profile is None:
@@ -136,6 +172,37 @@ class MCPHandler(JupyterHandler):
                 "Not authorized to read contents on this server: ask its administrator for "
                 "read (or write, execute) permission.",
             )
+
+    def _refuse_unauthenticated(self) -> None:
+        """No user: behind a Hub, 401 naming the protected resource metadata (where MCP clients
+        start signing in), unless the Hub knew the token's owner and it may not reach this
+        server (403: signing in again as the same person changes nothing); else 403."""
+        sign_in = self.sign_in.sign_in(self)
+        # HubAuth keeps the user model it got for the request's token, before its access check
+        # (None: no token, or one the Hub does not know).
+        known = isinstance(getattr(self, "_cached_hub_user", None), dict)
+        if sign_in is None or known:
+            raise web.HTTPError(
+                403,
+                "Not allowed on this server: this token's owner may not reach it."
+                if known
+                else "Authentication required: send 'Authorization: token <Jupyter token>'.",
+            )
+        presented = bool(self.request.headers.get("Authorization"))
+        description = (
+            "The Hub does not know this token (expired, revoked or not a Hub token): sign in again."
+            if presented
+            else "Sign in through JupyterHub: see the protected resource metadata."
+        )
+        self.set_status(401)
+        self.set_header(
+            "WWW-Authenticate",
+            sign_in.challenge("invalid_token" if presented else None, description),
+        )
+        self.set_header("Content-Type", "application/json")
+        self.set_header("Cache-Control", "no-store")
+        error = {"error": "invalid_token"} if presented else {"error": "unauthorized"}
+        self.finish(json.dumps({**error, "error_description": description}))
 
     def on_connection_close(self) -> None:
         self.disconnected()
@@ -151,6 +218,44 @@ class MCPHandler(JupyterHandler):
 
     async def delete(self) -> None:
         await self.bridge.serve(self)
+
+
+class _MetadataHandler(JupyterHandler):
+    """A sign-in document, served to anyone (it is what a client reads before it has a token)."""
+
+    def initialize(self, sign_in: SignInOptions) -> None:  # type: ignore[override]
+        self.sign_in = sign_in
+
+    def check_xsrf_cookie(self) -> None:
+        return None
+
+    def document(self, sign_in: HubSignIn) -> dict[str, object]:
+        raise NotImplementedError
+
+    @allow_unauthenticated
+    def get(self) -> None:
+        sign_in = self.sign_in.sign_in(self)
+        if sign_in is None:
+            raise web.HTTPError(404)
+        self.set_header("Content-Type", "application/json")
+        # Built from the request's origin where the Hub has no public_url: not for a shared cache.
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("Access-Control-Allow-Origin", "*")
+        self.finish(json.dumps(self.document(sign_in)))
+
+
+class ResourceMetadataHandler(_MetadataHandler):
+    """``{base_url}/.well-known/oauth-protected-resource/mcp`` (RFC 9728)."""
+
+    def document(self, sign_in: HubSignIn) -> dict[str, object]:
+        return sign_in.protected_resource()
+
+
+class ServerMetadataHandler(_MetadataHandler):
+    """``{base_url}/.well-known/openid-configuration``: the issuer's RFC 8414 metadata."""
+
+    def document(self, sign_in: HubSignIn) -> dict[str, object]:
+        return sign_in.authorization_server()
 
 
 def _trait(setting: Setting) -> TraitType[Any, Any]:
@@ -195,6 +300,21 @@ class JupyterMCPServerApp(ExtensionApp):
         "not a plain directory on this machine (for a plain directory the files are the same either way).",
     )
 
+    hub_sign_in = Bool(
+        True,
+        config=True,
+        help="Behind JupyterHub, answer a request to /mcp without a token with 401 and serve the "
+        "metadata through which MCP clients sign in with the Hub's OAuth (docs/authorization.md). "
+        "Off: a 403, and no metadata, as outside a Hub.",
+    )
+    hub_custom_scopes = Bool(
+        False,
+        config=True,
+        help="Behind JupyterHub, advertise the custom:jupyter_server:* scopes for clients to ask "
+        "for (declare them in the Hub's custom_scopes first: the Hub refuses a sign-in asking for "
+        "a scope it does not know).",
+    )
+
     bridge: MCPBridge | None = None
 
     application: Application | None = None
@@ -205,7 +325,14 @@ class JupyterMCPServerApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         assert self.application is not None
         self.bridge = MCPBridge(self.application)
-        self.handlers.append((MCP_PATH, MCPHandler, {"bridge": self.bridge}))
+        sign_in = SignInOptions(bool(self.hub_sign_in), bool(self.hub_custom_scopes))
+        self.handlers.extend(
+            [
+                (MCP_PATH, MCPHandler, {"bridge": self.bridge, "sign_in": sign_in}),
+                (RESOURCE_METADATA_PATH, ResourceMetadataHandler, {"sign_in": sign_in}),
+                (SERVER_METADATA_PATH, ServerMetadataHandler, {"sign_in": sign_in}),
+            ]
+        )
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:  # type: ignore[override]
         if self.bridge is not None:

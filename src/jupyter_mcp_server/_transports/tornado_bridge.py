@@ -111,6 +111,16 @@ async def serve_asgi(
                 if text.lower() in _HOP_BY_HOP:
                     continue
                 handler.add_header(text, value.decode("latin-1"))
+            # An event stream's head goes out now, not with its first event: the long GET
+            # stream may carry none for minutes, and a client that waits for the head before
+            # its next request (the SDK's OAuth support holds a lock across each request's
+            # head) would stall until then.
+            content_type = handler._headers.get("Content-Type", "")
+            if content_type.startswith("text/event-stream"):
+                try:
+                    await handler.flush()
+                except Exception:  # the client went away (StreamClosedError)
+                    disconnected()
         elif kind == "http.response.body":
             chunk = message.get("body", b"")
             if chunk:
