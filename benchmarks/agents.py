@@ -551,6 +551,11 @@ def print_phase(result: dict[str, Any], single: dict[str, Any] | None) -> None:
             f"{t} {ms} ms" for t, ms in result["server_cpu_ms_per_call_by_tool"].items()
         )
         print(f"- server CPU a call, each tool alone (60 in a row, one agent): {each}")
+    for generation, seen in result["server_loop"].get("collections", {}).items():
+        print(
+            f"  - garbage collections of generation {generation}: {seen['count']}, "
+            f"{seen['total_ms']} ms in all, the longest {seen['longest_ms']} ms"
+        )
     for place in result["server_loop"].get("held_at", [])[:8]:
         print(
             f"  - the loop held {place['ms']} ms (sampled) in {place['ours']}"

@@ -29,7 +29,9 @@ by its outermost coroutine (a request handler), which says little of what
 ran long, so a watcher thread also samples the loop thread's stack every
 ``SAMPLE`` while a callback has run longer than ``SLOW``: the innermost
 frame of the server's own code and the innermost frame of all, counted.
-SIGUSR1 clears the
+The cyclic garbage collector's pauses are timed too (``gc.callbacks``), per
+generation, since a collection stops whichever thread triggered it: the
+loop's, mostly. SIGUSR1 clears the
 samples (``agents.py`` sends it once the agents are warm); SIGUSR2 writes
 their percentiles and the slowest callbacks to ``OUT.json``, as does the
 exit.
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import gc
 import json
 import math
 import os
@@ -133,6 +136,20 @@ def _name_of(handle: asyncio.Handle) -> str:
 held: dict[tuple[str, str], int] = {}
 #: When the callback now running started (perf_counter), or None between callbacks.
 running_since: list[float | None] = [None]
+#: Generation -> [collections, seconds in all, longest], of the garbage collector's pauses.
+collections: dict[int, list[float]] = {}
+_collecting: list[float] = [0.0]
+
+
+def _on_collection(phase: str, info: dict[str, Any]) -> None:
+    if phase == "start":
+        _collecting[0] = time.perf_counter()
+        return
+    spent = time.perf_counter() - _collecting[0]
+    seen = collections.setdefault(int(info.get("generation", -1)), [0, 0.0, 0.0])
+    seen[0] += 1
+    seen[1] += spent
+    seen[2] = max(seen[2], spent)
 
 
 def _where(frame: Any) -> tuple[str, str]:
@@ -189,6 +206,14 @@ def _write(path: str) -> None:
         }
         for name, (count, total, longest) in worst
     ]
+    summary["collections"] = {
+        str(generation): {
+            "count": int(count),
+            "total_ms": round(total * 1000, 1),
+            "longest_ms": round(longest * 1000, 1),
+        }
+        for generation, (count, total, longest) in sorted(collections.items())
+    }
     summary["held_at"] = [
         {"ours": ours, "innermost": innermost, "ms": round(count * SAMPLE * 1000)}
         for (ours, innermost), count in sorted(held.items(), key=lambda item: -item[1])[:15]
@@ -219,9 +244,12 @@ if __name__ == "__main__":
 
     threading.Thread(target=_watch, args=(threading.get_ident(),), daemon=True).start()
 
+    gc.callbacks.append(_on_collection)
+
     def _clear(_signum: int, _frame: object) -> None:
         slow.clear()
         held.clear()
+        collections.clear()
         if probes:
             probes[-1].clear()
 
