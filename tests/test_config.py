@@ -101,8 +101,12 @@ def test_the_jupyter_traits_are_made_from_the_settings():
     from jupyter_mcp_server._jupyter.server_extension import JupyterMCPServerApp, _given
 
     traits = JupyterMCPServerApp.class_own_traits(config=True)
+    # Besides the settings, the traits only a Jupyter Server has: its contents manager, and
+    # signing in through the JupyterHub it runs under.
     assert set(traits) == {setting.jupyter for setting in JUPYTER_SETTINGS} | {
-        "use_contents_manager"
+        "use_contents_manager",
+        "hub_sign_in",
+        "hub_custom_scopes",
     }
     for setting in JUPYTER_SETTINGS:
         assert traits[setting.jupyter].help == setting.help, setting.name

@@ -192,7 +192,9 @@ async def test_healthz_and_toolsets_say_what_is_served(server):
     assert toolsets["notebooks"]["title"] == "Notebooks" and toolsets["notebooks"]["description"]
     # "tools" is what the default selection actually serves: fx-gateway's
     # on_server took one core tool off it, and the opt-in toolsets serve nothing.
+    # The notebook view's own tools are offered, served only to clients that show apps.
     assert set(toolsets["notebooks"]["tools"]) == CORE_TOOLS - {TAKEN_OFF}
+    assert {"view_notebook", "run_cell_from_view"} <= set(toolsets["notebooks"]["offered"])
     assert toolsets["my-extension"]["tools"] == ["my_tool"]
     assert toolsets["extras"]["tools"] == [] and toolsets["lazy"]["tools"] == []
     assert (

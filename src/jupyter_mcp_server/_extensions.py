@@ -353,14 +353,16 @@ class ExtensionManager:
         """The server a toolset selection asks for (built once per selection)."""
         return self.host.build(selection)
 
-    async def describe_toolsets(self) -> dict[str, Any]:
+    async def describe_toolsets(self, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
         """`GET /toolsets`: every declared toolset and the tools it serves by default.
 
         Served means on the built server, read back from it: an extension's
-        `on_server` may have taken a tool off after it was offered.
+        `on_server` may have taken a tool off after it was offered. ``hidden``
+        are tools a client gets only when it asked for them (an app's own
+        tools): offered, not served by default.
         """
         built = self.host.build(Selection())
-        served = {tool.name for tool in await built.server.list_tools()}
+        served = {tool.name for tool in await built.server.list_tools()} - hidden
         by_toolset: dict[str, list[str]] = {}
         for spec in self.tools():
             by_toolset.setdefault(spec.toolset, []).append(spec.name)

@@ -35,6 +35,7 @@ from starlette.routing import Mount, Route, Router
 
 from jupyter_mcp_server._extensions import parse_selection
 from jupyter_mcp_server._policy.profiles import PROFILES, QUERY_KEY, narrowest, rank
+from jupyter_mcp_server._protocol.apps import APP_ONLY_TOOLS
 from jupyter_mcp_server._protocol.handlers import tool_annotations
 from jupyter_mcp_server._protocol.profile_guard import SCOPE_KEY, server_profile
 from jupyter_mcp_server._transports.access_checks import AccessChecks, Receive, Scope, Send, refuse
@@ -264,7 +265,9 @@ def create_app(application: Application) -> Any:
     config = application.config
 
     async def toolsets(request: Request) -> JSONResponse:
-        return JSONResponse(await application.state.extensions.describe_toolsets())
+        return JSONResponse(
+            await application.state.extensions.describe_toolsets(hidden=APP_ONLY_TOOLS)
+        )
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
