@@ -295,7 +295,8 @@ def _watched(run: Run, since_cell: int) -> tuple[run_models.RunWatch, dict[str, 
         said = _first_text(run.result).split("\n")[0][:500]
     elif run.error is not None:
         outcome, said = "error", str(run.error.get("message", ""))[:500]
-    elif run.status == "cancelled":
+    if run.status == "cancelled":
+        # Stopped by cancel_run (its cell ended interrupted): the person reads it as cancelled.
         outcome = "cancelled"
     running = None
     if view.running is not None and not run.finished:
