@@ -136,9 +136,7 @@ async def test_a_person_watches_a_detached_run_cell_by_cell_and_cancels_another(
                 run = frame.locator("section.run")
                 await frame.locator(".now section.cell.running").wait_for(timeout=60_000)
                 await run.locator("button.cancel").click()
-                await frame.locator("section.run[data-status='cancelled']").wait_for(
-                    timeout=60_000
-                )
+                await frame.locator("section.run[data-status='cancelled']").wait_for(timeout=60_000)
                 assert await run.locator(".state").inner_text() == "cancelled"
                 stopped = run.locator(".cells section.cell")
                 assert await stopped.count() == 1

@@ -51,9 +51,7 @@ NOTEBOOK_URI = "ui://jupyter-mcp/notebook"
 #: The result ``_meta`` key the app reads what it shows from.
 APP_META_KEY = "io.jupyter-mcp/app"
 #: The tools whose results the output app shows.
-OUTPUT_TOOLS = frozenset(
-    {"execute_cell", "execute_code", "insert_execute_code_cell", "run_cells"}
-)
+OUTPUT_TOOLS = frozenset({"execute_cell", "execute_code", "insert_execute_code_cell", "run_cells"})
 #: The tools whose dry runs the review app shows, for the person to accept or reject.
 REVIEW_TOOLS = frozenset({"apply_edits", "restore_notebook"})
 #: The tool whose result opens the notebook view: the one an agent starts a notebook with.

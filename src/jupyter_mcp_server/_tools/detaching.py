@@ -326,7 +326,8 @@ def _watched(run: Run, since_cell: int) -> tuple[run_models.RunWatch, dict[str, 
 async def watch_run(
     run_id: Annotated[str, Field(description="The run_id a detach=true call answered.")],
     since_cell: Annotated[
-        int, Field(ge=0, description="Only cells from this number on (next_cell of the last answer).")
+        int,
+        Field(ge=0, description="Only cells from this number on (next_cell of the last answer)."),
     ] = 0,
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, run_models.RunWatch]:

@@ -195,7 +195,12 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
                 )
                 report.cells.append(ran)
                 show_execution(
-                    [], source=source, status=ran.status, execution_count=None, cell_id=cell_id, path=path
+                    [],
+                    source=source,
+                    status=ran.status,
+                    execution_count=None,
+                    cell_id=cell_id,
+                    path=path,
                 )
                 report.stopped_at, report.stop_reason = ran, failure.message
                 report.not_run = [sources[i][0] for i in planned[position + 1 :]]
