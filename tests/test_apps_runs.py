@@ -22,7 +22,7 @@ import pytest
 from conftest import error_code, ok, refused, serve, text_of
 from mcp import Client
 from mcp.types import Implementation
-from test_apps import apps_extension, wire
+from test_apps import apps_extension, model_part, wire
 from test_protocol import http_server
 
 from jupyter_mcp_server._protocol.apps import APP_META_KEY, OUTPUTS_URI
@@ -245,3 +245,18 @@ async def test_only_the_runs_owner_can_watch_it(tmp_path: Path) -> None:
             answers, cells = await watch_to_the_end(owner, run_id)
             assert answers[-1]["outcome"] == "ok" and len(cells) == 3
             await refused(other, "watch_run", {"run_id": run_id}, "not_found")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_watch_run_costs_the_model_nothing(tmp_path: Path, mode: str) -> None:
+    """With the runs toolset, what a host hands its model of an apps client's listing is a
+    plain client's, byte for byte; the plain listing is as it was."""
+    async with serve(tmp_path, *ARGS, mode=mode) as client:
+        plain = await client.list_tools()
+    async with serve(tmp_path, *ARGS, mode=mode, extensions=[apps_extension()]) as client:
+        listing = await client.list_tools()
+    assert model_part(listing) == model_part(plain)
+    assert "watch_run" not in {tool.name for tool in plain.tools}
+    (watch,) = [tool for tool in listing.tools if tool.name == "watch_run"]
+    size = len(watch.model_dump_json(by_alias=True, exclude_none=True).encode())
+    assert size < 2_000, size
