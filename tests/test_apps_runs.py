@@ -260,3 +260,17 @@ async def test_watch_run_costs_the_model_nothing(tmp_path: Path, mode: str) -> N
     (watch,) = [tool for tool in listing.tools if tool.name == "watch_run"]
     size = len(watch.model_dump_json(by_alias=True, exclude_none=True).encode())
     assert size < 2_000, size
+
+
+async def test_a_detached_execute_cell_is_watched_too(tmp_path: Path) -> None:
+    write_notebook(tmp_path, cells=2, seconds=1)
+    async with serve(tmp_path, *ARGS, extensions=[apps_extension()]) as client:
+        started = await client.call_tool(
+            "execute_cell", {"notebook_name": "steps.ipynb", "cell_id": "step1", "detach": True}
+        )
+        assert not started.is_error, text_of(started)
+        first = shown_of(started)
+        assert first["tool"] == "execute_cell" and first["cells_total"] == 1
+        answers, cells = await watch_to_the_end(client, started.structured_content["run_id"])
+    assert answers[-1]["outcome"] == "ok" and answers[-1]["cells_done"] == 1
+    assert [(c["cell_id"], c["outputs"][0]["text"]) for c in cells] == [("step1", "cell 1 done\n")]
