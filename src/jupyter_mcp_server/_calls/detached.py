@@ -99,6 +99,8 @@ class Run:
     outputs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: How many outputs were dropped from the front of `outputs`.
     dropped: int = 0
+    #: What its app shows of it as it goes (a client with apps started it), filled by the tools.
+    shown: Any = None
     #: Whether its client can answer what it asks (a task: tasks/update), so it may ask.
     answerable: bool = False
     #: What it asked its client and is waiting for, by server-minted key.

@@ -19,8 +19,12 @@ for it:
   A host hands ``_meta`` to the app, not to the model, so the model's context pays
   nothing for it.
 
+A detached run an apps client started (``detach=true``) carries its id to the output app,
+which follows it with ``watch_run``: its progress, and each cell as it ends (a Cancel
+button calls ``cancel_run``, visible to model and app alike).
+
 The apps' own tools (:data:`APP_ONLY`: the review's answer, the notebook view's pages and
-Run) are listed with ``_meta.ui.visibility == ["app"]`` to such a client only, and refused
+Run, ``watch_run``) are listed with ``_meta.ui.visibility == ["app"]`` to such a client only, and refused
 to any other. A client that did not negotiate the extension gets every listing and every
 result byte for byte as without it.
 """
@@ -47,19 +51,23 @@ NOTEBOOK_URI = "ui://jupyter-mcp/notebook"
 #: The result ``_meta`` key the app reads what it shows from.
 APP_META_KEY = "io.jupyter-mcp/app"
 #: The tools whose results the output app shows.
-OUTPUT_TOOLS = frozenset({"execute_cell", "execute_code", "insert_execute_code_cell"})
+OUTPUT_TOOLS = frozenset({"execute_cell", "execute_code", "insert_execute_code_cell", "run_cells"})
 #: The tools whose dry runs the review app shows, for the person to accept or reject.
 REVIEW_TOOLS = frozenset({"apply_edits", "restore_notebook"})
 #: The tool whose result opens the notebook view: the one an agent starts a notebook with.
 NOTEBOOK_TOOLS = frozenset({"outline"})
 #: The apps' own tools, each with its app (the review's Accept and Reject; the notebook
-#: view's pages and Run): listed to, and called by, clients with apps only.
+#: view's pages and Run; the output app following a detached run): listed to, and called
+#: by, clients with apps only.
 APP_ONLY = {
     "review_change": REVIEW_URI,
     "view_notebook": NOTEBOOK_URI,
     "run_cell_from_view": NOTEBOOK_URI,
+    "watch_run": OUTPUTS_URI,
 }
 APP_ONLY_TOOLS = frozenset(APP_ONLY)
+#: What a client without apps does instead, where that is not the default sentence.
+INSTEAD = {"watch_run": "get_run follows a detached run (pass next_output back as since_output)."}
 #: Where each linked tool's result is shown.
 LINKS = {
     **dict.fromkeys(OUTPUT_TOOLS, OUTPUTS_URI),
@@ -116,8 +124,12 @@ class NotebookApps(Apps):
                 ToolFailure(
                     UNSUPPORTED,
                     f"{params.name} is an app's own tool ({APP_ONLY[params.name]}): only a client "
-                    "that shows MCP Apps calls it. Approvals reach this client as questions "
-                    "(elicitation); the notebook's own tools (outline, execute_cell) do the rest.",
+                    "that shows MCP Apps calls it. "
+                    + INSTEAD.get(
+                        params.name,
+                        "Approvals reach this client as questions (elicitation); the notebook's "
+                        "own tools (outline, execute_cell) do the rest.",
+                    ),
                 )
             )
         if (params.name not in LINKS and params.name not in APP_ONLY) or not apps:
@@ -126,7 +138,11 @@ class NotebookApps(Apps):
             result = await call_next(ctx)
         if not isinstance(result, CallToolResult):
             return result
-        if shown.executions:
+        if shown.run is not None:
+            # A detached run (its start, or watch_run): the app follows it as it goes.
+            executions = within_budget(shown.run["executions"])
+            shows = {"view": "run", **shown.run, "executions": executions}
+        elif shown.executions:
             shows = {"view": "outputs", "executions": within_budget(shown.executions)}
         elif shown.reviews:
             shows = {"view": "review", "reviews": reviews_within_budget(shown.reviews)}

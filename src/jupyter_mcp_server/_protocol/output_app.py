@@ -6,6 +6,13 @@ JupyterLab shows of a cell: its source, and each output whole: HTML, images, SVG
 DataFrames (scrollable, sortable by a column's header), ANSI colours, tracebacks, and
 Vega-Lite, Vega and Plotly charts, interactive (:mod:`.chart_bundle`).
 
+Handed a detached run (``detach=true``), it follows the run through its host: it calls the
+app-only tool ``watch_run`` (``tools/call`` on the bridge) every half second while cells
+end, backing off to every four while one runs long, and shows the run's progress (cells
+done of its cells, the one running now) and each cell with its outputs as it ends, until
+the run ends or the view goes away (``ui/resource-teardown``, the page left, another
+result). Its Cancel button calls ``cancel_run``.
+
 Safe by construction:
 
 - one document, no CDN and no network: its script and style are inline, its
@@ -18,7 +25,8 @@ Safe by construction:
   image (``<img src="data:image/svg+xml...">``), where no script of it runs. A
   script the sanitizer missed would still not run: the policy names the page's one;
 - it talks to no server: only to its host, through the host bridge
-  (``postMessage`` JSON-RPC: ``ui/initialize``, the tool result, ``ui/open-link``).
+  (``postMessage`` JSON-RPC: ``ui/initialize``, the tool result, ``ui/open-link``, and
+  ``tools/call`` of ``watch_run`` and ``cancel_run`` for a detached run).
 """
 
 from __future__ import annotations
@@ -58,6 +66,16 @@ table.sortable thead th { cursor: pointer; user-select: none; }
 th[data-sorted="asc"]::after { content: " \\25B2"; } th[data-sorted="desc"]::after { content: " \\25BC"; }
 .note { color: var(--muted); font-style: italic; }
 .b { font-weight: bold; } .u { text-decoration: underline; }
+.run-head { display: flex; gap: 10px; align-items: baseline; margin: 0 0 6px; font-size: 13px; }
+.run-head .what { font-weight: 600; } .run-head .count { color: var(--muted); }
+.run-head .state { flex: 1; } .status-ok, .status-completed { color: #1a7f37; }
+.status-error, .status-cancelled, .status-failed, .status-timeout, .status-interrupted,
+.status-kernel_gone, .status-kernel_unresponsive, .status-lost { color: #cf222e; }
+.run .cancel { font: inherit; font-size: 12px; padding: 1px 10px; border-radius: 6px;
+  border: 1px solid var(--line); background: var(--cell); color: var(--fg); cursor: pointer; }
+.run .cancel:disabled { opacity: .55; cursor: default; }
+.run .bar { width: 100%; height: 8px; margin: 0 0 8px; }
+.cell.running { border-style: dashed; } .run .said { font-size: 12px; color: var(--muted); }
 """
 
 #: What every app of this server shares: the sanitizer, DataFrames, ANSI colours, one output.
@@ -73,6 +91,9 @@ function request(method, params) {
   return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
 }
 function notify(method, params) { send({ jsonrpc: "2.0", method, params: params || {} }); }
+// What to stop when the view goes away (the host tears it down, or the page is left).
+const teardowns = [];
+function tearDown() { while (teardowns.length) teardowns.pop()(); }
 
 // ---- untrusted HTML: parsed inert, an allowlist copied out -------------------------------
 const DROPPED = new Set(["script", "style", "iframe", "frame", "frameset", "object", "embed",
@@ -259,6 +280,8 @@ EXECUTIONS = r"""
 function executionView(execution) {
   const cell = document.createElement("section");
   cell.className = "cell";
+  if (execution.cell_id) cell.dataset.cellId = execution.cell_id;
+  cell.dataset.status = execution.status;
   const head = document.createElement("div");
   head.className = "head";
   const where = document.createElement("span");
@@ -279,7 +302,9 @@ function executionView(execution) {
 }
 function show(result) {
   const shown = (result && result._meta && result._meta["io.jupyter-mcp/app"]) || null;
+  tearDown();  // a new result: whatever run was followed is no longer shown
   root.replaceChildren();
+  if (shown && shown.view === "run" && !(result && result.isError)) { watchRun(shown); return; }
   if (!shown || !Array.isArray(shown.executions) || !shown.executions.length) {
     const text = ((result && result.content) || []).filter((b) => b.type === "text").map((b) => b.text).join("\n");
     root.appendChild(text ? ansiText(text) : note("Nothing to show."));
@@ -287,6 +312,111 @@ function show(result) {
     for (const execution of shown.executions) root.appendChild(executionView(execution));
   }
   resized();
+}
+
+"""
+
+#: The output app's view of a detached run: its progress, each cell as it ends, Cancel.
+RUN_VIEW = r"""
+// ---- a detached run, followed through the host (watch_run) until it ends ------------------
+const FIRST_DELAY = 500, LONGEST_DELAY = 4000;
+function part(tag, className, text) {
+  const made = document.createElement(tag);
+  if (className) made.className = className;
+  if (text != null) made.textContent = text;
+  return made;
+}
+function said(result) {
+  return ((result && result.content) || []).filter((b) => b.type === "text").map((b) => b.text).join("\n");
+}
+function watchRun(first) {
+  const view = part("section", "run");
+  view.dataset.runId = first.run_id;
+  const head = part("div", "run-head");
+  const what = part("span", "what", `${first.tool}${first.notebook ? " \u00b7 " + first.notebook : ""}`);
+  const count = part("span", "count");
+  const state = part("span", "state");
+  const cancel = part("button", "cancel", "Cancel");
+  head.append(what, count, state, cancel);
+  const bar = part("progress", "bar");
+  const cells = part("div", "cells");
+  const now = part("div", "now");
+  const message = part("div", "said");
+  view.append(head, bar, cells, now, message);
+  root.replaceChildren(view);
+  const watch = { since: 0, delay: FIRST_DELAY, timer: null, stopped: false, failures: 0, last: "" };
+  teardowns.push(() => { watch.stopped = true; clearTimeout(watch.timer); });
+
+  function update(shown) {
+    for (const execution of shown.executions || []) cells.appendChild(executionView(execution));
+    watch.since = shown.next_cell;
+    count.textContent = `${shown.cells_done} of ${shown.cells_total} cell${shown.cells_total === 1 ? "" : "s"}`;
+    bar.max = Math.max(shown.cells_total, 1);
+    bar.value = shown.cells_done;
+    view.dataset.status = shown.ended ? (shown.outcome || shown.status) : shown.status;
+    view.dataset.done = String(shown.cells_done);
+    state.className = "state status-" + view.dataset.status;
+    state.textContent = shown.ended ? (shown.outcome || shown.status) : shown.status === "queued" ? "queued" : "running";
+    now.replaceChildren();
+    if (shown.running && !shown.ended) {
+      const running = executionView({ notebook: shown.notebook, cell_id: shown.running.cell_id,
+        source: shown.running.source, status: "running", execution_count: null, outputs: [] });
+      running.classList.add("running");
+      now.appendChild(running);
+    }
+    if (shown.ended) {
+      cancel.remove();
+      message.textContent = shown.said || "";
+    }
+    resized();
+    const seen = `${shown.status}|${shown.cells_done}|${shown.next_cell}|${shown.running && shown.running.cell_id}`;
+    const changed = seen !== watch.last;
+    watch.last = seen;
+    return changed;
+  }
+  async function poll() {
+    if (watch.stopped) return;
+    try {
+      const result = await request("tools/call", { name: "watch_run", arguments: { run_id: first.run_id, since_cell: watch.since } });
+      if (watch.stopped) return;
+      const shown = result && result._meta && result._meta["io.jupyter-mcp/app"];
+      if (!result || result.isError || !shown || shown.view !== "run") {
+        // The server answered no (the run expired, or is not this caller's): nothing more to follow.
+        view.dataset.status = "lost";
+        message.textContent = said(result) || "The run can no longer be followed.";
+        cancel.remove();
+        resized();
+        return;
+      }
+      watch.failures = 0;
+      const changed = update(shown);
+      if (shown.ended) return;
+      // Quick while cells end, slower while one cell runs long.
+      watch.delay = changed ? FIRST_DELAY : Math.min(LONGEST_DELAY, Math.round(watch.delay * 1.5));
+    } catch (error) {
+      if (watch.stopped) return;
+      watch.failures += 1;
+      message.textContent = "The host did not pass the call on: " + ((error && error.message) || error);
+      if (watch.failures >= 5) { resized(); return; }
+      watch.delay = Math.min(LONGEST_DELAY * 2, watch.delay * 2);
+    }
+    watch.timer = setTimeout(poll, watch.delay);
+  }
+  cancel.addEventListener("click", async () => {
+    cancel.disabled = true;
+    cancel.textContent = "Cancelling\u2026";
+    try {
+      const result = await request("tools/call", { name: "cancel_run", arguments: { run_id: first.run_id } });
+      if (result && result.isError) { message.textContent = said(result); cancel.disabled = false; cancel.textContent = "Cancel"; }
+    } catch (error) {
+      message.textContent = "The host did not pass the call on: " + ((error && error.message) || error);
+      cancel.disabled = false;
+      cancel.textContent = "Cancel";
+    }
+    if (!watch.stopped) { clearTimeout(watch.timer); watch.delay = FIRST_DELAY; poll(); }
+  });
+  update(first);
+  if (!first.ended) watch.timer = setTimeout(poll, FIRST_DELAY);
 }
 
 """
@@ -321,10 +451,12 @@ window.addEventListener("message", (event) => {
   if (message.method === "ui/notifications/tool-result") show(message.params);
   else if (message.method === "ui/notifications/tool-cancelled") root.replaceChildren(note("The call was cancelled."));
   else if (message.id != null) {
-    // Requests from the host (ui/resource-teardown, ping): nothing to release.
+    // Requests from the host (ui/resource-teardown, ping): what follows a run stops.
+    if (message.method === "ui/resource-teardown") tearDown();
     send({ jsonrpc: "2.0", id: message.id, result: {} });
   }
 });
+window.addEventListener("pagehide", tearDown);
 request("ui/initialize", {
   appInfo: { name: "__APP_NAME__", version: "1" },
   appCapabilities: {},
@@ -335,7 +467,7 @@ request("ui/initialize", {
 }, () => {});
 """
 
-SCRIPT = "\n(() => {\n" + RENDERING + CHARTS + EXECUTIONS + BRIDGE + "})();\n"
+SCRIPT = "\n(() => {\n" + RENDERING + CHARTS + EXECUTIONS + RUN_VIEW + BRIDGE + "})();\n"
 
 
 def script_hash(script: str) -> str:

@@ -173,6 +173,8 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     ),
     NotebookTool(detaching.get_run, "Get Run", READS, toolset=runs.RUNS_TOOLSET),
     NotebookTool(detaching.cancel_run, "Cancel Run", OVERWRITES, toolset=runs.RUNS_TOOLSET),
+    # The output app's own (app-only, as the notebook view's): a detached run followed as it goes.
+    NotebookTool(detaching.watch_run, "Watch Run", READS, toolset=runs.RUNS_TOOLSET),
     # Runs the notebook's code (whatever it does to files) in a kernel of its own: not read-only.
     NotebookTool(
         verify.verify_notebook,

@@ -9,7 +9,8 @@ is (its place in its notebook's queue), the outputs added since
 interrupts it. A run belongs to the caller that started it: the same person,
 client and session (or agent handle, which carries it to the client's next
 connection, ``_calls/callers.py``); any other id, or one that expired, is
-``not_found``. Runs wait in their notebook's kernel's queue (:func:`run_queue`):
+``not_found``. A run a client with apps started is also followed by the output app
+(``watch_run``, app-only): its progress, and each cell whole as it ends. Runs wait in their notebook's kernel's queue (:func:`run_queue`):
 two notebooks sharing a kernel never run on it at once.
 """
 
@@ -35,6 +36,7 @@ from jupyter_mcp_server._tools.helpers import models, run_models
 from jupyter_mcp_server._tools.helpers.listening import listen_only
 from jupyter_mcp_server._tools.helpers.rendering import InlineLimits, bounded_outputs, output_blocks
 from jupyter_mcp_server._tools.helpers.results import answer, outcome_of, tool_handler
+from jupyter_mcp_server._tools.helpers.shown import RunShown, apps_shown, show_run, watching_run
 
 Detach = Annotated[
     bool,
@@ -108,6 +110,14 @@ async def detached(
     own result shape as `started` says it (status ``running``), with the run_id."""
     server = state_of(ctx)
     caller = caller_of(ctx)
+    # A client with apps shows the person the run as it goes (watch_run): it keeps its cells.
+    view = RunShown(total=int(started.get("cells_selected", 1))) if apps_shown() else None
+
+    def prepare(run: Run) -> None:
+        listen_only(run.on_output)
+        if view is not None:
+            watching_run(view)
+
     run = server.runs.start(
         owner=caller.owner,
         caller=caller,
@@ -115,9 +125,12 @@ async def detached(
         call=call,
         queue=queue,
         notebook=notebook,
-        prepare=lambda run: listen_only(run.on_output),
+        prepare=prepare,
         fresh_context=True,
     )
+    run.shown = view
+    if view is not None:
+        show_run(_watched(run, 0)[1])
     ahead = server.runs.position(run) or 0
     waits = f", behind {ahead} run(s) on this notebook's kernel" if ahead else ""
     text = (
@@ -270,3 +283,61 @@ async def cancel_run(
         else f"Run {run.run_id} had already ended ({run.status}); nothing to stop."
     )
     return answer(state.model_dump(), said)
+
+
+def _watched(run: Run, since_cell: int) -> tuple[run_models.RunWatch, dict[str, Any]]:
+    """`run` as its app follows it: the progress, and that with the cells ended since `since_cell`."""
+    view = run.shown if isinstance(run.shown, RunShown) else RunShown()
+    outcome, said = None, None
+    if run.result is not None:
+        structured = run.result.structured_content or {}
+        outcome = str(structured.get("status") or ("error" if run.result.is_error else "ok"))
+        said = _first_text(run.result).split("\n")[0][:500]
+    elif run.error is not None:
+        outcome, said = "error", str(run.error.get("message", ""))[:500]
+    if run.status == "cancelled":
+        # Stopped by cancel_run (its cell ended interrupted): the person reads it as cancelled.
+        outcome = "cancelled"
+    running = None
+    if view.running is not None and not run.finished:
+        running = {"index": view.running["index"], "cell_id": view.running["cell_id"]}
+    watch = run_models.RunWatch(
+        run_id=run.run_id,
+        tool=run.tool,
+        status=run.status,  # type: ignore[arg-type]
+        notebook=run.notebook,
+        cells_total=view.total,
+        cells_done=min(view.done, view.total),
+        running=running,
+        next_cell=len(view.executions),
+        ended=run.finished,
+        outcome=outcome,
+        said=said,
+    )
+    shown = {
+        **watch.model_dump(),
+        "running": view.running if running is not None else None,
+        "executions": view.executions[since_cell:],
+    }
+    return watch, shown
+
+
+@tool_handler("watch_run")
+async def watch_run(
+    run_id: Annotated[str, Field(description="The run_id a detach=true call answered.")],
+    since_cell: Annotated[
+        int,
+        Field(ge=0, description="Only cells from this number on (next_cell of the last answer)."),
+    ] = 0,
+    ctx: Context | None = None,
+) -> Annotated[CallToolResult, run_models.RunWatch]:
+    """A detached run for the output app (app-only): its progress and each cell ended since."""
+    _, run = _find(ctx, run_id)
+    watch, shown = _watched(run, since_cell)
+    show_run(shown)
+    now = f"; running cell {watch.running['cell_id']}" if watch.running else ""
+    ended = f", ended {watch.outcome}" if watch.ended else ""
+    return answer(
+        watch.model_dump(),
+        f"Run {run.run_id} ({run.status}{ended}): {watch.cells_done} of {watch.cells_total} cell(s) done{now}.",
+    )

@@ -32,6 +32,7 @@ from jupyter_mcp_server._tools.helpers.cell_tags import expects_an_error, skips_
 from jupyter_mcp_server._tools.helpers.cell_writes import CellWrites, Pending
 from jupyter_mcp_server._tools.helpers.displays import display_writes
 from jupyter_mcp_server._tools.helpers.listening import announce, listening
+from jupyter_mcp_server._tools.helpers.shown import show_cell_started, show_execution
 from jupyter_mcp_server._tools.helpers.staleness import FRESH, NotebookStates, code_cells_of
 from jupyter_mcp_server._tools.helpers.working import RAN, worked_on
 from jupyter_mcp_server._tools.notebooks import metadata_kernel
@@ -175,6 +176,8 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
                 report.fresh_skipped += 1
                 continue
             step = f"cell {position + 1} of {len(planned)} ([{index}] {cell_id})"
+            # Its app (a client with apps) follows the run cell by cell, as it goes.
+            show_cell_started(position, len(planned), index, cell_id, source)
             with contextlib.suppress(RuntimeError):  # outside a request: no agent to mark
                 worked_on(None, path, cell_id, RAN)
             try:
@@ -191,6 +194,14 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
                     "its kernel was gone" if failure.code == KERNEL_GONE else "nothing ran"
                 )
                 report.cells.append(ran)
+                show_execution(
+                    [],
+                    source=source,
+                    status=ran.status,
+                    execution_count=None,
+                    cell_id=cell_id,
+                    path=path,
+                )
                 report.stopped_at, report.stop_reason = ran, failure.message
                 report.not_run = [sources[i][0] for i in planned[position + 1 :]]
                 announce(f"{step}: {ran.status}")
@@ -205,6 +216,14 @@ async def run_notebook(server: ServerState, request: RunRequest) -> RunReport:
                 )
             )
             ran = CellRan(index, cell_id, outcome.status, outcome)
+            show_execution(
+                outcome.outputs.outputs,
+                source=source,
+                status=outcome.status,
+                execution_count=outcome.execution_count,
+                cell_id=cell_id,
+                path=path,
+            )
             ran.expected_error = outcome.status == "error" and index in expecting
             report.cells.append(ran)
             count = f" [{outcome.execution_count}]" if outcome.execution_count is not None else ""

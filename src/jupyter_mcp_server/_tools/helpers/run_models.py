@@ -108,6 +108,23 @@ class RunState(Result):
     )
 
 
+class RunWatch(Result):
+    """A detached run as the output app follows it (watch_run): its progress; the cells that
+    ended since are in the result's app data."""
+
+    run_id: str
+    tool: str
+    status: Literal["queued", "working", "input_required", "completed", "failed", "cancelled"]
+    notebook: str | None
+    cells_total: int
+    cells_done: int
+    running: dict[str, Any] | None = Field(description="The cell running now: index, cell_id.")
+    next_cell: int = Field(description="Pass as since_cell next time.")
+    ended: bool
+    outcome: str | None = Field(description="Once it ended: its result's status (ok, error, ...).")
+    said: str | None = Field(description="Once it ended: its result's first line.")
+
+
 class CellFailure(Result):
     index: int
     cell_id: str

@@ -1,0 +1,146 @@
+"""A detached run in the output app, in Chromium, hosted by the official host bridge.
+
+The test page plays the host as in ``test_apps_review_browser.py`` (``AppBridge`` and
+``PostMessageTransport`` of npm ``@modelcontextprotocol/ext-apps``, the ``ui://`` resource
+in an iframe sandboxed with ``allow-scripts`` only, the app's ``tools/call`` passed on to
+the real server through the official client, as a host does). The agent starts a real
+``run_cells`` with ``detach=true`` on a notebook whose cells sleep and print; the page is
+handed that answer, and the checks read what a person sees while the run goes on: the
+progress advancing (cells done of the run's cells, the cell running now), and each cell's
+output appearing before the run has ended; then the final state. A second run, of long
+cells, is stopped with the page's **Cancel** (``cancel_run`` through the same bridge).
+
+``JUPYTER_MCP_SCREENSHOTS=DIR`` saves the page mid-run (``docs/images/app-run.png``) and
+ended (``docs/images/app-run-ended.png``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ok, serve
+from node_tools import library
+from test_apps import apps_extension
+from test_apps_browser import EXT_APPS, host_server
+from test_apps_review_browser import write_host
+from test_apps_runs import ARGS, write_notebook
+from test_browser import browser, chromium_or_skip, screenshot
+
+from jupyter_mcp_server._protocol.apps import OUTPUTS_URI
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+CELLS = 5
+
+
+async def test_a_person_watches_a_detached_run_cell_by_cell_and_cancels_another(
+    tmp_path: Path,
+) -> None:
+    chromium = chromium_or_skip()
+    _, bridge_package, _ = library(EXT_APPS)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    write_notebook(workspace, cells=CELLS, seconds=1.5)
+    write_host(tmp_path / "host", bridge_package.parent.parent)
+
+    async with serve(workspace, *ARGS, extensions=[apps_extension()]) as client:
+        app = (await client.read_resource(OUTPUTS_URI)).contents[0].text
+
+        async def call_tool(params: dict[str, Any]) -> dict[str, Any]:
+            result = await client.call_tool(params["name"], params.get("arguments") or {})
+            return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+        async def detached_run() -> tuple[dict[str, Any], dict[str, Any]]:
+            arguments = {"notebook_name": "steps.ipynb", "detach": True}
+            started = await client.call_tool("run_cells", arguments)
+            assert not started.is_error, started
+            return arguments, started.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+        with host_server(tmp_path / "host") as url:
+            async with browser(chromium) as chromium_browser:
+                page = await chromium_browser.new_page(viewport={"width": 900, "height": 780})
+                problems: list[str] = []
+                page.on("pageerror", lambda error: problems.append(str(error)))
+                await page.expose_function("callTool", call_tool)
+                await page.goto(f"{url}/host.html")
+                await page.wait_for_function("window.hostReady === true", timeout=30_000)
+
+                async def show(arguments: dict[str, Any], result: dict[str, Any]) -> Any:
+                    await page.evaluate(
+                        "document.querySelectorAll('iframe').forEach(f => f.remove())"
+                    )
+                    await page.evaluate(
+                        "([html, args, result]) => window.showApp(html, args, result)",
+                        [app, arguments, result],
+                    )
+                    frame = page.frame_locator("iframe")
+                    await frame.locator("section.run").wait_for(timeout=10_000)
+                    return frame
+
+                arguments, result = await detached_run()
+                run_id = result["structuredContent"]["run_id"]
+                frame = await show(arguments, result)
+                run = frame.locator("section.run")
+                assert await run.get_attribute("data-run-id") == run_id
+                assert "run_cells" in await run.locator(".what").inner_text()
+
+                # While it runs: the cell running now, then each cell as it ends, its output
+                # there before the run has ended.
+                running = frame.locator(".now section.cell.running")
+                await running.wait_for(timeout=60_000)
+                assert "time.sleep(1.5)" in await running.locator(".source").inner_text()
+                await frame.locator("section.run[data-done='2'][data-status='working']").wait_for(
+                    timeout=60_000
+                )
+                assert await run.locator(".count").inner_text() == f"2 of {CELLS} cells"
+                assert await run.locator(".state").inner_text() == "running"
+                done = run.locator(".cells section.cell")
+                assert await done.evaluate_all("cells => cells.map(c => c.dataset.cellId)") == [
+                    "step0",
+                    "step1",
+                ]
+                assert "cell 1 done" in await done.nth(1).locator(".output").inner_text()
+                assert await run.locator("progress").evaluate("bar => [bar.value, bar.max]") == [
+                    2,
+                    CELLS,
+                ]
+                state = await ok(client, "get_run", {"run_id": run_id})
+                assert state["status"] == "working", "the page showed cells only at the end"
+                await screenshot(page, "app-run.png")
+
+                # The end: every cell with its output, the run ok, nothing running, no Cancel.
+                await frame.locator("section.run[data-status='ok']").wait_for(timeout=90_000)
+                ids = await done.evaluate_all("cells => cells.map(c => c.dataset.cellId)")
+                assert ids == [f"step{i}" for i in range(CELLS)]
+                for i in range(CELLS):
+                    assert f"cell {i} done" in await done.nth(i).locator(".output").inner_text()
+                    assert await done.nth(i).locator(".prompt").inner_text() == f"[{i + 1}]:"
+                assert await run.locator(".count").inner_text() == f"{CELLS} of {CELLS} cells"
+                assert await run.locator(".state").inner_text() == "ok"
+                assert await frame.locator(".now section.cell").count() == 0
+                assert await run.locator("button.cancel").count() == 0
+                assert f"Ran {CELLS} of {CELLS}" in await run.locator(".said").inner_text()
+                await screenshot(page, "app-run-ended.png")
+                # It stopped following the run once it ended.
+                called = await page.evaluate("window.called")
+                await page.wait_for_timeout(2_500)
+                assert await page.evaluate("window.called") == called
+                assert set(called) == {"watch_run"}
+
+                # A run of long cells: the person presses Cancel.
+                write_notebook(workspace, cells=3, seconds=60)
+                arguments, result = await detached_run()
+                frame = await show(arguments, result)
+                run = frame.locator("section.run")
+                await frame.locator(".now section.cell.running").wait_for(timeout=60_000)
+                await run.locator("button.cancel").click()
+                await frame.locator("section.run[data-status='cancelled']").wait_for(timeout=60_000)
+                assert await run.locator(".state").inner_text() == "cancelled"
+                stopped = run.locator(".cells section.cell")
+                assert await stopped.count() == 1
+                assert await stopped.get_attribute("data-status") == "interrupted"
+                assert "KeyboardInterrupt" in await stopped.locator(".output").inner_text()
+                assert "cancel_run" in await page.evaluate("window.called")
+                assert problems == [], problems
