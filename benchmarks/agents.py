@@ -60,7 +60,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -69,9 +68,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from looplag import asked_for
 from procfs import cpu_seconds, descendants, load_average, machine, machine_busy_seconds
 from profiles import server_environment
 from results import percentile
+from served import free_port, probe_healthz, stop, wait_healthy
 
 #: The calls an agent makes, with their weights: executions, an edit that runs, reads, a batch.
 MIX = (
@@ -97,12 +98,6 @@ class Phase:
     agents: int
     notebooks: int
     seconds: float
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def seed_notebook(path: Path) -> None:
@@ -315,34 +310,6 @@ def start_server(
         )
 
 
-def wait_healthy(process: subprocess.Popen[bytes], base: str, log: Path) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the server did not answer /healthz:\n{log.read_text()[-3000:]}")
-        time.sleep(0.1)
-
-
-async def _probe_healthz(base: str, stop: asyncio.Event, samples: list[float]) -> None:
-    import httpx
-
-    async with httpx.AsyncClient(timeout=30) as http:
-        await http.get(f"{base}/healthz")
-        while not stop.is_set():
-            started = time.perf_counter()
-            await http.get(f"{base}/healthz")
-            samples.append(time.perf_counter() - started)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.05)
-
-
 async def per_tool_cpu(url: str, pid: int, notebook: str, calls: int = 60) -> dict[str, float]:
     """The server's CPU per call of each tool, one agent calling it ``calls`` times in a row
     (after a few unmeasured calls): what the mixed figure is made of."""
@@ -369,19 +336,6 @@ async def per_tool_cpu(url: str, pid: int, notebook: str, calls: int = 60) -> di
     if out["errors"]:
         raise RuntimeError(f"per-tool CPU calls failed: {out['errors'][:3]}")
     return figures
-
-
-def _loop_lag(server: subprocess.Popen[bytes], path: Path) -> dict[str, Any]:
-    """What the probe inside the server's loop saw since the agents were warm (looplag.py)."""
-    asked = time.time()
-    server.send_signal(signal.SIGUSR2)
-    for _ in range(100):
-        with contextlib.suppress(OSError, ValueError):
-            seen = json.loads(path.read_text())
-            if seen.get("written_at", 0) >= asked or seen.get("samples") == 0:
-                return dict(seen)
-        time.sleep(0.05)
-    return {"samples": 0}
 
 
 def _kernel_cpu(pid: int) -> float:
@@ -434,7 +388,7 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
 
         async def probing() -> list[dict[str, Any]]:
             stop = asyncio.Event()
-            task = asyncio.ensure_future(_probe_healthz(base, stop, probes))
+            task = asyncio.ensure_future(probe_healthz(base, stop, probes))
             outs = []
             for _ in workers:
                 outs.append(await asyncio.to_thread(results.get, True, phase.seconds + 600))
@@ -444,7 +398,7 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
 
         outs = asyncio.run(probing())
         wall = time.perf_counter() - wall
-        loop_lag = _loop_lag(server, lag_file)
+        loop_lag = asked_for(server, lag_file)
         server_cpu = (cpu_seconds(server.pid) or 0.0) - server_cpu
         kernel_cpu = _kernel_cpu(server.pid) - kernel_cpu
         busy_end, total_end = machine_busy_seconds()
@@ -453,16 +407,7 @@ def run_phase(phase: Phase, root: Path, processes: int, log: Any) -> dict[str, A
             asyncio.run(per_tool_cpu(url, server.pid, notebooks[0])) if phase.agents == 1 else {}
         )
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        for process in workers:
-            process.join(30)
-            if process.is_alive():
-                process.kill()
+        stop(server, workers)
     fatal = [out["fatal"] for out in outs if "fatal" in out]
     if fatal:
         raise RuntimeError(f"a worker failed: {fatal}")

@@ -36,7 +36,6 @@ import contextlib
 import json
 import multiprocessing
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,10 +43,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents import free_port, wait_healthy
 from procfs import cpu_seconds, load_average, machine, machine_busy_seconds
 from profiles import server_environment
 from results import percentile
+from served import free_port, stop, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 OIDC_PROVIDER = "oidc-provider@9.13.3"  # tests/test_authorization.py's
@@ -279,16 +278,7 @@ def run(
         busy_end, total_end = machine_busy_seconds()
         load_end = load_average()
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        for process in workers:
-            process.join(30)
-            if process.is_alive():
-                process.kill()
+        stop(server, workers)
     fatal = [out["fatal"] for out in outs if "fatal" in out]
     if fatal:
         raise RuntimeError(f"a worker failed: {fatal}")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import gc
 import json
 import math
@@ -192,6 +193,21 @@ def _timed_run(run: Any) -> Any:
                 seen[2] = max(seen[2], spent)
 
     return timed
+
+
+def asked_for(server: Any, path: Any) -> dict[str, Any]:
+    """What the probe in ``server`` (a ``Popen`` running under this script) saw since it was
+    last cleared: SIGUSR2, then the JSON it writes to ``path``."""
+    asked = time.time()
+    server.send_signal(signal.SIGUSR2)
+    for _ in range(100):
+        with contextlib.suppress(OSError, ValueError):
+            with open(path) as handle:
+                seen = json.load(handle)
+            if seen.get("written_at", 0) >= asked or seen.get("samples") == 0:
+                return dict(seen)
+        time.sleep(0.05)
+    return {"samples": 0}
 
 
 def _write(path: str) -> None:

@@ -57,7 +57,8 @@ from ._kernels.turns import run_in_turn
 from ._store import NotebookStore
 from ._store.contents import RemoteContents
 from ._store.derived import DerivedValues
-from ._store.history import Histories, Limits
+from ._store.histories import Histories
+from ._store.history import Limits
 from ._store.recording import Recorder
 from ._tools.helpers.focus import PersonFocus
 from ._workspace import Workspace

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 from .._workspace.storage_errors import is_storage_error
 from . import formats
 from .diffs import cell_diff, metadata_diff
+from .histories import Histories
 from .history import (
     EDIT_ORIGIN,
     HELD_ENTRY,
     Content,
     HeldEntry,
-    Histories,
     NotebookHistory,
     digest_of,
 )
