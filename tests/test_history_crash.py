@@ -28,7 +28,7 @@ import nbformat
 import pytest
 from rpc import RawServer
 
-from jupyter_mcp_server._store.history import Histories
+from jupyter_mcp_server._store.histories import Histories
 
 NOTEBOOK = "crash.ipynb"
 SERVER_ARGS = ("--toolsets", "history", "--capability", "kernel.prestart=off")
