@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from conftest import error_code, ok, server_command, server_environment, text_of
-from fixtures import ONLY_OURS, OURS, extensions_site, python_path, read_lines
+from fixtures import (
+    FIXTURES,
+    ONLY_OURS,
+    OURS,
+    extensions_site,
+    pip_install,
+    python_path,
+    read_lines,
+)
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from reactor_mcp_server import put_on_server
@@ -164,6 +172,36 @@ async def test_example_extension_whole_path(extensions_site, workspace, tmp_path
 
         # The extensions it did not list are absent, tool extensions included.
         assert await tags_of(client) == []
+
+
+async def test_an_extension_written_with_the_first_documented_imports(workspace, tmp_path):
+    """``jupyter_mcp_server.extensions`` and ``jupyter_mcp_server.capabilities``, the paths the
+    first extension documentation showed, still load an extension: its tool served, its hooks
+    called, its capability advertised."""
+    populate(workspace)
+    site = tmp_path / "site"
+    pip_install(site, FIXTURES / "documented-extension")
+    heard = tmp_path / "hooks.log"
+    log = tmp_path / "server.log"
+    async with served(
+        workspace,
+        *NO_KERNEL_AHEAD,
+        site=site,
+        log=log,
+        cwd=workspace,
+        JUPYTER_MCP_EXTENSIONS="my-extension",
+        DOCUMENTED_EXTENSION_LOG=str(heard),
+    ) as client:
+        tools = await tool_map(client)
+        assert set(tools) == CORE_TOOLS | {"my_tool"}, log.read_text()[-2000:]
+        assert tools["my_tool"].description == "What it does."
+        result = await client.call_tool("my_tool", {"argument": "hi"})
+        assert not result.is_error and text_of(result) == "hi…", text_of(result)
+        declared = (await capabilities(client))["myext.snapshots"]
+        assert declared["source"] == "my-extension" and declared["enabled"] is True
+        assert {"on_server", "on_start"} <= set(read_lines(heard))
+    assert read_lines(heard)[-1] == "on_stop"
+    assert not logged(log, "ERROR", "my-extension"), log.read_text()[-2000:]
 
 
 async def test_core_tools_served_whatever_the_environment_lists(

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import ERROR_KEY, error_code, ok, serve, server_command, server_environment, text_of
-from fixtures import extensions_site
+from fixtures import FIXTURES, extensions_site, pip_install, python_path
 from test_http import INITIALIZE, MCP_HEADERS, connect, http_server
 
 __all__ = ["extensions_site"]
@@ -102,6 +102,59 @@ async def test_read_only_and_edit_over_stdio(workspace: Path) -> None:
             {"notebook_name": "a.ipynb", "cell_index": 1, "cell_type": "code", "cell_source": "2"},
         )
         assert inserted
+
+
+async def test_a_registry_that_knows_nothing_fails_closed(workspace: Path, tmp_path: Path) -> None:
+    """The check reads each tool's annotations from the SDK; when the SDK's registry can name
+    no tool (the shape of a release that moves it), ``read-only`` refuses every tool that is
+    not a read instead of letting it through, and each refusal is audited."""
+    notebook(workspace)
+    site = tmp_path / "site"
+    pip_install(site, FIXTURES / "forgetful-registry")
+    audit = tmp_path / "audit.jsonl"
+    env = {"PYTHONPATH": python_path(site), "JUPYTER_MCP_EXTENSIONS": "forgetful-registry"}
+    arguments = {
+        "execute_code": {"notebook_name": "a.ipynb", "code": "open('x', 'w').close()"},
+        "insert_execute_code_cell": {
+            "notebook_name": "a.ipynb",
+            "cell_index": 1,
+            "cell_source": "open('x', 'w').close()",
+        },
+        "execute_cell": {"notebook_name": "a.ipynb", "cell_index": 0},
+        "insert_cell": {
+            "notebook_name": "a.ipynb",
+            "cell_index": 0,
+            "cell_type": "code",
+            "cell_source": "x",
+        },
+        "delete_cell": {"notebook_name": "a.ipynb", "cell_index": 0},
+        "edit_cell_source": {"notebook_name": "a.ipynb", "cell_index": 0, "new_source": "x"},
+        "use_notebook": {"notebook_name": "b.ipynb", "mode": "create"},
+        "restart_notebook": {"notebook_name": "a.ipynb"},
+        "connect_to_jupyter": {"jupyter_url": "http://127.0.0.1:9", "jupyter_token": "t"},
+    }
+    assert set(arguments) == RUNNING | EDITING
+    before = (workspace / "a.ipynb").read_bytes()
+    async with serve(
+        workspace, "--capability", "profile=read-only", "--audit-log", str(audit), env=env
+    ) as client:
+        for tool, given in arguments.items():
+            result = await client.call_tool(tool, given)
+            assert result.is_error and error_code(result) == "not_permitted", (
+                tool,
+                text_of(result),
+            )
+            assert result.meta[ERROR_KEY]["profile"] == "read-only"
+    assert not (workspace / "x").exists() and not (workspace / "b.ipynb").exists()
+    assert (workspace / "a.ipynb").read_bytes() == before
+    refusals = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert {r["tool"] for r in refusals if r.get("outcome") == "not_permitted"} == set(arguments)
+    # The same registry still runs calls: under ``full`` nothing is checked, and code runs.
+    async with serve(workspace, env=env) as client:
+        await ok(
+            client, "execute_code", {"notebook_name": "a.ipynb", "code": "open('x', 'w').close()"}
+        )
+    assert (workspace / "x").exists()
 
 
 async def test_modern_protocol_over_stdio(workspace: Path) -> None:

@@ -74,6 +74,13 @@ def allows(profile: str, annotations: Any) -> bool:
     return not reaches_out and annotation(annotations, "read_only_hint", False)
 
 
+def unknown_tool_message(tool: str, profile: str) -> str:
+    return (
+        f"{tool} is not a tool this server can name, so the '{profile}' profile cannot allow it. "
+        f"Call tools/list for the tools served here."
+    )
+
+
 def refusal_message(tool: str, profile: str) -> str:
     return (
         f"{tool} is not permitted under the '{profile}' profile, which allows {WHAT_IT_ALLOWS[profile]}. "

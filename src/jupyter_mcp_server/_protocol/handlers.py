@@ -85,11 +85,11 @@ class ConnectionEnds:
         return await call_next(ctx)
 
 
-def tool_annotations(server: Any, name: str) -> tuple[bool, Any]:
-    """(whether `server` has a tool `name`, its annotations): read off the SDK's tool
-    registry, which `MCPServer` reaches only through a private attribute."""
-    manager = getattr(server, "_tool_manager", None)
-    tool = manager.get_tool(name) if manager is not None else None
-    if tool is None:
-        return False, None
-    return True, getattr(tool, "annotations", None)
+async def tool_annotations(server: Any, name: str) -> tuple[bool, Any]:
+    """(whether `server` serves a tool `name`, its annotations), read through the SDK's public
+    ``list_tools()``. A permission check that gets ``(False, None)`` cannot tell what the tool
+    is, and refuses it: a registry the SDK moved or renamed must close the door, not open it."""
+    for tool in await server.list_tools():
+        if tool.name == name:
+            return True, tool.annotations
+    return False, None

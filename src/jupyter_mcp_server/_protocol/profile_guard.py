@@ -2,7 +2,9 @@
 
 ``tools/list`` leaves out the tools the profile does not allow, and
 ``tools/call`` of one is refused with ``not_permitted`` (``details.profile``
-names the profile) before anything runs: before a task is made of it, before
+names the profile) before anything runs, and so is a tool the server's registry
+cannot name (read through the SDK's public ``list_tools()``): a check that
+cannot tell what a tool is fails closed. It happens before a task is made of it, before
 an extension's wrapper or the tool sees its arguments. Both sit around the
 low-level handlers, so every tool on a server is covered, whoever offered it
 (:mod:`jupyter_mcp_server._policy.profiles` says which tools a profile allows).
@@ -28,6 +30,7 @@ from jupyter_mcp_server._policy.profiles import (
     allows,
     narrowest,
     refusal_message,
+    unknown_tool_message,
 )
 from jupyter_mcp_server._protocol.handlers import Handler, tool_annotations, wrap
 from jupyter_mcp_server._state import ServerState
@@ -71,10 +74,13 @@ def attach_profiles(server: Any, state: ServerState) -> None:
             name = getattr(params, "name", None)
             if profile == FULL or not isinstance(name, str):
                 return await original(ctx, params)
-            found, annotations = tool_annotations(server, name)
-            if not found or allows(profile, annotations):
+            found, annotations = await tool_annotations(server, name)
+            if found and allows(profile, annotations):
                 return await original(ctx, params)
-            return refuse(state, name, dict(getattr(params, "arguments", None) or {}), profile)
+            # A tool the registry cannot vouch for is refused, not waved through: the check
+            # must fail closed whatever the SDK keeps where.
+            arguments = dict(getattr(params, "arguments", None) or {})
+            return refuse(state, name, arguments, profile, known=found)
 
         return called
 
@@ -83,7 +89,7 @@ def attach_profiles(server: Any, state: ServerState) -> None:
 
 
 def refuse(
-    state: ServerState, tool: str, arguments: dict[str, Any], profile: str
+    state: ServerState, tool: str, arguments: dict[str, Any], profile: str, known: bool = True
 ) -> CallToolResult:
     """The refusal of a tool outside the profile, seen by the hooks (the audit log) like any call."""
     logger.info("Refused %s under the %s profile", tool, profile)
@@ -94,6 +100,5 @@ def refuse(
         hooks.after_tool,
         ToolCallEnded(tool=tool, arguments=seen, duration=0.0, outcome=NOT_PERMITTED),
     )
-    return failure(
-        ToolFailure(NOT_PERMITTED, refusal_message(tool, profile), profile=profile, tool=tool)
-    )
+    message = refusal_message(tool, profile) if known else unknown_tool_message(tool, profile)
+    return failure(ToolFailure(NOT_PERMITTED, message, profile=profile, tool=tool))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,7 +122,7 @@ class ToolRule:
 
 #: The rule of a tool `name` for a request (its ASGI scope), as a ToolRule's fields: the
 #: composition root's, which knows the applications' tools (_transports/http.py).
-ToolRules = Callable[[Scope, str], tuple[bool, Any, str | None]]
+ToolRules = Callable[[Scope, str], Awaitable[tuple[bool, Any, str | None]]]
 
 
 def wider_profile(token: str, server: str, rule: ToolRule) -> str | None:
@@ -258,7 +258,7 @@ class _Profiled:
             receive = _replay(messages, receive)
             name = _called_tool(body)
             wider = (
-                wider_profile(profile, profiles.server, ToolRule(*rules(scope, name)))
+                wider_profile(profile, profiles.server, ToolRule(*await rules(scope, name)))
                 if name
                 else None
             )

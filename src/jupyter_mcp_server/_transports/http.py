@@ -116,7 +116,7 @@ class SelectionRouter:
                 self._servers[id(app)] = built.server
         return app
 
-    def tool_rule(self, scope: Scope, name: str) -> tuple[bool, Any, str | None]:
+    async def tool_rule(self, scope: Scope, name: str) -> tuple[bool, Any, str | None]:
         """Tool `name` as the request would meet it: (whether the server its session, or else
         its URL's selection, reaches has it, its annotations there, the profile its
         connection's URL chose), an authorization.ToolRule's fields."""
@@ -131,7 +131,7 @@ class SelectionRouter:
             server = self.application.build(parse_selection(raw, ignore=(QUERY_KEY,))).server
         if server is None:
             return False, None, profile
-        found, annotations = tool_annotations(server, name)
+        found, annotations = await tool_annotations(server, name)
         return found, annotations, profile
 
     def asked_profile(self, scope: Scope) -> tuple[str | None, str | None]:
