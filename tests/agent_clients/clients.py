@@ -1,0 +1,106 @@
+"""Each agent CLI the tests drive: its npm package, its configuration, its headless command.
+
+A client is described once here: the pinned package that `node_tools`
+installs, how to point it at the stand-in model and at our server (over stdio,
+and over streamable HTTP where it can), the environment that keeps it off the
+network, and the command that runs one prompt headless. `session.run` does the
+rest. Everything a client writes goes under the test's own scratch home.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .standin import Search
+
+#: The name the server is configured under in every client (their tool prefixes follow it).
+SERVER = "jupyter"
+PROMPT = "Work on the notebook demo.ipynb with the jupyter tools, then say you are done."
+
+
+@dataclass
+class Setup:
+    """What a client's configuration is written from."""
+
+    home: Path  # the scratch HOME every client's files go under
+    workdir: Path  # where the client runs
+    model_url: str  # the stand-in's base URL
+    server: dict[str, Any]  # {"command": [...], "env": {...}} or {"url": ...}
+
+    @property
+    def stdio(self) -> bool:
+        return "command" in self.server
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    spec: str  # npm name@version, pinned
+    command: str  # its executable in node_modules/.bin
+    #: Writes the client's files; answers its arguments after the executable, and its env.
+    configure: Callable[[Setup], tuple[list[str], dict[str, str]]]
+    #: Its own tool search, when it defers MCP tools behind one.
+    search: Search | None = None
+    #: transport -> why this client cannot be driven over it (the test skips saying so).
+    cannot: dict[str, str] = field(default_factory=dict)
+
+
+def _write(path: Path, content: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content if isinstance(content, str) else json.dumps(content, indent=2))
+    return path
+
+
+# --- Claude Code ------------------------------------------------------------------------------
+
+
+def _claude(setup: Setup) -> tuple[list[str], dict[str, str]]:
+    if setup.stdio:
+        command, *args = setup.server["command"]
+        entry = {"type": "stdio", "command": command, "args": args, "env": setup.server["env"]}
+    else:
+        entry = {"type": "http", "url": setup.server["url"]}
+    config = _write(setup.home / "mcp.json", {"mcpServers": {SERVER: entry}})
+    args = [
+        "-p",
+        PROMPT,
+        "--mcp-config",
+        str(config),
+        "--strict-mcp-config",
+        "--allowedTools",
+        f"mcp__{SERVER}",  # every tool of the server, with no prompt for permission
+        "--output-format",
+        "json",
+    ]
+    env = {
+        "ANTHROPIC_BASE_URL": setup.model_url,
+        "ANTHROPIC_API_KEY": "sk-ant-standin",
+        "CLAUDE_CONFIG_DIR": str(setup.home / ".claude"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "MCP_TIMEOUT": "60000",
+        "MCP_TOOL_TIMEOUT": "180000",
+    }
+    return args, env
+
+
+CLAUDE = Client(
+    "claude-code",
+    "@anthropic-ai/claude-code@2.1.328",
+    "claude",
+    _claude,
+    # MCP tools are deferred: only named in a system message until ToolSearch loads them.
+    search=Search(
+        "ToolSearch",
+        lambda names: {"query": "select:" + ",".join(names), "max_results": len(names)},
+        f"mcp__{SERVER}__",
+    ),
+)
+
+CLIENTS = {client.name: client for client in (CLAUDE,)}

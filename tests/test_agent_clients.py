@@ -1,0 +1,192 @@
+"""What the agents people use actually hand their model from this server's results.
+
+The server's results are only worth what reaches the model, and each client
+passes a tool result on in its own way (some keep only `structuredContent`,
+some only `content`, some drop images or wrap text). These tests run the real
+CLIs (pinned npm versions, headless) against the real server over stdio and
+streamable HTTP, with a scripted stand-in for each client's model API on
+loopback (tests/agent_clients), and check, step by step, what the model was
+handed: a cell's printed text and value, the failing line of an error, a
+DataFrame as a table and not HTML, a plot never as base64 text, a notebook
+read back, an outline, a search, an edit's diff, a run, an undo.
+
+Marked `agents`: `pytest -m agents tests/test_agent_clients.py`. Each test
+skips saying why when node, npm or the client's package cannot be had.
+`JUPYTER_MCP_AGENT_RECORD=FILE` writes every recording there as JSON (for a
+benchmark that counts what each client hands its model).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_clients.clients import CLIENTS
+from agent_clients.session import Recording, run
+from agent_clients.standin import Handed
+
+pytestmark = [pytest.mark.agents, pytest.mark.timeout(420)]
+
+NOTEBOOK = "demo.ipynb"
+PNG = "iVBORw0KGgo"  # how base64 of a PNG starts: never text a model should read
+
+
+@dataclass(frozen=True)
+class Step:
+    tool: str
+    arguments: dict[str, Any]
+    #: What the model must have been handed: answers what is wrong ([] when all is well).
+    check: Callable[[Handed], list[str]]
+
+
+def contains(*wanted: str, absent: tuple[str, ...] = ()) -> Callable[[Handed], list[str]]:
+    def check(handed: Handed) -> list[str]:
+        text = handed.text()
+        wrong = [f"{w!r} not in what the model got" for w in wanted if w not in text]
+        wrong += [f"{a!r} in what the model got" for a in absent if a in text]
+        return wrong
+
+    return check
+
+
+def _kernel_has(module: str) -> bool:
+    # The kernel is the server's own Python (python3 in this environment): the same modules.
+    return importlib.util.find_spec(module) is not None
+
+
+def script() -> tuple[list[Step], list[str]]:
+    """The steps every client runs, and the steps left out here and why."""
+    on = {"notebook_name": NOTEBOOK}  # every call names it: a stateless client has no "current"
+    left_out = []
+    steps = [
+        Step("use_notebook", {**on, "mode": "create"}, contains(NOTEBOOK)),
+        Step(
+            "insert_execute_code_cell",
+            {**on, "cell_index": -1, "cell_source": 'print("hello")\n6 * 7 + 1000'},
+            contains("hello", "1042"),
+        ),
+        Step(
+            "insert_execute_code_cell",
+            {**on, "cell_index": -1, "cell_source": "def broken():\n    return 1 / 0\n\nbroken()"},
+            # The cell's own failing line, not only the exception's name.
+            contains("return 1 / 0", "ZeroDivisionError"),
+        ),
+    ]
+    if _kernel_has("pandas"):
+        frame = 'import pandas as pd\npd.DataFrame({"city": ["Paris", "Oslo"], "population": [2100000, 700000]})'
+        steps.append(
+            Step(
+                "insert_execute_code_cell",
+                {**on, "cell_index": -1, "cell_source": frame},
+                contains("population", "Oslo", absent=("<table",)),
+            )
+        )
+    else:
+        left_out.append("the DataFrame: pandas is not installed in the kernel's environment")
+    if _kernel_has("matplotlib"):
+        plot = (
+            "import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\n"
+            "%matplotlib inline\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()"
+        )
+        steps.append(
+            Step(
+                "insert_execute_code_cell",
+                {**on, "cell_index": -1, "cell_source": plot},
+                contains(absent=(PNG,)),
+            )
+        )
+    else:
+        left_out.append("the plot: matplotlib is not installed in the kernel's environment")
+    steps += [
+        Step(
+            "read_notebook",
+            {**on, "response_format": "detailed"},
+            contains("hello", "1042", "return 1 / 0", absent=("<table", PNG)),
+        ),
+        Step("outline", on, contains("def broken", "ZeroDivisionError", absent=(PNG,))),
+        Step("search_notebooks", {"query": "broken", "glob": NOTEBOOK}, contains("def broken():")),
+        Step("checkpoint", {**on, "name": "before-edit"}, contains("before-edit")),
+        Step(
+            "edit_cell_source",
+            {**on, "cell_index": 0, "old_string": "1000", "new_string": "2000"},
+            contains("-6 * 7 + 1000", "+6 * 7 + 2000"),  # the diff
+        ),
+        Step("run_cells", {**on, "cells": "0"}, contains("hello", "2042")),
+        Step("restore_notebook", {**on, "revision": "before-edit"}, contains("+6 * 7 + 1000")),
+        Step("read_cell", {**on, "cell_index": 0}, contains("6 * 7 + 1000", "1042")),
+    ]
+    return steps, left_out
+
+
+#: Every recording of this session, by "client/transport", for a benchmark to count bytes.
+RECORDINGS: dict[str, dict[str, Any]] = {}
+
+
+def keep(recording: Recording) -> None:
+    RECORDINGS[f"{recording.client}/{recording.transport}"] = recording.as_json()
+    path = os.environ.get("JUPYTER_MCP_AGENT_RECORD")
+    if not path:
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Two test workers may write at once: one at a time, each adding its own.
+    with open(target.with_name(f".{target.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        kept = json.loads(target.read_text()) if target.exists() else {}
+        kept[f"{recording.client}/{recording.transport}"] = recording.as_json()
+        target.write_text(json.dumps(kept, indent=1))
+
+
+def _summary(recording: Recording) -> str:
+    requests = [
+        f"{r['method']} {r['path']} {r.get('kind', '')} {r.get('answer', '')}"
+        for r in recording.requests
+    ]
+    return (
+        f"exit {recording.exit_code} after {recording.seconds:.0f}s; problems: {recording.problems}\n"
+        f"requests:\n  "
+        + "\n  ".join(requests[-30:])
+        + f"\nclient output:\n{recording.output[-2500:]}"
+    )
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("client_name", list(CLIENTS))
+def test_what_the_model_is_handed(client_name: str, transport: str, tmp_path: Path) -> None:
+    steps, left_out = script()
+    recording = run(
+        CLIENTS[client_name], transport, tmp_path, [(s.tool, s.arguments) for s in steps]
+    )
+    if not any(s["handed"] for s in recording.steps):
+        keep(recording)
+        pytest.fail(f"{client_name} over {transport} ran no step:\n{_summary(recording)}")
+    handed_by_step = {s["step"]: s["handed"] for s in recording.steps}
+    failures: dict[str, list[str]] = {}
+    for number, step in enumerate(steps):
+        label = f"{number} {step.tool}"
+        if not handed_by_step.get(number):
+            failures[label] = ["the client never handed the model this call's result"]
+            continue
+        handed = Handed(**handed_by_step[number])
+        wrong = step.check(handed)
+        # Whatever the step: an image is handed as an image or not at all, never as text.
+        if PNG in handed.text() and not any(PNG in w for w in wrong):
+            wrong.append(f"{PNG!r} (a base64 PNG) in what the model got")
+        if wrong:
+            failures[label] = wrong
+    recording.checks = failures
+    recording.problems += [f"left out {why}" for why in left_out]
+    keep(recording)
+    assert not failures, (
+        f"{client_name} over {transport} handed its model results that miss what they must say "
+        f"(MCP protocol {recording.protocol.get('tools_call', 'not seen')}):\n"
+        + "\n".join(f"  step {label}: {'; '.join(wrong)}" for label, wrong in failures.items())
+        + f"\n{_summary(recording)}"
+    )
