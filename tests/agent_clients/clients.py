@@ -103,4 +103,65 @@ CLAUDE = Client(
     ),
 )
 
-CLIENTS = {client.name: client for client in (CLAUDE,)}
+
+# --- Codex CLI --------------------------------------------------------------------------------
+
+
+def _toml(value: Any) -> str:
+    """A TOML value: JSON's strings, numbers and arrays are TOML's; a dict is an inline table."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {_toml(v)}" for key, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _table(name: str, values: dict[str, Any]) -> str:
+    return f"[{name}]\n" + "".join(f"{key} = {_toml(v)}\n" for key, v in values.items()) + "\n"
+
+
+def _codex(setup: Setup) -> tuple[list[str], dict[str, str]]:
+    codex_home = setup.home / ".codex"
+    if setup.stdio:
+        command, *args = setup.server["command"]
+        server = {"command": command, "args": args, "env": setup.server["env"]}
+    else:
+        server = {"url": setup.server["url"]}
+    # Without `required` the first turn goes before the server answered and offers no tool.
+    server.update(required=True, startup_timeout_sec=60, tool_timeout_sec=180)
+    # Tools that are not read-only ask first, which `exec` answers "no": approve them all.
+    server["default_tools_approval_mode"] = "approve"
+    top = {
+        # A model it does not know: it offers every MCP tool instead of deferring them.
+        "model": "standin-model",
+        "model_provider": "standin",
+        "approval_policy": "never",
+        "check_for_update_on_startup": False,
+    }
+    config = "".join(f"{key} = {_toml(v)}\n" for key, v in top.items()) + "\n"
+    config += _table(
+        "model_providers.standin",
+        {
+            "name": "standin",
+            "base_url": f"{setup.model_url}/v1",
+            "wire_api": "responses",  # "chat" is refused by this version
+            "env_key": "STANDIN_API_KEY",
+            "request_max_retries": 0,
+            "stream_max_retries": 0,
+        },
+    )
+    # Plugin and app sync reach github.com and chatgpt.com; compression would send zstd.
+    off = ("plugins", "remote_plugin", "apps", "enable_request_compression", "in_app_updates")
+    config += _table("features", dict.fromkeys(off, False))
+    config += _table("analytics", {"enabled": False})
+    config += _table(f"mcp_servers.{SERVER}", server)
+    _write(codex_home / "config.toml", config)
+    args = ["exec", "--skip-git-repo-check", "--ephemeral", "--json", PROMPT]
+    return args, {"CODEX_HOME": str(codex_home), "STANDIN_API_KEY": "sk-standin"}
+
+
+CODEX = Client("codex", "@openai/codex@0.169.0", "codex", _codex)
+
+CLIENTS = {client.name: client for client in (CLAUDE, CODEX)}

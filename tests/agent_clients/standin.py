@@ -417,7 +417,8 @@ def _responses_tools(tools: list[dict[str, Any]]) -> list[str]:
         if tool.get("type") == "function":
             names.append(tool.get("name", ""))
         elif tool.get("type") == "namespace":  # tools grouped under a server's name
-            names += [f"{tool.get('name', '')}{t.get('name', '')}" for t in tool.get("tools", [])]
+            # Called by name with the namespace beside it; "namespace/name" here.
+            names += [f"{tool.get('name', '')}/{t.get('name', '')}" for t in tool.get("tools", [])]
         elif tool.get("name"):
             names.append(tool["name"])
     return names
@@ -431,7 +432,8 @@ def _read_responses(body: dict[str, Any]) -> Conversation:
         kind = item.get("type")
         if kind in ("function_call", "custom_tool_call"):
             name = item.get("name", "")
-            calls.append((item.get("call_id"), f"{item.get('namespace') or ''}{name}"))
+            namespace = item.get("namespace")
+            calls.append((item.get("call_id"), f"{namespace}/{name}" if namespace else name))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             handed = Handed(_responses_blocks(item.get("output")), raw=item)
             results.append((item.get("call_id"), handed))
@@ -593,11 +595,13 @@ def _write_chat(read: Conversation, call: Call | None, text: str | None) -> tupl
 def _write_responses(read: Conversation, call: Call | None, text: str | None) -> tuple:
     ident = f"resp_{time.monotonic_ns()}"
     if call:
+        namespace, _, name = call.name.rpartition("/")
         item = {
             "type": "function_call",
             "id": f"fc_{call.id}",
             "call_id": call.id,
-            "name": call.name,
+            **({"namespace": namespace} if namespace else {}),
+            "name": name,
             "arguments": json.dumps(call.arguments),
             "status": "completed",
         }
