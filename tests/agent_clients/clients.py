@@ -164,4 +164,45 @@ def _codex(setup: Setup) -> tuple[list[str], dict[str, str]]:
 
 CODEX = Client("codex", "@openai/codex@0.169.0", "codex", _codex)
 
-CLIENTS = {client.name: client for client in (CLAUDE, CODEX)}
+
+# --- Copilot CLI ------------------------------------------------------------------------------
+
+
+def _mcp_json(setup: Setup, local: str, remote: str) -> dict[str, Any]:
+    """The common `mcpServers` entry: `command`/`args`/`env`, or `url`, with the types named."""
+    if setup.stdio:
+        command, *args = setup.server["command"]
+        return {"type": local, "command": command, "args": args, "env": setup.server["env"]}
+    return {"type": remote, "url": setup.server["url"]}
+
+
+def _copilot(setup: Setup) -> tuple[list[str], dict[str, str]]:
+    entry = {**_mcp_json(setup, "local", "http"), "tools": ["*"]}
+    config = _write(setup.home / "copilot-mcp.json", {"mcpServers": {SERVER: entry}})
+    args = [
+        "-p",
+        PROMPT,
+        "--allow-all-tools",
+        "--no-auto-update",
+        "--disable-builtin-mcps",
+        "--disable-client-telemetry",
+        "--additional-mcp-config",
+        f"@{config}",
+        "--output-format",
+        "json",
+    ]
+    env = {
+        "COPILOT_HOME": str(setup.home / ".copilot"),
+        # Offline: no GitHub sign-in, telemetry, web tools or update; a local provider instead.
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_AUTO_UPDATE": "false",
+        "COPILOT_PROVIDER_BASE_URL": f"{setup.model_url}/v1",
+        "COPILOT_PROVIDER_API_KEY": "sk-standin",
+        "COPILOT_MODEL": "standin-model",
+    }
+    return args, env
+
+
+COPILOT = Client("copilot", "@github/copilot@1.0.102", "copilot", _copilot)
+
+CLIENTS = {client.name: client for client in (CLAUDE, CODEX, COPILOT)}
