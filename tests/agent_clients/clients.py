@@ -205,4 +205,34 @@ def _copilot(setup: Setup) -> tuple[list[str], dict[str, str]]:
 
 COPILOT = Client("copilot", "@github/copilot@1.0.102", "copilot", _copilot)
 
-CLIENTS = {client.name: client for client in (CLAUDE, CODEX, COPILOT)}
+
+# --- Gemini CLI -------------------------------------------------------------------------------
+
+
+def _gemini(setup: Setup) -> tuple[list[str], dict[str, str]]:
+    if setup.stdio:
+        command, *args = setup.server["command"]
+        entry: dict[str, Any] = {"command": command, "args": args, "env": setup.server["env"]}
+    else:
+        entry = {"httpUrl": setup.server["url"]}
+    entry.update(trust=True, timeout=180_000)  # trusted: no confirmation per call
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "mcpServers": {SERVER: entry},
+    }
+    _write(setup.home / ".gemini" / "settings.json", settings)
+    args = ["-p", PROMPT, "--yolo", "--output-format", "json"]
+    env = {
+        "GOOGLE_GEMINI_BASE_URL": setup.model_url,
+        "GEMINI_API_KEY": "standin-key",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",  # a scratch folder: else it stops to ask
+    }
+    return args, env
+
+
+GEMINI = Client("gemini", "@google/gemini-cli@0.61.0", "gemini", _gemini)
+
+CLIENTS = {client.name: client for client in (CLAUDE, CODEX, COPILOT, GEMINI)}
