@@ -18,9 +18,20 @@ of that program (``session``):
   A handle also keeps one agent one across its HTTP sessions (a detached run followed from
   the next connection).
 
+A caller is *identified* when something other than what it says about itself proves who it
+is: a token ``--auth-issuer`` checked, the person Jupyter Server signed in, or the
+``--mcp-token`` presented (its holder acts as the OS user running the server). An HTTP
+caller without any of them (a loopback server without a token) is anonymous: its user is
+only assumed, and its client name is whatever it declared. :attr:`Caller.identity` (the
+person and the client, no session) is what an identified caller keeps across its connections:
+its current notebook when it has neither a session nor a handle (:func:`remembered_connection`),
+and its runs and tasks, which any of its connections may follow (:meth:`Caller.may_follow`).
+An anonymous caller keeps nothing across connections but what its session or its handle
+proves.
+
 The audit log, the notebooks' histories, the presence in JupyterLab and the approvals name
-the caller by :meth:`Caller.record` and :attr:`Caller.display`; tasks and detached runs
-belong to :attr:`Caller.owner`, which two agents of one person never share.
+the caller by :meth:`Caller.record` and :attr:`Caller.display`; what a caller starts belongs
+to :attr:`Caller.owner`, which two agents of one person never share.
 """
 
 from __future__ import annotations
@@ -42,6 +53,12 @@ AGENT_META_KEY = "io.jupyter-mcp/agent"
 #: Where a transport that authenticated the person itself (Jupyter Server) puts their name in
 #: the ASGI scope.
 SIGNED_IN_USER_KEY = "jupyter_mcp.user"
+#: Where the HTTP transport marks a request that presented the ``--mcp-token`` in the ASGI
+#: scope: its holder is the person the server runs for, identified by the token.
+TOKEN_CHECKED_KEY = "jupyter_mcp.token_checked"
+#: How a request's choices are remembered (:func:`remembered_by`): by its connection (stdio,
+#: an HTTP session), by the agent handle it carries, by its identified caller, or not at all.
+BY_CONNECTION, BY_HANDLE, BY_CALLER, NOWHERE = "connection", "handle", "caller", "nowhere"
 #: What a handle may be made of: long enough not to be guessed, short enough for a header.
 _HANDLE = re.compile(r"[A-Za-z0-9_.~-]{16,128}")
 
@@ -69,6 +86,10 @@ class Caller:
     session: str | None = None
     #: The token's issuer when signed in; None for the local user.
     issuer: str | None = None
+    #: Whether something proves who the caller is (a token, Jupyter's sign-in, the
+    #: ``--mcp-token``) rather than only what it declared; False for an anonymous HTTP caller
+    #: and for the stdio peer (whose session is all it needs).
+    identified: bool = False
 
     @property
     def owner(self) -> str:
@@ -76,6 +97,25 @@ class Caller:
         the same person, through the same client, in the same session or with the same handle."""
         who = "\n".join((self.issuer or "", self.user, self.client or "", self.session or ""))
         return "caller:" + hashlib.sha256(who.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @property
+    def identity(self) -> str | None:
+        """The person and the client, whatever the session: what an identified caller keeps
+        across its connections; None for a caller nothing identifies."""
+        if not self.identified:
+            return None
+        who = "\n".join((self.issuer or "", self.user, self.client or ""))
+        return "identity:" + hashlib.sha256(who.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def may_follow(self, owner: str, started_by: Caller | None) -> bool:
+        """Whether this caller may follow (read, cancel, answer) what `owner` started: the same
+        owner (the same session or handle), or the same identified person through the same
+        client, from whichever connection. An anonymous caller follows only its own session's
+        or handle's."""
+        if owner == self.owner:
+            return True
+        identity = self.identity
+        return identity is not None and started_by is not None and started_by.identity == identity
 
     @property
     def display(self) -> str:
@@ -107,17 +147,36 @@ def agent_handle(ctx: Any) -> str | None:
     return handle if isinstance(handle, str) and _HANDLE.fullmatch(handle) else None
 
 
-def remembered_connection(ctx: Any) -> str | None:
+def remembered_by(ctx: Any) -> tuple[str | None, str]:
     """What a request's choices (``use_notebook``'s current notebook and names) are kept
-    under: its session, or on a stateless request that carries an agent handle, that agent
-    (the caller's owner key, so a handle someone else presents names nothing of theirs);
-    None for a stateless request without one, which remembers nothing."""
+    under, and how (:data:`BY_CONNECTION`, ...):
+
+    - its session (the stdio peer, an HTTP session), as always;
+    - on a stateless request that carries an agent handle, that agent: the caller's owner
+      key, so a handle someone else presents names nothing of theirs;
+    - on a stateless request without one, its identified caller: the person and the client
+      (:attr:`Caller.identity`), so an agent that passes nothing back keeps its notebook, and
+      another person, or another client of the same person, never sees it;
+    - nothing (None, :data:`NOWHERE`) for an anonymous stateless request: nothing tells one
+      anonymous client from another (a loopback server without a token is open to every
+      process of the machine, each naming itself as it likes), and a notebook one chose
+      would silently become where another's edits land.
+    """
     session = session_of(ctx)
     if session is not None:
-        return session
-    if agent_handle(ctx) is None:
-        return None
-    return caller_of(ctx).owner
+        return session, BY_CONNECTION
+    caller = caller_of(ctx)
+    if agent_handle(ctx) is not None:
+        return caller.owner, BY_HANDLE
+    identity = caller.identity
+    if identity is not None:
+        return identity, BY_CALLER
+    return None, NOWHERE
+
+
+def remembered_connection(ctx: Any) -> str | None:
+    """The key of :func:`remembered_by`: None for a request that remembers nothing."""
+    return remembered_by(ctx)[0]
 
 
 def new_handle() -> str:
@@ -146,12 +205,19 @@ def caller_of(ctx: Any) -> Caller:
             client=getattr(token, "client_id", None) or client_name_of(ctx),
             session=session,
             issuer=claims.get("iss") if isinstance(claims.get("iss"), str) else None,
+            identified=True,
         )
     request = getattr(_request_context(ctx), "request", None)
     scope = getattr(request, "scope", None)
     signed_in = scope.get(SIGNED_IN_USER_KEY) if isinstance(scope, dict) else None
     user = signed_in if isinstance(signed_in, str) else LOCAL_USER
-    return Caller(user=user, client=client_name_of(ctx), session=session)
+    token_checked = isinstance(scope, dict) and scope.get(TOKEN_CHECKED_KEY) is True
+    return Caller(
+        user=user,
+        client=client_name_of(ctx),
+        session=session,
+        identified=isinstance(signed_in, str) or token_checked,
+    )
 
 
 #: The caller whose request is being served, for code called without its context (the

@@ -20,9 +20,12 @@ server's :class:`RunRegistry`:
 - a finished run is kept for ``ttl`` seconds (``JUPYTER_MCP_TASK_TTL_SECONDS``)
   and at most :data:`MAX_FINISHED` of them, oldest first out;
 - a run is visible only to its owner (whoever created it says who that is: a
-  :attr:`Caller.owner`, one agent of one person); any other id, or an expired
-  one, is unknown. It runs as its caller (:func:`serving_caller`), so what it
-  writes and runs is theirs in the histories and the audit log.
+  :attr:`Caller.owner`, one agent of one person) and, when its caller was
+  identified, to the same person through the same client on any other
+  connection (a client that reconnected, holding the run's id:
+  :meth:`Caller.may_follow`); any other id, or an expired one, is unknown. It
+  runs as its caller (:func:`serving_caller`), so what it writes and runs is
+  theirs in the histories and the audit log.
 
 Nothing here imports the tools or a protocol feature: each face passes what
 it needs (`prepare`, run first inside the run's task).
@@ -355,11 +358,13 @@ class RunRegistry:
 
     # --- Following ------------------------------------------------------------------
 
-    def find(self, run_id: str, owner: str) -> Run | None:
-        """The run `run_id` of `owner`'s, or None (another owner's is unknown too)."""
+    def find(self, run_id: str, caller: Caller) -> Run | None:
+        """The run `run_id` if `caller` may follow it (:meth:`Caller.may_follow`: its owner, or
+        the same identified person through the same client from another connection), else
+        None: another caller's run is unknown, as is an expired one."""
         self.purge()
         run = self._runs.get(run_id)
-        return run if run is not None and run.owner == owner else None
+        return run if run is not None and caller.may_follow(run.owner, run.caller) else None
 
     def busy(self, queue: str) -> bool:
         """Whether anything holds or waits for `queue`: a run, or a call in its request."""

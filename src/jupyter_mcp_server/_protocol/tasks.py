@@ -268,7 +268,7 @@ class Tasks(Extension):
 
     def _find(self, ctx: Any, task_id: str) -> Run:
         _check_routing_header(ctx, task_id)
-        run = self.state.runs.find(task_id, caller_of(ctx).owner)
+        run = self.state.runs.find(task_id, caller_of(ctx))
         if run is None:
             raise _not_found(task_id)
         return run

@@ -194,7 +194,7 @@ def _first_text(result: CallToolResult) -> str:
 
 def _find(ctx: Context | None, run_id: str) -> tuple[ServerState, Run]:
     server = state_of(ctx)
-    run = server.runs.find(run_id, caller_of(ctx).owner)
+    run = server.runs.find(run_id, caller_of(ctx))
     if run is None:
         raise ToolFailure(
             NOT_FOUND,

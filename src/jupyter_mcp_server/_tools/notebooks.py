@@ -12,7 +12,12 @@ from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.environments import KernelChoice
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.addressing import checked_path, connection_of, notebook_path
+from jupyter_mcp_server._tools.helpers.addressing import (
+    checked_path,
+    connection_of,
+    current_notebook_said,
+    notebook_path,
+)
 from jupyter_mcp_server._tools.helpers.budget import allot, head_and_tail
 from jupyter_mcp_server._tools.helpers.focus import focus_line
 from jupyter_mcp_server._tools.helpers.headings import headings_line, headings_of
@@ -222,7 +227,7 @@ async def use_notebook(
     return answer(
         result.model_dump(),
         f"{verb} '{path}' ({result.cell_count} cells, revision {view.revision}) as '{notebook_name}' "
-        f"on kernel {kernel.kernel_id}. It is now this connection's current notebook.{said}{changed}\n"
+        f"on kernel {kernel.kernel_id}. {current_notebook_said(ctx, path)}{said}{changed}\n"
         f"Kernel: {kernel.kernel_name}{why}.",
     )
 

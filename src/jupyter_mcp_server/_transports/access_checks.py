@@ -5,7 +5,8 @@ request passes three checks before anything is served: the Host header must
 name the bound address (a loopback name when bound to loopback), or a page
 on another site could reach it through DNS rebinding (421); a browser Origin
 must be this server's (403); and with ``--mcp-token``, a bearer token must be
-presented (401). Bodies past a limit are refused before they are read whole
+presented (401), and a request that presented it is marked so (its caller is
+identified, ``_calls/callers.py``). Bodies past a limit are refused before they are read whole
 (413), and a body that takes too long to arrive is refused too (408); the
 transport closes connections whose request head does not arrive in time.
 ``/healthz`` needs no token and says nothing but its status.
@@ -20,6 +21,8 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
+
+from jupyter_mcp_server._calls.callers import TOKEN_CHECKED_KEY
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -118,6 +121,8 @@ class AccessChecks:
                     extra=[(b"www-authenticate", b'Bearer realm="jupyter-mcp-server"')],
                 )
                 return
+            # Its holder is identified: the person the server runs for (_calls/callers.py).
+            scope[TOKEN_CHECKED_KEY] = True
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             await refuse(send, 413, f"Request body too large: at most {self.max_body} bytes.")

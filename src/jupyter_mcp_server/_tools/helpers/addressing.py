@@ -2,7 +2,11 @@
 
 A notebook is named by a name given to ``use_notebook`` on this connection,
 or by a path relative to the workspace; omitted, it is the connection's
-current notebook. A cell is named by exactly one of ``cell_index`` or
+current notebook. What "this connection" is, is :func:`remembered_by`'s: the
+stdio peer or the HTTP session; on a stateless 2026-07-28 request the agent
+handle it carries, else its identified caller (the person and the client); an
+anonymous stateless request remembers nothing, and is told to name the
+notebook on every call. A cell is named by exactly one of ``cell_index`` or
 ``cell_id``. Every ambiguity is refused with a message saying how to say it.
 """
 
@@ -10,7 +14,14 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from jupyter_mcp_server._calls.callers import remembered_connection
+from jupyter_mcp_server._calls.callers import (
+    BY_CALLER,
+    BY_HANDLE,
+    NOWHERE,
+    caller_of,
+    remembered_by,
+    remembered_connection,
+)
 from jupyter_mcp_server._errors import (
     INVALID_ARGUMENT,
     INVALID_PATH,
@@ -37,6 +48,8 @@ def notebook_path(ctx: Context | None, notebook_name: str | None) -> str:
     state = connection_of(ctx)
     if notebook_name is None or notebook_name == "":
         if state.current is None:
+            if ctx is not None and remembered_by(ctx)[1] == NOWHERE:
+                raise ToolFailure(NO_NOTEBOOK, FORGOTTEN + " Pass notebook_name on this call.")
             raise ToolFailure(
                 NO_NOTEBOOK,
                 "No notebook is selected on this connection. Call use_notebook first, or "
@@ -47,6 +60,39 @@ def notebook_path(ctx: Context | None, notebook_name: str | None) -> str:
     if notebook_name in state.names:
         return state.names[notebook_name]
     return checked_path(state_of(ctx), notebook_name)
+
+
+#: What a request that can remember nothing is told, instead of being promised a current notebook.
+FORGOTTEN = (
+    "This request is stateless (protocol 2026-07-28 over HTTP, no session) and anonymous (no "
+    "sign-in, no --mcp-token, no agent handle), so the server remembers no notebook between "
+    "calls: name it on every call with notebook_name (a path such as 'analysis.ipynb')."
+)
+
+
+def current_notebook_said(ctx: Context | None, path: str) -> str:
+    """How ``use_notebook`` says where `path` is now the current notebook: honestly, for the
+    way this request's choices are remembered (:func:`remembered_by`)."""
+    if ctx is None:
+        return "It is now this connection's current notebook."
+    _, how = remembered_by(ctx)
+    if how == BY_HANDLE:
+        return (
+            "It is now the current notebook of the agent handle this request carried "
+            "(_meta['io.jupyter-mcp/agent']): later calls carrying it use it when they name "
+            "no notebook."
+        )
+    if how == BY_CALLER:
+        caller = caller_of(ctx)
+        return (
+            f"It is now the current notebook of {caller.display} on this server: later calls "
+            "from this client that name no notebook use it, on any connection (every agent "
+            "of this client signed in as the same person shares it; pass notebook_name, or "
+            "send back the agent handle this result carries, to keep agents apart)."
+        )
+    if how == NOWHERE:
+        return f"It is not remembered: {FORGOTTEN} Here: notebook_name='{path}'."
+    return "It is now this connection's current notebook."
 
 
 def checked_path(state: ServerState, path: str) -> str:
