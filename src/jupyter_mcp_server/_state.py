@@ -9,8 +9,10 @@ its request (:func:`state_of`), never through a module global, and a test
 can build as many as it likes.
 
 What a client chose with ``use_notebook`` is not server state: it belongs to
-the connection that chose it (:class:`ConnectionState`), so two clients
-never share a "current notebook".
+the connection that chose it (:class:`ConnectionState`), or, on a stateless
+request, to its agent handle or its identified caller
+(``_calls/callers.remembered_by``), so two clients never share a "current
+notebook".
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 A stdio server has exactly one peer. Over HTTP a 2025-11-25 client has a
 session (the ``mcp-session-id`` header); a stateless 2026-07-28 request has
-none, so nothing is remembered for it between calls. The tools' "current
-notebook", the log levels clients set and subscriptions key on this; who the
-caller is, and what it owns, is :mod:`.callers`'.
+none. The log levels clients set and subscriptions key on this; who the
+caller is, what it owns, and what the tools' "current notebook" is kept
+under when there is no session (its agent handle, or its identified caller),
+is :mod:`.callers`'.
 """
 
 from __future__ import annotations

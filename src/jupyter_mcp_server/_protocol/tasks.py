@@ -41,8 +41,9 @@ mechanism as ``detach=true`` and ``get_run``, answered in the extension's shape:
 
 A task is visible only to the caller that created it (``_calls/callers.py``:
 the same person and client, in the stdio peer, the HTTP session, or with the
-same agent handle, which is what keeps stateless agents apart). Any other
-caller is told the task does not exist. Task ids are random UUIDs.
+same agent handle), and, when that caller is identified, to the same person
+through the same client from any other connection (a client that reconnected).
+Any other caller is told the task does not exist. Task ids are random UUIDs.
 Results expire ``JUPYTER_MCP_TASK_TTL_SECONDS`` (default 3600) after the
 task ends; ``ttlMs`` says when, counted from ``createdAt`` as the extension
 defines it, and grows while the task runs. Progress notifications are not
