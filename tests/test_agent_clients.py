@@ -146,7 +146,7 @@ def keep(recording: Recording) -> None:
 
 def _summary(recording: Recording) -> str:
     requests = [
-        f"{r['method']} {r['path']} {r.get('kind', '')} {r.get('answer', '')}"
+        f"{r['at']:6.1f}s {r['method']} {r['path']} {r.get('kind', '')} {r.get('answer', '')}"
         for r in recording.requests
     ]
     return (

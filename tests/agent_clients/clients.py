@@ -235,4 +235,58 @@ def _gemini(setup: Setup) -> tuple[list[str], dict[str, str]]:
 
 GEMINI = Client("gemini", "@google/gemini-cli@0.61.0", "gemini", _gemini)
 
-CLIENTS = {client.name: client for client in (CLAUDE, CODEX, COPILOT, GEMINI)}
+
+# --- opencode ---------------------------------------------------------------------------------
+
+
+def _opencode(setup: Setup) -> tuple[list[str], dict[str, str]]:
+    if setup.stdio:
+        server = {
+            "type": "local",
+            "command": setup.server["command"],
+            "environment": setup.server["env"],
+        }
+    else:
+        server = {"type": "remote", "url": setup.server["url"]}
+    server.update(enabled=True, timeout=60_000)
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            "standin": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Stand-in",
+                "options": {"baseURL": f"{setup.model_url}/v1", "apiKey": "sk-standin"},
+                "models": {
+                    "standin-model": {
+                        "name": "Stand-in model",
+                        "tool_call": True,
+                        # A model that reads images, as people use: else images are refused.
+                        "attachment": True,
+                        "modalities": {"input": ["text", "image"], "output": ["text"]},
+                    }
+                },
+            }
+        },
+        "model": "standin/standin-model",
+        "small_model": "standin/standin-model",  # titles and summaries go to the stand-in too
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
+        "mcp": {SERVER: server},
+    }
+    # A project opencode.json in a folder that is not a git repository was ignored: name the file.
+    path = _write(setup.home / "opencode.json", config)
+    args = ["run", "--pure", "--format", "json", PROMPT]
+    env = {
+        "OPENCODE_CONFIG": str(path),
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",  # models.dev
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+    }
+    return args, env
+
+
+OPENCODE = Client("opencode", "opencode-ai@1.18.33", "opencode", _opencode)
+
+CLIENTS = {client.name: client for client in (CLAUDE, CODEX, COPILOT, GEMINI, OPENCODE)}

@@ -191,6 +191,7 @@ def run(client: Client, transport: str, root: Path, script: list[tuple[str, dict
         setup = Setup(home, workdir, standin.url, server)
         args, client_env = client.configure(setup)
         env = {**offline_env(base_env, home), **server_env(root), **client_env}
+        env["PWD"] = str(workdir)  # opencode takes its folder from PWD, not from its cwd
         started = time.monotonic()
         output_path = root / "client.out"
         with output_path.open("wb") as output:

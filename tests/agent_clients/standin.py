@@ -122,6 +122,7 @@ class Standin:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
+        self._started = time.monotonic()
 
     # --- The server -------------------------------------------------------------------
 
@@ -150,6 +151,7 @@ class Standin:
                     standin.problems.append(f"{self.path}: request body in {encoding}")
                 standin._serve(self, body)
 
+        self._started = time.monotonic()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -167,7 +169,11 @@ class Standin:
 
     def _serve(self, handler: BaseHTTPRequestHandler, raw: bytes | None) -> None:
         path = handler.path.split("?", 1)[0]
-        entry: dict[str, Any] = {"method": handler.command, "path": handler.path}
+        entry: dict[str, Any] = {
+            "method": handler.command,
+            "path": handler.path,
+            "at": round(time.monotonic() - self._started, 2),  # seconds since the stand-in began
+        }
         self.requests.append(entry)
         try:
             body = json.loads(raw) if raw else {}
