@@ -47,6 +47,9 @@ class Client:
     search: Search | None = None
     #: transport -> why this client cannot be driven over it (the test skips saying so).
     cannot: dict[str, str] = field(default_factory=dict)
+    #: Whether HTTP(S)_PROXY point at a dead port (a client that sends even loopback
+    #: requests through a proxy is kept offline by its own settings instead).
+    dead_proxy: bool = True
 
 
 def _write(path: Path, content: Any) -> Path:
@@ -289,4 +292,48 @@ def _opencode(setup: Setup) -> tuple[list[str], dict[str, str]]:
 
 OPENCODE = Client("opencode", "opencode-ai@1.18.33", "opencode", _opencode)
 
-CLIENTS = {client.name: client for client in (CLAUDE, CODEX, COPILOT, GEMINI, OPENCODE)}
+
+# --- Qwen Code --------------------------------------------------------------------------------
+
+
+def _qwen(setup: Setup) -> tuple[list[str], dict[str, str]]:
+    if setup.stdio:
+        command, *args = setup.server["command"]
+        entry: dict[str, Any] = {"command": command, "args": args, "env": setup.server["env"]}
+    else:
+        entry = {"httpUrl": setup.server["url"]}
+    entry.update(trust=True, timeout=180_000)
+    settings = {
+        "security": {"auth": {"selectedType": "openai"}},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "mcpServers": {SERVER: entry},
+    }
+    _write(setup.home / ".qwen" / "settings.json", settings)
+    args = ["-p", PROMPT, "--yolo", "--output-format", "json"]
+    env = {
+        "OPENAI_BASE_URL": f"{setup.model_url}/v1",
+        "OPENAI_API_KEY": "sk-standin",
+        "OPENAI_MODEL": "standin-model",
+        "QWEN_CODE_TRUST_WORKSPACE": "true",
+    }
+    return args, env
+
+
+QWEN = Client(
+    "qwen",
+    "@qwen-code/qwen-code@0.15.10",
+    "qwen",
+    _qwen,
+    # MCP tools are always deferred, found by name; at most 20 loaded per search.
+    search=Search(
+        "tool_search",
+        lambda names: {"query": "select:" + ",".join(names), "max_results": min(20, len(names))},
+        f"mcp__{SERVER}__",
+    ),
+    # It sends even loopback model requests through a proxy: its settings keep it offline.
+    dead_proxy=False,
+)
+
+CLIENTS = {client.name: client for client in (CLAUDE, CODEX, COPILOT, GEMINI, OPENCODE, QWEN)}

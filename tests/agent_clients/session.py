@@ -51,6 +51,8 @@ FOREIGN = (
     "DASHSCOPE_",
 )
 
+PROXIES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
 
 @dataclass
 class Recording:
@@ -97,6 +99,9 @@ def server_env(root: Path) -> dict[str, str]:
         "JUPYTER_MCP_APPROVE": "",
         "JUPYTER_MCP_HISTORY_DIR": str(root / "history"),
         "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+        # The kernel's HOME is the scratch one: without this matplotlib would build its font
+        # cache again for every client (seconds each).
+        "MPLCONFIGDIR": str(node_tools.CACHE.parent / "matplotlib"),
     }
 
 
@@ -136,13 +141,21 @@ def stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def offline_env(base: dict[str, str], home: Path) -> dict[str, str]:
+def offline_env(base: dict[str, str], home: Path, dead_proxy: bool) -> dict[str, str]:
     """The environment every client runs in: a scratch home, no account of the developer's,
     no telemetry or update checks, and a dead proxy for anything that is not loopback."""
-    env = {k: v for k, v in base.items() if not k.upper().startswith(FOREIGN)}
-    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    env = {
+        k: v
+        for k, v in base.items()
+        if not k.upper().startswith(FOREIGN) and k.lower() not in PROXIES
+    }
     for folder in ("config", "data", "cache", "state"):
         (home / f".{folder}").mkdir(parents=True, exist_ok=True)
+    if dead_proxy:
+        dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+        env.update({name: dead for name in PROXIES if name != "no_proxy"})
+        env.update({name.upper(): dead for name in PROXIES if name != "no_proxy"})
+        env.update(NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
     env.update(
         HOME=str(home),
         USERPROFILE=str(home),
@@ -150,14 +163,6 @@ def offline_env(base: dict[str, str], home: Path) -> dict[str, str]:
         XDG_DATA_HOME=str(home / ".data"),
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_STATE_HOME=str(home / ".state"),
-        HTTP_PROXY=dead,
-        HTTPS_PROXY=dead,
-        ALL_PROXY=dead,
-        http_proxy=dead,
-        https_proxy=dead,
-        all_proxy=dead,
-        NO_PROXY="127.0.0.1,localhost",
-        no_proxy="127.0.0.1,localhost",
         DO_NOT_TRACK="1",
         NO_UPDATE_NOTIFIER="1",
         NO_COLOR="1",
@@ -190,7 +195,7 @@ def run(client: Client, transport: str, root: Path, script: list[tuple[str, dict
             server = {"url": stack.enter_context(http_server(root, workspace))}
         setup = Setup(home, workdir, standin.url, server)
         args, client_env = client.configure(setup)
-        env = {**offline_env(base_env, home), **server_env(root), **client_env}
+        env = {**offline_env(base_env, home, client.dead_proxy), **server_env(root), **client_env}
         env["PWD"] = str(workdir)  # opencode takes its folder from PWD, not from its cwd
         started = time.monotonic()
         output_path = root / "client.out"
