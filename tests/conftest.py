@@ -8,6 +8,7 @@ contract's error shape off a result.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -79,7 +80,29 @@ async def ok(client: Client, tool: str, arguments: dict[str, Any] | None = None)
     result = await client.call_tool(tool, arguments or {})
     assert not result.is_error, f"{tool} failed: {text_of(result)} {result.meta}"
     assert result.structured_content is not None, f"{tool} has no structuredContent"
-    return result.structured_content
+    return without_rendered(result)
+
+
+def without_rendered(result: CallToolResult) -> dict[str, Any]:
+    """A successful result's structured content without ``rendered``, once that is checked to say
+    what the content says (every text in order, and no image's base64), for the clients that
+    hand their model only the structured part."""
+    structured = dict(result.structured_content or {})
+    said = structured.pop("rendered", None)
+    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    if said is None:
+        # Only a result whose content is its structured part as JSON goes without.
+        assert len(result.content) == 1 and json.loads(texts[0]) == structured, texts
+        return structured
+    at = 0
+    for text in texts:
+        found = said.find(text, at)
+        assert found >= 0, f"rendered leaves out {text[:200]!r}"
+        at = found + len(text)
+    for block in result.content:
+        if getattr(block, "type", None) == "image":
+            assert block.data[:64] not in said
+    return structured
 
 
 async def refused(

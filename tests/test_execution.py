@@ -22,7 +22,7 @@ import zlib
 from pathlib import Path
 
 import nbformat
-from conftest import ERROR_KEY, error_code, ok, refused, serve, text_of
+from conftest import ERROR_KEY, error_code, ok, refused, serve, text_of, without_rendered
 from mcp.types import ImageContent, TextContent
 
 #: Output schema 1.0 plus status, cell_id and revision.
@@ -102,7 +102,9 @@ async def kill_kernel(pid: int) -> None:
 
 
 def assert_result_shape(structured: dict, status: str) -> None:
-    assert set(structured) == RESULT_KEYS, sorted(structured)
+    # Schema 1.0 exactly; a success adds ``rendered``, what its content says (docs/protocol.md).
+    added = {"rendered"} if status == "ok" else set()
+    assert set(structured) == RESULT_KEYS | added, sorted(structured)
     assert structured["schema_version"] == "1.0"
     assert structured["status"] == status
     assert set(structured["truncation"]) == {"truncated", "omitted_blocks", "omitted_bytes"}
@@ -125,6 +127,7 @@ async def test_ok_and_error_results_images_and_what_is_stored(workspace):
         assert isinstance(result["execution_count"], int) and result["execution_count"] >= 1
         texts = [block.text for block in ran.content if isinstance(block, TextContent)]
         assert texts == ["hi\n", "42"], texts
+        assert result["rendered"] == "hi\n42"
         first_id = result["cell_id"]
         assert result["revision"] == (await ok(client, "get_notebook_revision"))["revision"]
         stored = cells_on_disk(notebook)[0]
@@ -307,7 +310,7 @@ async def test_timeout_and_interrupts(workspace):
         await wait_for_file(workspace / "go-1")
         started = time.monotonic()
         interrupted = await client.call_tool("interrupt_kernel", {"kernel_id": kernel_id})
-        assert not interrupted.is_error and interrupted.structured_content == {
+        assert not interrupted.is_error and without_rendered(interrupted) == {
             "kernel_id": kernel_id
         }
         assert "idle" not in text_of(interrupted) and "Interrupted" in text_of(interrupted)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import nbformat
-from conftest import CORE_TOOLS, error_code, ok, refused, serve, text_of
+from conftest import CORE_TOOLS, error_code, ok, refused, serve, text_of, without_rendered
 
 #: The default tools, every one declared as checked below.
 ALL_TOOLS = CORE_TOOLS
@@ -390,7 +390,7 @@ async def test_tool_declarations_and_list_files(workspace):
         itself = await ok(client, "list_files", {"path": "sub", "max_depth": 0})
         assert [(f["path"], f["type"]) for f in itself["files"]] == [("sub", "directory")]
         none = await client.call_tool("list_files", {"pattern": "*.csv"})
-        assert none.structured_content == {"files": [], "total": 0} and "No files" in text_of(none)
+        assert without_rendered(none) == {"files": [], "total": 0} and "No files" in text_of(none)
 
         await refused(client, "list_files", {"path": "a.ipynb"}, "invalid_argument")
         await refused(client, "list_files", {"path": "nowhere"}, "not_found")

@@ -97,76 +97,110 @@ def output_blocks(
 
 #: Representations nbformat stores base64-encoded.
 BINARY_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"})
+#: Markup a browser draws and a model should not read raw: its text (text/plain, or the
+#: table in the result's rendering) says the same in a fraction of the characters.
+MARKUP_TYPES = frozenset({"text/html", "image/svg+xml", "application/javascript"})
 
 
 def bounded_outputs(
     outputs: list[dict[str, Any]], link: OutputLink, limits: InlineLimits = DEFAULT_INLINE
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Stored outputs as a result's structured part carries them, and what was cut.
+    """Stored outputs as a result's structured part carries them, and what was left out.
 
-    The same limits as the content blocks: a text (a stream, a traceback, a
-    text representation, JSON as its text) longer than ``limits.text_chars``
-    keeps its head and tail around a marker saying how much is left out and
-    which resource holds it whole; a binary payload larger than
-    ``limits.image_bytes`` is replaced by a marker naming the resource.
-    Each is what a model reads (``plain_output``: no colour codes, which the
-    notebook and the app's ``_meta`` keep); outputs within the limits with
-    nothing to strip are the stored ones, not copies.
+    Some clients hand their model the structured part as JSON text, so it
+    obeys what the content obeys. A binary payload (an image, a PDF) never
+    becomes text: it is replaced by a marker naming the resource that holds
+    it (the content carries an image as an image block). Markup (HTML, SVG,
+    JavaScript) is replaced the same way. The texts (a stream, a traceback, a
+    text representation, JSON as its text) share ``limits.budget_chars``, no
+    one more than ``limits.text_chars``; a longer one keeps its head and tail
+    around a marker saying how much is left out and where it is whole. Each
+    is what a model reads (``plain_output``: no colour codes, which the
+    notebook and the app's ``_meta`` keep); outputs with nothing to leave out
+    are the stored ones, not copies.
     """
+    plain = list(map(plain_output, outputs))
+    shares = iter(allot([len(text) for text in _texts(plain)], limits.budget_chars))
     bounded: list[dict[str, Any]] = []
     cuts: list[dict[str, Any]] = []
-    for index, output in enumerate(map(plain_output, outputs)):
+    for index, output in enumerate(plain):
         kind = output.get("output_type")
         cut: dict[str, Any] | None = None
         if kind == "stream":
             text = joined(output.get("text", ""))
-            if len(text) > limits.text_chars:
+            share = min(next(shares), limits.text_chars)
+            if len(text) > share:
                 cut = {
                     **output,
-                    "text": _head_and_tail(text, link(index), limits, cuts, index, "text/plain"),
+                    "text": _head_and_tail(text, link(index), share, cuts, index, "text/plain"),
                 }
         elif kind == "error":
             traceback = "\n".join(map(str, output.get("traceback") or []))
-            if len(traceback) > limits.text_chars:
-                kept = _head_and_tail(traceback, link(index), limits, cuts, index, "text/plain")
+            share = min(next(shares), limits.text_chars)
+            if len(traceback) > share:
+                kept = _head_and_tail(traceback, link(index), share, cuts, index, "text/plain")
                 cut = {**output, "traceback": kept.split("\n")}
         elif kind in ("display_data", "execute_result"):
             data = output.get("data") or {}
             changed = {}
             for mime, value in data.items():
-                if mime in BINARY_TYPES:
+                if mime in BINARY_TYPES or mime in MARKUP_TYPES:
+                    binary = mime in BINARY_TYPES
                     size = sum(map(len, value)) if isinstance(value, list) else len(str(value))
-                    if size > limits.image_bytes:
-                        uri = link(index)
-                        omitted = size * 3 // 4
-                        cuts.append(
-                            {
-                                "output": index,
-                                "mime_type": mime,
-                                "uri": uri,
-                                "omitted_bytes": omitted,
-                            }
-                        )
-                        changed[mime] = (
-                            f"[jupyter-mcp-server: {mime} of about {omitted} bytes left out; read {uri} for it whole]"
-                        )
+                    omitted = size * 3 // 4 if binary else size
+                    uri = link(index)
+                    cuts.append(
+                        {
+                            "output": index,
+                            "mime_type": mime,
+                            "uri": uri,
+                            **(
+                                {"omitted_bytes": omitted} if binary else {"omitted_chars": omitted}
+                            ),
+                        }
+                    )
+                    what = "an image" if mime.startswith("image/") and binary else mime
+                    changed[mime] = (
+                        f"[jupyter-mcp-server: {what} of about {omitted} {'bytes' if binary else 'characters'} "
+                        f"left out of the JSON; read {uri} for it whole]"
+                    )
                 else:
                     text = joined(value)
-                    if len(text) > limits.text_chars:
-                        changed[mime] = _head_and_tail(text, link(index), limits, cuts, index, mime)
+                    share = min(next(shares), limits.text_chars)
+                    if len(text) > share:
+                        changed[mime] = _head_and_tail(text, link(index), share, cuts, index, mime)
             if changed:
                 cut = {**output, "data": {**data, **changed}}
         bounded.append(output if cut is None else cut)
     return bounded, cuts
 
 
+def _texts(outputs: list[dict[str, Any]]) -> list[str]:
+    """Every text of `outputs` that shares the budget, in the order bounded_outputs meets them."""
+    texts: list[str] = []
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            texts.append(joined(output.get("text", "")))
+        elif kind == "error":
+            texts.append("\n".join(map(str, output.get("traceback") or [])))
+        elif kind in ("display_data", "execute_result"):
+            for mime, value in (output.get("data") or {}).items():
+                if mime in BINARY_TYPES or mime in MARKUP_TYPES:
+                    continue
+                texts.append(joined(value))
+    return texts
+
+
 def _head_and_tail(
-    text: str, uri: str, limits: InlineLimits, cuts: list[dict[str, Any]], index: int, mime: str
+    text: str, uri: str, chars: int, cuts: list[dict[str, Any]], index: int, mime: str
 ) -> str:
     # Both ends: the head says what started, the tail how it ended (the last
     # lines of a log, the error after a long traceback).
-    head = limits.text_chars // 2
-    tail = limits.text_chars - head
+    marker_room = 160 + len(uri)
+    room = max(chars - marker_room, 0)
+    head = room // 2
+    tail = room - head
     omitted = len(text) - head - tail
     cuts.append({"output": index, "mime_type": mime, "uri": uri, "omitted_chars": omitted})
     marker = f"\n[jupyter-mcp-server: {omitted} characters left out here; read {uri} for the whole output]\n"
