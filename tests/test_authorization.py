@@ -454,26 +454,35 @@ def test_too_few_scopes_is_403_naming_the_scope_to_ask_for(server, provider):
 
 
 @pytest.mark.parametrize(
-    ("scope", "kept", "lost"),
+    ("scope", "allowed", "refused"),
     [
-        ("notebooks:read", {READS}, {EDITS, RUNS}),
-        ("notebooks:read notebooks:write", {READS, EDITS}, {RUNS}),
-        ("code:execute", {READS, EDITS, RUNS}, set()),
+        ("notebooks:read", {READS}, {EDITS: "notebooks:write", RUNS: "code:execute"}),
+        ("notebooks:read notebooks:write", {READS, EDITS}, {RUNS: "code:execute"}),
+        ("code:execute", {READS, EDITS, RUNS}, {}),
     ],
 )
-async def test_scopes_choose_the_profile(server, provider, scope, kept, lost):
+async def test_scopes_choose_what_may_be_called_and_the_server_what_is_listed(
+    server, provider, scope, allowed, refused
+):
     token = mint(provider, scope=scope)
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
         Client(streamable_http_client(server.url(), http_client=http), mode="legacy") as client,
     ):
-        names = await tool_names(client)
-        assert kept <= names and not (lost & names), sorted(names)
+        # Listed whatever the token: a client that lists only what it may call would refuse
+        # the others itself, and never hear the 403 naming the scope that would allow them.
+        assert {READS, EDITS, RUNS} <= await tool_names(client)
+    with raw_session(server, token) as session:
+        for tool, needed in refused.items():
+            assert_step_up(session.call(tool, STEP_UP_ARGUMENTS[tool]), needed)
+        read = result_of(session.call(READS, {"notebook_name": "a.ipynb"}))["result"]
+        assert READS in allowed and not read.get("isError"), read
 
 
 # --- Step-up: a tool the token's scopes do not reach is 403 naming the scope -------------
 
 INSERT = {"cell_index": 0, "cell_type": "code", "cell_source": "1", "notebook_name": "a.ipynb"}
+STEP_UP_ARGUMENTS: dict[str, dict[str, Any]] = {EDITS: INSERT, RUNS: {"code": "1"}}
 
 
 @dataclass
@@ -623,7 +632,8 @@ async def test_the_official_client_steps_up_when_a_tool_needs_more(server, provi
             Client(streamable_http_client(server.url(), http_client=http), mode="legacy") as client,
         ):
             assert storage.tokens is not None and storage.tokens.scope == "notebooks:read"
-            assert EDITS not in await tool_names(client)
+            # Listed though the token cannot call it: what Claude Code and its kind call.
+            assert EDITS in await tool_names(client)
             provider.control("scopes", resource=server.url())  # the person may now grant more
             inserted = await client.call_tool(EDITS, {**INSERT, "cell_source": "# by erin"})
             assert not inserted.is_error, text_of(inserted)
@@ -649,6 +659,115 @@ async def test_a_narrower_url_profile_still_narrows_a_wide_token(server, provide
     ):
         names = await tool_names(client)
         assert READS in names and EDITS not in names
+
+
+# --- Every refusal, scope or profile, is one audit record ------------------------------
+
+
+def records_of(server: HttpServer, user: str) -> list[dict[str, Any]]:
+    """The audit log's tool calls by `user` (each test mints tokens for a user of its own)."""
+    return [
+        r
+        for r in audit_records(server)
+        if r.get("event") == "tool_call" and (r.get("caller") or {}).get("user") == user
+    ]
+
+
+def test_every_refusal_is_one_audit_record_without_a_secret(server, provider):
+    secret = "s3cret-jupyter-token-value"
+    connect = {"jupyter_url": "http://127.0.0.1:9", "jupyter_token": secret}
+    token = mint(provider, sub="audited-reader", client_id="audit-bot", scope="notebooks:read")
+    before = (server.workspace / "a.ipynb").read_text()
+    with raw_session(server, token) as session:
+        assert_step_up(session.call("connect_to_jupyter", connect), "code:execute")
+        assert_step_up(session.call(EDITS, INSERT), "notebooks:write")
+    assert (server.workspace / "a.ipynb").read_text() == before  # nothing past the token ran
+    (stepped_up, edit) = records_of(server, "audited-reader")
+    assert stepped_up["tool"] == "connect_to_jupyter" and edit["tool"] == EDITS
+    for record in (stepped_up, edit):
+        assert record["outcome"] == "insufficient_scope" and record["duration_ms"] == 0
+        assert record["caller"]["client"] == "audit-bot" and record["caller"]["session"]
+    assert stepped_up["arguments"]["jupyter_token"] == "***"
+    assert edit["arguments"] == INSERT
+    assert secret not in (server.workspace.parent / "auth-audit.jsonl").read_text()
+
+    # A profile refusal (the URL narrowed the connection): one record, as before.
+    wide = mint(provider, sub="audited-narrowed", scope=ALL_SCOPES)
+    with raw_session(server, wide, "profile=read-only") as session:
+        refused = result_of(session.call(EDITS, INSERT))["result"]
+        assert refused["isError"] and "not permitted" in refused["content"][0]["text"]
+    (narrowed,) = records_of(server, "audited-narrowed")
+    assert narrowed["tool"] == EDITS and narrowed["outcome"] == "not_permitted"
+
+    # A token granting nothing: its tools/call is refused before any session, and recorded.
+    nothing = mint(provider, sub="audited-nobody", scope="openid profile")
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {nothing}"}
+    call = {"name": "connect_to_jupyter", "arguments": connect}
+    refused_call = httpx.post(
+        server.url(),
+        headers=headers,
+        json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call},
+    )
+    assert refused_call.status_code == 403, refused_call.text
+    assert httpx.post(server.url(), headers=headers, json=INITIALIZE).status_code == 403
+    (nobody,) = records_of(server, "audited-nobody")  # the initialize is no tool call
+    assert (
+        nobody["outcome"] == "insufficient_scope" and nobody["arguments"]["jupyter_token"] == "***"
+    )
+    assert secret not in (server.workspace.parent / "auth-audit.jsonl").read_text()
+
+
+@pytest.fixture(scope="module")
+def edit_server(
+    provider: Provider, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HttpServer]:
+    """A server whose own profile is ``edit``: no token reaches code."""
+    root = tmp_path_factory.mktemp("auth-edit-server")
+    with http_server(
+        root,
+        None,  # type: ignore[arg-type] - no extension site: the core tools alone
+        "--capability",
+        "kernel.prestart=off",
+        "--capability",
+        "profile=edit",
+        "--auth-issuer",
+        provider.issuer,
+        "--audit-log",
+        str(root / "auth-audit.jsonl"),
+        JUPYTER_MCP_EXTENSIONS="",
+        JUPYTER_MCP_AUTH_TIMEOUT="2",
+    ) as running:
+        (running.workspace / "a.ipynb").write_text(
+            json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+        )
+        yield running
+
+
+async def test_the_listing_stays_within_the_servers_profile_and_the_url(edit_server, provider):
+    token = mint(provider, aud=edit_server.url(), sub="edit-server-reader", scope="notebooks:read")
+    headers = {"Authorization": f"Bearer {token}"}
+    for query, listed, unlisted in (
+        ("", {READS, EDITS}, {RUNS}),  # the server's edit profile, past the token's read-only
+        ("profile=read-only", {READS}, {EDITS, RUNS}),  # the URL still narrows
+    ):
+        url = edit_server.url(query) if query else edit_server.url()
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+        ):
+            names = await tool_names(client)
+            assert listed <= names and not (unlisted & names), (query, sorted(names))
+    with raw_session(edit_server, token) as session:
+        assert_step_up(session.call(EDITS, INSERT), "notebooks:write")
+        # No token runs code here: the server's own profile refuses, as a tool error.
+        refused = result_of(session.call(RUNS, {"code": "1"}))["result"]
+        assert refused["isError"] and "'edit' profile" in refused["content"][0]["text"]
+    path = edit_server.workspace.parent / "auth-audit.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["tool"], r["outcome"]) for r in records if r.get("event") == "tool_call"] == [
+        (EDITS, "insufficient_scope"),
+        (RUNS, "not_permitted"),
+    ]
 
 
 # --- Bad input ----------------------------------------------------------------------------

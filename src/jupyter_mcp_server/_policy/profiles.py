@@ -87,3 +87,11 @@ def refusal_message(tool: str, profile: str) -> str:
         f"The person running this server chose it; ask them for a wider profile "
         f"(--capability profile=full, or a URL without a narrower ?profile=) if this call is needed."
     )
+
+
+def token_refusal_message(tool: str, profile: str) -> str:
+    return (
+        f"{tool} is not permitted with this access token, whose scopes grant the '{profile}' "
+        f"profile ({WHAT_IT_ALLOWS[profile]}). The server would allow it with a token of a wider "
+        f"scope: sign in again asking for it (the protected resource metadata lists the scopes)."
+    )

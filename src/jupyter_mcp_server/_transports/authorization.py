@@ -22,6 +22,12 @@ profile does not allow when a wider profile, within the server's, would (a step-
 names the scope that grants it, so the client can ask the person for more and retry). What a
 wider token cannot change (the server's own profile, a ``?profile=`` narrowing in the URL)
 stays the profile guard's tool error.
+
+The token's profile narrows the calls, not ``tools/list`` (the profile guard,
+``TOKEN_SCOPE_KEY``): a client that listed only what its token reaches would refuse a wider
+tool itself and never hear the 403 that says which scope to ask for. A 403 ``tools/call`` is
+one record for the hooks (the audit log: outcome ``insufficient_scope``, the arguments
+redacted, the token's caller), as the profile guard's refusals are.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -37,11 +44,13 @@ from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAut
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
 from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter
 from starlette.middleware.authentication import AuthenticationMiddleware
-from starlette.requests import HTTPConnection
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 
+from jupyter_mcp_server._calls.callers import caller_of, serving_as
+from jupyter_mcp_server._hooks import Hooks
 from jupyter_mcp_server._policy.profiles import PROFILES, allows, narrowest, rank
-from jupyter_mcp_server._protocol.profile_guard import SCOPE_KEY
+from jupyter_mcp_server._protocol.profile_guard import TOKEN_SCOPE_KEY, record_refusal
 from jupyter_mcp_server._transports.access_checks import ASGIApp, Receive, Scope, Send
 from jupyter_mcp_server._transports.access_tokens import AccessTokens, TokenRefused
 from jupyter_mcp_server._transports.issuer import RETRY_AFTER, Issuer
@@ -142,6 +151,17 @@ def wider_profile(token: str, server: str, rule: ToolRule) -> str | None:
 
 #: The most of a body read to find a tools/call; past it the body goes on unread.
 STEP_UP_BODY = 1024 * 1024
+#: How the hooks (the audit log) record a call refused with 403 for its token's scopes.
+INSUFFICIENT_SCOPE = "insufficient_scope"
+
+
+@dataclass(frozen=True)
+class CalledTool:
+    """The one ``tools/call`` a request's body holds: what deciding and recording it needs."""
+
+    name: str
+    arguments: Any
+    meta: Any
 
 
 class Authorization:
@@ -152,6 +172,7 @@ class Authorization:
         config: ServerConfig,
         server_profile: Callable[[], str],
         tool_rules: ToolRules | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         assert config.auth_issuer and config.auth_resource and config.auth_audience
         self.issuer = Issuer(
@@ -166,6 +187,8 @@ class Authorization:
         self.scope_map = config.auth_scopes
         self.server_profile = server_profile
         self.tool_rules = tool_rules
+        #: Where a 403 ``tools/call`` is recorded (the audit log); None: nowhere.
+        self.hooks = hooks
         self.metadata_url = str(build_resource_metadata_url(_url(self.resource)))
 
     def profiles(self) -> ScopeProfiles:
@@ -233,54 +256,63 @@ class _Profiled:
         granted = list(getattr(credentials, "scopes", []) or [])
         profiles = self.authorization.profiles()
         profile = profiles.profile(granted)
+        rules = self.authorization.tool_rules
+        # Only a token narrower than the server can be refused a call: the others' bodies go
+        # on unread. A refused call is read to be recorded (its tool, its redacted arguments).
+        narrower = profile is None or rank(profile) < rank(profiles.server)
+        called: CalledTool | None = None
+        if narrower and scope.get("method") == "POST" and (rules is not None or profile is None):
+            messages, body = await _read_some(receive, STEP_UP_BODY)
+            receive = _replay(messages, receive)
+            called = _called_tool(body)
         if profile is None:
             needed = profiles.least
             description = (
                 f"The token grants none of this server's scopes (it has: {' '.join(granted) or 'none'}); "
                 f"ask for {needed} to read notebooks, or see the protected resource metadata for all."
             )
-            await _send(
-                send,
-                403,
-                {"error": "insufficient_scope", "error_description": description, "scope": needed},
-                self.authorization.challenge("insufficient_scope", description, needed),
-            )
+            self._record(scope, called)
+            await self._refuse(send, description, needed)
             return
-        scope[SCOPE_KEY] = profile
-        rules = self.authorization.tool_rules
-        if (
-            rules is not None
-            and scope.get("method") == "POST"
-            and rank(profile) < rank(profiles.server)
-        ):
-            # Only a token narrower than the server can be stepped up: the others' bodies go on unread.
-            messages, body = await _read_some(receive, STEP_UP_BODY)
-            receive = _replay(messages, receive)
-            name = _called_tool(body)
-            wider = (
-                wider_profile(profile, profiles.server, ToolRule(*await rules(scope, name)))
-                if name
-                else None
+        scope[TOKEN_SCOPE_KEY] = profile
+        if called is not None and rules is not None:
+            wider = wider_profile(
+                profile, profiles.server, ToolRule(*await rules(scope, called.name))
             )
             if wider is not None:
                 needed = profiles.step_up(wider)
                 description = (
-                    f"{name} needs the '{wider}' profile; this token's scopes "
+                    f"{called.name} needs the '{wider}' profile; this token's scopes "
                     f"({' '.join(granted)}) grant '{profile}'. Ask for {needed} and retry."
                 )
-                logger.info("Asked for a step-up to %s (%s) for %s", needed, wider, name)
-                await _send(
-                    send,
-                    403,
-                    {
-                        "error": "insufficient_scope",
-                        "error_description": description,
-                        "scope": needed,
-                    },
-                    self.authorization.challenge("insufficient_scope", description, needed),
-                )
+                logger.info("Asked for a step-up to %s (%s) for %s", needed, wider, called.name)
+                self._record(scope, called)
+                await self._refuse(send, description, needed)
                 return
         await self.app(scope, receive, send)
+
+    async def _refuse(self, send: Send, description: str, needed: str) -> None:
+        await _send(
+            send,
+            403,
+            {"error": INSUFFICIENT_SCOPE, "error_description": description, "scope": needed},
+            self.authorization.challenge(INSUFFICIENT_SCOPE, description, needed),
+        )
+
+    def _record(self, scope: Scope, called: CalledTool | None) -> None:
+        """A refused tools/call, for the hooks: as its caller, the one the SDK would have named
+        (the same definition, read off this request: its token, session header and handle)."""
+        hooks = self.authorization.hooks
+        if hooks is None or called is None:
+            return
+        request = SimpleNamespace(request=Request(scope), meta=called.meta, session=None)
+        try:
+            caller = caller_of(SimpleNamespace(request_context=request))
+        except Exception:
+            logger.exception("Could not name the caller of a refused call; recorded without one")
+            caller = None
+        with serving_as(caller):
+            record_refusal(hooks, called.name, called.arguments, INSUFFICIENT_SCOPE)
 
 
 async def _read_some(receive: Receive, limit: int) -> tuple[list[Any], bytes | None]:
@@ -314,7 +346,7 @@ def _replay(messages: list[Any], receive: Receive) -> Receive:
     return replay
 
 
-def _called_tool(body: bytes | None) -> str | None:
+def _called_tool(body: bytes | None) -> CalledTool | None:
     """The tool a body's single JSON-RPC tools/call names; None for anything else."""
     if not body:
         return None
@@ -325,8 +357,9 @@ def _called_tool(body: bytes | None) -> str | None:
     if not isinstance(message, dict) or message.get("method") != "tools/call":
         return None
     params = message.get("params")
-    name = params.get("name") if isinstance(params, dict) else None
-    return name if isinstance(name, str) else None
+    if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+        return None
+    return CalledTool(params["name"], params.get("arguments"), params.get("_meta"))
 
 
 def _quoted(text: str) -> str:

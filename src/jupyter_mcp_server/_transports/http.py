@@ -283,7 +283,10 @@ def create_app(application: Application) -> Any:
         from jupyter_mcp_server._transports.authorization import Authorization
 
         authorization = Authorization(
-            config, lambda: server_profile(application.state), tool_rules=router.tool_rule
+            config,
+            lambda: server_profile(application.state),
+            tool_rules=router.tool_rule,
+            hooks=application.state.hooks,
         )
         public.extend(authorization.public_routes())
         routes = [*public, Mount("", app=authorization.protect(Router(routes=protected)))]
