@@ -184,9 +184,10 @@ def test_what_the_model_is_handed(client_name: str, transport: str, tmp_path: Pa
     recording.checks = failures
     recording.problems += [f"left out {why}" for why in left_out]
     keep(recording)
+    protocol = recording.protocol.get("tools_call") or recording.protocol.get("negotiated")
     assert not failures, (
         f"{client_name} over {transport} handed its model results that miss what they must say "
-        f"(MCP protocol {recording.protocol.get('tools_call', 'not seen')}):\n"
+        f"(MCP protocol {protocol}):\n"
         + "\n".join(f"  step {label}: {'; '.join(wrong)}" for label, wrong in failures.items())
         + f"\n{_summary(recording)}"
     )

@@ -29,6 +29,7 @@ from conftest import REPO, server_command, wait_until_healthy
 
 from .clients import Client, Setup
 from .standin import Standin
+from .tap import HttpTap
 
 TAP = Path(__file__).with_name("tap.py")
 #: The opt-in toolsets the script needs beside the default ones: run_cells, checkpoint, restore.
@@ -106,8 +107,9 @@ def server_env(root: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def http_server(root: Path, workspace: Path) -> Iterator[str]:
-    """The server over streamable HTTP on loopback; yields its /mcp URL with our toolsets."""
+def http_server(root: Path, workspace: Path, protocol_log: Path) -> Iterator[str]:
+    """The server over streamable HTTP on loopback behind a tap; yields the /mcp URL (with
+    our toolsets) the client is to use."""
     port = free_port()
     log = root / "server.log"
     env = {**os.environ, **server_env(root)}
@@ -123,7 +125,8 @@ def http_server(root: Path, workspace: Path) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(process, base, lambda: log.read_text(errors="replace"))
-        yield f"{base}/mcp?{TOOLSETS}"
+        with HttpTap(port, protocol_log).running() as tapped:
+            yield f"{tapped}/mcp?{TOOLSETS}"
     finally:
         stop(process)
 
@@ -192,7 +195,7 @@ def run(client: Client, transport: str, root: Path, script: list[tuple[str, dict
             ]
             server: dict[str, Any] = {"command": command, "env": server_env(root)}
         else:
-            server = {"url": stack.enter_context(http_server(root, workspace))}
+            server = {"url": stack.enter_context(http_server(root, workspace, protocol_log))}
         setup = Setup(home, workdir, standin.url, server)
         args, client_env = client.configure(setup)
         env = {**offline_env(base_env, home, client.dead_proxy), **server_env(root), **client_env}
@@ -248,5 +251,6 @@ def _protocol(log: Path) -> dict[str, Any]:
             seen.setdefault("asked", entry["version"])
             seen.setdefault("client_info", entry.get("client_info"))
         elif entry["method"] == "tools/call":
-            seen.setdefault("tools_call", entry["version"] or seen.get("negotiated"))
+            # None: its calls carried no version (Gemini CLI sends no MCP-Protocol-Version).
+            seen.setdefault("tools_call", entry["version"])
     return seen

@@ -1,21 +1,29 @@
-"""A transparent tap on a stdio MCP server: what protocol version a client negotiated.
+"""Transparent taps on the server's transports: what protocol version a client negotiated.
 
-Run as ``python tap.py LOG -- COMMAND...``: starts COMMAND and copies the
-client's stdin to it and its stdout back, byte for byte, writing to LOG (JSON
-lines) each request's method and the protocol version it carries, and the
-version the server answered `initialize` with. The
-stand-in sees only what reaches the model; this sees what the client and the
-server agreed on, which is what decides the shape of each result.
+The stand-in sees only what reaches the model; a tap sees what the client and
+the server agreed on, which decides the shape of each result. Over stdio, run
+as ``python tap.py LOG -- COMMAND...``: it starts COMMAND and copies the
+client's stdin to it and its stdout back, byte for byte. Over HTTP, `HttpTap`
+is a loopback reverse proxy in front of the server, passing every request and
+response (SSE streams as they come). Both write to LOG (JSON lines) each
+request's method and the protocol version it carries, and the version the
+server answered `initialize` with; nothing else.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import re
 import signal
 import subprocess
 import sys
 import threading
-from typing import IO
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, Any
 
 
 def _pump(
@@ -32,10 +40,10 @@ def _pump(
     sink.close()
 
 
-def _seen(line: bytes, side: str) -> dict | None:
+def _seen(line: bytes, side: str, header: str | None = None) -> dict | None:
     """What a message says of the protocol: a client's request with the version it asked for
-    (in `initialize`, or on every request of the 2026-07-28 generation), a server's answer
-    naming the version it chose. Nothing else is written down."""
+    (in `initialize`, in the HTTP header, or on every request of the 2026-07-28 generation),
+    a server's answer naming the version it chose. Nothing else is written down."""
     try:
         message = json.loads(line)
     except ValueError:
@@ -46,7 +54,7 @@ def _seen(line: bytes, side: str) -> dict | None:
         params = message.get("params") or {}
         meta = params.get("_meta") or {}
         version = params.get("protocolVersion") if message["method"] == "initialize" else None
-        version = version or meta.get("io.modelcontextprotocol/protocolVersion")
+        version = version or meta.get("io.modelcontextprotocol/protocolVersion") or header
         seen = {"from": side, "method": message["method"], "version": version}
         if message["method"] in ("initialize", "server/discover"):
             seen["client_info"] = params.get("clientInfo") or meta.get(
@@ -57,6 +65,100 @@ def _seen(line: bytes, side: str) -> dict | None:
     if side == "server" and isinstance(result, dict) and "protocolVersion" in result:
         return {"from": side, "version": result["protocolVersion"]}
     return None
+
+
+#: Headers a proxy does not pass on as they came (hop by hop, or that it sets itself).
+HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length", "accept-encoding"}
+
+
+class HttpTap:
+    """A loopback reverse proxy in front of the server at `port`, logging to `log`."""
+
+    def __init__(self, port: int, log: Path) -> None:
+        self.port = port
+        self.log = log
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def write(self, seen: dict[str, Any]) -> None:
+        with self._lock, self.log.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(seen) + "\n")
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[str]:
+        """Yields the tap's base URL (use it where the server's would go)."""
+        tap = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                tap._forward(self)
+
+            do_POST = do_DELETE = do_GET
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{self._server.server_address[1]}"
+        finally:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _forward(self, handler: BaseHTTPRequestHandler) -> None:
+        body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+        header = handler.headers.get("MCP-Protocol-Version")
+        messages = []
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(body) if body else None
+            messages = parsed if isinstance(parsed, list) else [parsed] if parsed else []
+        initializing = False
+        for message in messages:
+            seen = _seen(json.dumps(message).encode(), "client", header)
+            if seen:
+                self.write(seen)
+                initializing |= seen["method"] == "initialize"
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP}
+        upstream = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        try:
+            upstream.request(handler.command, handler.path, body or None, headers)
+            response = upstream.getresponse()
+        except OSError:
+            handler.send_error(502)
+            return
+        handler.send_response(response.status)
+        for key, value in response.getheaders():
+            if key.lower() not in HOP:
+                handler.send_header(key, value)
+        length = response.getheader("Content-Length")
+        if length is not None:  # a whole answer: as it came
+            data = response.read()
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            self._answered(data, initializing)
+        else:  # a stream (SSE): passed on chunk by chunk as it comes
+            handler.send_header("Transfer-Encoding", "chunked")
+            handler.end_headers()
+            kept = b""
+            with contextlib.suppress(OSError):
+                while chunk := response.read1(65536):
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    handler.wfile.flush()
+                    if initializing and len(kept) < 65536:
+                        kept += chunk
+                handler.wfile.write(b"0\r\n\r\n")
+            self._answered(kept, initializing)
+        upstream.close()
+
+    def _answered(self, data: bytes, initializing: bool) -> None:
+        found = re.search(rb'"protocolVersion"\s*:\s*"([^"]+)"', data) if initializing else None
+        if found:
+            self.write({"from": "server", "version": found.group(1).decode()})
 
 
 def main() -> int:
