@@ -1777,3 +1777,13 @@ async def test_a_persons_caret_reaches_a_2026_listener_of_presence(tmp_path):
             ] == [("Ada", "watched.ipynb", "second", 1, "total")]
             said = text_of(await client.call_tool("outline", {"notebook_name": "watched.ipynb"}))
             assert "People here: Ada at cell 1 (second), selected 'total'." in said, said
+
+
+def test_inside_jupyter_server_a_dropped_call_resumes_with_last_event_id(jupyter):
+    """The same resumable streams at ``{base_url}/mcp`` (the tornado bridge): the call's stream
+    dropped mid-run and resumed twice, every progress notification and the result once."""
+    from test_resumable import EMPTY_NOTEBOOK, run_dropped_twice
+
+    url, root = jupyter
+    (root / "resume.ipynb").write_text(json.dumps(EMPTY_NOTEBOOK))
+    run_dropped_twice(f"{url}/mcp", headers(), "resume.ipynb")

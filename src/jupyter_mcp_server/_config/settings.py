@@ -119,6 +119,10 @@ class ServerConfig:
     http_body_timeout: float = 30.0
     #: Seconds an HTTP session may go without a request before it expires (its client gone).
     session_timeout: float = 3600.0
+    #: HTTP: the most events of one SSE stream kept for a client resuming it (Last-Event-ID).
+    resume_events: int = 1000
+    #: HTTP: the most bytes of events kept for resuming, every stream together.
+    resume_bytes: int = 32 * 1024 * 1024
     #: ``--python``: an interpreter (or an environment's directory) to offer, and to run
     #: new notebooks on when the workspace has no environment of its own.
     python: str | None = None
@@ -501,6 +505,22 @@ SETTINGS: tuple[Setting, ...] = (
         env="JUPYTER_MCP_SESSION_TIMEOUT",
         positive=True,
         jupyter="session_timeout",
+    ),
+    Setting(
+        "resume_events",
+        "HTTP: the most events of one response stream kept for a client that lost its connection "
+        "to resume it with Last-Event-ID; past it the oldest are dropped.",
+        int,
+        env="JUPYTER_MCP_RESUME_EVENTS",
+        positive=True,
+    ),
+    Setting(
+        "resume_bytes",
+        "HTTP: the most bytes of events kept for resuming streams, every session's together; past "
+        "it the oldest are dropped.",
+        int,
+        env="JUPYTER_MCP_RESUME_BYTES",
+        positive=True,
     ),
     Setting(
         "python",

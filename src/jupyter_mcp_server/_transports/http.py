@@ -16,6 +16,12 @@ ends it, and its end is handled as a DELETE's (``ServerState.connection_ended``:
 its choices, subscriptions and log level go, its notebooks' kernels are left to
 ``--idle-timeout``) and logged. A client that comes back gets the protocol's
 404 and initializes a new session.
+
+A client whose connection drops mid-call resumes the call's stream with
+``Last-Event-ID`` (a GET): each session's streams are kept, bounded, in
+:mod:`jupyter_mcp_server._transports.resumable`'s event store, which this router
+binds each request to its session's share of; an id this session cannot resume
+from is ``410``.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from jupyter_mcp_server._protocol.apps import APP_ONLY_TOOLS
 from jupyter_mcp_server._protocol.handlers import tool_annotations
 from jupyter_mcp_server._protocol.profile_guard import SCOPE_KEY, server_profile
 from jupyter_mcp_server._transports.access_checks import AccessChecks, Receive, Scope, Send, refuse
+from jupyter_mcp_server._transports.resumable import EventStore, Namespace, serving_session
 
 if TYPE_CHECKING:
     from jupyter_mcp_server._app import Application
@@ -48,6 +55,10 @@ logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 SESSION_HEADER = b"mcp-session-id"
+LAST_EVENT_ID_HEADER = b"last-event-id"
+#: Milliseconds a client waits before reconnecting to a stream that closed without its response
+#: (the ``retry`` of each stream's priming event).
+RETRY_MS = 1000
 
 
 class SelectionRouter:
@@ -67,6 +78,10 @@ class SelectionRouter:
         self._last_request: dict[str, float] = {}
         #: The sessions a DELETE is ending right now.
         self._deleting: set[str] = set()
+        config = application.config
+        #: Every session's streams, kept for resuming (Last-Event-ID), and each session's share.
+        self.events = EventStore(per_stream=config.resume_events, total_bytes=config.resume_bytes)
+        self._namespaces: dict[str, Namespace] = {}
         application.state.connection_ends.append(self._session_ended)
 
     @contextlib.asynccontextmanager
@@ -85,6 +100,9 @@ class SelectionRouter:
                 self._servers.clear()
                 self._sessions.clear()
                 self._last_request.clear()
+                for namespace in self._namespaces.values():
+                    self.events.forget(namespace)
+                self._namespaces.clear()
 
     async def _serve(self, app: Any, *, task_status: Any) -> None:
         assert self._closing is not None
@@ -110,6 +128,8 @@ class SelectionRouter:
                     streamable_http_path=MCP_PATH,
                     transport_security=_checks_are_ours(),
                     session_idle_timeout=self.application.config.session_timeout,
+                    event_store=self.events,
+                    retry_interval=RETRY_MS,
                 )
                 await self._tasks.start(self._serve, app)
                 self._apps[key] = app
@@ -164,9 +184,27 @@ class SelectionRouter:
                 return
             app = await self.app_for(scope)
         if profile is not None:
-            # Narrowed by the token's profile where a sign-in put one there (authorization.py).
+            # Narrowed by what Jupyter's authorizer put there (_jupyter/server_extension.py).
             scope[SCOPE_KEY] = narrowest(profile, scope.get(SCOPE_KEY))
         method = scope.get("method")
+        namespace = self._namespaces.get(session_id) if remembered and session_id else None
+        last_event_id = _header(scope, LAST_EVENT_ID_HEADER)
+        if (
+            namespace is not None
+            and method == "GET"
+            and last_event_id
+            and not self.events.resumable(last_event_id, namespace)
+        ):
+            # An empty stream would have the client reconnect for ever: say it is gone.
+            await refuse(
+                send,
+                410,
+                "Gone: this session keeps no stream to resume after that Last-Event-ID (its "
+                "events were dropped, or it is not this session's); send the request again.",
+            )
+            return
+        # A request the SDK opens a session with starts that session's share of the store.
+        namespace = namespace or Namespace()
         if method == "DELETE" and remembered is not None and session_id:
             self._deleting.add(session_id)  # before the session can end, and be heard ending
 
@@ -176,6 +214,7 @@ class SelectionRouter:
                 status = message.get("status", 500)
                 if issued and status < 400 and method != "DELETE":
                     self._sessions[issued] = (app, profile)
+                    self._namespaces.setdefault(issued, namespace)
                     self._last_request[issued] = time.monotonic()
                 elif session_id and status == 404:
                     self._forget(session_id)
@@ -186,13 +225,18 @@ class SelectionRouter:
             await send(message)
 
         try:
-            await app(scope, receive, remembering)
+            # The SDK's tasks for the session (its message router) inherit this binding.
+            with serving_session(namespace):
+                await app(scope, receive, remembering)
         finally:
             if session_id and session_id in self._sessions:
                 self._last_request[session_id] = time.monotonic()
 
     def _forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        namespace = self._namespaces.pop(session_id, None)
+        if namespace is not None:
+            self.events.forget(namespace)
         self._last_request.pop(session_id, None)
         self._deleting.discard(session_id)
 
