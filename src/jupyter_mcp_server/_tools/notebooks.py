@@ -1,6 +1,7 @@
 """The tools that choose, list, read and release notebooks and their kernels."""
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -23,6 +24,7 @@ from jupyter_mcp_server._tools.helpers.focus import focus_line
 from jupyter_mcp_server._tools.helpers.headings import headings_line, headings_of
 from jupyter_mcp_server._tools.helpers.model_text import output_text
 from jupyter_mcp_server._tools.helpers.rendering import (
+    BINARY_TYPES,
     InlineLimits,
     OutputLink,
     bounded_outputs,
@@ -347,6 +349,28 @@ async def get_notebook_revision(
     return answer({"revision": revision}, f"'{path}' is at revision {revision}.")
 
 
+def _page_outputs(cells: Any, start: int, stop: int) -> list[tuple[int, int, str, str]]:
+    """(cell index, output number, label, text) of each output of cells start..stop-1 a model
+    reads: its text (a table as Markdown, a traceback folded), an image named, never inlined."""
+    found: list[tuple[int, int, str, str]] = []
+    for index in range(start, stop):
+        cell = cells[index]
+        if cell.get("cell_type") != "code":
+            continue
+        for number, output in enumerate(cell.get("outputs") or []):
+            kind = output.get("output_type", "output")
+            label = "error output" if kind == "error" else f"output {number}: {kind}"
+            text = output_text(output)
+            images = [m for m in (output.get("data") or {}) if m in BINARY_TYPES]
+            if images:
+                named = ", ".join(images)
+                note = f"({named}: read_cell shows it as an image)"
+                text = f"{text}\n{note}" if text else note
+            if text is not None:
+                found.append((index, number, label, text))
+    return found
+
+
 @tool_handler("read_notebook")
 async def read_notebook(
     notebook_name: NotebookName = None,
@@ -382,7 +406,18 @@ async def read_notebook(
     server = state_of(ctx)
     limits = InlineLimits.of(server.config)
     states = states_of(server.kernels, path, view.notebook)
-    errors: list[tuple[int, str, str]] = []  # (line, uri, text) of each error output shown
+    # Every output of the page, as the text a model reads, shares one budget: in the text
+    # (each under its cell) and in the structured cells (each cell's outputs within the
+    # shares of its own), so neither part of a page carries more than a result may.
+    shown_outputs = _page_outputs(cells, start_index, stop) if detailed else []
+    shares = allot([len(text) for *_, text in shown_outputs], limits.budget_chars)
+    cell_budget: dict[int, int] = {}
+    for (index, _, _, _), share in zip(shown_outputs, shares, strict=True):
+        cell_budget[index] = cell_budget.get(index, 0) + share
+    texts: dict[int, list[str]] = {}
+    for (index, number, label, text), share in zip(shown_outputs, shares, strict=True):
+        uri = output_uri(path, cells[index].get("id", ""), number)
+        texts.setdefault(index, []).append(f"[{label}]\n" + head_and_tail(text, share, uri))
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
@@ -392,8 +427,10 @@ async def read_notebook(
             # Cut as the text of a result is: a page of cells with 50 MiB of
             # outputs would otherwise be 50 MiB of structuredContent, and the
             # server's memory would keep the high-water mark of encoding it.
+            # A floor, so that a cell whose outputs a model reads as nothing keeps their heads.
+            own = replace(limits, budget_chars=max(cell_budget.get(index, 0), 256))
             outputs, cut = bounded_outputs(
-                list(cell.get("outputs", [])), _output_link(path, cell.get("id", "")), limits
+                list(cell.get("outputs", [])), _output_link(path, cell.get("id", "")), own
             )
             cuts = [models.OutputCut(**each) for each in cut] or None
         summaries.append(
@@ -410,22 +447,7 @@ async def read_notebook(
         )
         lines.append(cell_heading(index, cell) + (f", {state}" if state else ""))
         lines.append(source if detailed else source_preview(source))
-        if detailed:
-            for number, output in enumerate(cell.get("outputs") or []):
-                if output.get("output_type") == "error":
-                    errors.append(
-                        (
-                            len(lines),
-                            output_uri(path, cell.get("id", ""), number),
-                            output_text(output) or "",
-                        )
-                    )
-                    lines.append("")
-    # The text shows each error where it was raised (its folded traceback), within the budget;
-    # the other outputs are in the structured cells, and read_cell shows them.
-    shares = allot([len(text) for _, _, text in errors], limits.budget_chars)
-    for (line, uri, text), share in zip(errors, shares, strict=True):
-        lines[line] = "[error output]\n" + head_and_tail(text, share, uri)
+        lines.extend(texts.get(index, ()))
     if (headings := headings_line(headings_of(cells[start_index:stop], start_index))) is not None:
         lines.insert(1 + bool(said), headings)
     if (people := focus_line(server.people(), path)) is not None:
