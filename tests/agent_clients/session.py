@@ -152,7 +152,7 @@ def offline_env(base: dict[str, str], home: Path, dead_proxy: bool) -> dict[str,
         for k, v in base.items()
         if not k.upper().startswith(FOREIGN) and k.lower() not in PROXIES
     }
-    for folder in ("config", "data", "cache", "state"):
+    for folder in ("config", "data", "cache", "state", "tmp"):
         (home / f".{folder}").mkdir(parents=True, exist_ok=True)
     if dead_proxy:
         dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
@@ -166,6 +166,8 @@ def offline_env(base: dict[str, str], home: Path, dead_proxy: bool) -> dict[str,
         XDG_DATA_HOME=str(home / ".data"),
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_STATE_HOME=str(home / ".state"),
+        # Copilot saves a long result to a temporary file and hands the model its path.
+        TMPDIR=str(home / ".tmp"),
         DO_NOT_TRACK="1",
         NO_UPDATE_NOTIFIER="1",
         NO_COLOR="1",
