@@ -56,6 +56,15 @@ def contains(*wanted: str, absent: tuple[str, ...] = ()) -> Callable[[Handed], l
     return check
 
 
+def shows_a_plot(handed: Handed) -> list[str]:
+    """The model learns a figure was drawn (as an image, or named in text where the client
+    drops images), and never gets it as base64 text."""
+    wrong = contains(absent=(PNG,))(handed)
+    if not handed.images() and "image/png" not in handed.text():
+        wrong.append("neither an image nor a word of one in what the model got")
+    return wrong
+
+
 def _kernel_has(module: str) -> bool:
     # The kernel is the server's own Python (python3 in this environment): the same modules.
     return importlib.util.find_spec(module) is not None
@@ -99,7 +108,7 @@ def script() -> tuple[list[Step], list[str]]:
             Step(
                 "insert_execute_code_cell",
                 {**on, "cell_index": -1, "cell_source": plot},
-                contains(absent=(PNG,)),
+                shows_a_plot,
             )
         )
     else:
