@@ -122,7 +122,12 @@ async def tags_of(client: Client) -> list[str]:
     result = await client.call_tool("list_kernels", {})
     assert not result.is_error, text_of(result)
     assert result.structured_content is not None and "kernels" in result.structured_content
-    return [block.text for block in result.content if getattr(block, "text", "").startswith("tag:")]
+    # Each block but the last ends in a line break (clients may join blocks with nothing between).
+    return [
+        block.text.rstrip("\n")
+        for block in result.content
+        if getattr(block, "text", "").startswith("tag:")
+    ]
 
 
 def logged(log: Path, level: str, *fragments: str) -> bool:

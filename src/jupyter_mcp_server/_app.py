@@ -58,6 +58,7 @@ from jupyter_mcp_server._protocol.resources import (
     attach_resources,
     described_capabilities,
 )
+from jupyter_mcp_server._protocol.result_parts import ResultParts
 from jupyter_mcp_server._protocol.subscriptions import NotebookEvents, attach_subscriptions
 from jupyter_mcp_server._protocol.tasks import Tasks, TaskSupport, attach_tasks
 from jupyter_mcp_server._protocol.tool_listing import attach_compact_listing
@@ -254,6 +255,8 @@ class Application:
         server.middleware.append(ServingState())
         server.middleware.append(ConnectionEnds(state.connection_ended))
         server.middleware.append(ResultMasking(state))
+        # Inside the masking, so that what it copies into the structured part is masked too.
+        server.middleware.append(ResultParts())
         server.middleware.append(MalformedReadsCoded())
         server.middleware.append(AnswersInputRequired())
         server.middleware.append(self.client_roots)

@@ -1,13 +1,9 @@
 """How a tool answers: structured results, failures with codes, and the hook pair.
 
 Every tool returns an MCP ``CallToolResult``: ``structuredContent`` matching
-the tool's output schema and the text a model reads in ``content``. Clients
-differ in which part they hand their model (Claude Code and Codex only the
-structured part when there is one; Gemini CLI, opencode and Qwen Code only
-the content; Copilot both, its blocks joined with nothing between), so a
-successful result carries the same reading in both: ``structuredContent``
-gains ``rendered``, the content's text with each image named in its place,
-and text blocks end with a line break before the next block. A failure is ``isError: true`` with a message that says what to
+the tool's output schema and the text a model reads in ``content`` (which
+:mod:`jupyter_mcp_server._protocol.result_parts` copies into the structured
+part as ``rendered``, for clients that hand their model only that part). A failure is ``isError: true`` with a message that says what to
 do next and ``_meta["io.jupyter-mcp/error"]`` carrying the stable code.
 :func:`tool_handler` is the one place that turns a raised
 :class:`~jupyter_mcp_server._errors.ToolFailure` into that shape and fires
@@ -21,15 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from mcp.types import (
-    CallToolResult,
-    ContentBlock,
-    EmbeddedResource,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-    TextResourceContents,
-)
+from mcp.types import CallToolResult, ContentBlock, TextContent
 
 from jupyter_mcp_server._calls.callers import caller_of, recorded_session, serving_caller
 from jupyter_mcp_server._calls.connections import session_of
@@ -45,61 +33,19 @@ logger = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Awaitable[CallToolResult]])
 
 
-#: Where a successful result's structuredContent carries what its content says, for the
-#: clients that hand their model only the structured part (docs/protocol.md).
-RENDERED_KEY = "rendered"
-
-
 def answer(
     structured: dict[str, Any],
     text: str | None = None,
     content: Sequence[ContentBlock] = (),
 ) -> CallToolResult:
-    """A successful result: the structured answer, and what a model reads, in both parts."""
+    """A successful result: the structured answer, and what a model reads."""
     blocks: list[ContentBlock] = []
     if text is not None:
         blocks.append(TextContent(type="text", text=text))
     blocks.extend(content)
     if not blocks:
         blocks.append(TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)))
-        return CallToolResult(content=blocks, structured_content=structured)
-    blocks = separated(blocks)
-    # First, so that a client handing the model this JSON shows it what matters first.
-    structured = {RENDERED_KEY: rendered(blocks), **structured}
     return CallToolResult(content=blocks, structured_content=structured)
-
-
-def separated(blocks: list[ContentBlock]) -> list[ContentBlock]:
-    """`blocks` with every text block that another follows ending in a line break: a client
-    that joins blocks with nothing between (Copilot CLI) must not run two outputs together."""
-    for block in blocks[:-1]:
-        if isinstance(block, TextContent) and block.text and not block.text.endswith("\n"):
-            block.text += "\n"
-    return blocks
-
-
-def rendered(blocks: Sequence[ContentBlock]) -> str:
-    """What `blocks` say as one text: texts as they are, an image or a link named in its place
-    (a model reading JSON text never gets base64)."""
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, ImageContent):
-            size = len(block.data) * 3 // 4
-            parts.append(
-                f"[{block.mime_type} image, about {size} bytes: an image block of this result's "
-                "content, seen where the client passes images on]\n"
-            )
-        elif isinstance(block, ResourceLink):
-            parts.append(f"[{block.description or block.name}: {block.uri}]\n")
-        elif isinstance(block, EmbeddedResource):
-            resource = block.resource
-            if isinstance(resource, TextResourceContents):
-                parts.append(resource.text)
-            else:
-                parts.append(f"[{resource.mime_type or 'binary'} resource: {resource.uri}]\n")
-    return "".join(parts)
 
 
 def failure(
@@ -108,9 +54,7 @@ def failure(
     content: Sequence[ContentBlock] = (),
 ) -> CallToolResult:
     """A failed result: never reported as success, never without its reason."""
-    # No ``rendered`` here: every client tested hands its model the content of an error, and
-    # one that hands the whole result (Gemini CLI) would read the traceback a third time.
-    blocks = separated([TextContent(type="text", text=error.message), *content])
+    blocks: list[ContentBlock] = [TextContent(type="text", text=error.message), *content]
     return CallToolResult(
         content=blocks,
         structured_content=structured,
