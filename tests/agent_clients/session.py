@@ -253,6 +253,7 @@ def _protocol(log: Path) -> dict[str, Any]:
             seen.setdefault("asked", entry["version"])
             seen.setdefault("client_info", entry.get("client_info"))
         elif entry["method"] == "tools/call":
-            # None: its calls carried no version (Gemini CLI sends no MCP-Protocol-Version).
+            # None: its calls carried none (no call does over stdio at a 2025 version; over
+            # HTTP, Gemini CLI sends no MCP-Protocol-Version): `negotiated` is what holds.
             seen.setdefault("tools_call", entry["version"])
     return seen

@@ -181,6 +181,7 @@ class Standin:
             body = {}
         self.bodies.append(body)
         status, kind, payload = 404, "application/json", {"error": {"message": "not found"}}
+        entry["kind"] = "side"  # unless it turns out to be a turn of the main loop
         if handler.command == "GET":
             if path.endswith("/models"):
                 status, payload = 200, _models()
@@ -203,7 +204,7 @@ class Standin:
                 answer = json.dumps({"next_speaker": "user", "reasoning": "done"})
                 status, kind, payload = 200, *_write_gemini(read, None, answer)
         else:
-            entry["kind"] = "unknown"
+            entry["kind"] = "unknown"  # answered 404: a client that needs it fails visibly
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         handler.send_response(status)
         handler.send_header("Content-Type", kind)
