@@ -22,6 +22,14 @@ waiting out the timeout for a message that will not come (as nbclient
 does). A request the kernel never acknowledged at all (no status, no
 reply) is said to be that when it times out, not taken for code that
 ignores SIGINT.
+
+Whether the code failed is the kernel's to say, in its shell reply
+(``error``, ``aborted``), as nbclient reads it: an error output shown by
+code that went on (``get_ipython().showtraceback()`` in an ``except``, a
+failing IPython event callback, an ``Output`` widget's capture) leaves the
+reply ``ok``. Such an output stays among the outputs; the outcome's
+``error`` is left empty and its ``reason`` says the cell went on. Only a
+kernel that never replied is judged by its error output.
 """
 
 from __future__ import annotations
@@ -31,12 +39,12 @@ import logging
 import queue
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 
-from jupyter_mcp_server._kernels.outputs import CollectedOutputs, OutputCollector
+from jupyter_mcp_server._kernels.outputs import CollectedOutputs, ErrorInfo, OutputCollector
 
 logger = logging.getLogger(__name__)
 
@@ -262,22 +270,27 @@ async def run_code(
     if reply_content.get("execution_count") is not None:
         collector.set_execution_count(reply_content["execution_count"])
     collected = collector.result()
+    replied = reply_content.get("status")
     if status is None:
         if timed_out:
             status = TIMEOUT
-        elif collected.error is not None or reply_content.get("status") == "error":
+        elif replied == "error" or (replied is None and collected.error is not None):
             interrupted_on_purpose = interrupted is not None and interrupted.is_set()
             is_keyboard = (
                 collected.error is not None and collected.error.ename == "KeyboardInterrupt"
             )
             status = INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
-        elif reply_content.get("status") in (
-            "aborted",
-            "abort",
-        ):  # "abort": bash_kernel's, an older spec's
+        elif replied in ("aborted", "abort"):  # "abort": bash_kernel's, an older spec's
             status = INTERRUPTED if interrupted is not None and interrupted.is_set() else ERROR
         else:
             status = OK
+    reason = _reason(still_running=still_running, acknowledged=acknowledged, iopub_lost=iopub_lost)
+    if status == OK and collected.error is not None:
+        # Shown by code that went on (showtraceback() in an except, a failing event
+        # callback, an Output widget's capture): an output, not the cell's error.
+        went_on = went_on_after(collected.error)
+        reason = f"{reason} {went_on}" if reason else went_on
+        collected = replace(collected, error=None)
     if status == ERROR and not await is_alive():
         # Ended by the kernel going away (a Jupyter Server interrupts a kernel it is
         # told to shut down, so the code "raises" KeyboardInterrupt): not the code's error.
@@ -288,10 +301,22 @@ async def run_code(
         execution_count=collected.execution_count,
         user_expressions=reply_content.get("user_expressions") or None,
         duration=time.monotonic() - started,
-        reason=_reason(
-            still_running=still_running, acknowledged=acknowledged, iopub_lost=iopub_lost
-        ),
+        reason=reason,
         kernel_state=BUSY_AFTER_INTERRUPT if still_running else None,
+    )
+
+
+#: What a model reads beside an error output of a cell that did not fail.
+WENT_ON = (
+    "the cell went on after showing this error: the kernel replied ok, so the cell did not fail"
+)
+
+
+def went_on_after(error: ErrorInfo) -> str:
+    """The reason of an outcome that is ``ok`` though the code showed `error`."""
+    return (
+        f"The cell went on after showing an error ({error.ename}): the kernel replied ok, "
+        "so the cell did not fail."
     )
 
 

@@ -23,6 +23,7 @@ from jupyter_mcp_server._errors import (
     TIMEOUT,
     ToolFailure,
 )
+from jupyter_mcp_server._kernels.execution import WENT_ON
 from jupyter_mcp_server._store.formats import IPYNB
 from jupyter_mcp_server._tools.helpers import run_models
 from jupyter_mcp_server._tools.helpers.budget import allot, head_and_tail
@@ -215,6 +216,9 @@ def _cell_texts(report: RunReport, limits: InlineLimits) -> list[str]:
                     )
                 )
             text = output_text(output)
+            if text and output.get("output_type") == "error" and ran.status == "ok":
+                # An error shown by code that went on: the kernel's reply says the cell did not fail.
+                text = text.rstrip("\n") + f"\n[jupyter-mcp-server: {WENT_ON}]\n"
             if text:
                 pieces.append((position, index, text))
     shares = allot([len(text) for _, _, text in pieces], limits.budget_chars)
