@@ -58,15 +58,19 @@ def _write(path: Path, content: Any) -> Path:
     return path
 
 
+def _mcp_json(setup: Setup, local: str, remote: str) -> dict[str, Any]:
+    """The common `mcpServers` entry: `command`/`args`/`env`, or `url`, with the types named."""
+    if setup.stdio:
+        command, *args = setup.server["command"]
+        return {"type": local, "command": command, "args": args, "env": setup.server["env"]}
+    return {"type": remote, "url": setup.server["url"]}
+
+
 # --- Claude Code ------------------------------------------------------------------------------
 
 
 def _claude(setup: Setup) -> tuple[list[str], dict[str, str]]:
-    if setup.stdio:
-        command, *args = setup.server["command"]
-        entry = {"type": "stdio", "command": command, "args": args, "env": setup.server["env"]}
-    else:
-        entry = {"type": "http", "url": setup.server["url"]}
+    entry = _mcp_json(setup, "stdio", "http")
     config = _write(setup.home / "mcp.json", {"mcpServers": {SERVER: entry}})
     args = [
         "-p",
@@ -169,14 +173,6 @@ CODEX = Client("codex", "@openai/codex@0.169.0", "codex", _codex)
 
 
 # --- Copilot CLI ------------------------------------------------------------------------------
-
-
-def _mcp_json(setup: Setup, local: str, remote: str) -> dict[str, Any]:
-    """The common `mcpServers` entry: `command`/`args`/`env`, or `url`, with the types named."""
-    if setup.stdio:
-        command, *args = setup.server["command"]
-        return {"type": local, "command": command, "args": args, "env": setup.server["env"]}
-    return {"type": remote, "url": setup.server["url"]}
 
 
 def _copilot(setup: Setup) -> tuple[list[str], dict[str, str]]:
