@@ -24,6 +24,7 @@ import functools
 import importlib
 import inspect
 import logging
+import os
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from jupyter_mcp_server._kernels.environments import (
     Environment,
     Environments,
     KernelChoice,
+    activated,
     choose,
     installed_kernelspecs,
     kernelspec_manager,
@@ -402,7 +404,12 @@ class LocalBackend(KernelBackend):
             connection_file=self.runtime.connection_file(kernel_id),
             **options,
         )
-        await manager.start_kernel(cwd=str(cwd))
+        # Activated as a shell would (environments.activated); restarts launch with it too.
+        launch: dict[str, Any] = {"cwd": str(cwd)}
+        environ = activated(os.environ, env)
+        if environ is not None:
+            launch["env"] = environ
+        await manager.start_kernel(**launch)
         client = manager.client(context=self._zmq_context)
         client.start_channels()
         try:
