@@ -60,20 +60,17 @@ async def test_the_notebook_keeps_the_kernels_colours_and_a_model_reads_none(
         )
         cell_id = ran.structured_content["cell_id"]
 
-        # On disk: as Jupyter stores them, colours and all (the row of dashes above the
-        # traceback folded away, as before).
+        # On disk: as Jupyter stores them, colours, IPython's row of dashes and all.
         on_disk = json.loads((workspace / "colours.ipynb").read_text())["cells"][0]
         stream, error = on_disk["outputs"]
         assert "".join(stream["text"]) == COLOURED == "".join(jupyter[0]["text"])
         assert error["ename"] == jupyter[1]["ename"] == "ZeroDivisionError"
         count = f"In[{on_disk['execution_count']}]"
-        assert error["traceback"] == [
-            _COUNT.sub(count, line) for line in jupyter[1]["traceback"][1:]
-        ]
+        assert error["traceback"] == [_COUNT.sub(count, line) for line in jupyter[1]["traceback"]]
         assert "\x1b[31mZeroDivisionError\x1b[39m" in error["traceback"][-1]
         # IPython's header is stored aligned for a terminal; a model reads it without the
         # run of spaces, in the text and the structured error alike.
-        assert re.search(r"ZeroDivisionError\S* {2,}Traceback", error["traceback"][0])
+        assert re.search(r"ZeroDivisionError\S* {2,}Traceback", error["traceback"][1])
         assert "ZeroDivisionError Traceback (most recent call last)" in text_of(ran)
         assert ran.structured_content["error"]["traceback"][0] == (
             "ZeroDivisionError Traceback (most recent call last)"

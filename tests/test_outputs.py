@@ -260,7 +260,7 @@ def test_errors_are_stripped_of_ansi_and_lose_only_the_row_of_dashes():
     assert removed > 0
 
 
-def test_an_error_is_stored_folded_in_its_colours_and_read_plain():
+def test_an_error_is_stored_as_the_kernel_sent_it_and_read_folded_and_plain():
     collector = OutputCollector(max_bytes=1 << 20, max_blocks=8)
     collector.add(
         "error",
@@ -272,10 +272,61 @@ def test_an_error_is_stored_folded_in_its_colours_and_read_plain():
     )
     result = collector.result()
     stored = result.outputs[0]
-    # The row of dashes is folded away; every entry kept whole keeps its colours.
-    assert stored["traceback"] == IPYTHON_TRACEBACK[1:]
+    # Stored as the kernel sent it, as Jupyter stores it: the row of dashes, the colours.
+    assert stored["traceback"] == IPYTHON_TRACEBACK
+    # A model reads it folded and plain, the row of dashes dropped.
     assert plain_output(stored) == {"output_type": "error", **result.error.as_dict()}
     assert collector.size_bytes == size_of(plain_output(stored))
+    assert result.truncation == Truncation(False, 0, result.truncation.omitted_bytes)
+
+
+def test_a_stored_error_past_the_byte_limit_keeps_its_head_and_tail_and_says_the_cut():
+    frame = f"File {RED}/venv/site-packages/lib/deep.py:1{RESET}, in down()\n----> 1 down()\n"
+    traceback = [*IPYTHON_TRACEBACK[:3], *[frame] * 5_000, IPYTHON_TRACEBACK[-1]]
+    content = {"ename": "RecursionError", "evalue": "too deep", "traceback": traceback}
+    whole = size_of(
+        {"output_type": "error", **content, "traceback": [strip_ansi(line) for line in traceback]}
+    )
+    max_bytes = 16_384
+    assert whole > 10 * max_bytes
+    collector = OutputCollector(max_bytes=max_bytes, max_blocks=8)
+    collector.add("error", content)
+    result = collector.result()
+    stored = result.outputs[0]
+    assert size_of(plain_output({**stored, "traceback": []})) < max_bytes
+    assert (
+        size_of({**stored, "traceback": [strip_ansi(line) for line in stored["traceback"]]})
+        <= max_bytes
+    )
+    # Its head and tail as the kernel sent them, colours and all, the cut said between them.
+    assert stored["traceback"][:3] == traceback[:3]
+    assert stored["traceback"][-2:] == traceback[-2:]
+    markers = [line for line in stored["traceback"] if line.startswith("[jupyter-mcp-server: ")]
+    assert len(markers) == 1 and "traceback entries" in markers[0]
+    assert "left out here by --max-output-bytes" in markers[0]
+    kept = len(stored["traceback"]) - 1
+    assert f"[jupyter-mcp-server: {len(traceback) - kept} traceback entries" in markers[0]
+    assert result.truncation.truncated
+    # A model reads it folded, the cell's frame and the exception line there.
+    read = plain_output(stored)["traceback"]
+    assert (
+        read[1].startswith("Cell In[1], line 3")
+        and read[-1] == "ZeroDivisionError: division by zero"
+    )
+    assert len(read) < 12
+
+    # One entry longer than its share keeps its head and tail, plain.
+    long = {
+        "ename": "ValueError",
+        "evalue": "v",
+        "traceback": [f"{RED}{'x' * 50_000}{RESET}", "ValueError: v"],
+    }
+    cut = OutputCollector(max_bytes=max_bytes, max_blocks=8)
+    cut.add("error", long)
+    first = cut.result().outputs[0]["traceback"][0]
+    assert first.startswith("x" * 100) and first.endswith("x" * 100) and "\x1b" not in first
+    assert "bytes of this entry left out here by --max-output-bytes" in first
+    assert len(first) <= max_bytes // 8
 
 
 def test_the_users_cell_frame_is_kept_and_library_frames_folded_when_the_innermost_are_all_in_libraries():
@@ -408,7 +459,8 @@ def test_the_error_is_kept_even_past_the_limits():
     full = OutputCollector(max_bytes=size_of(stream("kept\n")), max_blocks=128)
     full.add("stream", {"name": "stdout", "text": "kept\n"})
     full.add("error", {"ename": "ValueError", "evalue": "bad", "traceback": []})
-    assert full.result().outputs == [stream("kept\n"), error_output]
+    # Stored as the kernel sent it (no traceback); counted as a model reads it.
+    assert full.result().outputs == [stream("kept\n"), {**error_output, "traceback": []}]
     assert full.size_bytes == size_of(stream("kept\n")) + size_of(error_output)
     assert full.result().truncation == Truncation(False, 0, 0)
 

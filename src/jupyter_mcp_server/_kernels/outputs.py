@@ -18,14 +18,19 @@ leaves out, so the output schema 1.0 ``truncation`` object is exact:
   began and how it ended, not nothing), and the bytes cut from it count as
   omitted bytes (its original size minus the kept one's, as for an error).
   Omitted payloads are measured and dropped, never held.
-- An error payload is the exception to the gap: it is always kept, normalised
-  and size-bounded, because the error is the one thing a caller must see.
-  Its traceback is folded from the whole of it (``tracebacks``): every frame
-  of the user's own cells whole, library frames folded with a count and their
-  package names, repeats counted, the exception line kept; at most
+- An error payload is the exception to the gap: it is always kept, because
+  the error is the one thing a caller must see. The notebook stores it as the
+  kernel sent it, as Jupyter stores it (every frame, IPython's row of dashes,
+  the colours: :func:`stored_error`), bounded only by ``max_bytes``: past it,
+  the traceback keeps its first and last entries around one saying how many
+  were left out, and an entry too long for its share keeps its head and tail.
+  What a model reads of it is folded from the whole of it (``tracebacks``,
+  :class:`ErrorInfo`, :func:`plain_output`): every frame of the user's own
+  cells whole, library frames folded with a count and their package names,
+  repeats counted, the exception line kept; at most
   ``tracebacks.MAX_ENTRIES`` entries, each shortened to the byte limit's
-  share keeping a frame's location and failing line. Normalisation shortens
-  it; the bytes it removed count as omitted bytes.
+  share keeping a frame's location and failing line. The bytes folding and
+  shortening removed from what a model reads count as omitted bytes.
 - Colour codes are kept as the kernel sent them, as Jupyter stores them (JupyterLab and
   the output app colour them), and the limits count a payload as a model reads it
   (:func:`plain_output`, from which every text for a model is made): colours cost no
@@ -120,15 +125,19 @@ def _plain_entry(entry: str) -> str:
 def _plain_traceback(value: Any) -> Any:
     if not isinstance(value, list):
         return value
-    return [_plain_entry(item) if isinstance(item, str) else item for item in value]
+    plain = [_plain_entry(item) if isinstance(item, str) else item for item in value]
+    if all(isinstance(item, str) for item in plain):
+        # The notebook keeps the kernel's whole traceback; a model reads it folded.
+        return compact_traceback(plain)
+    return plain
 
 
 def plain_output(output: Any) -> Any:
     """An output as a model reads it: its stream text, error and ``text/plain`` without
-    terminal escapes, and a traceback's header without the spaces that align it for a
-    terminal. The notebook keeps them, as Jupyter does (JupyterLab and the output
-    app colour them); every text made for a model is made from this. The same object when
-    there is nothing to strip, a stripped copy otherwise."""
+    terminal escapes, a traceback folded (``tracebacks.compact_traceback``) and its header
+    without the spaces that align it for a terminal. The notebook keeps them, as Jupyter
+    does (JupyterLab and the output app colour them); every text made for a model is made
+    from this. The same object when there is nothing to strip or fold, a copy otherwise."""
     if not isinstance(output, dict):
         return output
     kind = output.get("output_type")
@@ -309,18 +318,21 @@ class OutputCollector:
         )
         self._omitted_bytes += removed
         # Stripping colour codes counts in omitted_bytes (docs/protocol.md) but loses
-        # nothing a reader needs; only a shortened error makes it `truncated`.
+        # nothing a reader needs; only a shortened error makes it `truncated`: what a
+        # model reads shortened past folding, or the stored one cut by the byte limit.
         raw = [str(line) for line in (content.get("traceback") or [])]
         plain = _error_output(
             strip_ansi(str(content.get("ename") or "")),
             strip_ansi(str(content.get("evalue") or "")),
-            [_plain_entry(line) for line in raw],
+            compact_traceback([_plain_entry(line) for line in raw]),
         )
         kept = _error_output(info.ename, info.evalue, list(info.traceback))
-        if payload_size(kept) < payload_size(plain):
+        stored, cut = stored_error(content, self.max_bytes)
+        if cut or payload_size(kept) < _json_size(plain):
             self._shortened = True
         self._error = info
-        self._keep(_coloured(info, content), payload_size(kept), None)
+        # Counted as a model reads it, as every payload is.
+        self._keep(stored, payload_size(kept), None)
 
     def _keep(self, payload: dict[str, Any], size: int, display_id: str | None) -> None:
         self._kept_blocks += 1
@@ -418,16 +430,91 @@ def cut_stream(payload: dict[str, Any], room: int) -> dict[str, Any] | None:
         keep = max(0, keep - int(over / per_char) - 8)
 
 
-def _coloured(info: ErrorInfo, content: dict[str, Any]) -> dict[str, Any]:
-    """The error as the notebook stores it: the folded traceback (``info``), each entry the
-    kernel sent whole in its colours, as Jupyter stores it; a fold line or a shortened entry
-    is plain. Its plain form is ``info``'s, so a model reads the same either way."""
-    raw = {_plain_entry(str(line)): str(line) for line in content.get("traceback") or []}
+#: Of a stored error past the byte limit, an entry (or the value) keeps at most this share
+#: of ``max_bytes``, never less than :data:`MIN_CUT_BYTES` characters.
+STORED_ENTRY_SHARE = 8
+
+
+def stored_error(content: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], bool]:
+    """The error as the notebook stores it, and whether it was cut.
+
+    The kernel's own, as Jupyter (nbclient, JupyterLab) stores it: every entry of
+    its traceback, IPython's row of dashes and its header as written, the colours.
+    Measured plain and unfolded (colour codes cost no byte, as the limits count
+    them), an error over `max_bytes` is cut: a value or an entry longer than its
+    share keeps its head and tail, plain (a cut through colour codes would leave
+    half an escape), around a marker; then, while still over, the traceback keeps
+    its first and last entries around one entry saying how many entries and
+    bytes were left out. The last entries (where it was raised, the exception
+    line) are kept first.
+    """
     ename, evalue = str(content.get("ename") or ""), str(content.get("evalue") or "")
-    return _error_output(
-        ename if strip_ansi(ename) == info.ename else info.ename,
-        evalue if strip_ansi(evalue) == info.evalue else info.evalue,
-        [raw.get(line, line) for line in info.traceback],
+    raw = [str(line) for line in (content.get("traceback") or [])]
+
+    def size(name: str, value: str, entries: list[str]) -> int:
+        return _json_size(
+            _error_output(strip_ansi(name), strip_ansi(value), list(map(strip_ansi, entries)))
+        )
+
+    original = _error_output(ename, evalue, raw)
+    if size(ename, evalue, raw) <= max_bytes:
+        return original, False
+    share = max(max_bytes // STORED_ENTRY_SHARE, MIN_CUT_BYTES)
+    if len(strip_ansi(ename)) > ENAME_MAX_CHARS:
+        ename = _shorten(strip_ansi(ename), ENAME_MAX_CHARS)
+    evalue = _cut_text(evalue, share)
+    entries = [_cut_text(entry, share) for entry in raw]
+    base = size(ename, evalue, []) + len(_left_out(len(entries), 10**9)) + 8
+    sizes = [size("", "", [entry]) - size("", "", []) + 1 for entry in entries]
+    if base + sum(sizes) <= max_bytes:
+        stored = _error_output(ename, evalue, entries)
+        return stored, stored != original
+    head: list[int] = []
+    tail: list[int] = []
+    room = max_bytes - base
+    low, high = 0, len(entries) - 1
+    take_tail = True
+    while low <= high:
+        position = high if take_tail else low
+        if sizes[position] > room and (head or tail):
+            break
+        room -= sizes[position]
+        if take_tail:
+            tail.insert(0, position)
+            high -= 1
+        else:
+            head.append(position)
+            low += 1
+        take_tail = not take_tail
+    left = [entries[position] for position in range(low, high + 1)]
+    kept = [entries[position] for position in head]
+    if left:
+        dropped = sum(len(strip_ansi(entry).encode("utf-8", "surrogatepass")) for entry in left)
+        kept.append(_left_out(len(left), dropped))
+    kept.extend(entries[position] for position in tail)
+    stored = _error_output(ename, evalue, kept)
+    return stored, stored != original
+
+
+def _left_out(entries: int, dropped: int) -> str:
+    return (
+        f"[jupyter-mcp-server: {entries} traceback entries ({dropped} bytes) left out here "
+        "by --max-output-bytes]"
+    )
+
+
+def _cut_text(text: str, max_chars: int) -> str:
+    """`text` as it is when it fits in `max_chars` (plain); else its head and tail, plain,
+    around a marker saying how much was left out."""
+    plain = strip_ansi(text)
+    if len(plain) <= max_chars:
+        return text
+    keep = max(max_chars - 120, 2)
+    head, tail = plain[: keep - keep // 2], plain[len(plain) - keep // 2 :]
+    left_out = len(plain[len(head) : len(plain) - len(tail)].encode("utf-8", "surrogatepass"))
+    return (
+        f"{head}\n[jupyter-mcp-server: {left_out} bytes of this entry left out here by "
+        f"--max-output-bytes]\n{tail}"
     )
 
 
