@@ -213,6 +213,30 @@ def test_no_global_statement_in_the_sources() -> None:
     assert found == []
 
 
+MUTABLE_CONTAINERS = {"dict", "list", "set", "OrderedDict", "defaultdict", "deque"}
+
+
+def module_level_registries(path: Path) -> list[str]:
+    """Module-level names bound to a mutable container: what a whole process would share."""
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        called = value.func if isinstance(value, ast.Call) else None
+        name = getattr(called, "id", None) or getattr(called, "attr", None)
+        if isinstance(value, (ast.Dict, ast.List, ast.Set)) or name in MUTABLE_CONTAINERS:
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_the_reviews_are_kept_by_the_state_not_by_the_process(tmp_path: Path) -> None:
+    """Proposals shown in the review app belong to one server's state: no module keeps them."""
+    for module in ("_tools/helpers/reviews.py", "_calls/proposals.py"):
+        assert module_level_registries(SOURCES / PACKAGE / module) == []
+    planted = tmp_path / "planted.py"
+    planted.write_text("_kept: OrderedDict[str, int] = OrderedDict()\nX = 1\nY = {}\n")
+    assert module_level_registries(planted) == ["planted.py:1", "planted.py:3"]
+
+
 def test_imports_inside_functions_are_few_and_each_says_why() -> None:
     _graph, lazy = import_graph()
     assert len(lazy) <= MOST_LAZY_IMPORTS, "\n".join(f"{m}:{line}" for m, line, _ in lazy)

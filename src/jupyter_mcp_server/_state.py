@@ -38,6 +38,7 @@ from jupyter_mcp_server._calls.callers import (
 )
 from jupyter_mcp_server._calls.connections import session_of
 from jupyter_mcp_server._calls.detached import RunRegistry
+from jupyter_mcp_server._calls.proposals import Proposals
 from jupyter_mcp_server._calls.scratch import ScratchOutputs
 from jupyter_mcp_server._policy.capabilities import CapabilityRegistry
 from jupyter_mcp_server._policy.redaction import (
@@ -171,6 +172,8 @@ class ServerState:
         self.runs = RunRegistry(self.kernels, hooks, ttl_seconds=config.task_ttl_seconds)
         #: Recent outputs of execute_code, for what its results left out.
         self.scratch = ScratchOutputs()
+        #: Changes shown in the review app, until the person answers (``review_change``).
+        self.reviews = Proposals()
         #: Each notebook's searchable texts, kept until the file changes (search_notebooks).
         self.search_texts: DerivedValues[Any] = DerivedValues(SEARCH_TEXTS_WEIGHT)
         #: The Jupyter Server kernels start on, when not local (its backend).

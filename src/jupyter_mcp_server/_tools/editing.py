@@ -222,7 +222,7 @@ async def apply_edits(
     revision = state_of(ctx).store.revision_if(view, after)
     if apps_shown() and revision != previous:
         # The person sees this batch in the review app; an accept applies exactly it.
-        proposal = reviews.propose(
+        proposal = state_of(ctx).reviews.propose(
             caller_of(ctx).owner, reviews.EDITS, view.path, previous, revision, operations=ops
         )
         summary = f"{len(plan.steps)} operation(s) of apply_edits: {previous} -> {revision}"

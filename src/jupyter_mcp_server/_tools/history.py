@@ -253,7 +253,7 @@ def _restore_preview(
     )
     would = server.store.revision_if(view, after)
     if apps_shown() and would != view.revision:
-        proposal = reviews.propose(
+        proposal = server.reviews.propose(
             owner, reviews.RESTORE, view.path, view.revision, would, restored_revision=wanted
         )
         summary = f"restore_notebook to the content of {wanted}: {view.revision} -> {would}"

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from jupyter_mcp_server._calls.approvals import DELETE_CELLS, RESTORE_REVISION, approved_already
 from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._errors import NOT_FOUND, REVISION_CONFLICT, ToolFailure
+from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._tools import editing, history
 from jupyter_mcp_server._tools.helpers import reviews
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
@@ -41,7 +42,7 @@ async def review_change(
     ctx: Context | None = None,
 ) -> Annotated[CallToolResult, ReviewDecided]:
     """The person's answer to a change shown in the review app (app-only)."""
-    proposal = reviews.taken(review_id, caller_of(ctx).owner)
+    proposal = state_of(ctx).reviews.taken(review_id, caller_of(ctx).owner)
     if proposal is None:
         raise ToolFailure(
             NOT_FOUND,

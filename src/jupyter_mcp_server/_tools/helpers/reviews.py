@@ -1,10 +1,11 @@
 """Changes the person reviews before they land: what the review app shows, and what an accept applies.
 
 A dry run of ``apply_edits`` or ``restore_notebook`` by a client that shows apps
-(:func:`.shown.apps_shown`) proposes its change: the proposal is kept here under an
-unguessable id, and the review app (``ui://jupyter-mcp/review``) is handed the
-notebook's cells before and after, side by side, cell by cell, with the id. The
-person's accept comes back through the app-only tool ``review_change``
+(:func:`.shown.apps_shown`) proposes its change: the proposal is kept in the server's
+state (:class:`~jupyter_mcp_server._calls.proposals.Proposals`) under an unguessable
+id, and the review app (``ui://jupyter-mcp/review``) is handed the notebook's cells
+before and after, side by side, cell by cell, with the id. The person's accept comes
+back through the app-only tool ``review_change``
 (:mod:`jupyter_mcp_server._tools.reviewing`) with that id, and applies exactly the
 proposal they saw, against the revision it was made from (``expected_revision``): a
 notebook changed since is refused with ``revision_conflict``, nothing written.
@@ -17,80 +18,16 @@ and client info).
 
 from __future__ import annotations
 
-import secrets
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
+from jupyter_mcp_server._calls.proposals import Proposal
 from jupyter_mcp_server._store.diffs import cell_diff
 
 #: The review app's resource.
 REVIEW_URI = "ui://jupyter-mcp/review"
-#: Proposals kept at once (the oldest is forgotten first: its accept then says so).
-KEPT = 64
-
+#: What a proposal applies when accepted: the tool whose dry run it was.
 EDITS = "apply_edits"
 RESTORE = "restore_notebook"
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """One change a person was shown: which notebook, from which revision to which."""
-
-    id: str
-    #: Who was shown it (``callers.caller_of(ctx).owner``): only they answer it.
-    owner: str
-    tool: str
-    path: str
-    from_revision: str
-    to_revision: str
-    #: apply_edits: the batch, as the dry run planned it.
-    operations: tuple[dict[str, Any], ...] = ()
-    #: restore_notebook: the revision whose content comes back.
-    restored_revision: str | None = None
-
-
-_lock = threading.Lock()
-_proposals: OrderedDict[str, Proposal] = OrderedDict()
-
-
-def propose(
-    owner: str,
-    tool: str,
-    path: str,
-    from_revision: str,
-    to_revision: str,
-    *,
-    operations: list[dict[str, Any]] | None = None,
-    restored_revision: str | None = None,
-) -> Proposal:
-    """Keep a proposal; its id is what the review app answers about."""
-    proposal = Proposal(
-        id=secrets.token_urlsafe(16),
-        owner=owner,
-        tool=tool,
-        path=path,
-        from_revision=from_revision,
-        to_revision=to_revision,
-        operations=tuple(operations or ()),
-        restored_revision=restored_revision,
-    )
-    with _lock:
-        _proposals[proposal.id] = proposal
-        while len(_proposals) > KEPT:
-            _proposals.popitem(last=False)
-    return proposal
-
-
-def taken(review_id: str, owner: str) -> Proposal | None:
-    """The proposal, forgotten as it is answered: each is accepted or rejected once, and only
-    by the client it was shown to (another's answer finds nothing, and changes nothing)."""
-    with _lock:
-        proposal = _proposals.get(review_id)
-        if proposal is None or proposal.owner != owner:
-            return None
-        return _proposals.pop(review_id)
 
 
 def _cell(cell: Any) -> dict[str, Any]:
