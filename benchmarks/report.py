@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from client_context import table as client_table
 from results import Results, percentile, summary
 from sizes import Sizes
 
@@ -209,6 +210,12 @@ def print_report(run: Run) -> None:
     print()
     print(text)
     print()
+    per_client = client_table(run.results)
+    if per_client:
+        print("Workload 12 per client: bytes each client hands its model (and whether done there)")
+        print()
+        print(per_client)
+        print()
     for check in run.checks:
         mark = {True: "met", False: "NOT MET", None: "not measured"}[check["met"]]
         print(f"- {check['target']}: {mark} — {check['detail']}")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import client_context
 from results import Results
 from sizes import MAX_OUTPUT_BYTES, RESPONSE_OVERHEAD_BYTES
 
@@ -270,6 +271,19 @@ def _tasks(r: Results) -> tuple[bool, str]:
         against = f"{ours / best:.3f}x the best peer's {best:,.0f} B" if best else "no peer did it"
         parts.append(f"{key} {ours:,.0f} B{'' if done else ' NOT completed'} ({against})")
     return met, "; ".join(parts)
+
+
+def _per_client(client: str) -> None:
+    @target(
+        f"in {client}: ours does every task the client can carry, each on <= 1/3 of the bytes "
+        "it hands its model of the best peer that does it there (workload 12)"
+    )
+    def _check(r: Results) -> tuple[bool, str]:
+        return client_context.verdict(r, client)
+
+
+for _client in client_context.CLIENTS:
+    _per_client(_client)
 
 
 def verdicts(results: Results) -> list[dict[str, Any]]:

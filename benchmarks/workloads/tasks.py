@@ -12,6 +12,15 @@ every chapter's title, the error line, the fixed cell running clean, the
 frame's shape and first row, an image of the plot, exactly the cells whose
 outputs changed); a task a server's tools cannot do is said as such.
 
+Clients do not hand their model the result as it travels: some pass only its
+``structuredContent``, some only its content, some drop images
+(``client_views.py``, the rules measured on the real CLIs). So each task is
+also counted per client: the bytes of every result as that client hands it,
+and whether the task is done *in that client*: the answer must be in what it
+hands (a peer whose structured result lacks a cell's output does not finish a
+run task in a client that hands only the structured result). Each server's
+tool listing is counted per client too (``client_context.py``).
+
 The rule for every server alike: the notebook tools, not code run in a
 kernel that reads the files on the side (any server with a kernel could do
 that, at the same cost: it measures the agent's code, not the server), except
@@ -32,6 +41,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from client_context import CLIENTS, listing_bytes
+from client_views import VIEWS, js_json
 from harness import Harness, Session, content_bytes, response_bytes, text_of
 from profiles import OURS
 
@@ -57,6 +68,20 @@ class Spent:
     #: How the task was done (or why it could not be), said in the notes.
     how: str = ""
     possible: bool = True
+    #: Whether the answer is in what a client hands its model: given the views of the task's
+    #: results (one per call, in order) as that client hands them.
+    answer: Callable[[list[str]], bool] = lambda views: False
+
+
+def holds(view: str, needle: str) -> bool:
+    """Whether a client's view holds the text, as it is or inside JSON (once or twice)."""
+    once = js_json(needle)[1:-1]
+    return needle in view or once in view or js_json(once)[1:-1] in view
+
+
+def holds_lines(view: str, text: str) -> bool:
+    """Every line of text held (a notebook's JSON may keep a source as a list of lines)."""
+    return all(holds(view, line.strip()) for line in text.splitlines() if line.strip())
 
 
 class Counting:
@@ -65,9 +90,11 @@ class Counting:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.spent = Spent()
+        self.made: list[tuple[str, dict[str, Any], Any]] = []  # (tool, arguments, result)
 
     async def call(self, tool: str, **arguments: Any) -> Any:
         result = await self.session.client.call_tool(tool, arguments)
+        self.made.append((tool, arguments, result))
         self.spent.calls += 1
         self.spent.bytes += response_bytes(result)
         self.spent.content_bytes += content_bytes(result)
@@ -292,6 +319,7 @@ async def find_function_ours(c: Counting, workspace: Path, h: Harness) -> None:
         include_outputs=False,
     )
     c.spent.completed = FUNCTION.strip() in everything_of(cell)
+    c.spent.answer = lambda views: holds_lines(views[-1], FUNCTION)
     c.spent.how = "search_notebooks, then read_cell of the match"
 
 
@@ -304,6 +332,7 @@ async def find_function_peer(c: Counting, workspace: Path, h: Harness) -> None:
                 "".join(cell.get("source", "")) for cell in _notebook_json(read).get("cells", [])
             ]
             c.spent.completed = any(FUNCTION.strip() in source for source in sources)
+            c.spent.answer = lambda views: holds_lines(views[-1], FUNCTION)
             break
     c.spent.how = f"no tool lists or searches files: given the {len(paths)} paths, read_notebook of each until found"
 
@@ -312,12 +341,15 @@ async def sections_ours(c: Counting, workspace: Path, h: Harness) -> None:
     outline = await c.call("outline", notebook_name="chapters.ipynb", limit=1)
     titles = TASK_STATE["titles"]
     c.spent.completed = all(title in text_of(outline) for title in titles)
+    c.spent.answer = lambda views: all(holds(views[0], title) for title in titles)
     c.spent.how = "outline (limit=1: the headings, one cell line)"
 
 
 async def sections_peer(c: Counting, workspace: Path, h: Harness) -> None:
     read = await c.call("read_notebook", path="chapters.ipynb")
-    c.spent.completed = all(title in everything_of(read) for title in TASK_STATE["titles"])
+    titles = TASK_STATE["titles"]
+    c.spent.completed = all(title in everything_of(read) for title in titles)
+    c.spent.answer = lambda views: all(holds(views[0], title) for title in titles)
     c.spent.how = "read_notebook (the only way to see its headings)"
 
 
@@ -326,12 +358,14 @@ async def long_error_ours(c: Counting, workspace: Path, h: Harness) -> None:
         "read_cell", notebook_name="pipeline.ipynb", cell_index=1, max_output_chars=1500
     )
     c.spent.completed = ERROR_LINE in text_of(cell)
+    c.spent.answer = lambda views: holds(views[-1], ERROR_LINE)
     c.spent.how = "read_cell with max_output_chars=1500 (a long output keeps its head and tail)"
 
 
 async def long_error_peer(c: Counting, workspace: Path, h: Harness) -> None:
     cell = await c.call("read_cell", path="pipeline.ipynb", index=1)
     c.spent.completed = ERROR_LINE in everything_of(cell)
+    c.spent.answer = lambda views: holds(views[-1], ERROR_LINE)
     c.spent.how = "read_cell (the whole output)"
 
 
@@ -343,6 +377,13 @@ async def fix_ours(c: Counting, workspace: Path, h: Harness) -> None:
     )
     again = await c.call("run_cells", notebook_name="fix.ipynb", cells="1-2")
     c.spent.completed = failed and not again.is_error and "TypeError" not in text_of(again)
+    # The model must see the failure (the exception and the agent's own failing line) and the
+    # clean re-run.
+    c.spent.answer = lambda views: (
+        holds(views[0], "TypeError")
+        and holds(views[0], "result = snapshot(nested)")
+        and not holds(views[-1], "TypeError")
+    )
     line = "shown" if "result = snapshot(nested)" in text_of(first) else "not shown"
     c.spent.how = (
         f"run_cells(all) (the failing user line {line}), overwrite_cell_source, run_cells(1-2)"
@@ -360,6 +401,11 @@ async def fix_peer(c: Counting, workspace: Path, h: Harness) -> None:
     for index in (1, 2):
         again += everything_of(await c.call("execute_cell", path="fix.ipynb", index=index))
     c.spent.completed = failed and "TypeError" not in again and "Error" not in again
+    c.spent.answer = lambda views: (
+        any(holds(view, "TypeError") for view in views[:3])
+        and any(holds(view, "result = snapshot(nested)") for view in views[:3])
+        and not any(holds(view, "TypeError") for view in views[-2:])
+    )
     c.spent.how = f"execute_cell of each cell (the failing user line {line}), update_cell, execute_cell of the two again"
 
 
@@ -373,24 +419,28 @@ async def frame_ours(c: Counting, workspace: Path, h: Harness) -> None:
     uri = f"notebook-output:///frame.ipynb?cell={row['cell_id']}&output=0"
     page = await c.call("read_output", uri=uri, limit=8)
     c.spent.completed = _frame_read(text_of(page)) and "3 columns" in text_of(page)
+    c.spent.answer = lambda views: _frame_read(views[-1]) and "3 columns" in views[-1]
     c.spent.how = "outline (the cell and its output's kind), read_output of its first 8 lines (the table as Markdown, its shape)"
 
 
 async def frame_peer(c: Counting, workspace: Path, h: Harness) -> None:
     cell = await c.call("read_cell", path="frame.ipynb", index=0)
     c.spent.completed = _frame_read(everything_of(cell))
+    c.spent.answer = lambda views: _frame_read(views[0])
     c.spent.how = "read_cell (text/plain and the HTML table)"
 
 
 async def plot_ours(c: Counting, workspace: Path, h: Harness) -> None:
     cell = await c.call("read_cell", notebook_name="plot.ipynb", cell_index=0)
     c.spent.completed = has_image(cell)
+    c.spent.answer = _image_handed
     c.spent.how = "read_cell (the image, shrunk when large)"
 
 
 async def plot_peer(c: Counting, workspace: Path, h: Harness) -> None:
     cell = await c.call("read_cell", path="plot.ipynb", index=0)
     c.spent.completed = has_image(cell)
+    c.spent.answer = _image_handed
     c.spent.how = "read_cell" + (
         ""
         if c.spent.completed
@@ -398,10 +448,21 @@ async def plot_peer(c: Counting, workspace: Path, h: Harness) -> None:
     )
 
 
+def _image_handed(views: list[str]) -> bool:
+    return "data:image/" in views[-1]
+
+
+def _differences_named(views: list[str]) -> bool:
+    """verify_notebook's answer names exactly the changed cells (its `Differs: [i]` lines)."""
+    named = {int(index) for index in re.findall(r"Differs: \[(\d+)\]", views[-1])}
+    return named == set(CHANGED)
+
+
 async def rerun_ours(c: Counting, workspace: Path, h: Harness) -> None:
     verified = await c.call("verify_notebook", notebook_name="rerun.ipynb")
     changed = {d["index"] for d in verified.structured_content["differences"]}
     c.spent.completed = changed == set(CHANGED)
+    c.spent.answer = _differences_named
     c.spent.how = "verify_notebook (every cell from the top, the outputs that differ)"
 
 
@@ -419,6 +480,14 @@ async def rerun_peer(c: Counting, workspace: Path, h: Harness) -> None:
         if stored[index].strip() not in now.split():
             changed.add(index)
     c.spent.completed = changed == set(CHANGED)
+    # The model compares: the stored outputs must reach it, and each cell's new output.
+    c.spent.answer = lambda views: (
+        all(
+            re.search(rf"\b{index * 3 + (1 if index in CHANGED else 0)}\b", views[0])
+            for index in CHANGED
+        )
+        and all(re.search(rf"\b{index * 3}\b", view) for index, view in enumerate(views[1:]))
+    )
     c.spent.how = "read_notebook for the stored outputs, execute_cell of each cell, compared"
 
 
@@ -479,17 +548,36 @@ def _is_peer(name: str) -> bool:
     return name.startswith("jupymcp")
 
 
+def _count_per_client(r: Any, key: str, who: str, c: Counting) -> None:
+    """Each client's bytes of the task's results, and whether the answer reached its model."""
+    for client in CLIENTS:
+        view = VIEWS[client]
+        views = [view(result, tool=tool, arguments=arguments) for tool, arguments, result in c.made]
+        try:
+            done = c.spent.completed and bool(c.spent.answer(views))
+        except (IndexError, KeyError, ValueError):
+            done = False
+        r.add(f"client_{client}_{key}_bytes", who, sum(len(v.encode()) for v in views))
+        r.add(f"client_{client}_{key}_done", who, 1.0 if done else 0.0)
+
+
 async def tasks(h: Harness) -> None:
     r = h.results
     ours = replace(OURS, args=[*OURS.args, "--toolsets", "runs"])
     servers = [ours, *(p for p in h.profiles if _is_peer(p.name))]
     for profile in servers:
         who = profile.name
+        listed = False
         for key, _label, done_by_ours, done_by_peer in TASKS:
             workspace = h.workspace(f"task-{key}")
             _prepare(key, workspace, h)
             task = done_by_ours if profile is ours else done_by_peer
             async with h.connect(profile, workspace) as session:
+                if not listed:  # the tool listing, as each client would send it to its model
+                    tools = (await session.client.list_tools()).tools
+                    for client in CLIENTS:
+                        r.add(f"client_{client}_tools_bytes", who, listing_bytes(client, tools))
+                    listed = True
                 counting = Counting(session)
                 try:
                     await task(counting, workspace, h)
@@ -501,6 +589,7 @@ async def tasks(h: Harness) -> None:
             r.add(f"task_{key}_content_bytes", who, spent.content_bytes)
             r.add(f"task_{key}_calls", who, spent.calls)
             r.add(f"task_{key}_completed", who, 1.0 if spent.completed else 0.0)
+            _count_per_client(r, key, who, counting)
             r.note(
                 f"task_{key}_bytes",
                 f"{who}: {spent.how}; {'completed' if spent.completed else 'NOT completed'}",
