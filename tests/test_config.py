@@ -130,3 +130,38 @@ def test_the_jupyter_traits_are_made_from_the_settings():
         2.5,
         ["kernel.auto-restart"],
     )
+
+
+def test_a_setting_is_declared_in_one_place():
+    """A setting is one field of ``ServerConfig``, its help and sources in that field's metadata
+    (``_config.settings.setting``); no second list of settings names them again by a string, and
+    no two declarations share a flag, a variable or a trait."""
+    import ast
+    from dataclasses import fields
+
+    from jupyter_mcp_server._config import ServerConfig
+
+    declared = [item.name for item in fields(ServerConfig) if item.metadata]
+    assert [setting.name for setting in SETTINGS] == declared
+    # ``Setting(...)`` is written once, inside ``setting()``; nothing else makes one by hand.
+    made = []
+    for path in (REPO / "src" / "jupyter_mcp_server").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        allowed = {
+            id(node)
+            for function in ast.walk(tree)
+            if isinstance(function, ast.FunctionDef) and function.name == "setting"
+            for node in ast.walk(function)
+        }
+        made += [
+            f"{path.relative_to(REPO)}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "Setting"
+            and id(node) not in allowed
+        ]
+    assert made == []
+    for attribute in ("flag", "env", "jupyter"):
+        given = [getattr(setting, attribute) for setting in SETTINGS if getattr(setting, attribute)]
+        assert len(given) == len(set(given)), attribute
