@@ -79,6 +79,11 @@ def holds(view: str, needle: str) -> bool:
     return needle in view or once in view or js_json(once)[1:-1] in view
 
 
+def unescaped(view: str) -> str:
+    """A view with JSON's escaped line breaks read as line breaks (for a pattern to match)."""
+    return view.replace("\\\\n", "\n").replace("\\n", "\n")
+
+
 def holds_lines(view: str, text: str) -> bool:
     """Every line of text held (a notebook's JSON may keep a source as a list of lines)."""
     return all(holds(view, line.strip()) for line in text.splitlines() if line.strip())
@@ -482,11 +487,10 @@ async def rerun_peer(c: Counting, workspace: Path, h: Harness) -> None:
     c.spent.completed = changed == set(CHANGED)
     # The model compares: the stored outputs must reach it, and each cell's new output.
     c.spent.answer = lambda views: (
-        all(
-            re.search(rf"\b{index * 3 + (1 if index in CHANGED else 0)}\b", views[0])
-            for index in CHANGED
+        all(re.search(rf"\b{index * 3 + 1}\b", unescaped(views[0])) for index in CHANGED)
+        and all(
+            re.search(rf"\b{index * 3}\b", unescaped(view)) for index, view in enumerate(views[1:])
         )
-        and all(re.search(rf"\b{index * 3}\b", view) for index, view in enumerate(views[1:]))
     )
     c.spent.how = "read_notebook for the stored outputs, execute_cell of each cell, compared"
 
