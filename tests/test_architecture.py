@@ -457,3 +457,18 @@ def test_the_api_lends_capabilities_read_only() -> None:
     view = CapabilitiesView(CapabilityRegistry())
     assert not any(hasattr(view, name) for name in ("set", "apply", "declare"))
     assert view.names and view.enabled(view.names[0]) in (True, False)
+
+
+def test_an_unsupported_platform_is_said_not_a_traceback() -> None:
+    """Where POSIX process groups and signals are missing (Windows), the command exits with
+    status 2 and a sentence naming what to use instead, before any POSIX-only import."""
+    import subprocess
+    import sys
+
+    probe = "import sys\nsys.platform = 'win32'\nimport jupyter_mcp_server._cli\n"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2, done.stderr
+    assert "WSL" in done.stderr and "Traceback" not in done.stderr
+

@@ -14,7 +14,19 @@ import logging
 import sys
 from typing import NoReturn
 
-from jupyter_mcp_server._deferred_imports import (
+#: Said, with exit status 2, where the server cannot run: before anything below is imported,
+#: so a person sees a sentence, not the traceback of a POSIX-only import.
+UNSUPPORTED_PLATFORM = (
+    "jupyter-mcp-server runs on Linux (tested) and macOS: it keeps each kernel's process tree "
+    "with POSIX process groups and signals, which Windows does not have. On Windows, run it "
+    "inside WSL (Windows Subsystem for Linux), where it runs as on Linux."
+)
+
+if sys.platform == "win32":
+    sys.stderr.write(f"jupyter-mcp-server: {UNSUPPORTED_PLATFORM}\n")
+    raise SystemExit(2)
+
+from jupyter_mcp_server._deferred_imports import (  # noqa: E402
     EAGER_PACKAGES,
     defer_iri_grammar,
     defer_package_exports,

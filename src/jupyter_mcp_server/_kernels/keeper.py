@@ -180,8 +180,9 @@ def main(arguments: list[str]) -> int:
         signal.signal(signum, _request_stop)
 
     server_handle: int | None = None
-    with contextlib.suppress(AttributeError, OSError):
-        server_handle = os.pidfd_open(server)
+    if sys.platform == "linux":  # pidfds are Linux's; elsewhere the parent pid is polled
+        with contextlib.suppress(AttributeError, OSError):
+            server_handle = os.pidfd_open(server)
     if os.getppid() != server:
         return 1  # the server died before the kernel could start
     kernel = _start_kernel(argv)

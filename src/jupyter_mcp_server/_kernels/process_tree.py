@@ -102,6 +102,8 @@ class TreeKernelManager(AsyncKernelManager):
         kernel = _oldest_child_of(keeper) if keeper else None
         if kernel is None:
             return None  # not forked yet: looked for again next time
+        if sys.platform != "linux":
+            return NO_HANDLE  # pidfds are Linux's
         try:
             return os.pidfd_open(kernel)
         except ProcessLookupError:
