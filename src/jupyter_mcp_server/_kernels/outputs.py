@@ -431,8 +431,9 @@ def cut_stream(payload: dict[str, Any], room: int) -> dict[str, Any] | None:
 
 
 #: Of a stored error past the byte limit, an entry (or the value) keeps at most this share
-#: of ``max_bytes``, never less than :data:`MIN_CUT_BYTES` characters.
+#: of ``max_bytes``, never less than :data:`STORED_ENTRY_MIN` characters.
 STORED_ENTRY_SHARE = 8
+STORED_ENTRY_MIN = 256
 
 
 def stored_error(content: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], bool]:
@@ -459,7 +460,7 @@ def stored_error(content: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any
     original = _error_output(ename, evalue, raw)
     if size(ename, evalue, raw) <= max_bytes:
         return original, False
-    share = max(max_bytes // STORED_ENTRY_SHARE, MIN_CUT_BYTES)
+    share = max(max_bytes // STORED_ENTRY_SHARE, STORED_ENTRY_MIN)
     if len(strip_ansi(ename)) > ENAME_MAX_CHARS:
         ename = _shorten(strip_ansi(ename), ENAME_MAX_CHARS)
     evalue = _cut_text(evalue, share)
