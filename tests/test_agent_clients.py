@@ -13,7 +13,11 @@ read back, an outline, a search, an edit's diff, a run, an undo.
 Marked `agents`: `pytest -m agents tests/test_agent_clients.py`. Each test
 skips saying why when node, npm or the client's package cannot be had.
 `JUPYTER_MCP_AGENT_RECORD=FILE` writes every recording there as JSON (for a
-benchmark that counts what each client hands its model).
+benchmark that counts what each client hands its model). Each step is also
+checked against `benchmarks/client_views.py`, the rule workload 12 counts a
+client's bytes by: that client's view of the server's raw result (as the tap
+saw it) must be what the client handed, so the rules cannot drift from the
+clients.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +36,9 @@ import pytest
 from agent_clients.clients import CLIENTS
 from agent_clients.session import Recording, run
 from agent_clients.standin import Handed
+from agent_clients.tap import results_log
+from conftest import REPO
+from mcp.types import CallToolResult
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(420)]
 
@@ -138,6 +146,89 @@ def script() -> tuple[list[Step], list[str]]:
 RECORDINGS: dict[str, dict[str, Any]] = {}
 
 
+def _client_views() -> Any:
+    """benchmarks/client_views.py, loaded by path (benchmarks/ is no package)."""
+    spec = importlib.util.spec_from_file_location(
+        "client_views", REPO / "benchmarks" / "client_views.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def raw_results(root: Path) -> list[tuple[str, Any, dict[str, Any]]]:
+    """(tool, arguments, raw result) of every tool call the tap saw, in the order made."""
+    log = results_log(root / "protocol.jsonl")
+    if not log.exists():
+        return []
+    calls: dict[Any, tuple[str, Any]] = {}
+    done = []
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        if "call" in entry:
+            calls[entry["call"]] = (entry["tool"], entry["arguments"])
+        elif entry["result_of"] in calls:
+            done.append((*calls.pop(entry["result_of"]), entry["result"]))
+    return done
+
+
+def _as_handed(handed: Handed, views: Any) -> str:
+    """What was handed, written as the views write it: pieces joined by a line break, JSON as
+    the client serialized it, images as data URLs."""
+    pieces = []
+    for block in [*handed.blocks, *handed.beside]:
+        if block["type"] == "text":
+            pieces.append(block["text"])
+        elif block["type"] == "image":
+            pieces.append(f"data:{block['mime_type']};base64,{block['data']}")
+        else:
+            pieces.append(views.js_json(block.get("value", block)))
+    return "\n".join(pieces)
+
+
+def view_drift(recording: Recording, root: Path) -> list[str]:
+    """Each step where benchmarks/client_views.py's view of the server's raw result is not
+    what the client handed its model (Codex's wall time and Claude Code's image file aside)."""
+    views = _client_views()
+    view = views.VIEWS.get(recording.client)
+    if view is None:
+        return [f"benchmarks/client_views.py has no view for {recording.client}"]
+    raw = raw_results(root)
+    wrong = []
+    for step in recording.steps:
+        if not step["handed"]:
+            continue
+        found = next(
+            (r for r in raw if r[0] == step["tool"] and r[1] == step["arguments"]), None
+        ) or next((r for r in raw if r[0] == step["tool"]), None)
+        if found is None:
+            wrong.append(f"step {step['step']} {step['tool']}: the tap saw no result for it")
+            continue
+        raw.remove(found)
+        tool, arguments, result = found
+        expected = view(CallToolResult.model_validate(result), tool=tool, arguments=arguments)
+        got = _as_handed(Handed(**step["handed"]), views)
+        expected, got = (
+            re.sub(
+                r"\[Image: source: [^\]]*\]",
+                "[Image]",
+                re.sub(r"Wall time: [0-9.]+ seconds", "Wall time", t),
+            )
+            for t in (expected, got)
+        )
+        if expected != got:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(expected, got, strict=False)) if a != b), None
+            )
+            at = min(len(expected), len(got)) if at is None else at
+            wrong.append(
+                f"step {step['step']} {step['tool']}: view {len(expected)} chars, handed {len(got)}; "
+                f"from {at}: view {expected[max(0, at - 40) : at + 80]!r} / handed {got[max(0, at - 40) : at + 80]!r}"
+            )
+    return wrong
+
+
 def keep(recording: Recording) -> None:
     RECORDINGS[f"{recording.client}/{recording.transport}"] = recording.as_json()
     path = os.environ.get("JUPYTER_MCP_AGENT_RECORD")
@@ -199,4 +290,9 @@ def test_what_the_model_is_handed(client_name: str, transport: str, tmp_path: Pa
         f"(MCP protocol {protocol}):\n"
         + "\n".join(f"  step {label}: {'; '.join(wrong)}" for label, wrong in failures.items())
         + f"\n{_summary(recording)}"
+    )
+    drift = view_drift(recording, tmp_path)
+    assert not drift, (
+        f"benchmarks/client_views.py's view for {client_name} over {transport} is not what the "
+        "client handed its model:\n  " + "\n  ".join(drift)
     )

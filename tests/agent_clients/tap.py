@@ -7,7 +7,9 @@ client's stdin to it and its stdout back, byte for byte. Over HTTP, `HttpTap`
 is a loopback reverse proxy in front of the server, passing every request and
 response (SSE streams as they come). Both write to LOG (JSON lines) each
 request's method and the protocol version it carries, and the version the
-server answered `initialize` with; nothing else.
+server answered `initialize` with; and to `results_log(LOG)` each `tools/call`
+made (its id, tool and arguments) and the server's raw result for it, so a
+test can compare what a client handed its model with what the server said.
 """
 
 from __future__ import annotations
@@ -26,13 +28,46 @@ from pathlib import Path
 from typing import IO, Any
 
 
+def results_log(log: Path) -> Path:
+    """Where a tap writes the tool calls and the server's raw results, beside its LOG."""
+    return log.with_name(f"{log.stem}.results.jsonl")
+
+
+def _call_or_result(message: Any, side: str) -> dict | None:
+    """A client's `tools/call` (id, tool, arguments) or the server's result for one."""
+    if not isinstance(message, dict):
+        return None
+    if side == "client" and message.get("method") == "tools/call":
+        params = message.get("params") or {}
+        return {
+            "call": message.get("id"),
+            "tool": params.get("name"),
+            "arguments": params.get("arguments"),
+        }
+    result = message.get("result")
+    if side == "server" and isinstance(result, dict) and "content" in result:
+        return {"result_of": message.get("id"), "result": result}
+    return None
+
+
 def _pump(
-    source: IO[bytes], sink: IO[bytes], log: IO[str], side: str, lock: threading.Lock
+    source: IO[bytes],
+    sink: IO[bytes],
+    logs: tuple[IO[str], IO[str]],
+    side: str,
+    lock: threading.Lock,
 ) -> None:
+    log, results = logs
     for line in iter(source.readline, b""):
         sink.write(line)
         sink.flush()
         seen = _seen(line, side)
+        with contextlib.suppress(ValueError):
+            called = _call_or_result(json.loads(line), side)
+            if called:
+                with lock:
+                    results.write(json.dumps(called) + "\n")
+                    results.flush()
         if seen:
             with lock:
                 log.write(json.dumps(seen) + "\n")
@@ -80,8 +115,8 @@ class HttpTap:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
-    def write(self, seen: dict[str, Any]) -> None:
-        with self._lock, self.log.open("a", encoding="utf-8") as out:
+    def write(self, seen: dict[str, Any], log: Path | None = None) -> None:
+        with self._lock, (log or self.log).open("a", encoding="utf-8") as out:
             out.write(json.dumps(seen) + "\n")
 
     @contextlib.contextmanager
@@ -116,12 +151,16 @@ class HttpTap:
         with contextlib.suppress(ValueError):
             parsed = json.loads(body) if body else None
             messages = parsed if isinstance(parsed, list) else [parsed] if parsed else []
-        initializing = False
+        initializing = calling = False
         for message in messages:
             seen = _seen(json.dumps(message).encode(), "client", header)
             if seen:
                 self.write(seen)
                 initializing |= seen["method"] == "initialize"
+            called = _call_or_result(message, "client")
+            if called:
+                self.write(called, results_log(self.log))
+                calling = True
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP}
         upstream = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
         try:
@@ -141,6 +180,8 @@ class HttpTap:
             handler.end_headers()
             handler.wfile.write(data)
             self._answered(data, initializing)
+            if calling:
+                self._results(data)
         else:  # a stream (SSE): passed on chunk by chunk as it comes
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
@@ -149,11 +190,26 @@ class HttpTap:
                 while chunk := response.read1(65536):
                     handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     handler.wfile.flush()
-                    if initializing and len(kept) < 65536:
+                    if calling or (initializing and len(kept) < 65536):
                         kept += chunk
                 handler.wfile.write(b"0\r\n\r\n")
             self._answered(kept, initializing)
+            if calling:
+                self._results(kept)
         upstream.close()
+
+    def _results(self, data: bytes) -> None:
+        """The results of tool calls in an answer: a JSON message (or batch), or SSE events."""
+        texts = [data]
+        if not data.lstrip().startswith((b"{", b"[")):
+            texts = [line[5:] for line in data.splitlines() if line.startswith(b"data:")]
+        for text in texts:
+            with contextlib.suppress(ValueError):
+                parsed = json.loads(text)
+                for message in parsed if isinstance(parsed, list) else [parsed]:
+                    called = _call_or_result(message, "server")
+                    if called:
+                        self.write(called, results_log(self.log))
 
     def _answered(self, data: bytes, initializing: bool) -> None:
         found = re.search(rb'"protocolVersion"\s*:\s*"([^"]+)"', data) if initializing else None
@@ -170,12 +226,18 @@ def main() -> int:
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, lambda signum, frame: server.send_signal(signum))
     lock = threading.Lock()
-    with open(log_path, "a", encoding="utf-8") as log:
+    results_path = results_log(Path(log_path))
+    with (
+        open(log_path, "a", encoding="utf-8") as log,
+        open(results_path, "a", encoding="utf-8") as results,
+    ):
         inbound = threading.Thread(
-            target=_pump, args=(sys.stdin.buffer, server.stdin, log, "client", lock), daemon=True
+            target=_pump,
+            args=(sys.stdin.buffer, server.stdin, (log, results), "client", lock),
+            daemon=True,
         )
         inbound.start()
-        _pump(server.stdout, sys.stdout.buffer, log, "server", lock)
+        _pump(server.stdout, sys.stdout.buffer, (log, results), "server", lock)
         return server.wait()
 
 
