@@ -415,9 +415,10 @@ def _protocol_with_head_timeout(head_timeout: float) -> type:
         _dropping: int | None = None
 
         def send_400_response(self, msg: str) -> None:
-            # h11 names no reason for its refusal; its buffer past its limit is the head too large.
-            buffered = len(getattr(self.conn, "_receive_buffer", b""))
-            if buffered <= getattr(self.conn, "_max_incomplete_event_size", 16 * 1024):
+            # h11 names no reason for its refusal; what it holds unparsed past its limit (uvicorn's
+            # --h11-max-incomplete-event-size, else h11's 16 KiB) is the head too large.
+            limit = self.config.h11_max_incomplete_event_size
+            if len(self.conn.trailing_data[0]) <= (16 * 1024 if limit is None else limit):
                 super().send_400_response(msg)
                 return
             self.transport.write(_TOO_LARGE)

@@ -106,16 +106,18 @@ async def serve_asgi(
         if kind == "http.response.start":
             handler.clear_header("Content-Type")
             handler.set_status(int(message["status"]))
+            content_type = ""
             for name, value in message.get("headers", []):
                 text = name.decode("latin-1")
                 if text.lower() in _HOP_BY_HOP:
                     continue
                 handler.add_header(text, value.decode("latin-1"))
+                if text.lower() == "content-type" and not content_type:
+                    content_type = value.decode("latin-1")
             # An event stream's head goes out now, not with its first event: the long GET
             # stream may carry none for minutes, and a client that waits for the head before
             # its next request (the SDK's OAuth support holds a lock across each request's
             # head) would stall until then.
-            content_type = handler._headers.get("Content-Type", "")
             if content_type.startswith("text/event-stream"):
                 try:
                     await handler.flush()
