@@ -388,6 +388,58 @@ def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -
     assert changed == []
 
 
+def test_each_protocol_feature_is_declared_and_handed_to_the_server_as_it_is_made() -> None:
+    """One way to attach a protocol feature: a ``Feature`` in the one tuple ``_app.py`` passes
+    to the server's constructor. No module defines an ``attach_*`` function in ``_protocol``,
+    changes a server's middleware list, or sets an attribute on a built server."""
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name.startswith("attach_")
+                and name.startswith(f"{PACKAGE}._protocol")
+            ):
+                found.append(f"{name}:{node.lineno} def {node.name}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"append", "extend", "insert"}
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "middleware"
+            ):
+                found.append(f"{name}:{node.lineno} {ast.unparse(node.func)}")
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id in {"server", "argument_errors"}
+                    ):
+                        found.append(f"{name}:{node.lineno} {ast.unparse(target)}")
+    assert found == []
+
+    app = ast.parse((SOURCES / PACKAGE / "_app.py").read_text())
+    calls = [node for node in ast.walk(app) if isinstance(node, ast.Call)]
+    given = [call for call in calls if any(k.arg == "features" for k in call.keywords)]
+    assert len(given) == 1, "the features are passed to one server constructor"
+    assert not [
+        ast.unparse(call)
+        for call in calls
+        if any(k.arg in {"extensions", "middleware"} for k in call.keywords)
+        and not (isinstance(call.func, ast.Name) and call.func.id == "Feature")
+    ], "extensions and middleware arrive as features, not beside them"
+    (passed,) = [k.value for k in given[0].keywords if k.arg == "features"]
+    assert isinstance(passed, ast.Name)
+    bound = [
+        node.value
+        for node in ast.walk(app)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == passed.id for t in node.targets)
+    ]
+    assert len(bound) == 1 and isinstance(bound[0], ast.Tuple), "one ordered tuple"
+
+
 def test_the_module_map_in_the_docs_is_the_modules_own() -> None:
     """docs/architecture.md's module map is made from the docstrings: a module added, moved
     or redescribed without `python scripts/module_map.py` fails here, never a stale map."""
@@ -471,4 +523,3 @@ def test_an_unsupported_platform_is_said_not_a_traceback() -> None:
     )
     assert done.returncode == 2, done.stderr
     assert "WSL" in done.stderr and "Traceback" not in done.stderr
-

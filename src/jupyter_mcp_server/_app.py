@@ -10,8 +10,8 @@ Everything the server is gets built here and nowhere else:
   the kernels, and the extensions' two Jupyter hooks connected to them;
 - :class:`Application` holds that state with what the protocol features
   keep between requests (subscriptions, the client log), builds one
-  MCP server per toolset selection with every feature attached explicitly
-  (:meth:`Application.new_server`), and owns the one lifecycle every way of
+  MCP server per toolset selection, made with its protocol features listed in
+  one ordered tuple (:meth:`Application.new_server`), and owns the one lifecycle every way of
   serving shares (:meth:`Application.running`): background work started,
   and on the way out every kernel and every extension stopped.
 
@@ -40,28 +40,28 @@ from jupyter_mcp_server._policy.capabilities import (
     parse_assignment,
     parse_list,
 )
-from jupyter_mcp_server._protocol.apps import NotebookApps, attach_apps
+from jupyter_mcp_server._protocol import (
+    apps,
+    client_logging,
+    declared_schemas,
+    profile_guard,
+    prompts,
+    resources,
+    subscriptions,
+    tasks,
+    tool_listing,
+)
 from jupyter_mcp_server._protocol.argument_errors import ArgumentErrors
-from jupyter_mcp_server._protocol.client_logging import ClientLogHandler, attach_logging
+from jupyter_mcp_server._protocol.client_logging import ClientLogHandler
 from jupyter_mcp_server._protocol.client_roots import FollowClientRoots
-from jupyter_mcp_server._protocol.declared_schemas import (
-    DeclaredSchemaChecks,
-    DeclaredSchemas,
-    attach_declared_schemas,
-)
+from jupyter_mcp_server._protocol.declared_schemas import DeclaredSchemas
+from jupyter_mcp_server._protocol.features import Feature, FeaturedServer
 from jupyter_mcp_server._protocol.masking import ResultMasking, masker, redaction_on
-from jupyter_mcp_server._protocol.profile_guard import attach_profiles
 from jupyter_mcp_server._protocol.progress import ProgressReporting
-from jupyter_mcp_server._protocol.prompts import attach_prompts
-from jupyter_mcp_server._protocol.resources import (
-    MalformedReadsCoded,
-    attach_resources,
-    described_capabilities,
-)
+from jupyter_mcp_server._protocol.resources import MalformedReadsCoded, described_capabilities
 from jupyter_mcp_server._protocol.result_parts import ResultParts
-from jupyter_mcp_server._protocol.subscriptions import NotebookEvents, attach_subscriptions
-from jupyter_mcp_server._protocol.tasks import Tasks, TaskSupport, attach_tasks
-from jupyter_mcp_server._protocol.tool_listing import attach_compact_listing
+from jupyter_mcp_server._protocol.subscriptions import NotebookEvents
+from jupyter_mcp_server._protocol.tasks import TaskSupport
 
 from ._config import ConfigError, ServerConfig
 from ._core_tools import CoreToolsExtension
@@ -69,7 +69,6 @@ from ._errors import ToolFailure
 from ._extensions import (
     ExtensionManager,
     JupyterMCPExtension,
-    ReplacingServer,
     Selection,
     load_extensions,
     parse_selection,
@@ -230,45 +229,53 @@ class Application:
         async def serving_this_state(_: Any) -> AsyncIterator[ServerState]:
             yield state
 
-        argument_errors = ArgumentErrors()
-        server: MCPServer = ReplacingServer(
+        # One tuple, outermost first. Each kind nests in its own layer (middleware outside the
+        # low-level wraps, those outside the SDK extensions' tools/call interceptors, those
+        # outside the tool), and within a layer the order here is the order a request meets them.
+        features = (
+            # Middleware. The serving state and the connection first: every feature below
+            # reads them. Masking outside what builds a result's parts, so that what those
+            # copy into the structured part is masked too; the client roots and each
+            # request's log level innermost, next to the handler.
+            Feature("serving state", middleware=(ServingState(),)),
+            Feature("connection ends", middleware=(ConnectionEnds(state.connection_ended),)),
+            Feature("result masking", middleware=(ResultMasking(state),)),
+            Feature("result parts", middleware=(ResultParts(),)),
+            Feature("malformed reads coded", middleware=(MalformedReadsCoded(),)),
+            Feature("input required", middleware=(AnswersInputRequired(),)),
+            Feature("client roots", middleware=(self.client_roots,)),
+            client_logging.feature(self.client_log),
+            # Low-level wraps. The profile outermost: a tool the caller may not use is
+            # neither listed nor called, whatever the others add. A declared schema is
+            # listed as written, so it wraps the compact listing, not the other way round.
+            profile_guard.feature(state),
+            resources.feature(state),
+            prompts.feature(state),
+            subscriptions.feature(self.events),
+            # Extensions (and their listings). The capabilities say nothing of a call. Arguments
+            # that break a declared schema never become a task; a task's call runs without
+            # progress; argument errors are coded before anyone else sees the result.
+            Feature("capabilities advertisement", extension=CapabilitiesAdvertisement(state)),
+            declared_schemas.feature(self.declared_schemas),
+            tasks.feature(state, self.config.task_grace_seconds, self.task_support),
+            Feature(
+                "progress",
+                extension=ProgressReporting(self.config.heartbeat_seconds, mask=masker(state)),
+            ),
+            Feature("argument errors", extension_on=ArgumentErrors),
+            tool_listing.feature(),
+            # Innermost: the apps see the tool's own result, and what its executions showed.
+            apps.feature(),
+        )
+        server: MCPServer = FeaturedServer(
             name=name,
             version=__version__,
             instructions=instructions or INSTRUCTIONS,
-            # First outermost: arguments that break a declared schema never become a task;
-            # a task's call runs without progress; argument errors are coded before anyone
-            # else sees the result.
-            extensions=[
-                CapabilitiesAdvertisement(state),
-                DeclaredSchemaChecks(self.declared_schemas),
-                Tasks(state, self.config.task_grace_seconds, self.task_support),
-                ProgressReporting(self.config.heartbeat_seconds, mask=masker(state)),
-                argument_errors,
-                # Innermost: it sees the tool's own result, and what its executions showed.
-                NotebookApps(),
-            ],
+            features=features,
             warn_on_duplicate_tools=False,
             log_level="WARNING",
             lifespan=serving_this_state,
         )
-        argument_errors.server = server
-        server.middleware.append(ServingState())
-        server.middleware.append(ConnectionEnds(state.connection_ended))
-        server.middleware.append(ResultMasking(state))
-        # Inside the masking, so that what it copies into the structured part is masked too.
-        server.middleware.append(ResultParts())
-        server.middleware.append(MalformedReadsCoded())
-        server.middleware.append(AnswersInputRequired())
-        server.middleware.append(self.client_roots)
-        attach_logging(server, self.client_log)
-        attach_resources(server, state)
-        attach_prompts(server, state)
-        attach_subscriptions(server, self.events)
-        attach_tasks(server, self.task_support)
-        attach_compact_listing(server)
-        attach_declared_schemas(server, self.declared_schemas)
-        attach_apps(server)
-        attach_profiles(server, state)
         return server
 
     def build(self, selection: Selection | None = None) -> Any:

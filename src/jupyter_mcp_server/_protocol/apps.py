@@ -38,7 +38,8 @@ from mcp.server.apps import Apps, ResourceCsp, client_supports_apps
 from mcp.types import CallToolResult
 
 from jupyter_mcp_server._errors import UNSUPPORTED, ToolFailure
-from jupyter_mcp_server._protocol.handlers import Handler, wrap
+from jupyter_mcp_server._protocol.features import Feature, Wrapped
+from jupyter_mcp_server._protocol.handlers import Handler
 from jupyter_mcp_server._protocol.notebook_app import notebook_app_html
 from jupyter_mcp_server._protocol.output_app import output_app_html
 from jupyter_mcp_server._protocol.review_app import review_app_html
@@ -206,11 +207,12 @@ def page_within_budget(page: dict[str, Any]) -> dict[str, Any]:
     return {**page, "cells": within_budget(cells, max(0, PAYLOAD_BUDGET - rest))}
 
 
-def attach_apps(server: Any) -> None:
-    """Link the output tools to the app in ``tools/list`` and list the app in
-    ``resources/list``, for a client that negotiated the extension only."""
+def feature() -> Feature:
+    """The apps: the extension (:class:`NotebookApps`), the output tools linked to the app in
+    ``tools/list`` and the app listed in ``resources/list``, for a client that negotiated the
+    extension only."""
 
-    def linked(original: Handler) -> Handler:
+    def linked(server: Any, original: Handler) -> Handler:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             if not client_supports_apps(ctx):
@@ -228,7 +230,7 @@ def attach_apps(server: Any) -> None:
 
         return listed
 
-    def hidden(original: Handler) -> Handler:
+    def hidden(server: Any, original: Handler) -> Handler:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             if client_supports_apps(ctx) or not hasattr(result, "resources"):
@@ -238,5 +240,8 @@ def attach_apps(server: Any) -> None:
 
         return listed
 
-    wrap(server, "tools/list", linked)
-    wrap(server, "resources/list", hidden)
+    return Feature(
+        "apps",
+        extension=NotebookApps(),
+        wraps=(Wrapped("tools/list", linked), Wrapped("resources/list", hidden)),
+    )

@@ -41,8 +41,10 @@ class ArgumentErrors(Extension):
 
     identifier = "io.jupyter-mcp/argument-errors"
 
-    def __init__(self) -> None:
-        self.server: Any = None
+    def __init__(self, server: Any = None) -> None:
+        """`server`: the server it is on, whose tools an unknown tool's answer names (handed
+        in as the server is made: ``_protocol/features.Feature.extension_on``)."""
+        self.server = server
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
         result = await call_next(ctx)

@@ -35,7 +35,8 @@ from typing import Any
 
 from jupyter_mcp_server._calls.connections import connection_key
 from jupyter_mcp_server._hooks import Hooks
-from jupyter_mcp_server._protocol.handlers import serve, when_connection_closes
+from jupyter_mcp_server._protocol.features import Feature, Served
+from jupyter_mcp_server._protocol.handlers import when_connection_closes
 
 #: The loggers whose records reach clients.
 ROOT_LOGGER = "jupyter_mcp_server"
@@ -251,9 +252,12 @@ class RequestLogLevel:
                 await asyncio.gather(*state.pending, return_exceptions=True)
 
 
-def attach_logging(server: Any, handler: ClientLogHandler) -> None:
-    """Serve ``logging/setLevel`` and per-request levels on a built server."""
+def feature(handler: ClientLogHandler) -> Feature:
+    """``logging/setLevel`` served, and each request's own level (middleware)."""
     from mcp.types import SetLevelRequestParams
 
-    serve(server, "logging/setLevel", SetLevelRequestParams, handler.set_level)
-    server.middleware.append(RequestLogLevel(handler))
+    return Feature(
+        "client logging",
+        middleware=(RequestLogLevel(handler),),
+        serves=(Served("logging/setLevel", SetLevelRequestParams, handler.set_level),),
+    )

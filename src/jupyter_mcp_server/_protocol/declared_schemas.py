@@ -22,7 +22,8 @@ from mcp.server.extension import Extension
 from mcp.types import CallToolResult, TextContent
 
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
-from jupyter_mcp_server._protocol.handlers import Handler, lowlevel, wrap
+from jupyter_mcp_server._protocol.features import Feature, Wrapped
+from jupyter_mcp_server._protocol.handlers import Handler
 
 if TYPE_CHECKING:
     from jupyter_mcp_server._state import ServerState
@@ -120,22 +121,13 @@ class DeclaredSchemaChecks(Extension):
         )
 
 
-def attach_declared_schemas(server: Any, declared: DeclaredSchemas) -> None:
-    """List each tool that declares its input schema with that schema, as written, and give
-    the same schema to the SDK's HTTP transport, which checks a call's ``Mcp-Param-*``
-    headers against the tool's schema before the call is dispatched."""
-    low = lowlevel(server)
-    derived = low.get_tool_input_schema
+def feature(declared: DeclaredSchemas) -> Feature:
+    """Each tool that declares its input schema checked against it on every call
+    (:class:`DeclaredSchemaChecks`), listed with that schema, as written, and the same schema
+    given to the SDK's HTTP transport, which checks a call's ``Mcp-Param-*`` headers against
+    the tool's schema before the call is dispatched."""
 
-    def schema_of(name: str) -> Any:
-        schema = declared.of(name)
-        if schema is not None:
-            return schema
-        return derived(name) if derived is not None else None
-
-    low.get_tool_input_schema = schema_of
-
-    def as_declared(original: Handler) -> Handler:
+    def as_declared(server: Any, original: Handler) -> Handler:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             for tool in getattr(result, "tools", []):
@@ -146,4 +138,9 @@ def attach_declared_schemas(server: Any, declared: DeclaredSchemas) -> None:
 
         return listed
 
-    wrap(server, "tools/list", as_declared)
+    return Feature(
+        "declared input schemas",
+        extension=DeclaredSchemaChecks(declared),
+        wraps=(Wrapped("tools/list", as_declared),),
+        input_schema=declared.of,
+    )

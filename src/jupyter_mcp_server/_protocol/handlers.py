@@ -13,6 +13,8 @@ itself offers no way to reach it. The SDK's own seams cover the rest
 - wrapping a spec method's answer: the task support declared on
   ``tools/list``, every representation of an output on ``resources/read``,
   ``prompts/get`` errors as invalid params;
+- the input schemas a tool's ``Mcp-Param-*`` headers are checked against, when an
+  extension writes a tool's schema by hand (:func:`declare_input_schemas`);
 - running the low-level server on streams of our own (the stdio transport);
 - the connection a request came on, for its ``exit_stack`` (cleanup when the
   connection closes: an HTTP session deleted or expired, stdio's end), which
@@ -24,7 +26,7 @@ file to change.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
@@ -45,6 +47,27 @@ def wrap(server: Any, method: str, wrapper: Callable[[Handler], Handler]) -> Non
     entry = lowlevel(server).get_request_handler(method)
     if entry is not None:
         lowlevel(server).add_request_handler(method, entry.params_type, wrapper(entry.handler))
+
+
+def declare_input_schemas(
+    server: Any, lookups: list[Callable[[str], Mapping[str, Any] | None]]
+) -> None:
+    """Give the SDK's HTTP transport, which checks a call's ``Mcp-Param-*`` headers against the
+    tool's input schema before the call is dispatched, the first schema a lookup declares, or
+    the SDK's own. `MCPServer` takes no such lookup: it passes its own to the low-level server."""
+    if not lookups:
+        return
+    low = lowlevel(server)
+    derived = low.get_tool_input_schema
+
+    def schema_of(name: str) -> Any:
+        for lookup in lookups:
+            schema = lookup(name)
+            if schema is not None:
+                return schema
+        return derived(name) if derived is not None else None
+
+    low.get_tool_input_schema = schema_of
 
 
 def when_connection_closes(ctx: Any, name: str, callback: Callable[[], Any]) -> bool:

@@ -43,7 +43,8 @@ from jupyter_mcp_server._policy.profiles import (
     token_refusal_message,
     unknown_tool_message,
 )
-from jupyter_mcp_server._protocol.handlers import Handler, tool_annotations, wrap
+from jupyter_mcp_server._protocol.features import Feature, Wrapped
+from jupyter_mcp_server._protocol.handlers import Handler, tool_annotations
 from jupyter_mcp_server._state import ServerState
 from jupyter_mcp_server._tools.helpers.results import failure
 
@@ -77,10 +78,10 @@ def request_profile(ctx: Any, state: ServerState) -> str:
     return narrowest(server_profile(state), scope.get(SCOPE_KEY), scope.get(TOKEN_SCOPE_KEY))
 
 
-def attach_profiles(server: Any, state: ServerState) -> None:
-    """Enforce the request's profile on `server`'s ``tools/list`` and ``tools/call``."""
+def feature(state: ServerState) -> Feature:
+    """The request's profile enforced on the server's ``tools/list`` and ``tools/call``."""
 
-    def listing(original: Handler) -> Handler:
+    def listing(server: Any, original: Handler) -> Handler:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             profile = listing_profile(ctx, state)
@@ -90,7 +91,7 @@ def attach_profiles(server: Any, state: ServerState) -> None:
 
         return listed
 
-    def calling(original: Handler) -> Handler:
+    def calling(server: Any, original: Handler) -> Handler:
         async def called(ctx: Any, params: Any) -> Any:
             profile = request_profile(ctx, state)
             name = getattr(params, "name", None)
@@ -110,8 +111,9 @@ def attach_profiles(server: Any, state: ServerState) -> None:
 
         return called
 
-    wrap(server, "tools/list", listing)
-    wrap(server, "tools/call", calling)
+    return Feature(
+        "profiles", wraps=(Wrapped("tools/list", listing), Wrapped("tools/call", calling))
+    )
 
 
 def refuse(

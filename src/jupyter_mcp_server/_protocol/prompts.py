@@ -21,7 +21,8 @@ from mcp.types import INVALID_PARAMS, Completion, PromptReference, ResourceTempl
 from pydantic import Field
 
 from jupyter_mcp_server._errors import ToolFailure
-from jupyter_mcp_server._protocol.handlers import Handler, wrap
+from jupyter_mcp_server._protocol.features import Feature, Wrapped
+from jupyter_mcp_server._protocol.handlers import Handler
 from jupyter_mcp_server._protocol.resources import CELL_TEMPLATE, NOTEBOOK_TEMPLATE, OUTPUT_TEMPLATE
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._tools.helpers.addressing import (
@@ -126,29 +127,33 @@ async def cite(
     return [{"role": "user", "content": {"type": "text", "text": text}}]
 
 
-def attach_prompts(server: Any, state: ServerState) -> None:
-    """Serve ``jupyter_cite`` and completion for it and the notebook resource templates.
+def feature(state: ServerState) -> Feature:
+    """``jupyter_cite`` served, and completion for it and the notebook resource templates.
 
     An unknown prompt, or arguments a prompt cannot take, is invalid params
     (-32602): ``MCPServer.get_prompt`` turns every failure into a bare
     ``ValueError``, which reached the client as JSON-RPC error code 0 (over
     HTTP: an internal error), not as the request's own mistake.
     """
-    server.prompt(
-        name=CITE_PROMPT,
-        title="Cite notebook cells",
-        description=(
-            "Cite cells of a notebook in a prompt, like @-mentioning a file: the cells named by "
-            "cell_indices ('0-2,4') with their sources, then your prompt, as one user message."
-        ),
-    )(cite)
 
-    async def complete_for_this_server(ref: Any, argument: Any, context: Any) -> Completion | None:
-        return await complete(state, ref, argument, context)
+    def registers(server: Any) -> None:
+        server.prompt(
+            name=CITE_PROMPT,
+            title="Cite notebook cells",
+            description=(
+                "Cite cells of a notebook in a prompt, like @-mentioning a file: the cells named by "
+                "cell_indices ('0-2,4') with their sources, then your prompt, as one user message."
+            ),
+        )(cite)
 
-    server.completion()(complete_for_this_server)
+        async def complete_for_this_server(
+            ref: Any, argument: Any, context: Any
+        ) -> Completion | None:
+            return await complete(state, ref, argument, context)
 
-    def invalid_params(handler: Handler) -> Handler:
+        server.completion()(complete_for_this_server)
+
+    def invalid_params(server: Any, handler: Handler) -> Handler:
         async def get_prompt(ctx: Any, params: Any) -> Any:
             try:
                 return await handler(ctx, params)
@@ -157,7 +162,7 @@ def attach_prompts(server: Any, state: ServerState) -> None:
 
         return get_prompt
 
-    wrap(server, "prompts/get", invalid_params)
+    return Feature("prompts", registers=registers, wraps=(Wrapped("prompts/get", invalid_params),))
 
 
 # --- completion ---------------------------------------------------------------

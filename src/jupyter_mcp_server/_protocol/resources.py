@@ -36,7 +36,8 @@ from mcp.types import BlobResourceContents, TextResourceContents
 from jupyter_mcp_server._calls.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.outputs import plain_output
-from jupyter_mcp_server._protocol.handlers import Handler, wrap
+from jupyter_mcp_server._protocol.features import Feature, Wrapped
+from jupyter_mcp_server._protocol.handlers import Handler
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._version import __version__
 from jupyter_mcp_server._workspace.notebook_uris import OUTPUT_SCHEME, path_of_uri
@@ -95,8 +96,21 @@ def self_description(state: ServerState) -> dict[str, Any]:
     }
 
 
-def attach_resources(server: Any, state: ServerState) -> None:
-    """Serve the capabilities, the self-description, notebooks, cells and outputs."""
+def feature(state: ServerState) -> Feature:
+    """The capabilities, the self-description, notebooks, cells and outputs served as
+    resources; an output read whole (every representation), and refused reads coded."""
+    return Feature(
+        "resources",
+        registers=lambda server: _register(server, state),
+        wraps=(
+            Wrapped("resources/read", lambda _server, handler: _refusals_coded(handler)),
+            Wrapped("resources/read", _outputs_whole),
+        ),
+    )
+
+
+def _register(server: Any, state: ServerState) -> None:
+    """The resources, through the server's own decorators."""
 
     @server.resource(
         CAPABILITIES_URI,
@@ -191,9 +205,6 @@ def attach_resources(server: Any, state: ServerState) -> None:
         return (
             first.text if isinstance(first, TextResourceContents) else base64.b64decode(first.blob)
         )
-
-    _serve_output_contents(server)
-    wrap(server, "resources/read", _refusals_coded)
 
 
 def _no_sdk_path_policy() -> Any:
@@ -460,7 +471,7 @@ def _joined(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def _serve_output_contents(server: Any) -> None:
+def _outputs_whole(server: Any, original: Handler) -> Handler:
     """``resources/read`` of an output answers with every representation, not just one.
 
     A template function returns one value with the template's one MIME type;
@@ -469,18 +480,15 @@ def _serve_output_contents(server: Any) -> None:
     """
     from mcp.types import ReadResourceResult
 
-    def outputs_whole(original: Handler) -> Handler:
-        async def read(ctx: Any, params: Any) -> Any:
-            uri = str(params.uri)
-            if uri.startswith(OUTPUT_SCHEME + ":"):
-                return ReadResourceResult(contents=await output_contents(state_of(ctx), uri))
-            if uri.startswith(SCRATCH_SCHEME + ":"):
-                return ReadResourceResult(contents=scratch_contents(state_of(ctx), uri))
-            return await original(ctx, params)
+    async def read(ctx: Any, params: Any) -> Any:
+        uri = str(params.uri)
+        if uri.startswith(OUTPUT_SCHEME + ":"):
+            return ReadResourceResult(contents=await output_contents(state_of(ctx), uri))
+        if uri.startswith(SCRATCH_SCHEME + ":"):
+            return ReadResourceResult(contents=scratch_contents(state_of(ctx), uri))
+        return await original(ctx, params)
 
-        return read
-
-    wrap(server, "resources/read", outputs_whole)
+    return read
 
 
 def described_capabilities(state: ServerState) -> dict[str, Any]:

@@ -45,7 +45,8 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 from jupyter_mcp_server._calls.connections import connection_key
 from jupyter_mcp_server._errors import INVALID_PATH, ToolFailure
-from jupyter_mcp_server._protocol.handlers import serve, when_connection_closes
+from jupyter_mcp_server._protocol.features import Feature, Served
+from jupyter_mcp_server._protocol.handlers import when_connection_closes
 from jupyter_mcp_server._protocol.resources import (
     CELL_SCHEME,
     OUTPUT_SCHEME,
@@ -321,8 +322,8 @@ class NotebookEvents:
             )
 
 
-def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
-    """Serve ``resources/subscribe``, ``resources/unsubscribe`` and ``subscriptions/listen``."""
+def feature(events: NotebookEvents) -> Feature:
+    """``resources/subscribe``, ``resources/unsubscribe`` and ``subscriptions/listen`` served."""
     from mcp.shared.exceptions import MCPError
     from mcp.types import (
         INVALID_PARAMS,
@@ -364,6 +365,11 @@ def attach_subscriptions(server: Any, events: NotebookEvents) -> None:
         finally:
             events.unlisten(held)
 
-    serve(server, "resources/subscribe", SubscribeRequestParams, subscribe)
-    serve(server, "resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
-    serve(server, "subscriptions/listen", SubscriptionsListenRequestParams, listen)
+    return Feature(
+        "subscriptions",
+        serves=(
+            Served("resources/subscribe", SubscribeRequestParams, subscribe),
+            Served("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe),
+            Served("subscriptions/listen", SubscriptionsListenRequestParams, listen),
+        ),
+    )

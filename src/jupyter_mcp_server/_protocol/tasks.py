@@ -75,7 +75,8 @@ from jupyter_mcp_server._calls.detached import (
 )
 from jupyter_mcp_server._calls.input_required import InputRequired
 from jupyter_mcp_server._protocol.client_logging import stop_hearing_this_request
-from jupyter_mcp_server._protocol.handlers import Handler, wrap
+from jupyter_mcp_server._protocol.features import Feature, Wrapped
+from jupyter_mcp_server._protocol.handlers import Handler
 from jupyter_mcp_server._state import ServerState
 from jupyter_mcp_server._timestamps import iso_utc
 from jupyter_mcp_server._tools.helpers.listening import listen_only
@@ -290,11 +291,11 @@ class Tasks(Extension):
         return {}
 
 
-def attach_tasks(server: Any, support: TaskSupport) -> None:
-    """Declare task support on the task tools in ``tools/list`` (the :class:`Tasks`
-    extension does the rest)."""
+def feature(state: ServerState, grace_seconds: float, support: TaskSupport) -> Feature:
+    """Long calls as tasks: the :class:`Tasks` extension, and task support declared on the
+    task tools in ``tools/list``."""
 
-    def declare_on_tools(original: Handler) -> Handler:
+    def declare_on_tools(server: Any, original: Handler) -> Handler:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             for tool in getattr(result, "tools", []):
@@ -305,4 +306,8 @@ def attach_tasks(server: Any, support: TaskSupport) -> None:
 
         return listed
 
-    wrap(server, "tools/list", declare_on_tools)
+    return Feature(
+        "tasks",
+        extension=Tasks(state, grace_seconds, support),
+        wraps=(Wrapped("tools/list", declare_on_tools),),
+    )

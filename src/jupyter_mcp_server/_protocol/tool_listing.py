@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_mcp_server._protocol.handlers import Handler, wrap
+from jupyter_mcp_server._protocol.features import Feature, Wrapped
+from jupyter_mcp_server._protocol.handlers import Handler
 
 _NULL = {"type": "null"}
 
@@ -91,10 +92,10 @@ def compact_output(schema: Any) -> Any:
     return kept
 
 
-def attach_compact_listing(server: Any) -> None:
-    """List every tool of `server` with compact input and output schemas."""
+def feature() -> Feature:
+    """Every tool listed with compact input and output schemas."""
 
-    def compacted(original: Handler) -> Handler:
+    def compacted(server: Any, original: Handler) -> Handler:
         async def listed(ctx: Any, params: Any) -> Any:
             result = await original(ctx, params)
             for tool in getattr(result, "tools", []):
@@ -105,4 +106,4 @@ def attach_compact_listing(server: Any) -> None:
 
         return listed
 
-    wrap(server, "tools/list", compacted)
+    return Feature("compact listing", wraps=(Wrapped("tools/list", compacted),))
