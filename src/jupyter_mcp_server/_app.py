@@ -81,7 +81,7 @@ from ._kernels.environments import Environments, Sources
 from ._kernels.interpreters import NotAnInterpreter, probe_interpreter
 from ._kernels.runtime import ServerRuntime, remove_orphaned_runtime_dirs
 from ._protocol.handlers import ConnectionEnds
-from ._state import ServerState, ServingState
+from ._state import Hosted, ServerState, ServingState
 from ._store import warm_up
 from ._version import __version__
 from .api import ServerAccess
@@ -168,12 +168,17 @@ def build_state(
         environments=environments,
         local_backend=local_backend,
         backend=backend,
-        # The extensions' two Jupyter hooks: a kernel of a sandbox variant instead of a
-        # local one, and `execute_code` somewhere else.
-        kernel_source=lambda kernel_name: extensions.create_code_sandbox(
-            config, logging.getLogger("jupyter_mcp_server.sandbox")
+        hosted=Hosted(
+            # The extensions' two Jupyter hooks: a kernel of a sandbox variant instead of a
+            # local one, and `execute_code` somewhere else.
+            kernel_source=lambda kernel_name: extensions.create_code_sandbox(
+                config, logging.getLogger("jupyter_mcp_server.sandbox")
+            ),
+            interceptors=(extensions.intercept_execute_code,),
+            contents=contents,
+            wrap_store=wrap_store,
+            people=people or list,
         ),
-        interceptors=(extensions.intercept_execute_code,),
     )
     if backend_name == "jupyter-server":
         # Its notebooks too with --jupyter-contents, each notebook's kernel bound in its sessions.
@@ -183,12 +188,6 @@ def build_state(
             config.jupyter_url,
             getattr(backend, "version", None),
         )
-    if contents is not None:
-        state.use_contents(contents)
-    if wrap_store is not None:
-        state.store = wrap_store(state.store)
-    if people is not None:
-        state.people = people
     check_environment_settings(state)
     if config.audit_log is not None:
 

@@ -100,6 +100,23 @@ class ConnectionState:
     working: OrderedDict[str, WorkingCell] = field(default_factory=OrderedDict)
 
 
+@dataclass(frozen=True)
+class Hosted:
+    """What the extensions and a hosting Jupyter Server hand a state beside its own parts."""
+
+    #: Where an extension's kernels come from (a sandbox variant's), instead of a local one.
+    kernel_source: Callable[[str], Any] | None = None
+    #: Who may run ``execute_code`` somewhere else.
+    interceptors: tuple[ExecutionInterceptor, ...] = ()
+    #: Inside Jupyter Server: its contents (a ``_store.contents.ContentsFiles``) when
+    #: notebooks are kept there.
+    contents: Any = None
+    #: What wraps the store: the live documents of JupyterLab's collaboration.
+    wrap_store: Callable[[NotebookStore], Any] | None = None
+    #: Who is in JupyterLab's rooms, and where; nobody elsewhere.
+    people: Callable[[], list[PersonFocus]] = list
+
+
 #: What the kept search texts may weigh (characters): a search reads at most as much.
 SEARCH_TEXTS_WEIGHT = 256 * 1024 * 1024
 
@@ -118,20 +135,22 @@ class ServerState:
         environments: Environments,
         local_backend: LocalBackend,
         backend: KernelBackend | None = None,
-        kernel_source: Callable[[str], Any] | None = None,
-        interceptors: tuple[ExecutionInterceptor, ...] = (),
+        hosted: Hosted | None = None,
     ) -> None:
         """The parts the composition root built (``_app.build_state``) are handed in: the
         runtime directory, the environments, the local backend and the one kernels start on
-        (the local one unless another was chosen), where an extension's kernels come from,
-        and who may run ``execute_code`` elsewhere."""
+        (the local one unless another was chosen), and what the extensions and a hosting
+        Jupyter Server give (:class:`Hosted`)."""
+        hosted = hosted or Hosted()
+        kernel_source, interceptors = hosted.kernel_source, hosted.interceptors
+        contents, wrap_store = hosted.contents, hosted.wrap_store
         self.config = config
         self.capabilities = capabilities
         self.hooks = hooks
         self.extensions = extensions
         self.workspace = Workspace(config.workspace_root)
         #: Notebooks kept in a Jupyter Server's contents, not under the workspace root.
-        self.contents_elsewhere = False
+        self.contents_elsewhere = contents is not None
         #: Who chose the workspace: ``cli`` (--workspace-root), ``cwd``, or ``client-roots``.
         self.workspace_source = "cli" if config.workspace_root_given else "cwd"
         #: Every notebook's history, in the server's state directory.
@@ -140,9 +159,14 @@ class ServerState:
             Limits(max_entries=config.history_max_entries, max_bytes=config.history_max_bytes),
             off=None if config.history_dir is not None else "--history-dir is off",
         )
-        self.store: NotebookStore = NotebookStore(
-            self.workspace, recorder=self._recorder(self.workspace.root)
+        store = (
+            NotebookStore(self.workspace, recorder=self._recorder(self.workspace.root))
+            if contents is None
+            else NotebookStore(
+                self.workspace, contents, Recorder(self.histories, f"contents:{contents.identity}")
+            )
         )
+        self.store: NotebookStore = wrap_store(store) if wrap_store is not None else store
         #: This server's private runtime directory (local kernels' connection files and
         #: sockets, kernelspecs made on the fly), removed when it stops.
         self.runtime = runtime
@@ -182,7 +206,7 @@ class ServerState:
         self._connections: OrderedDict[str, ConnectionState] = OrderedDict()
         #: The people beside the agent and where they are (inside JupyterLab: its rooms'
         #: awareness, `_jupyter/focus.py`); nobody elsewhere.
-        self.people: Callable[[], list[PersonFocus]] = list
+        self.people: Callable[[], list[PersonFocus]] = hosted.people
         #: Told `(key, what it had chosen or None)` when a connection ends (the HTTP router).
         self.connection_ends: list[Callable[[str, ConnectionState | None], None]] = []
 
