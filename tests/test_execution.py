@@ -102,9 +102,9 @@ async def kill_kernel(pid: int) -> None:
 
 
 def assert_result_shape(structured: dict, status: str) -> None:
-    # Schema 1.0 exactly; a success adds ``rendered``, what its content says (docs/protocol.md).
-    added = {"rendered"} if status == "ok" else set()
-    assert set(structured) == RESULT_KEYS | added, sorted(structured)
+    # Schema 1.0 exactly, and ``rendered``, what its content says (docs/protocol.md), which
+    # conftest's ok() checks and takes off.
+    assert set(structured) - {"rendered"} == RESULT_KEYS, sorted(structured)
     assert structured["schema_version"] == "1.0"
     assert structured["status"] == status
     assert set(structured["truncation"]) == {"truncated", "omitted_blocks", "omitted_bytes"}

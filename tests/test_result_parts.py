@@ -109,13 +109,16 @@ async def test_an_error_carries_its_traceback_at_most_twice(workspace: Path) -> 
         await ok(client, "use_notebook", {"notebook_name": "e.ipynb", "mode": "create"})
         failed = await client.call_tool(
             "insert_execute_code_cell",
-            {"cell_index": -1, "cell_source": "def f():\n    return [1][3]\nf()"},
+            {"cell_index": -1, "cell_source": "print('before')\ndef f():\n    return [1][3]\nf()"},
         )
         assert failed.is_error
         joined, _ = parts(failed)
         # The cell's own failing line, and the message run into nothing.
-        assert "return [1][3]" in joined and "traceback).\nIndexError" in joined
-        assert "rendered" not in (failed.structured_content or {})
+        assert "return [1][3]" in joined and "traceback).\nbefore\nIndexError" in joined
+        # Its structured part says what the content says but the traceback, which ``error`` holds
+        # (a client that hands the model only that part, Codex, still reads what came before).
+        said = failed.structured_content["rendered"]
+        assert "before" in said and "see the traceback" in said and "return [1][3]" not in said
         # A client handing the whole result reads the traceback twice at most.
         whole = as_json(failed)
         once = joined.count("return [1][3]")

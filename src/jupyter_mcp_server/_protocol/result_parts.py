@@ -12,9 +12,11 @@ tool and before secrets are masked):
   place, never base64;
 * every text block that another follows ends with a line break.
 
-An error gets no ``rendered``: every client tested hands its model an
-error's content, and one that hands the whole result (Gemini CLI) would read
-the traceback a third time.
+An error's ``rendered`` leaves out its traceback, which its structured
+``error`` carries already: Codex hands its model an error's structured part
+(so what the cell printed before it failed must be there), while Gemini CLI
+and Qwen Code hand the whole result, which then holds the traceback twice,
+never three times.
 """
 
 from __future__ import annotations
@@ -61,10 +63,12 @@ def in_both_parts(result: Any) -> Any:
     else:
         return result
     separate(blocks)
-    if failed or not isinstance(structured, dict) or RENDERED_KEY in structured:
+    if not isinstance(structured, dict) or RENDERED_KEY in structured:
         return result
     if _only_the_structured_as_json(blocks, structured):
         return result
+    if failed:
+        blocks = _without_the_traceback(blocks, structured.get("error"))
     said = {RENDERED_KEY: rendered(blocks), **structured}
     if isinstance(result, CallToolResult):
         result.structured_content = said
@@ -112,6 +116,21 @@ def rendered(blocks: Sequence[Any]) -> str:
                 uri = resource.get("uri") if isinstance(resource, dict) else resource.uri
                 parts.append(f"[a binary resource: {uri}]\n")
     return "".join(parts)
+
+
+def _without_the_traceback(blocks: list[Any], error: Any) -> list[Any]:
+    """`blocks` but the one showing the traceback the structured ``error`` carries."""
+    traceback = error.get("traceback") if isinstance(error, dict) else None
+    if not isinstance(traceback, list) or not traceback:
+        return blocks
+    shown = "\n".join(map(str, traceback)).rstrip("\n")
+    return [
+        block
+        for block in blocks
+        if not (
+            _kind(block) == "text" and str(_field_of(block)("text") or "").rstrip("\n") == shown
+        )
+    ]
 
 
 def _kind(block: Any) -> str | None:

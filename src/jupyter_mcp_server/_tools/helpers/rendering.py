@@ -109,9 +109,9 @@ def bounded_outputs(
 
     Some clients hand their model the structured part as JSON text, so it
     obeys what the content obeys. A binary payload (an image, a PDF) never
-    becomes text: it is replaced by a marker naming the resource that holds
-    it (the content carries an image as an image block). Markup (HTML, SVG,
-    JavaScript) is replaced the same way. The texts (a stream, a traceback, a
+    becomes text: it leaves ``data``, and its entry in the cuts names it and
+    the resource that holds it (the content carries an image as an image
+    block). Markup (HTML, SVG, JavaScript) leaves the same way. The texts (a stream, a traceback, a
     text representation, JSON as its text) share ``limits.budget_chars``, no
     one more than ``limits.text_chars``; a longer one keeps its head and tail
     around a marker saying how much is left out and where it is whole. Each
@@ -142,7 +142,7 @@ def bounded_outputs(
                 cut = {**output, "traceback": kept.split("\n")}
         elif kind in ("display_data", "execute_result"):
             data = output.get("data") or {}
-            changed = {}
+            changed: dict[str, str | None] = {}
             for mime, value in data.items():
                 if mime in BINARY_TYPES or mime in MARKUP_TYPES:
                     binary = mime in BINARY_TYPES
@@ -159,18 +159,22 @@ def bounded_outputs(
                             ),
                         }
                     )
-                    what = "an image" if mime.startswith("image/") and binary else mime
-                    changed[mime] = (
-                        f"[jupyter-mcp-server: {what} of about {omitted} {'bytes' if binary else 'characters'} "
-                        f"left out of the JSON; read {uri} for it whole]"
-                    )
+                    # Left out of ``data``: its entry in ``outputs_cut`` names it and its resource once.
+                    changed[mime] = None
                 else:
                     text = joined(value)
                     share = min(next(shares), limits.text_chars)
                     if len(text) > share:
                         changed[mime] = _head_and_tail(text, link(index), share, cuts, index, mime)
             if changed:
-                cut = {**output, "data": {**data, **changed}}
+                cut = {
+                    **output,
+                    "data": {
+                        mime: changed.get(mime, value)
+                        for mime, value in data.items()
+                        if changed.get(mime, value) is not None
+                    },
+                }
         bounded.append(output if cut is None else cut)
     return bounded, cuts
 
