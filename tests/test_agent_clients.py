@@ -296,3 +296,51 @@ def test_what_the_model_is_handed(client_name: str, transport: str, tmp_path: Pa
         f"benchmarks/client_views.py's view for {client_name} over {transport} is not what the "
         "client handed its model:\n  " + "\n  ".join(drift)
     )
+
+
+#: The clients that call over HTTP at 2026-07-28 with no session (docs/protocol.md): what they
+#: chose with use_notebook is kept for the caller their token names, not for a connection.
+STATELESS_OVER_HTTP = ("claude-code", "copilot")
+
+
+@pytest.mark.parametrize("client_name", STATELESS_OVER_HTTP)
+def test_a_stateless_client_keeps_its_notebook(client_name: str, tmp_path: Path) -> None:
+    """Signed in with the server's --mcp-token, a client that sends no session and passes back
+    no handle still works on the notebook it chose: later calls name none."""
+    steps = [
+        Step(
+            "use_notebook",
+            {"notebook_name": NOTEBOOK, "mode": "create"},
+            contains(NOTEBOOK, absent=("nothing is remembered",)),
+        ),
+        Step(
+            "insert_execute_code_cell",
+            {"cell_index": -1, "cell_source": 'print("hello")\n6 * 7 + 1000'},
+            contains("hello", "1042"),
+        ),
+        Step("read_notebook", {"response_format": "detailed"}, contains(NOTEBOOK, "1042")),
+    ]
+    recording = run(
+        CLIENTS[client_name],
+        "http",
+        tmp_path,
+        [(s.tool, s.arguments) for s in steps],
+        token="agent-clients-test-token",
+    )
+    protocol = recording.protocol.get("tools_call") or recording.protocol.get("negotiated")
+    assert protocol == "2026-07-28", (protocol, _summary(recording))
+    handed_by_step = {s["step"]: s["handed"] for s in recording.steps}
+    failures = {
+        f"{number} {step.tool}": (
+            step.check(Handed(**handed_by_step[number]))
+            if handed_by_step.get(number)
+            else ["the client never handed the model this call's result"]
+        )
+        for number, step in enumerate(steps)
+    }
+    failures = {label: wrong for label, wrong in failures.items() if wrong}
+    assert not failures, (
+        f"{client_name} lost its notebook between stateless calls:\n"
+        + "\n".join(f"  step {label}: {'; '.join(wrong)}" for label, wrong in failures.items())
+        + f"\n{_summary(recording)}"
+    )

@@ -29,7 +29,7 @@ class Setup:
     home: Path  # the scratch HOME every client's files go under
     workdir: Path  # where the client runs
     model_url: str  # the stand-in's base URL
-    server: dict[str, Any]  # {"command": [...], "env": {...}} or {"url": ...}
+    server: dict[str, Any]  # {"command": [...], "env": {...}} or {"url": ..., "headers": {...}}
 
     @property
     def stdio(self) -> bool:
@@ -63,7 +63,8 @@ def _mcp_json(setup: Setup, local: str, remote: str) -> dict[str, Any]:
     if setup.stdio:
         command, *args = setup.server["command"]
         return {"type": local, "command": command, "args": args, "env": setup.server["env"]}
-    return {"type": remote, "url": setup.server["url"]}
+    headers = setup.server.get("headers")
+    return {"type": remote, "url": setup.server["url"], **({"headers": headers} if headers else {})}
 
 
 # --- Claude Code ------------------------------------------------------------------------------

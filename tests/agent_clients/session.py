@@ -107,15 +107,15 @@ def server_env(root: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def http_server(root: Path, workspace: Path, protocol_log: Path) -> Iterator[str]:
-    """The server over streamable HTTP on loopback behind a tap; yields the /mcp URL (with
-    our toolsets) the client is to use."""
+def http_server(root: Path, workspace: Path, protocol_log: Path, *args: str) -> Iterator[str]:
+    """The server over streamable HTTP on loopback behind a tap (`args` added to its command);
+    yields the /mcp URL (with our toolsets) the client is to use."""
     port = free_port()
     log = root / "server.log"
     env = {**os.environ, **server_env(root)}
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            server_command(workspace, "--transport", "streamable-http", "--port", str(port)),
+            server_command(workspace, "--transport", "streamable-http", "--port", str(port), *args),
             env=env,
             cwd=workspace,
             stdout=subprocess.DEVNULL,
@@ -176,7 +176,15 @@ def offline_env(base: dict[str, str], home: Path, dead_proxy: bool) -> dict[str,
     return env
 
 
-def run(client: Client, transport: str, root: Path, script: list[tuple[str, dict]]) -> Recording:
+def run(
+    client: Client,
+    transport: str,
+    root: Path,
+    script: list[tuple[str, dict]],
+    token: str | None = None,
+) -> Recording:
+    """`client` run over `transport` through `script`; with `token`, the server is started with
+    ``--mcp-token`` and the client sends it (HTTP only)."""
     if transport in client.cannot:
         pytest.skip(client.cannot[transport])
     _, executable, base_env = node_tools.package(client.spec, client.command)
@@ -197,7 +205,11 @@ def run(client: Client, transport: str, root: Path, script: list[tuple[str, dict
             ]
             server: dict[str, Any] = {"command": command, "env": server_env(root)}
         else:
-            server = {"url": stack.enter_context(http_server(root, workspace, protocol_log))}
+            extra = ("--mcp-token", token) if token else ()
+            url = stack.enter_context(http_server(root, workspace, protocol_log, *extra))
+            server = {"url": url}
+            if token:
+                server["headers"] = {"Authorization": f"Bearer {token}"}
         setup = Setup(home, workdir, standin.url, server)
         args, client_env = client.configure(setup)
         env = {**offline_env(base_env, home, client.dead_proxy), **server_env(root), **client_env}
