@@ -22,6 +22,7 @@ clients.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import importlib.util
 import json
@@ -34,13 +35,15 @@ from typing import Any
 
 import pytest
 from agent_clients.clients import CLIENTS
-from agent_clients.session import Recording, run
+from agent_clients.session import Recording, SignIn, run
 from agent_clients.standin import Handed
 from agent_clients.tap import results_log
 from conftest import REPO
 from mcp.types import CallToolResult
+from test_authorization import provider
 
 pytestmark = [pytest.mark.agents, pytest.mark.timeout(420)]
+__all__ = ["provider"]  # the real OpenID provider, a fixture used by name
 
 NOTEBOOK = "demo.ipynb"
 PNG = "iVBORw0KGgo"  # how base64 of a PNG starts: never text a model should read
@@ -344,3 +347,61 @@ def test_a_stateless_client_keeps_its_notebook(client_name: str, tmp_path: Path)
         + "\n".join(f"  step {label}: {'; '.join(wrong)}" for label, wrong in failures.items())
         + f"\n{_summary(recording)}"
     )
+
+
+def test_claude_code_signed_in_through_the_openid_provider(provider, tmp_path: Path) -> None:
+    """A person signs in through the real OpenID provider (its login and consent pages, the code
+    with PKCE, RFC 8707's audience: the official client's OAuth flow); Claude Code then calls
+    with that token over HTTP, and is the same signed-in caller on every stateless call."""
+    from test_authorization import INTROSPECTOR, signed_in
+
+    class Own:
+        def __init__(self, url: str) -> None:
+            self._url = url
+
+        def url(self, query: str = "") -> str:
+            return self._url
+
+    def person_signs_in(own_url: str) -> dict[str, str]:
+        async def signing_in() -> str:
+            async with signed_in(Own(own_url), "alice") as (_, storage):  # type: ignore[arg-type]
+                assert storage.tokens is not None
+                return storage.tokens.access_token
+
+        return {"Authorization": f"Bearer {asyncio.run(signing_in())}"}
+
+    sign_in = SignIn(
+        arguments=(
+            "--auth-issuer",
+            provider.issuer,
+            "--auth-client-id",
+            INTROSPECTOR["client_id"],
+            "--audit-log",
+            str(tmp_path / "audit.jsonl"),
+        ),
+        environment={"JUPYTER_MCP_AUTH_CLIENT_SECRET": INTROSPECTOR["client_secret"]},
+        headers=person_signs_in,
+    )
+    steps = [
+        Step("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"}, contains(NOTEBOOK)),
+        Step(
+            "insert_execute_code_cell",
+            {"cell_index": -1, "cell_source": 'print("signed in")\n6 * 7 + 1000'},
+            contains("signed in", "1042"),
+        ),
+    ]
+    recording = run(
+        CLIENTS["claude-code"],
+        "http",
+        tmp_path,
+        [(s.tool, s.arguments) for s in steps],
+        sign_in=sign_in,
+    )
+    handed_by_step = {s["step"]: s["handed"] for s in recording.steps}
+    for number, step in enumerate(steps):
+        assert handed_by_step.get(number), (step.tool, _summary(recording))
+        assert step.check(Handed(**handed_by_step[number])) == [], _summary(recording)
+    # Each call is alice's, as the provider signed her in, in the audit log.
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    called = [r for r in records if r.get("tool") in ("use_notebook", "insert_execute_code_cell")]
+    assert called and all(r["caller"]["user"] == "alice" for r in called), called

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,16 @@ FOREIGN = (
 )
 
 PROXIES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """How the server is told to check sign-ins, and how a person signs in for it: the headers
+    the client is to send, for the server's own URL (the audience its tokens name)."""
+
+    arguments: tuple[str, ...]
+    environment: dict[str, str]
+    headers: Callable[[str], dict[str, str]]
 
 
 @dataclass
@@ -107,12 +117,14 @@ def server_env(root: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def http_server(root: Path, workspace: Path, protocol_log: Path, *args: str) -> Iterator[str]:
+def http_server(
+    root: Path, workspace: Path, protocol_log: Path, *args: str, **extra_env: str
+) -> Iterator[tuple[str, str]]:
     """The server over streamable HTTP on loopback behind a tap (`args` added to its command);
-    yields the /mcp URL (with our toolsets) the client is to use."""
+    yields the /mcp URL (with our toolsets) the client is to use, and the server's own."""
     port = free_port()
     log = root / "server.log"
-    env = {**os.environ, **server_env(root)}
+    env = {**os.environ, **server_env(root), **extra_env}
     with log.open("wb") as stderr:
         process = subprocess.Popen(
             server_command(workspace, "--transport", "streamable-http", "--port", str(port), *args),
@@ -126,7 +138,7 @@ def http_server(root: Path, workspace: Path, protocol_log: Path, *args: str) -> 
     try:
         wait_until_healthy(process, base, lambda: log.read_text(errors="replace"))
         with HttpTap(port, protocol_log).running() as tapped:
-            yield f"{tapped}/mcp?{TOOLSETS}"
+            yield f"{tapped}/mcp?{TOOLSETS}", f"{base}/mcp"
     finally:
         stop(process)
 
@@ -182,9 +194,12 @@ def run(
     root: Path,
     script: list[tuple[str, dict]],
     token: str | None = None,
+    sign_in: SignIn | None = None,
 ) -> Recording:
-    """`client` run over `transport` through `script`; with `token`, the server is started with
-    ``--mcp-token`` and the client sends it (HTTP only)."""
+    """`client` run over `transport` through `script`. HTTP only: with `token`, the server is
+    started with ``--mcp-token`` and the client sends it; with `sign_in`, the server is started
+    with its arguments and environment and the client sends the headers its `headers` answers
+    for the server's own URL (a person signed in for it)."""
     if transport in client.cannot:
         pytest.skip(client.cannot[transport])
     _, executable, base_env = node_tools.package(client.spec, client.command)
@@ -206,10 +221,22 @@ def run(
             server: dict[str, Any] = {"command": command, "env": server_env(root)}
         else:
             extra = ("--mcp-token", token) if token else ()
-            url = stack.enter_context(http_server(root, workspace, protocol_log, *extra))
+            if sign_in is not None:
+                extra += sign_in.arguments
+            url, own = stack.enter_context(
+                http_server(
+                    root,
+                    workspace,
+                    protocol_log,
+                    *extra,
+                    **(sign_in.environment if sign_in else {}),
+                )
+            )
             server = {"url": url}
             if token:
                 server["headers"] = {"Authorization": f"Bearer {token}"}
+            if sign_in is not None:
+                server["headers"] = sign_in.headers(own)
         setup = Setup(home, workdir, standin.url, server)
         args, client_env = client.configure(setup)
         env = {**offline_env(base_env, home, client.dead_proxy), **server_env(root), **client_env}
