@@ -45,6 +45,7 @@ from typing import Any
 import anyio
 
 from jupyter_mcp_server._kernels.outputs import CollectedOutputs, ErrorInfo, OutputCollector
+from jupyter_mcp_server._kernels.widgets import Widgets
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,12 @@ class ExecutionOutcome:
     reason: str | None = None
     #: What the kernel is doing now, when a caller must know (``busy_after_interrupt``).
     kernel_state: str | None = None
+    #: The kernel's widget state as the notebook stores it (``metadata.widgets``,
+    #: :meth:`~.widgets.Widgets.metadata`), when this execution changed it.
+    widgets: dict[str, Any] | None = None
+    #: The Output widgets (model ids) that captured this execution's outputs instead of
+    #: the cell, in the order they did.
+    captured: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,7 @@ async def run_code(
     interrupted: asyncio.Event | None = None,
     interrupt_on_cancel: bool = False,
     on_still_running: Callable[[StillRunning], None] | None = None,
+    widgets: Widgets | None = None,
 ) -> ExecutionOutcome:
     """Run `code` on a started kernel client and collect what it says.
 
@@ -184,8 +192,12 @@ async def run_code(
     rather than as an error the code raised. Raises :class:`KernelDied`
     when the process disappears; the caller decides what that means.
     `on_still_running` hears of an execution the kernel is still running
-    after its interrupt (a timeout's, a cancellation's).
+    after its interrupt (a timeout's, a cancellation's). `widgets` are the
+    kernel's widgets (:mod:`.widgets`), kept across its executions: an
+    ``Output`` widget's captured outputs go there, not into the cell.
     """
+    widgets = widgets if widgets is not None else Widgets()
+    widgets.begin()
     collector = OutputCollector(max_output_bytes, max_output_blocks)
     collector.on_output = on_output
     started = time.monotonic()
@@ -259,6 +271,11 @@ async def run_code(
             if content.get("execution_state") == "idle":
                 break
             continue
+        if msg_type.startswith("comm_"):
+            widgets.handle_comm(msg_type, message, max_output_bytes, max_output_blocks)
+            continue
+        if widgets.route(msg_id, msg_type, content):
+            continue
         collector.add(msg_type, content)
 
     try:
@@ -303,6 +320,8 @@ async def run_code(
         duration=time.monotonic() - started,
         reason=reason,
         kernel_state=BUSY_AFTER_INTERRUPT if still_running else None,
+        widgets=widgets.metadata() if widgets.changed else None,
+        captured=tuple(widgets.captured),
     )
 
 

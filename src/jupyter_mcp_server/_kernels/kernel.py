@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_mcp_server._kernels.execution import RunningCode, StillRunning
+from jupyter_mcp_server._kernels.widgets import Widgets
 
 AUTO_RESTART = "kernel.auto-restart"
 RESTART_UNRESPONSIVE = "kernel.restart-unresponsive"
@@ -63,6 +64,9 @@ class Kernel:
     #: workspace root ("": the root); None when this server did not choose it (a kernel
     #: adopted from JupyterLab, or one an extension provided).
     folder: str | None = ""
+    #: Its Jupyter widgets (:mod:`.widgets`), kept across its executions; a restart's
+    #: fresh kernel starts with none.
+    widgets: Widgets = field(default_factory=Widgets)
 
     async def is_alive(self) -> bool:
         try:

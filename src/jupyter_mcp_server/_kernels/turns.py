@@ -155,6 +155,7 @@ async def run_in_turn(
                 interrupt_on_cancel=interrupt_on_cancel,
                 on_still_running=remember_still_running,
                 user_expressions=user_expressions,
+                widgets=getattr(kernel, "widgets", None),
             )
         except KernelDied as died:
             if not getattr(kernel, "stopped", False) or died.outputs is None:

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from jupyter_mcp_server._calls.approvals import DELETE_CELLS, approve, asks_for
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server._kernels.widgets import widget_models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store import NotebookView, new_cell
 from jupyter_mcp_server._store.diffs import unified_diff
@@ -369,7 +370,7 @@ async def read_cell(
     return answer(
         result.model_dump(),
         f"{cell_heading(index, cell)}{f' tags: {tags}' if tags else ''}\n{result.source}",
-        output_blocks(outputs or [], link, limits),
+        output_blocks(outputs or [], link, limits, widget_models(view.notebook.get("metadata"))),
     )
 
 

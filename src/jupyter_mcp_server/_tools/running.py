@@ -35,6 +35,7 @@ from jupyter_mcp_server._errors import (
 from jupyter_mcp_server._kernels.execution import ExecutionOutcome
 from jupyter_mcp_server._kernels.kernel import Kernel, gone_message
 from jupyter_mcp_server._kernels.records import source_hash
+from jupyter_mcp_server._kernels.widgets import store_widget_state, widget_models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store import NotebookView, new_cell
 from jupyter_mcp_server._tools.cells import MaxOutputChars, insertion_index
@@ -47,8 +48,10 @@ from jupyter_mcp_server._tools.detaching import (
 )
 from jupyter_mcp_server._tools.helpers import models
 from jupyter_mcp_server._tools.helpers.addressing import cell_position, index_of_id, notebook_path
+from jupyter_mcp_server._tools.helpers.budget import head_and_tail
 from jupyter_mcp_server._tools.helpers.displays import display_writes
 from jupyter_mcp_server._tools.helpers.listening import listening, output_listener
+from jupyter_mcp_server._tools.helpers.model_text import held_text
 from jupyter_mcp_server._tools.helpers.rendering import (
     DEFAULT_INLINE,
     InlineLimits,
@@ -148,7 +151,16 @@ def execution_result(
         def link(index: int) -> str:
             return output_uri(path, cell_id, index)
 
-    content.extend(output_blocks(collected.outputs, link, limits))
+    models_saved = widget_models({"widgets": outcome.widgets})
+    content.extend(output_blocks(collected.outputs, link, limits, models_saved))
+    for model_id in outcome.captured:
+        # Not in the cell: an Output widget shown elsewhere took it, as Jupyter routes it.
+        held = held_text(model_id, models_saved)
+        if held:
+            text = f"[jupyter-mcp-server: output of this code went into an Output widget, not into the cell]\n{held}"
+            content.append(
+                TextContent(type="text", text=head_and_tail(text, limits.budget_chars, None))
+            )
     truncation = collected.truncation
     if truncation.omitted_blocks:
         content.append(
@@ -239,6 +251,7 @@ def cell_writer(
                 cell_id=cell_id,
             )
         store_outputs(cell, outcome)
+        store_widget_state(notebook, outcome.widgets)
         if displays is not None:
             displays(notebook)
 

@@ -48,6 +48,7 @@ from jupyter_mcp_server._errors import (
     UNSUPPORTED,
     ToolFailure,
 )
+from jupyter_mcp_server._kernels.widgets import store_widget_state
 from jupyter_mcp_server._policy.profiles import EDIT, FULL, READ_ONLY, WHAT_IT_ALLOWS, rank
 from jupyter_mcp_server._protocol.masking import redaction_on
 from jupyter_mcp_server._protocol.profile_guard import server_profile
@@ -317,6 +318,7 @@ class JsonLinesServer:
             runs.ran(cell_id, code, kernel_id, outcome.status)
             displays = display_writes(runs, kernel_id, cell_id, outcome)
             store_outputs(cell, outcome)
+            store_widget_state(opened.notebook, outcome.widgets)
             if displays is not None:
                 displays(opened.notebook)
             opened.dirty = True

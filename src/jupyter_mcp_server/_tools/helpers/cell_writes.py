@@ -30,6 +30,7 @@ from typing import Any
 
 from jupyter_mcp_server._errors import REVISION_CONFLICT, ToolFailure
 from jupyter_mcp_server._kernels.execution import ExecutionOutcome
+from jupyter_mcp_server._kernels.widgets import store_widget_state
 from jupyter_mcp_server._state import ServerState
 from jupyter_mcp_server._store import NotebookView
 from jupyter_mcp_server._store.history import HELD_ENTRY, HeldEntry
@@ -125,5 +126,6 @@ class CellWrites:
                     continue
                 self.not_stored.pop(pending.cell_id, None)
                 self.store(cell, pending.outcome)
+                store_widget_state(notebook, pending.outcome.widgets)
 
         return change

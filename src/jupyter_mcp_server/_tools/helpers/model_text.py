@@ -7,7 +7,9 @@ holds the content. A ``text/plain`` that is only an object's repr
 readable type: HTML reads as its text (``html_text``: tables as Markdown with
 their exact shape), JSON compact, Markdown and LaTeX as they are. A chart
 (Plotly, Vega-Lite, Bokeh) reads as a summary of what it shows
-(``chart_text``), a widget as its text form said to be a widget. Terminal
+(``chart_text``), a widget as its text form said to be a widget, and when the
+notebook saved the widgets' state (``metadata.widgets``), what its ``Output``
+widgets hold (:func:`widget_text`). Terminal
 escapes are gone and a progress bar redrawn with ``\\r`` is its last state;
 a traceback is folded from the whole of it (``_kernels.tracebacks``). No
 output reads as nothing: one with no readable type says what it holds. The
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from jupyter_mcp_server._kernels.outputs import strip_ansi
@@ -51,15 +54,20 @@ def plain(text: str) -> str:
     return _OVERWRITTEN.sub("", text).replace("\r\n", "\n") if "\r" in text else text
 
 
-def output_text(output: Any) -> str | None:
-    """The text a model reads for one output; None when it has none (an image alone)."""
+#: Saved widget models, by model id (``metadata.widgets``, :func:`~.widgets.widget_models`).
+WidgetModels = Mapping[str, Any]
+
+
+def output_text(output: Any, widgets: WidgetModels | None = None) -> str | None:
+    """The text a model reads for one output; None when it has none (an image alone).
+    `widgets` are the notebook's saved widget models, read into a widget's text."""
     kind = output.get("output_type")
     if kind == "stream":
         return plain(joined(output.get("text", "")))
     if kind == "error":
         traceback = output.get("traceback") or [f"{output.get('ename')}: {output.get('evalue')}"]
         return "\n".join(compact_traceback([unaligned(plain(str(entry))) for entry in traceback]))
-    return bundle_text(output.get("data") or {})
+    return bundle_text(output.get("data") or {}, widgets)
 
 
 def is_bare_repr(text: str) -> bool:
@@ -71,12 +79,12 @@ def is_bare_repr(text: str) -> bool:
     return len(lines) == 1 or "renderer" in text
 
 
-def bundle_text(data: dict[str, Any]) -> str | None:
+def bundle_text(data: dict[str, Any], widgets: WidgetModels | None = None) -> str | None:
     """The text of a display's MIME bundle: the representation that holds its content."""
     has_image = any(mime in data for mime in IMAGE_TYPES)
     text = plain(joined(data["text/plain"])) if "text/plain" in data else None
     if WIDGET in data:
-        return widget_text(data[WIDGET], text)
+        return widget_text(data[WIDGET], text, widgets)
     chart = chart_text(data)
     if chart is not None:
         return chart
@@ -137,9 +145,47 @@ def json_text(value: Any) -> str:
         return str(value)
 
 
-def widget_text(view: Any, text: str | None) -> str:
-    """A widget: its text form (``IntSlider(value=3)``), and the word that only a browser shows it."""
+def widget_text(view: Any, text: str | None, widgets: WidgetModels | None = None) -> str:
+    """A widget: its text form (``IntSlider(value=3)``), and the word that only a browser shows
+    it; with the notebook's saved `widgets`, what its Output widgets hold (:func:`held_text`)."""
     model = view.get("model_id") if isinstance(view, dict) else None
     said = f" (model {model})" if model else ""
     note = f"[jupyter-mcp-server: an interactive Jupyter widget{said}: only a browser running the notebook's kernel shows it"
-    return f"{text}\n{note}; above is its text form]" if text else f"{note}; it has no text form]"
+    shown = f"{text}\n{note}; above is its text form]" if text else f"{note}; it has no text form]"
+    held = held_text(model, widgets) if isinstance(model, str) and widgets else None
+    return f"{shown}\n{held}" if held else shown
+
+
+#: How deep widgets inside widgets (a box's children, an Output showing a widget) are read.
+MAX_WIDGET_DEPTH = 4
+MODEL_REFERENCE = "IPY_MODEL_"
+
+
+def held_text(model_id: str, widgets: WidgetModels, depth: int = 0) -> str | None:
+    """What the Output widgets of model `model_id` hold (itself, or inside it: a box's
+    children), as a model reads outputs; None when it holds none."""
+    entry = widgets.get(model_id)
+    if not isinstance(entry, dict) or depth > MAX_WIDGET_DEPTH:
+        return None
+    state = entry.get("state")
+    if not isinstance(state, dict):
+        return None
+    parts: list[str] = []
+    if entry.get("model_name") == "OutputModel":
+        outputs = [output for output in state.get("outputs") or [] if isinstance(output, dict)]
+        # A widget shown inside reads as its text form only: an Output showing itself
+        # (or one showing it) must not be read round and round.
+        texts = [output_text(output) for output in outputs]
+        shown = "\n".join(text for text in texts if text)
+        parts.append(
+            f"[jupyter-mcp-server: the Output widget (model {model_id}) holds {len(outputs)} "
+            f"output(s), saved in the notebook's widget state{':' if shown else ''}]"
+            + (f"\n{shown}" if shown else "")
+        )
+    children = state.get("children")
+    for child in children if isinstance(children, list) else []:
+        if isinstance(child, str) and child.startswith(MODEL_REFERENCE):
+            inner = held_text(child[len(MODEL_REFERENCE) :], widgets, depth + 1)
+            if inner:
+                parts.append(inner)
+    return "\n".join(parts) or None

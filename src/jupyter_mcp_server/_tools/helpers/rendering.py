@@ -17,7 +17,12 @@ from jupyter_mcp_server._kernels.outputs import plain_output
 from jupyter_mcp_server._store import WRITTEN_VERSION, NotebookView
 from jupyter_mcp_server._tools.helpers.budget import allot, budget_of, head_and_tail
 from jupyter_mcp_server._tools.helpers.images import downscaled
-from jupyter_mcp_server._tools.helpers.model_text import IMAGE_TYPES, joined, output_text
+from jupyter_mcp_server._tools.helpers.model_text import (
+    IMAGE_TYPES,
+    WidgetModels,
+    joined,
+    output_text,
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,12 @@ def output_blocks(
     outputs: list[dict[str, Any]],
     link: OutputLink | None = None,
     limits: InlineLimits = DEFAULT_INLINE,
+    widgets: WidgetModels | None = None,
 ) -> list[ContentBlock]:
     """Each output as the content blocks a model can read, their texts within ``limits.budget_chars``.
+
+    `widgets` are the notebook's saved widget models: a widget's text says what its
+    Output widgets hold, within the same budget.
 
     With `link` (the outputs are kept whole somewhere: a notebook's cell, the
     scratch outputs), an image above ``limits.image_bytes`` is shrunk or
@@ -66,7 +75,7 @@ def output_blocks(
     for index, output in enumerate(outputs):
         if output.get("output_type") in ("display_data", "execute_result"):
             pieces.extend(_image_blocks(output.get("data") or {}, index, link, limits))
-        text = output_text(output)
+        text = output_text(output, widgets)
         if text is not None:
             pieces.append((index, text))
     texts = [piece for piece in pieces if isinstance(piece, tuple)]

@@ -1,0 +1,176 @@
+"""Widgets as Jupyter keeps them: a real kernel with ipywidgets, the real server over stdio.
+
+What code prints inside ``with out:`` (an ipywidgets ``Output``) or under ``@out.capture()``
+goes into that widget, as JupyterLab, Voilà, VS Code and nbclient route it, not into the
+cell. The kernel's widget state is saved in the notebook's metadata as nbclient saves it
+(``application/vnd.jupyter.widget-state+json``), so the notebook shows its widgets when
+reopened in JupyterLab; a model reading the cell is told what the widget holds. Each case
+is checked against nbclient run on the same cells.
+
+The cells follow the ``Output`` widget's documented uses (ipywidgets' ``Output
+Widget.ipynb``): a loop printing ten lines into a displayed ``Output``, a function
+decorated with ``capture`` that prints and raises, ``clear_output``, and outputs appended
+from the kernel (``append_stdout``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from conftest import ok, serve, text_of
+
+pytest.importorskip("ipywidgets")
+
+RUNS = ("--toolsets", "runs", "--capability", "kernel.prestart=off")
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+IMPORT = "import ipywidgets as widgets"
+SHOW = "out = widgets.Output(layout={'border': '1px solid black'})\ndisplay(out)"
+LOOP = "with out:\n    for i in range(10):\n        print(i, 'printed into the widget')"
+AFTER = "print('printed into the cell')"
+CAPTURE = (
+    "@out.capture()\n"
+    "def captured():\n"
+    "    print('captured by the decorator')\n"
+    "    raise Exception('raised under capture')\n"
+    "\n"
+    "captured()\n"
+    "print('the cell went on')"
+)
+APPENDED = "logs = widgets.Output()\nlogs.append_stdout('appended from the kernel\\n')\nlogs"
+
+
+def write_notebook(path: Path, sources: list[str]) -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"cell-{index}"
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(notebook, str(path))
+
+
+def as_nbclient_runs_it(sources: list[str]) -> nbformat.NotebookNode:
+    nbclient = pytest.importorskip("nbclient")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbclient.NotebookClient(notebook, kernel_name="python3").execute()
+    return notebook
+
+
+def cell_outputs(cell: Any) -> list[dict[str, Any]]:
+    """A cell's outputs without the model ids that differ from one run to the next."""
+    outputs = []
+    for output in cell["outputs"]:
+        output = json.loads(json.dumps(output))
+        view = (output.get("data") or {}).get("application/vnd.jupyter.widget-view+json")
+        if view:
+            view["model_id"] = "<model>"
+        output.get("data", {}).pop("text/plain", None)
+        outputs.append(output)
+    return outputs
+
+
+def output_widgets(notebook: Any) -> list[list[dict[str, Any]]]:
+    """The outputs each saved Output widget holds, in the order the widgets were made."""
+    saved = notebook["metadata"]["widgets"][WIDGET_STATE]
+    assert saved["version_major"] == 2 and saved["version_minor"] == 0
+    held = []
+    for model in saved["state"].values():
+        assert set(model) >= {"model_name", "model_module", "model_module_version", "state"}
+        if model["model_name"] == "OutputModel":
+            held.append(json.loads(json.dumps(model["state"]["outputs"])))
+    return held
+
+
+def streams(outputs: list[dict[str, Any]]) -> str:
+    return "".join(output["text"] for output in outputs if output["output_type"] == "stream")
+
+
+async def run_all(workspace: Path, name: str, sources: list[str]) -> Any:
+    write_notebook(workspace / name, sources)
+    async with serve(workspace, *RUNS) as client:
+        await ok(client, "use_notebook", {"notebook_name": name})
+        result = await client.call_tool("run_cells", {"cells": "all"})
+        assert not result.is_error, text_of(result)
+        run = result.structured_content or {}
+        assert [cell["status"] for cell in run["cells"]] == ["ok"] * len(sources)
+    # As JupyterLab reads the file (a text stored as a list of lines is one text).
+    return nbformat.read(str(workspace / name), as_version=4)
+
+
+async def test_what_with_out_prints_goes_into_the_widget_as_nbclient_stores_it(
+    workspace: Path,
+) -> None:
+    sources = [IMPORT, SHOW, LOOP, AFTER]
+    stored = await run_all(workspace, "output.ipynb", sources)
+    jupyter = as_nbclient_runs_it(sources)
+    # The loop's ten prints are in the widget, not in the cell; the next cell's print is its own.
+    assert stored["cells"][2]["outputs"] == [] == jupyter.cells[2].outputs
+    assert [cell_outputs(cell) for cell in stored["cells"]] == [
+        cell_outputs(cell) for cell in jupyter.cells
+    ]
+    held = output_widgets(stored)
+    assert held == output_widgets(jupyter)
+    assert streams(held[0]).count("printed into the widget") == 10
+    assert held[0] == [
+        {
+            "output_type": "stream",
+            "name": "stdout",
+            "text": "".join(f"{i} printed into the widget\n" for i in range(10)),
+        }
+    ]
+    # Reopened, the file is a valid notebook holding the widgets (as JupyterLab reads it).
+    reopened = nbformat.read(str(workspace / "output.ipynb"), as_version=4)
+    nbformat.validate(reopened)
+    assert reopened.metadata.widgets[WIDGET_STATE]["state"]
+
+
+async def test_capture_takes_the_function_s_prints_and_error_as_nbclient_stores_them(
+    workspace: Path,
+) -> None:
+    sources = [IMPORT, SHOW, CAPTURE, APPENDED]
+    stored = await run_all(workspace, "capture.ipynb", sources)
+    jupyter = as_nbclient_runs_it(sources)
+    # The cell keeps only what it printed itself after the call.
+    assert cell_outputs(stored["cells"][2]) == [
+        {"output_type": "stream", "name": "stdout", "text": "the cell went on\n"}
+    ]
+    assert [cell_outputs(cell) for cell in stored["cells"]] == [
+        cell_outputs(cell) for cell in jupyter.cells
+    ]
+    # The file keeps models by id (sorted): the one the decorator filled holds an error.
+    held = sorted(output_widgets(stored), key=len, reverse=True)
+    theirs = sorted(output_widgets(jupyter), key=len, reverse=True)
+    assert [[output["output_type"] for output in outputs] for outputs in held] == [
+        ["stream", "error"],
+        ["stream"],
+    ]
+    assert [[output["output_type"] for output in outputs] for outputs in theirs] == [
+        ["stream", "error"],
+        ["stream"],
+    ]
+    assert streams(held[0]) == streams(theirs[0]) == "captured by the decorator\n"
+    assert held[0][1]["evalue"] == theirs[0][1]["evalue"] == "raised under capture"
+    assert streams(held[1]) == "appended from the kernel\n"
+    nbformat.validate(nbformat.read(str(workspace / "capture.ipynb"), as_version=4))
+
+
+async def test_a_model_reading_the_cell_is_told_what_the_widget_holds(workspace: Path) -> None:
+    write_notebook(workspace / "read.ipynb", [IMPORT, SHOW, LOOP])
+    async with serve(workspace, *RUNS) as client:
+        await ok(client, "use_notebook", {"notebook_name": "read.ipynb"})
+        result = await client.call_tool("run_cells", {"cells": "all"})
+        assert not result.is_error, text_of(result)
+        result = await client.call_tool("read_cell", {"cell_id": "cell-1"})
+        assert not result.is_error, text_of(result)
+        text = text_of(result)
+        assert "Output widget" in text
+        assert "9 printed into the widget" in text
