@@ -15,6 +15,7 @@ from the kernel (``append_stdout``).
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -169,8 +170,40 @@ async def test_a_model_reading_the_cell_is_told_what_the_widget_holds(workspace:
         await ok(client, "use_notebook", {"notebook_name": "read.ipynb"})
         result = await client.call_tool("run_cells", {"cells": "all"})
         assert not result.is_error, text_of(result)
+        # The execution whose prints the widget took says so, and what the widget holds.
+        result = await client.call_tool("execute_cell", {"cell_id": "cell-2"})
+        assert not result.is_error, text_of(result)
+        text = text_of(result)
+        assert "went into an Output widget, not into the cell" in text
+        # Run twice, the widget holds both runs' prints (one stream), as in JupyterLab.
+        assert text.count("9 printed into the widget") == 2
+        assert "holds 1 output(s)" in text
+        # The cell showing the widget reads as what the widget holds.
         result = await client.call_tool("read_cell", {"cell_id": "cell-1"})
         assert not result.is_error, text_of(result)
         text = text_of(result)
         assert "Output widget" in text
         assert "9 printed into the widget" in text
+
+
+BINARY = (
+    "import ipywidgets as widgets\n"
+    "picture = widgets.Image(value=bytes(range(256)), format='png')\n"
+    "picture"
+)
+
+
+async def test_binary_buffers_are_saved_base64_as_nbclient_saves_them(workspace: Path) -> None:
+    stored = await run_all(workspace, "binary.ipynb", [BINARY])
+    jupyter = as_nbclient_runs_it([BINARY])
+
+    def images(notebook: Any) -> list[dict[str, Any]]:
+        saved = notebook["metadata"]["widgets"][WIDGET_STATE]["state"]
+        return [model for model in saved.values() if model["model_name"] == "ImageModel"]
+
+    ours, theirs = images(stored), images(jupyter)
+    assert len(ours) == len(theirs) == 1
+    assert ours[0]["buffers"] == theirs[0]["buffers"]
+    assert base64.b64decode(ours[0]["buffers"][0]["data"]) == bytes(range(256))
+    assert ours[0]["buffers"][0]["path"] == ["value"]
+    nbformat.validate(nbformat.read(str(workspace / "binary.ipynb"), as_version=4))
