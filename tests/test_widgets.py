@@ -33,6 +33,8 @@ IMPORT = "import ipywidgets as widgets"
 SHOW = "out = widgets.Output(layout={'border': '1px solid black'})\ndisplay(out)"
 LOOP = "with out:\n    for i in range(10):\n        print(i, 'printed into the widget')"
 AFTER = "print('printed into the cell')"
+#: What the kernel's own Output widget lists once the cell that filled it has ended.
+KERNEL_SIDE = "print(len(out.outputs), out.outputs[0]['text'].count('printed into the widget'))"
 CAPTURE = (
     "@out.capture()\n"
     "def captured():\n"
@@ -110,9 +112,11 @@ async def run_all(workspace: Path, name: str, sources: list[str]) -> Any:
 async def test_what_with_out_prints_goes_into_the_widget_as_nbclient_stores_it(
     workspace: Path,
 ) -> None:
-    sources = [IMPORT, SHOW, LOOP, AFTER]
+    sources = [IMPORT, SHOW, LOOP, AFTER, KERNEL_SIDE]
     stored = await run_all(workspace, "output.ipynb", sources)
     jupyter = as_nbclient_runs_it(sources)
+    # The kernel was told what its widget holds, as nbclient tells it.
+    assert stored.cells[4].outputs[0]["text"] == "1 10\n" == jupyter.cells[4].outputs[0]["text"]
     # The loop's ten prints are in the widget, not in the cell; the next cell's print is its own.
     assert stored["cells"][2]["outputs"] == [] == jupyter.cells[2].outputs
     assert [cell_outputs(cell) for cell in stored["cells"]] == [

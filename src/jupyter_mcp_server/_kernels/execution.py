@@ -284,6 +284,11 @@ async def run_code(
     except _ChannelClosed:
         raise KernelDied(collector.result()) from None
     reply_content = (reply or {}).get("content", {})
+    if widgets.captured and not still_running:
+        try:
+            widgets.tell_kernel(client)
+        except Exception:  # the notebook keeps what was captured either way
+            logger.warning("Telling the kernel what its Output widgets hold failed", exc_info=True)
     if reply_content.get("execution_count") is not None:
         collector.set_execution_count(reply_content["execution_count"])
     collected = collector.result()

@@ -14,6 +14,10 @@ stores what one run by them stores:
   the cell. Nested captures stack; the innermost wins. Each widget's outputs
   are bounded by the server's output limits, as a cell's are
   (:class:`~.outputs.OutputCollector`).
+- What an Output widget captured is sent back to the kernel once the
+  execution ends (a ``comm_msg`` ``update`` of its ``outputs``, as nbclient
+  and JupyterLab send it), so ``out.outputs`` in the kernel lists it too;
+  a kernel reached over a websocket is not told.
 - The state of every model is what the notebook stores in
   ``metadata.widgets["application/vnd.jupyter.widget-state+json"]``
   (:meth:`Widgets.metadata`), so the notebook shows its widgets when reopened
@@ -129,6 +133,24 @@ class Widgets:
         if stack[-1] not in self.captured:
             self.captured.append(stack[-1])
         return True
+
+    def tell_kernel(self, client: Any) -> None:
+        """Send the kernel the outputs its Output widgets captured in this execution (the
+        ``update`` nbclient's ``OutputWidget.sync_state`` sends), when `client` can."""
+        session: Any = getattr(client, "session", None)
+        shell: Any = getattr(client, "shell_channel", None)
+        if not hasattr(session, "msg") or not hasattr(shell, "send"):
+            return
+        for comm_id in self.captured:
+            content = {
+                "comm_id": comm_id,
+                "data": {
+                    "method": "update",
+                    "state": {"outputs": self.outputs_of(comm_id)},
+                    "buffer_paths": [],
+                },
+            }
+            shell.send(session.msg("comm_msg", content=content))
 
     def outputs_of(self, comm_id: str) -> list[dict[str, Any]] | None:
         """What the Output widget `comm_id` holds; None when it is no Output widget."""
