@@ -211,3 +211,27 @@ async def test_binary_buffers_are_saved_base64_as_nbclient_saves_them(workspace:
     assert base64.b64decode(ours[0]["buffers"][0]["data"]) == bytes(range(256))
     assert ours[0]["buffers"][0]["path"] == ["value"]
     nbformat.validate(nbformat.read(str(workspace / "binary.ipynb"), as_version=4))
+
+
+INTERACT = (
+    "from ipywidgets import interact\n\ndef f(x):\n    print('x is', x)\n\ninteract(f, x=10);"
+)
+
+
+async def test_interact_prints_into_its_own_output_and_reads_through_its_box(
+    workspace: Path,
+) -> None:
+    write_notebook(workspace / "interact.ipynb", [INTERACT])
+    async with serve(workspace, *RUNS) as client:
+        await ok(client, "use_notebook", {"notebook_name": "interact.ipynb"})
+        result = await client.call_tool("run_cells", {"cells": "all"})
+        assert not result.is_error, text_of(result)
+        result = await client.call_tool("read_cell", {"cell_id": "cell-0"})
+        assert not result.is_error, text_of(result)
+        # The box interact shows holds the slider and an Output: read through to what it holds.
+        assert "x is 10" in text_of(result)
+    stored = nbformat.read(str(workspace / "interact.ipynb"), as_version=4)
+    jupyter = as_nbclient_runs_it([INTERACT])
+    assert cell_outputs(stored.cells[0]) == cell_outputs(jupyter.cells[0])
+    assert [streams(outputs) for outputs in output_widgets(stored)] == ["x is 10\n"]
+    assert output_widgets(stored) == output_widgets(jupyter)
