@@ -226,6 +226,8 @@ async def test_interact_prints_into_its_own_output_and_reads_through_its_box(
         await ok(client, "use_notebook", {"notebook_name": "interact.ipynb"})
         result = await client.call_tool("run_cells", {"cells": "all"})
         assert not result.is_error, text_of(result)
+        # The run's own result reads the widget as it left it.
+        assert "x is 10" in text_of(result)
         result = await client.call_tool("read_cell", {"cell_id": "cell-0"})
         assert not result.is_error, text_of(result)
         # The box interact shows holds the slider and an Output: read through to what it holds.

@@ -24,6 +24,7 @@ from jupyter_mcp_server._errors import (
     ToolFailure,
 )
 from jupyter_mcp_server._kernels.execution import WENT_ON
+from jupyter_mcp_server._kernels.widgets import widget_models
 from jupyter_mcp_server._store.formats import IPYNB
 from jupyter_mcp_server._tools.helpers import run_models
 from jupyter_mcp_server._tools.helpers.budget import allot, head_and_tail
@@ -200,6 +201,11 @@ def _error_of(ran: CellRan) -> str | None:
 def _cell_texts(report: RunReport, limits: InlineLimits) -> list[str]:
     """Each cell's outputs as one text, all of them within the budget."""
     pieces: list[tuple[int, int, str]] = []  # (cell position, output index, text)
+    # The widgets as the run left them (each execution that changed any carries them all).
+    saved: dict[str, Any] = {}
+    for ran in report.cells:
+        if ran.outcome is not None and ran.outcome.widgets:
+            saved = widget_models({"widgets": ran.outcome.widgets})
     for position, ran in enumerate(report.cells):
         outputs: list[dict[str, Any]] = (
             ran.outcome.outputs.outputs if ran.outcome is not None else []
@@ -215,7 +221,7 @@ def _cell_texts(report: RunReport, limits: InlineLimits) -> list[str]:
                         f"[{images[0]}: read_cell(cell_id='{ran.cell_id}') shows it]\n",
                     )
                 )
-            text = output_text(output)
+            text = output_text(output, saved)
             if text and output.get("output_type") == "error" and ran.status == "ok":
                 # An error shown by code that went on: the kernel's reply says the cell did not fail.
                 text = text.rstrip("\n") + f"\n[jupyter-mcp-server: {WENT_ON}]\n"
