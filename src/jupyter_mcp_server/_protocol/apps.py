@@ -31,10 +31,12 @@ result byte for byte as without it.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
-from mcp.server.apps import Apps, ResourceCsp, client_supports_apps
+from mcp.server.apps import APP_MIME_TYPE, Apps, ResourceCsp, client_supports_apps
+from mcp.server.mcpserver.resources import FunctionResource
 from mcp.types import CallToolResult
 
 from jupyter_mcp_server._errors import UNSUPPORTED, ToolFailure
@@ -82,6 +84,14 @@ UI: dict[str, dict[str, Any]] = {
 }
 #: Bytes of outputs one result hands its app; the outputs after are named, not carried.
 PAYLOAD_BUDGET = 4 * 1024 * 1024
+#: Every page's ``_meta.ui``, as ``Apps.add_html_resource`` would write it: no domain at
+#: all (the page loads nothing from anywhere), no border.
+PAGE_UI: dict[str, Any] = {
+    "csp": ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]).model_dump(
+        by_alias=True, exclude_none=True
+    ),
+    "prefersBorder": False,
+}
 
 
 class NotebookApps(Apps):
@@ -89,34 +99,43 @@ class NotebookApps(Apps):
 
     def __init__(self) -> None:
         super().__init__()
-        self.add_html_resource(
-            OUTPUTS_URI,
-            output_app_html(),
-            name="cell-outputs",
-            title="Cell outputs",
-            description="A cell and its outputs as JupyterLab shows them (the execution tools' app).",
-            # No domain at all: the page loads nothing from anywhere.
-            csp=ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]),
-            prefers_border=False,
-        )
-        self.add_html_resource(
-            REVIEW_URI,
-            review_app_html(),
-            name="change-review",
-            title="Review a change",
-            description="A proposed change side by side, cell by cell, to accept or reject.",
-            csp=ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]),
-            prefers_border=False,
-        )
-        self.add_html_resource(
-            NOTEBOOK_URI,
-            notebook_app_html(),
-            name="notebook-view",
-            title="Notebook",
-            description="One notebook: its outline, its cells with outputs, the agent's cell marked.",
-            csp=ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[]),
-            prefers_border=False,
-        )
+        # Each page is built when a client first reads it, not when the server is made: the
+        # output app inlines the chart libraries (about 4 MiB of text, twice while it is
+        # built), which a session whose client shows no apps would hold for nothing.
+        for uri, page, name, title, description in (
+            (
+                OUTPUTS_URI,
+                output_app_html,
+                "cell-outputs",
+                "Cell outputs",
+                "A cell and its outputs as JupyterLab shows them (the execution tools' app).",
+            ),
+            (
+                REVIEW_URI,
+                review_app_html,
+                "change-review",
+                "Review a change",
+                "A proposed change side by side, cell by cell, to accept or reject.",
+            ),
+            (
+                NOTEBOOK_URI,
+                notebook_app_html,
+                "notebook-view",
+                "Notebook",
+                "One notebook: its outline, its cells with outputs, the agent's cell marked.",
+            ),
+        ):
+            self.add_resource(
+                FunctionResource(
+                    uri=uri,
+                    name=name,
+                    title=title,
+                    description=description,
+                    mime_type=APP_MIME_TYPE,
+                    meta={"ui": PAGE_UI},
+                    fn=functools.cache(page),
+                )
+            )
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
         apps = client_supports_apps(ctx)
