@@ -5,8 +5,8 @@ drawing true. Every import of the package's own modules is read from the
 syntax tree, the ones inside functions included and the ones under
 ``if TYPE_CHECKING:`` left out (they never run, so they cannot make a
 cycle at import time or a dependency at run time). From that graph: no
-cycle; no arrow from the store, the kernels or the tools up into the
-protocol features, the transports or the server; no ``global`` statement;
+cycle, among the modules or among the floors; every arrow pointing down a
+floor (:data:`FLOORS`), never across or up; no ``global`` statement;
 few imports inside functions, each saying why it is there; and extensions
 written against the public API alone.
 """
@@ -21,25 +21,33 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "src"
 PACKAGE = "jupyter_mcp_server"
 
-#: The protocol features, the transports and the server: what the lower layers never import.
-UPPER = (
-    "_app",
-    "_cli",
-    "api",
-    "extensions",
-    "capabilities",
-    "_core_tools",
-    "_extensions",
-    "_jupyter",
-    "_protocol",
-    "_transports",
+#: The floors, lowest first: each top-level module or package of the package on one. A module
+#: imports only its own module or package and what stands on a lower floor: never one beside it,
+#: never one above (docs/architecture.md draws them).
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # The ground: facts and failures every floor may name.
+    ("_version", "_timestamps", "_terminal", "_errors", "_heap", "_deferred_imports"),
+    # What is watched and allowed, and where: the hooks, policy, the workspace boundary.
+    ("_jupyter_urls", "_hooks", "_policy", "_workspace"),
+    # The settings, the notebooks, the kernels.
+    ("_config", "_store", "_kernels"),
+    # Who is calling and what a call asks; the extension mechanism.
+    ("_calls", "_extensions"),
+    # The running server's state.
+    ("_state",),
+    # The tools.
+    ("_tools",),
+    # The protocol features, the server's own tools, the public API.
+    ("_protocol", "_core_tools", "api", "capabilities"),
+    # The transports; the API's first import path.
+    ("_transports", "extensions"),
+    # The composition root.
+    ("_app",),
+    # The two ways in.
+    ("_cli", "_jupyter"),
+    # The package itself and ``python -m``.
+    ("__init__", "__main__"),
 )
-#: The layers below the tools, and what each may not import (besides ``UPPER``).
-LOWER = {
-    "_store": ("_tools", "_state"),
-    "_kernels": ("_tools", "_state", "_store"),
-    "_tools": (),
-}
 #: Imports of the package inside functions: each a deliberate lazy one (two are the public
 #: API's: `ServerAccess.run_code` reaches the tools only when called; one is the HTTP
 #: transport's sign-in, which brings PyJWT only with --auth-issuer).
@@ -173,11 +181,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def layer_of(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
-
-
 def test_the_import_graph_has_no_cycle() -> None:
     graph, _lazy = import_graph()
     assert cycles(graph) == []
@@ -189,18 +192,58 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
     assert any(f"{PACKAGE}._store.formats" in component for component in cycles(graph))
 
 
-def test_no_arrow_points_up_from_the_store_the_kernels_or_the_tools() -> None:
+def unit_of(module: str) -> str:
+    """The top-level module or package a module belongs to (``__init__`` for the package's own)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def floor_of() -> dict[str, int]:
+    return {unit: floor for floor, units in enumerate(FLOORS) for unit in units}
+
+
+def arrows_not_down(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module on the same floor or a higher one (its own unit aside)."""
+    floors = floor_of()
+    return [
+        f"{module} -> {target}"
+        for module, loaded in sorted(graph.items())
+        for target in sorted(loaded)
+        if unit_of(module) != unit_of(target) and floors[unit_of(target)] >= floors[unit_of(module)]
+    ]
+
+
+def test_every_top_level_module_and_package_stands_on_one_floor() -> None:
+    units = {unit_of(name) for name in modules()}
+    placed = [unit for units_on in FLOORS for unit in units_on]
+    assert len(placed) == len(set(placed)), "a unit on two floors"
+    assert units == set(placed), (
+        f"not on a floor: {sorted(units - set(placed))}; gone: {sorted(set(placed) - units)}"
+    )
+
+
+def test_every_arrow_points_down_a_floor() -> None:
     graph, _lazy = import_graph()
-    upward = []
+    assert arrows_not_down(graph) == []
+
+
+def test_the_floors_find_a_planted_arrow_up_and_one_across() -> None:
+    graph, _lazy = import_graph()
+    graph[f"{PACKAGE}._hooks"].add(f"{PACKAGE}._calls.asking")
+    graph[f"{PACKAGE}._store.formats"].add(f"{PACKAGE}._kernels.outputs")
+    assert arrows_not_down(graph) == [
+        f"{PACKAGE}._hooks -> {PACKAGE}._calls.asking",
+        f"{PACKAGE}._store.formats -> {PACKAGE}._kernels.outputs",
+    ]
+
+
+def test_the_floors_have_no_cycle() -> None:
+    """Taken whole, the top-level modules and packages import one another without a circle."""
+    graph, _lazy = import_graph()
+    units: dict[str, set[str]] = {unit_of(name): set() for name in graph}
     for module, loaded in graph.items():
-        layer = layer_of(module)
-        if layer not in LOWER:
-            continue
-        forbidden = (*UPPER, *LOWER[layer])
-        upward += [
-            f"{module} -> {target}" for target in sorted(loaded) if layer_of(target) in forbidden
-        ]
-    assert upward == []
+        units[unit_of(module)] |= {unit_of(t) for t in loaded} - {unit_of(module)}
+    assert cycles(units) == []
 
 
 def test_no_global_statement_in_the_sources() -> None:
@@ -488,11 +531,7 @@ def test_the_api_is_importable_without_the_server() -> None:
         "_jupyter",
         "_calls",
     )
-    # The exception a call that asks ends with is a value an error may carry, not the server.
-    light = {"jupyter_mcp_server._calls", "jupyter_mcp_server._calls.input_required"}
-    reached = [
-        m for m in loaded if m.split(".")[1:2] and m.split(".")[1] in server and m not in light
-    ]
+    reached = [m for m in loaded if m.split(".")[1:2] and m.split(".")[1] in server]
     assert reached == [], reached
     assert "jupyter_mcp_server._kernels.manager" not in loaded
 

@@ -5,11 +5,20 @@ Every layer below the tools (workspace, store, kernels) raises
 ``isError: true`` and ``_meta["io.jupyter-mcp/error"]``. Keeping the code
 on the exception means the layer that knows what went wrong also says what
 to do next, and no tool has to guess.
+
+A call may also end by asking the client (2026-07-28): :class:`InputRequired`
+carries the question. It lives here, on the lowest floor, so that the hooks,
+which record such a call under its own outcome, need not import the
+machinery of asking (``_calls/asking.py``, which raises it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, InputRequiredResult
 
 #: The stable error codes (README.md lists them). Nothing else is ever sent as a code.
 INVALID_ARGUMENT = "invalid_argument"
@@ -84,3 +93,20 @@ class ToolFailure(Exception):
     def as_meta(self) -> dict[str, Any]:
         """The ``_meta`` entry a tool result carries for this failure."""
         return {ERROR_META_KEY: {"code": self.code, **self.details}}
+
+
+#: How the hooks (the audit log) record a call that ended asking the client.
+INPUT_REQUIRED_OUTCOME = "input_required"
+
+
+class InputRequired(MCPError):
+    """Raised by ``_calls.asking.ask`` on 2026-07-28 while questions are unanswered: the
+    request is answered with `result` (the server's middleware, ``AnswersInputRequired``)."""
+
+    def __init__(
+        self, result: InputRequiredResult, answered: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(code=INVALID_PARAMS, message="input required")
+        self.result = result
+        #: The questions of this round already answered (the others are in `result`).
+        self.answered: dict[str, Any] = dict(answered or {})

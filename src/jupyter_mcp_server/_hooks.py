@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_mcp_server._calls.input_required import INPUT_REQUIRED_OUTCOME, InputRequired
-
-from ._errors import ERROR_META_KEY
+from ._errors import ERROR_META_KEY, INPUT_REQUIRED_OUTCOME, InputRequired
 from ._timestamps import iso_utc
 
 logger = logging.getLogger(__name__)

@@ -38,8 +38,10 @@ from jupyter_mcp_server._calls.callers import (
 )
 from jupyter_mcp_server._calls.connections import session_of
 from jupyter_mcp_server._calls.detached import RunRegistry
+from jupyter_mcp_server._calls.people import PersonFocus
 from jupyter_mcp_server._calls.proposals import Proposals
 from jupyter_mcp_server._calls.scratch import ScratchOutputs
+from jupyter_mcp_server._calls.serving import Served, served, serving
 from jupyter_mcp_server._policy.capabilities import CapabilityRegistry
 from jupyter_mcp_server._policy.redaction import (
     DEFAULT_SECRET_NAMES,
@@ -63,7 +65,6 @@ from ._store.derived import DerivedValues
 from ._store.histories import Histories
 from ._store.history import Limits
 from ._store.recording import Recorder
-from ._tools.helpers.focus import PersonFocus
 from ._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class Hosted:
 SEARCH_TEXTS_WEIGHT = 256 * 1024 * 1024
 
 
-class ServerState:
+class ServerState(Served):
     """Everything a tool needs, built once from the configuration."""
 
     def __init__(
@@ -398,9 +399,6 @@ def _secret_env_of(answer: Any) -> dict[str, str]:
         return {}
 
 
-_serving: contextvars.ContextVar[ServerState | None] = contextvars.ContextVar(
-    "jupyter_mcp_serving", default=None
-)
 _serving_connection: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "jupyter_mcp_serving_connection", default=None
 )
@@ -411,16 +409,14 @@ class ServingState:
     without its context (an extension narrowing a tool calls it with only its arguments)."""
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
-        token = _serving.set(ctx.lifespan_context)
         session = session_of(ctx)
         connection = _serving_connection.set(remembered_connection(ctx))
         caller = caller_of(ctx)
         try:
-            with serving_as(caller):
+            with serving(ctx.lifespan_context), serving_as(caller):
                 result = await call_next(ctx)
         finally:
             _serving_connection.reset(connection)
-            _serving.reset(token)
         if session is None and getattr(ctx, "method", None) == "tools/call":
             # A stateless caller has no session: the handle that makes it one agent, to pass
             # back in its next requests' _meta (docs/authorization.md).
@@ -445,14 +441,8 @@ def serving_connection() -> str | None:
 
 def state_of(ctx: Any) -> ServerState:
     """The server state a request is served with (the SDK's lifespan context)."""
-    request_context = getattr(ctx, "request_context", ctx) if ctx is not None else None
-    state = getattr(request_context, "lifespan_context", None)
-    if not isinstance(state, ServerState):
-        state = _serving.get()
-    if state is None:
-        raise RuntimeError(
-            "this code runs outside a request served by a server built from a ServerState"
-        )
+    state = served(ctx)
+    assert isinstance(state, ServerState), "only a ServerState is served"
     return state
 
 

@@ -34,9 +34,9 @@ from typing import Any
 
 from jupyter_mcp_server._calls.asking import Elicitation, MissingClientCapability, ask, client_can
 from jupyter_mcp_server._calls.callers import caller_of
+from jupyter_mcp_server._calls.serving import served
 from jupyter_mcp_server._errors import APPROVAL_REQUIRED, DECLINED, ToolFailure
 from jupyter_mcp_server._policy.redaction import REDACTION_CAPABILITY
-from jupyter_mcp_server._state import state_of
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,8 @@ def approved_already(*actions: str) -> None:
 async def approve(ctx: Any, action: str, description: str) -> None:
     """Return when the person approved `action` (or it needs no approval here); otherwise raise
     ``ToolFailure`` with ``declined`` or ``approval_required``. Call it before changing anything."""
-    state = state_of(ctx)
+    # What it reads of the state: capabilities, config, redactor and used_states.
+    state: Any = served(ctx)
     if not asks_for(state, action) or action in _APPROVED.get():
         return
     if not client_can(ctx, "elicitation"):

@@ -63,7 +63,7 @@ from mcp.types import (
 from mcp_types.version import is_version_at_least
 
 from jupyter_mcp_server._calls.detached import current_run
-from jupyter_mcp_server._calls.input_required import InputRequired
+from jupyter_mcp_server._errors import InputRequired
 
 #: The first generation that asks through input_required results.
 INPUT_REQUIRED_VERSION = "2026-07-28"

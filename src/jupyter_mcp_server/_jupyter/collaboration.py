@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from jupyter_mcp_server._calls.callers import serving_caller
+from jupyter_mcp_server._calls.people import PersonFocus
 from jupyter_mcp_server._errors import INVALID_PATH, REVISION_CONFLICT, ToolFailure
 from jupyter_mcp_server._jupyter.focus import people_in
 from jupyter_mcp_server._jupyter.presence import GLOBAL_AWARENESS_ROOM, Presence
 from jupyter_mcp_server._store.store import revision_conflict
-from jupyter_mcp_server._tools.helpers.focus import PersonFocus
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from jupyter_mcp_server._calls.people import PersonFocus, shortened
 from jupyter_mcp_server._jupyter.presence import GLOBAL_AWARENESS_ROOM, USERNAME
-from jupyter_mcp_server._tools.helpers.focus import PersonFocus, shortened
 
 logger = logging.getLogger(__name__)
 

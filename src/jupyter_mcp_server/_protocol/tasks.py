@@ -73,7 +73,7 @@ from jupyter_mcp_server._calls.detached import (
     TASKS_EXTENSION,
     Run,
 )
-from jupyter_mcp_server._calls.input_required import InputRequired
+from jupyter_mcp_server._errors import InputRequired
 from jupyter_mcp_server._protocol.client_logging import stop_hearing_this_request
 from jupyter_mcp_server._protocol.features import Feature, Wrapped
 from jupyter_mcp_server._protocol.handlers import Handler

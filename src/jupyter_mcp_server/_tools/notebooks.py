@@ -9,6 +9,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server._calls.approvals import RELEASE_KERNEL, RESTART_KERNEL, approve
+from jupyter_mcp_server._calls.people import focus_line
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.environments import KernelChoice
 from jupyter_mcp_server._state import ServerState, state_of
@@ -20,7 +21,6 @@ from jupyter_mcp_server._tools.helpers.addressing import (
     notebook_path,
 )
 from jupyter_mcp_server._tools.helpers.budget import allot, head_and_tail
-from jupyter_mcp_server._tools.helpers.focus import focus_line
 from jupyter_mcp_server._tools.helpers.headings import headings_line, headings_of
 from jupyter_mcp_server._tools.helpers.model_text import output_text
 from jupyter_mcp_server._tools.helpers.rendering import (

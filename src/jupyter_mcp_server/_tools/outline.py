@@ -21,12 +21,12 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server._calls.people import focus_line
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server._kernels.outputs import payload_size
 from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._tools.helpers import models
 from jupyter_mcp_server._tools.helpers.addressing import notebook_path
-from jupyter_mcp_server._tools.helpers.focus import focus_line
 from jupyter_mcp_server._tools.helpers.headings import MAX_HEADINGS, headings_of
 from jupyter_mcp_server._tools.helpers.notebook_pages import notebook_page, page_start
 from jupyter_mcp_server._tools.helpers.results import answer, tool_handler

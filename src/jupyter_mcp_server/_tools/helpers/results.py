@@ -21,8 +21,13 @@ from mcp.types import CallToolResult, ContentBlock, TextContent
 
 from jupyter_mcp_server._calls.callers import caller_of, recorded_session, serving_caller
 from jupyter_mcp_server._calls.connections import session_of
-from jupyter_mcp_server._calls.input_required import INPUT_REQUIRED_OUTCOME, InputRequired
-from jupyter_mcp_server._errors import ERROR_META_KEY, INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server._errors import (
+    ERROR_META_KEY,
+    INPUT_REQUIRED_OUTCOME,
+    INVALID_ARGUMENT,
+    InputRequired,
+    ToolFailure,
+)
 from jupyter_mcp_server._hooks import ToolCall, ToolCallEnded, redacted
 from jupyter_mcp_server._state import serving_connection, state_of
 from jupyter_mcp_server._store.history import EDIT_ORIGIN, Origin
