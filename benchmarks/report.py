@@ -190,6 +190,41 @@ def table(results: Results, names: list[str]) -> tuple[str, list[dict[str, Any]]
     return "\n".join(lines), records
 
 
+#: The rows every CI log compares with each peer in the same run (issue 40, item 6): the
+#: calls an agent makes most, warm, and the idle server's memory. Nothing is asserted.
+PEER_ROWS = (
+    "execute_code",
+    "execute_cell",
+    "insert_first",
+    "spawn",
+    "rss_init",
+    "rss_settled",
+    "rss_8",
+    "tree_rss_8",
+)
+
+
+def peer_ratios(results: Results, names: list[str]) -> list[str]:
+    """One line a row: ours' median, each peer's, and ours ÷ the peer's, from the same run."""
+    labels = {metric.key: metric for metric in METRICS}
+    lines = []
+    for key in PEER_ROWS:
+        ours = results.samples.get((key, "ours"))
+        if not ours:
+            continue
+        metric = labels[key]
+        mine = statistics.median(ours)
+        cells = []
+        for name in names:
+            theirs = results.samples.get((key, name))
+            if theirs:
+                peer = statistics.median(theirs)
+                cells.append(f"{name} {fmt(peer, metric.unit)}: {mine / peer:.2f}x")
+        if cells:
+            lines.append(f"- {metric.label}: ours {fmt(mine, metric.unit)}; " + "; ".join(cells))
+    return lines
+
+
 @dataclass
 class Run:
     """What one run was: its mode, sizes, servers, machine and duration, and what it found."""
@@ -210,6 +245,10 @@ def print_report(run: Run) -> None:
     print()
     print(text)
     print()
+    if against := peer_ratios(run.results, run.profiles):
+        print("Ours against each peer in this run (our median / the peer's; asserts nothing):")
+        print("\n".join(against))
+        print()
     per_client = client_table(run.results)
     if per_client:
         print("Workload 12 per client: bytes each client hands its model (and whether done there)")
@@ -242,6 +281,7 @@ def write_json(path: str, run: Run) -> None:
         "profiles": run.profiles,
         "results": records,
         "targets": run.checks,
+        "against_peers": peer_ratios(run.results, run.profiles),
         "notes": run.results.notes,
         "skipped": run.skipped,
     }
