@@ -398,18 +398,78 @@ def test_every_kernel_backend_uses_the_one_seam() -> None:
         )
 
 
+def state_fields() -> set[str]:
+    """The fields a ServerState is built with (its dataclass fields, read from the source)."""
+    tree = ast.parse((SOURCES / PACKAGE / "_state.py").read_text())
+    (state,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerState"]
+    return {
+        node.target.id
+        for node in state.body
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+    }
+
+
+def test_a_built_state_refuses_every_assignment(tmp_path: Path) -> None:
+    """Its parts are handed in when it is made: none is swapped on it afterwards."""
+    import dataclasses
+
+    import pytest
+
+    from jupyter_mcp_server._app import build_state
+    from jupyter_mcp_server._config import read_config
+
+    state = build_state(read_config({"workspace_root": str(tmp_path)}))
+    for name in ("store", "workspace", "place", "people", "kernels", "jupyter", "anything"):
+        with pytest.raises(AttributeError):
+            setattr(state, name, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.reviews = state.reviews  # type: ignore[misc]
+    before = state.place
+    (tmp_path / "elsewhere").mkdir()
+    assert state.use_workspace(tmp_path / "elsewhere", "client-roots") is None
+    assert state.place is not before and state.workspace_source == "client-roots"
+    assert state.store.observers is before.store.observers
+
+
+def test_only_one_method_replaces_where_notebooks_are_kept() -> None:
+    """The workspace, its store and search texts and the Jupyter Server are one slot, the
+    state's ``place``: replaced (``object.__setattr__``) in ``ServerState.move_to`` alone, and
+    assigned nowhere. No extension host's ``server_factory`` is set after it is built."""
+    found = []
+    for name, path in modules().items():
+        tree = ast.parse(path.read_text())
+        scopes = {
+            id(inner): node.name
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "__setattr__"
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value == "place"
+            ):
+                found.append(f"{name}.{scopes.get(id(node))}")
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                found += [
+                    f"{name}:{node.lineno} {ast.unparse(t)}"
+                    for t in targets
+                    if isinstance(t, ast.Attribute) and t.attr in {"place", "server_factory"}
+                ]
+    assert found == [f"{PACKAGE}._state.move_to"]
+
+
 def test_no_built_part_of_the_server_is_changed_outside_the_composition_root() -> None:
-    """An attribute ServerState sets when it is built, the environments' kernelspec folders, or
+    """A field a ServerState is built with, the environments' kernelspec folders, or
     the kernel manager's backend and
     kernel source, or the extension host's server factory, is assigned (``x.attr = ...`` on
     anything but ``self``) only in app.py."""
-    state_source = ast.parse((SOURCES / PACKAGE / "_state.py").read_text())
-    built = {"kernel_source", "server_factory", "specs", "kernels_dir"}
-    for node in ast.walk(state_source):
-        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store):
-                    built.add(inner.attr)
+    built = {"kernel_source", "server_factory", "specs", "kernels_dir"} | state_fields()
     changed = []
     for name, path in modules().items():
         if name == f"{PACKAGE}._app":
@@ -470,7 +530,8 @@ def test_each_protocol_feature_is_declared_and_handed_to_the_server_as_it_is_mad
         ast.unparse(call)
         for call in calls
         if any(k.arg in {"extensions", "middleware"} for k in call.keywords)
-        and not (isinstance(call.func, ast.Name) and call.func.id == "Feature")
+        # (a Feature declares them; the state's `extensions` are the extension host's)
+        and not (isinstance(call.func, ast.Name) and call.func.id in {"Feature", "ServerState"})
     ], "extensions and middleware arrive as features, not beside them"
     (passed,) = [k.value for k in given[0].keywords if k.arg == "features"]
     assert isinstance(passed, ast.Name)

@@ -6,9 +6,12 @@ Everything the server is gets built here and nowhere else:
   :class:`~.state.ServerState`: the hooks, the extensions
   (:func:`~.extensions.load_extensions`, the core tools first), the
   capabilities in their layers (declared defaults, the environment, the
-  command line, then each extension's own), the workspace, the store and
-  the kernels, and the extensions' two Jupyter hooks connected to them;
-- :class:`Application` holds that state with what the protocol features
+  command line, then each extension's own), and every part of the state
+  (the first :class:`~._state.Place`, the kernels, the histories, the
+  redactor, the runs...), handed in, with the extensions' two Jupyter hooks
+  connected to them;
+- :class:`Application` builds that state, its :meth:`~Application.new_server`
+  the extension host's server factory from the start, and holds it with what the protocol features
   keep between requests (subscriptions, the client log), builds one
   MCP server per toolset selection, made with its protocol features listed in
   one ordered tuple (:meth:`Application.new_server`), and owns the one lifecycle every way of
@@ -63,6 +66,10 @@ from jupyter_mcp_server._protocol.result_parts import ResultParts
 from jupyter_mcp_server._protocol.subscriptions import NotebookEvents
 from jupyter_mcp_server._protocol.tasks import TaskSupport
 
+from ._calls.asking import UsedStates
+from ._calls.detached import RunRegistry
+from ._calls.proposals import Proposals
+from ._calls.scratch import ScratchOutputs
 from ._config import ConfigError, ServerConfig
 from ._core_tools import CoreToolsExtension
 from ._errors import ToolFailure
@@ -79,11 +86,16 @@ from ._kernels.backends import BackendParts, LocalBackend, backend_class
 from ._kernels.connection_files import remove_orphaned_connection_files
 from ._kernels.environments import Environments, Sources
 from ._kernels.interpreters import NotAnInterpreter, probe_interpreter
+from ._kernels.manager import KernelManager
 from ._kernels.runtime import ServerRuntime, remove_orphaned_runtime_dirs
+from ._policy.redaction import DEFAULT_SECRET_NAMES, Redactor
 from ._protocol.handlers import ConnectionEnds
-from ._state import Hosted, ServerState, ServingState
-from ._store import warm_up
+from ._state import Hosted, Place, ServerState, ServingState, contents_store, recorder_for
+from ._store import NotebookStore, warm_up
+from ._store.histories import Histories
+from ._store.history import Limits
 from ._version import __version__
+from ._workspace import Workspace
 from .api import ServerAccess
 
 logger = logging.getLogger(__name__)
@@ -116,14 +128,19 @@ def build_state(
     contents: Any = None,
     wrap_store: Callable[[Any], Any] | None = None,
     people: Callable[[], list[Any]] | None = None,
+    server_factory: Callable[[str, str | None], Any] | None = None,
 ) -> ServerState:
-    """The server's state from its configuration; ``ConfigError`` for a capability nobody
-    declared or a kernel backend that cannot be used (nothing has started yet). Inside Jupyter
-    Server: its ``ServerApp``, its `contents` (a ``_store.contents.ContentsFiles``) when notebooks
-    are kept there, `wrap_store` (the live documents of JupyterLab's collaboration), and
-    `people` (who is in JupyterLab's rooms, and where)."""
+    """The server's state from its configuration, every part built here and handed in;
+    ``ConfigError`` for a capability nobody declared or a kernel backend that cannot be used
+    (nothing has started yet). Inside Jupyter Server: its ``ServerApp``, its `contents` (a
+    ``_store.contents.ContentsFiles``) when notebooks are kept there, `wrap_store` (the live
+    documents of JupyterLab's collaboration), and `people` (who is in JupyterLab's rooms, and
+    where). `server_factory` makes each server the extension host builds (the
+    :class:`Application`'s, with every protocol feature; a bare one otherwise)."""
     hooks = Hooks()
-    extensions = ExtensionManager(hooks, name=SERVER_NAME, instructions=INSTRUCTIONS)
+    extensions = ExtensionManager(
+        hooks, server_factory, name=SERVER_NAME, instructions=INSTRUCTIONS
+    )
     extensions.add_all(load_extensions(config.extensions, CoreToolsExtension()))
     capabilities = CapabilityRegistry()
     declared_by_extensions = extensions.collect_capabilities(capabilities)
@@ -159,26 +176,50 @@ def build_state(
         )
     except ToolFailure as error:
         raise ConfigError(error.message) from None
+    hosted = Hosted(
+        # The extensions' two Jupyter hooks: a kernel of a sandbox variant instead of a
+        # local one, and `execute_code` somewhere else.
+        kernel_source=lambda kernel_name: extensions.create_code_sandbox(
+            config, logging.getLogger("jupyter_mcp_server.sandbox")
+        ),
+        interceptors=(extensions.intercept_execute_code,),
+        contents=contents,
+        wrap_store=wrap_store,
+        people=people or list,
+    )
+    histories = Histories(
+        config.history_dir,
+        Limits(max_entries=config.history_max_entries, max_bytes=config.history_max_bytes),
+        off=None if config.history_dir is not None else "--history-dir is off",
+    )
+    place = first_place(config, histories, hosted)
+    kernels = KernelManager(
+        workspace_root=place.workspace.root,
+        max_kernels=config.max_kernels,
+        idle_timeout=config.idle_timeout,
+        unresponsive_grace=config.unresponsive_grace,
+        capability=capabilities.enabled,
+        kernel_source=hosted.kernel_source,
+        backend=backend or local_backend,
+    )
     state = ServerState(
-        config,
-        capabilities,
-        hooks,
-        extensions,
+        config=config,
+        capabilities=capabilities,
+        hooks=hooks,
+        extensions=extensions,
         runtime=runtime,
         environments=environments,
         local_backend=local_backend,
-        backend=backend,
-        hosted=Hosted(
-            # The extensions' two Jupyter hooks: a kernel of a sandbox variant instead of a
-            # local one, and `execute_code` somewhere else.
-            kernel_source=lambda kernel_name: extensions.create_code_sandbox(
-                config, logging.getLogger("jupyter_mcp_server.sandbox")
-            ),
-            interceptors=(extensions.intercept_execute_code,),
-            contents=contents,
-            wrap_store=wrap_store,
-            people=people or list,
-        ),
+        place=place,
+        histories=histories,
+        kernels=kernels,
+        redactor=Redactor((*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env)),
+        used_states=UsedStates(),
+        runs=RunRegistry(kernels, hooks, ttl_seconds=config.task_ttl_seconds),
+        scratch=ScratchOutputs(),
+        reviews=Proposals(),
+        interceptors=hosted.interceptors,
+        people=hosted.people,
     )
     if backend_name == "jupyter-server":
         # Its notebooks too with --jupyter-contents, each notebook's kernel bound in its sessions.
@@ -199,19 +240,52 @@ def build_state(
     return state
 
 
+def first_place(config: ServerConfig, histories: Histories, hosted: Hosted) -> Place:
+    """Where notebooks are kept when the server starts: under the workspace root, or in a
+    hosting Jupyter Server's contents; wrapped by its live documents when it has them."""
+    workspace = Workspace(config.workspace_root)
+    contents = hosted.contents
+    store = (
+        NotebookStore(workspace, recorder=recorder_for(histories, workspace.root))
+        if contents is None
+        else contents_store(workspace, histories, contents)
+    )
+    return Place(
+        workspace=workspace,
+        store=hosted.wrap_store(store) if hosted.wrap_store is not None else store,
+        source="cli" if config.workspace_root_given else "cwd",
+        contents_elsewhere=contents is not None,
+    )
+
+
 class Application:
     """A server state, the protocol features' own state, and the servers built from them."""
 
-    def __init__(self, state: ServerState) -> None:
-        self.state = state
-        config = state.config
+    def __init__(
+        self,
+        config: ServerConfig,
+        serverapp: Any = None,
+        *,
+        contents: Any = None,
+        wrap_store: Callable[[Any], Any] | None = None,
+        people: Callable[[], list[Any]] | None = None,
+    ) -> None:
+        """The state built (:func:`build_state`) with this application's :meth:`new_server`
+        as the extension host's server factory, and the protocol features' own state."""
+        self.state = state = build_state(
+            config,
+            serverapp,
+            contents=contents,
+            wrap_store=wrap_store,
+            people=people,
+            server_factory=self.new_server,
+        )
         self.events = NotebookEvents(state, debounce_ms=config.watch_debounce_ms)
         self.task_support = TaskSupport(state)
         self.declared_schemas = DeclaredSchemas(state)
         self.client_log = ClientLogHandler()
         self.client_roots = FollowClientRoots(state)
         self.client_log.install(state.hooks)
-        state.extensions.host.server_factory = self.new_server
 
     @property
     def config(self) -> ServerConfig:
@@ -362,9 +436,7 @@ def build_application(
 ) -> Application:
     """The whole server from its configuration: what the CLI and Jupyter Server (with its
     parts, see :func:`build_state`) both run."""
-    return Application(
-        build_state(config, serverapp, contents=contents, wrap_store=wrap_store, people=people)
-    )
+    return Application(config, serverapp, contents=contents, wrap_store=wrap_store, people=people)
 
 
 def _sweep(state: ServerState) -> None:

@@ -44,7 +44,6 @@ from jupyter_mcp_server._calls.scratch import ScratchOutputs
 from jupyter_mcp_server._calls.serving import Served, served, serving
 from jupyter_mcp_server._policy.capabilities import CapabilityRegistry
 from jupyter_mcp_server._policy.redaction import (
-    DEFAULT_SECRET_NAMES,
     REDACTION_CAPABILITY,
     STORED,
     Redactor,
@@ -53,7 +52,7 @@ from jupyter_mcp_server._workspace.history_dir import default_history_dir, insid
 
 from ._config import ServerConfig
 from ._hooks import Hooks
-from ._kernels.backends import KernelBackend, LocalBackend
+from ._kernels.backends import LocalBackend
 from ._kernels.environments import Environments
 from ._kernels.kernel import gone_message as kernel_gone_message
 from ._kernels.manager import KernelManager
@@ -63,7 +62,6 @@ from ._store import NotebookStore
 from ._store.contents import RemoteContents
 from ._store.derived import DerivedValues
 from ._store.histories import Histories
-from ._store.history import Limits
 from ._store.recording import Recorder
 from ._workspace import Workspace
 
@@ -122,94 +120,125 @@ class Hosted:
 SEARCH_TEXTS_WEIGHT = 256 * 1024 * 1024
 
 
-class ServerState(Served):
-    """Everything a tool needs, built once from the configuration."""
+@dataclass(frozen=True)
+class Place:
+    """Where notebooks are kept now: the one part of a state that changes while it serves.
 
-    def __init__(
-        self,
-        config: ServerConfig,
-        capabilities: CapabilityRegistry,
-        hooks: Hooks,
-        extensions: ExtensionManager,
-        *,
-        runtime: ServerRuntime,
-        environments: Environments,
-        local_backend: LocalBackend,
-        backend: KernelBackend | None = None,
-        hosted: Hosted | None = None,
-    ) -> None:
-        """The parts the composition root built (``_app.build_state``) are handed in: the
-        runtime directory, the environments, the local backend and the one kernels start on
-        (the local one unless another was chosen), and what the extensions and a hosting
-        Jupyter Server give (:class:`Hosted`)."""
-        hosted = hosted or Hosted()
-        kernel_source, interceptors = hosted.kernel_source, hosted.interceptors
-        contents, wrap_store = hosted.contents, hosted.wrap_store
-        self.config = config
-        self.capabilities = capabilities
-        self.hooks = hooks
-        self.extensions = extensions
-        self.workspace = Workspace(config.workspace_root)
-        #: Notebooks kept in a Jupyter Server's contents, not under the workspace root.
-        self.contents_elsewhere = contents is not None
-        #: Who chose the workspace: ``cli`` (--workspace-root), ``cwd``, or ``client-roots``.
-        self.workspace_source = "cli" if config.workspace_root_given else "cwd"
-        #: Every notebook's history, in the server's state directory.
-        self.histories = Histories(
-            config.history_dir,
-            Limits(max_entries=config.history_max_entries, max_bytes=config.history_max_bytes),
-            off=None if config.history_dir is not None else "--history-dir is off",
+    A client's roots choose another workspace, or ``connect_to_jupyter`` moves the notebooks
+    to a Jupyter Server's contents: a new place replaces the old one whole
+    (:meth:`ServerState.move_to`), never piece by piece."""
+
+    workspace: Workspace
+    #: The notebooks: under the workspace root, or in a Jupyter Server's contents.
+    store: NotebookStore
+    #: Who chose the workspace: ``cli`` (--workspace-root), ``cwd``, or ``client-roots``.
+    source: str
+    #: Notebooks kept in a Jupyter Server's contents, not under the workspace root.
+    contents_elsewhere: bool = False
+    #: The Jupyter Server kernels start on, when not local (its backend).
+    jupyter: Any = None
+    #: Each notebook's searchable texts, kept until the file changes (search_notebooks).
+    search_texts: DerivedValues[Any] = field(
+        default_factory=lambda: DerivedValues(SEARCH_TEXTS_WEIGHT)
+    )
+
+
+def recorder_for(histories: Histories, root: Path) -> Recorder:
+    """What keeps the histories of the notebooks under `root`: never a directory given inside
+    it (the platform's state directory may be: a workspace may be the home directory)."""
+    history = histories.root
+    if history is not None and history != default_history_dir() and inside(history, root):
+        kept_out = Histories(
+            None, off=f"the history directory {history} is inside the workspace {root}"
         )
-        store = (
-            NotebookStore(self.workspace, recorder=self._recorder(self.workspace.root))
-            if contents is None
-            else NotebookStore(
-                self.workspace, contents, Recorder(self.histories, f"contents:{contents.identity}")
-            )
-        )
-        self.store: NotebookStore = wrap_store(store) if wrap_store is not None else store
-        #: This server's private runtime directory (local kernels' connection files and
-        #: sockets, kernelspecs made on the fly), removed when it stops.
-        self.runtime = runtime
-        self.environments = environments
-        #: The backend of this machine's kernels and environments (the environments tools
-        #: use it whichever backend kernels start on).
-        self.local_backend = local_backend
-        self.kernels = KernelManager(
-            workspace_root=self.workspace.root,
-            max_kernels=config.max_kernels,
-            idle_timeout=config.idle_timeout,
-            unresponsive_grace=config.unresponsive_grace,
-            capability=capabilities.enabled,
-            kernel_source=kernel_source,
-            backend=backend or local_backend,
-        )
-        #: Masks secrets in what the server sends (the redaction capability says where).
-        self.redactor = Redactor(
-            (*DEFAULT_SECRET_NAMES, *config.secret_names), dict(config.secret_env)
-        )
-        #: The kernels whose environment the redactor has read (by id).
-        self._env_read: set[str | None] = set()
-        #: The input_required rounds already answered: none is answered twice.
-        self.used_states = UsedStates()
-        self.interceptors: tuple[ExecutionInterceptor, ...] = interceptors
-        #: Calls going on without their request: detached runs and tasks.
-        self.runs = RunRegistry(self.kernels, hooks, ttl_seconds=config.task_ttl_seconds)
-        #: Recent outputs of execute_code, for what its results left out.
-        self.scratch = ScratchOutputs()
-        #: Changes shown in the review app, until the person answers (``review_change``).
-        self.reviews = Proposals()
-        #: Each notebook's searchable texts, kept until the file changes (search_notebooks).
-        self.search_texts: DerivedValues[Any] = DerivedValues(SEARCH_TEXTS_WEIGHT)
-        #: The Jupyter Server kernels start on, when not local (its backend).
-        self.jupyter: Any = None
-        #: By connection key, oldest first: each until its connection ends (`connection_ended`).
-        self._connections: OrderedDict[str, ConnectionState] = OrderedDict()
-        #: The people beside the agent and where they are (inside JupyterLab: its rooms'
-        #: awareness, `_jupyter/focus.py`); nobody elsewhere.
-        self.people: Callable[[], list[PersonFocus]] = hosted.people
-        #: Told `(key, what it had chosen or None)` when a connection ends (the HTTP router).
-        self.connection_ends: list[Callable[[str, ConnectionState | None], None]] = []
+        return Recorder(kept_out, f"workspace:{root}")
+    return Recorder(histories, f"workspace:{root}")
+
+
+def contents_store(workspace: Workspace, histories: Histories, files: Any) -> NotebookStore:
+    """A store keeping notebooks in a Jupyter Server's contents (a ``ContentsFiles``)."""
+    return NotebookStore(workspace, files, Recorder(histories, f"contents:{files.identity}"))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ServerState(Served):
+    """Everything a tool needs, built once from the configuration (``_app.build_state``) and
+    handed its parts. Nothing is assigned on a built state: what changes while it serves is
+    one slot, its :class:`Place`, replaced whole by :meth:`move_to` alone."""
+
+    config: ServerConfig
+    capabilities: CapabilityRegistry
+    hooks: Hooks
+    extensions: ExtensionManager
+    #: This server's private runtime directory (local kernels' connection files and
+    #: sockets, kernelspecs made on the fly), removed when it stops.
+    runtime: ServerRuntime
+    environments: Environments
+    #: The backend of this machine's kernels and environments (the environments tools
+    #: use it whichever backend kernels start on).
+    local_backend: LocalBackend
+    #: Where notebooks are kept now: the one slot that changes, by :meth:`move_to` alone.
+    place: Place
+    #: Every notebook's history, in the server's state directory.
+    histories: Histories
+    kernels: KernelManager
+    #: Masks secrets in what the server sends (the redaction capability says where).
+    redactor: Redactor
+    #: The input_required rounds already answered: none is answered twice.
+    used_states: UsedStates
+    #: Calls going on without their request: detached runs and tasks.
+    runs: RunRegistry
+    #: Recent outputs of execute_code, for what its results left out.
+    scratch: ScratchOutputs
+    #: Changes shown in the review app, until the person answers (``review_change``).
+    reviews: Proposals
+    #: Who may run ``execute_code`` somewhere else.
+    interceptors: tuple[ExecutionInterceptor, ...] = ()
+    #: The people beside the agent and where they are (inside JupyterLab: its rooms'
+    #: awareness, `_jupyter/focus.py`); nobody elsewhere.
+    people: Callable[[], list[PersonFocus]] = list
+    #: Told `(key, what it had chosen or None)` when a connection ends (the HTTP router).
+    connection_ends: list[Callable[[str, ConnectionState | None], None]] = field(
+        default_factory=list, init=False
+    )
+    #: The kernels whose environment the redactor has read (by id).
+    _env_read: set[str | None] = field(default_factory=set, init=False)
+    #: By connection key, oldest first: each until its connection ends (`connection_ended`).
+    _connections: OrderedDict[str, ConnectionState] = field(default_factory=OrderedDict, init=False)
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.place.workspace
+
+    @property
+    def store(self) -> NotebookStore:
+        return self.place.store
+
+    @property
+    def search_texts(self) -> DerivedValues[Any]:
+        return self.place.search_texts
+
+    @property
+    def workspace_source(self) -> str:
+        """Who chose the workspace: ``cli`` (--workspace-root), ``cwd``, or ``client-roots``."""
+        return self.place.source
+
+    @property
+    def contents_elsewhere(self) -> bool:
+        """Notebooks kept in a Jupyter Server's contents, not under the workspace root."""
+        return self.place.contents_elsewhere
+
+    @property
+    def jupyter(self) -> Any:
+        """The Jupyter Server kernels start on, when not local (its backend)."""
+        return self.place.jupyter
+
+    def move_to(self, place: Place) -> None:
+        """The one place the slot changes: `place` replaces where notebooks were kept, whole;
+        subscriptions keep hearing about writes, and the kernels start in its workspace."""
+        place.store.observers = self.place.store.observers
+        self.kernels.workspace_root = place.workspace.root
+        object.__setattr__(self, "place", place)
 
     def use_jupyter_server(self, backend: Any, *, contents: bool = False) -> None:
         """Start later kernels on a Jupyter Server (``--jupyter-url``, ``connect_to_jupyter``);
@@ -218,20 +247,20 @@ class ServerState(Served):
         if contents and hasattr(backend, "bind_sessions"):
             backend.bind_sessions()
         self.kernels.use_backend(backend)
-        self.jupyter = backend
+        place = self.place
         if contents:
-            self.use_contents(RemoteContents(backend.url, backend.token))
-
-    def use_contents(self, files: Any) -> None:
-        """Keep notebooks in a Jupyter Server's contents (a ``_store.contents.ContentsFiles``)
-        rather than under the workspace root; subscriptions keep hearing about writes."""
-        store = NotebookStore(
-            self.workspace, files, Recorder(self.histories, f"contents:{files.identity}")
-        )
-        store.observers = self.store.observers
-        self.store = store
-        self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)  # kept for the other files
-        self.contents_elsewhere = True
+            files = RemoteContents(backend.url, backend.token)
+            self.move_to(
+                replace(
+                    place,
+                    store=contents_store(place.workspace, self.histories, files),
+                    contents_elsewhere=True,
+                    jupyter=backend,
+                    search_texts=DerivedValues(SEARCH_TEXTS_WEIGHT),  # kept for the other files
+                )
+            )
+        else:
+            self.move_to(replace(place, jupyter=backend))
 
     def use_workspace(self, root: Path, source: str) -> str | None:
         """Make `root` the workspace (a client's root); the reason when it cannot be now: kept
@@ -242,28 +271,21 @@ class ServerState(Served):
         if bound:
             return f"{len(bound)} notebook(s) of the current workspace have kernels ({', '.join(bound[:5])})"
         workspace = Workspace(root)
-        store = NotebookStore(workspace, recorder=self._recorder(workspace.root))
-        store.observers = self.store.observers
-        self.workspace, self.store = workspace, store
-        self.search_texts = DerivedValues(SEARCH_TEXTS_WEIGHT)
-        self.kernels.workspace_root = workspace.root
-        self.workspace_source = source
-        return None
-
-    def _recorder(self, root: Path) -> Recorder:
-        """What keeps the histories of the notebooks under `root`: never a directory given inside
-        it (the platform's state directory may be: a workspace may be the home directory)."""
-        history = self.histories.root
-        if history is not None and history != default_history_dir() and inside(history, root):
-            kept_out = Histories(
-                None, off=f"the history directory {history} is inside the workspace {root}"
+        store = NotebookStore(workspace, recorder=recorder_for(self.histories, workspace.root))
+        self.move_to(
+            replace(
+                self.place,
+                workspace=workspace,
+                store=store,
+                source=source,
+                search_texts=DerivedValues(SEARCH_TEXTS_WEIGHT),
             )
-            return Recorder(kept_out, f"workspace:{root}")
-        return Recorder(self.histories, f"workspace:{root}")
+        )
+        return None
 
     def workspace_chosen_by(self, source: str) -> None:
         """The workspace stays, and `source` is who chose it (a client's root naming it)."""
-        self.workspace_source = source
+        self.move_to(replace(self.place, source=source))
 
     def describe_workspace(self) -> dict[str, str]:
         """The workspace as ``capabilities://`` says it: its root and who chose it."""
