@@ -59,8 +59,8 @@ def _pump(
 ) -> None:
     log, results = logs
     for line in iter(source.readline, b""):
-        sink.write(line)
-        sink.flush()
+        # Logged before it is passed on: a client may stop the server (and this tap) the moment
+        # it has the last result, and the log must still hold that result.
         seen = _seen(line, side)
         with contextlib.suppress(ValueError):
             called = _call_or_result(json.loads(line), side)
@@ -72,6 +72,8 @@ def _pump(
             with lock:
                 log.write(json.dumps(seen) + "\n")
                 log.flush()
+        sink.write(line)
+        sink.flush()
     sink.close()
 
 
@@ -178,10 +180,11 @@ class HttpTap:
             data = response.read()
             handler.send_header("Content-Length", str(len(data)))
             handler.end_headers()
-            handler.wfile.write(data)
+            # Logged before it is passed on: the client may end the moment it has the answer.
             self._answered(data, initializing)
             if calling:
                 self._results(data)
+            handler.wfile.write(data)
         else:  # a stream (SSE): passed on chunk by chunk as it comes
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
@@ -192,10 +195,10 @@ class HttpTap:
                     handler.wfile.flush()
                     if calling or (initializing and len(kept) < 65536):
                         kept += chunk
+                self._answered(kept, initializing)
+                if calling:
+                    self._results(kept)
                 handler.wfile.write(b"0\r\n\r\n")
-            self._answered(kept, initializing)
-            if calling:
-                self._results(kept)
         upstream.close()
 
     def _results(self, data: bytes) -> None:
