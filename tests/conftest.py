@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from hypothesis import settings
 from mcp import Client, StdioServerParameters
@@ -335,3 +336,19 @@ def wait_until_healthy(
 def history_toolset() -> tuple[str, ...]:
     """The server arguments that serve the opt-in history toolset over stdio."""
     return ("--toolsets", "history")
+
+
+def write_notebook(path: Path, sources: list[str]) -> list[str]:
+    """A notebook of code cells `sources` (ids cell-0, cell-1, ...) on the python3 kernelspec,
+    written with nbformat as Jupyter writes one; answers the cells' ids."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"cell-{index}"
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(notebook, str(path))
+    return [cell["id"] for cell in notebook.cells]

@@ -15,7 +15,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import ok, serve, text_of
+from conftest import ok, serve, text_of, write_notebook
 
 RUNS = ("--toolsets", "runs", "--capability", "kernel.prestart=off")
 HANDLED = (
@@ -29,20 +29,6 @@ CALLBACK = (
 )
 UNREGISTER = "get_ipython().events.unregister('post_run_cell', bad_callback)\nprint('third')"
 WENT_ON = "the cell went on after showing this error"
-
-
-def write_notebook(path: Path, sources: list[str]) -> list[str]:
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
-    for index, cell in enumerate(notebook.cells):
-        cell["id"] = f"cell-{index}"
-    notebook.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(notebook, str(path))
-    return [cell["id"] for cell in notebook.cells]
 
 
 def as_nbclient_runs_it(sources: list[str]) -> list[list[str]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import ok, serve, text_of
+from conftest import ok, serve, text_of, write_notebook
 
 from jupyter_mcp_server._kernels.outputs import strip_ansi
 
@@ -42,19 +42,6 @@ def as_nbclient_stores_it(sources: list[str]) -> list[dict[str, Any]]:
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
     nbclient.NotebookClient(notebook, kernel_name="python3", allow_errors=True).execute()
     return json.loads(json.dumps([cell.outputs for cell in notebook.cells]))
-
-
-def write_notebook(path: Path, sources: list[str]) -> None:
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
-    for index, cell in enumerate(notebook.cells):
-        cell["id"] = f"cell-{index}"
-    notebook.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(notebook, str(path))
 
 
 def errors_of(path: Path) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import ok, serve, text_of
+from conftest import ok, serve, text_of, write_notebook
 
 pytest.importorskip("ipywidgets")
 
@@ -45,19 +45,6 @@ CAPTURE = (
     "print('the cell went on')"
 )
 APPENDED = "logs = widgets.Output()\nlogs.append_stdout('appended from the kernel\\n')\nlogs"
-
-
-def write_notebook(path: Path, sources: list[str]) -> None:
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
-    for index, cell in enumerate(notebook.cells):
-        cell["id"] = f"cell-{index}"
-    notebook.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(notebook, str(path))
 
 
 def as_nbclient_runs_it(sources: list[str]) -> nbformat.NotebookNode:
