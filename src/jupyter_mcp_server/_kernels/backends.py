@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server._kernels.activation import activated
 from jupyter_mcp_server._kernels.environments import (
     Environment,
     Environments,
     KernelChoice,
-    activated,
     choose,
     installed_kernelspecs,
     kernelspec_manager,
@@ -404,7 +404,7 @@ class LocalBackend(KernelBackend):
             connection_file=self.runtime.connection_file(kernel_id),
             **options,
         )
-        # Activated as a shell would (environments.activated); restarts launch with it too.
+        # Activated as a shell would (activation.activated); restarts launch with it too.
         launch: dict[str, Any] = {"cwd": str(cwd)}
         environ = activated(os.environ, env)
         if environ is not None:

@@ -24,7 +24,7 @@ An environment without a kernelspec runs through one made on the fly
 directory (:mod:`.runtime`), never in the user's Jupyter paths. Every
 Python kernel, whichever environment it runs in (one of these, the server's
 own, ``--python``'s, an installed kernelspec's), runs with that environment
-activated as a shell would (:func:`activated`: ``VIRTUAL_ENV`` or
+activated as a shell would (:func:`.activation.activated`: ``VIRTUAL_ENV`` or
 ``CONDA_PREFIX`` set, its ``bin`` first on ``PATH``), so ``!pip`` and
 subprocesses in a cell find the environment's tools.
 
@@ -447,7 +447,7 @@ class Environments:
 
 def made_kernelspec(env: Environment) -> dict[str, Any]:
     """The kernelspec of a Python environment that has none: ipykernel on its interpreter
-    (activated when it starts, :func:`activated`, as every Python kernel is)."""
+    (activated when it starts, :func:`.activation.activated`, as every Python kernel is)."""
     assert env.interpreter is not None
     return {
         "argv": [env.interpreter, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
@@ -457,35 +457,6 @@ def made_kernelspec(env: Environment) -> dict[str, Any]:
             "jupyter_mcp_server": {"environment": env.name, "found_in": list(env.found_in)}
         },
     }
-
-
-def activated(environ: Mapping[str, str], env: Environment) -> dict[str, str] | None:
-    """`environ` with the environment of `env`'s interpreter activated as a shell would:
-    its ``bin`` first on ``PATH``, ``VIRTUAL_ENV`` (a virtualenv) or ``CONDA_PREFIX`` (a
-    conda environment) naming it. None for a kernel that runs no known Python.
-
-    Every Python kernel gets it, the server's own included: a server started by its full
-    path (a client's configuration, ``uvx``) has no ``bin`` of its own on ``PATH``, and
-    ``!pip install`` in a cell would reach whatever ``pip`` the ``PATH`` has, the system's.
-    A ``VIRTUAL_ENV`` inherited from the server's launcher is dropped for a kernel that
-    does not run in it (``uv pip`` installs where it points). A kernelspec's own ``env``
-    is applied on top by jupyter_client, so what it sets wins.
-    """
-    if env.interpreter is None or not env.is_python:
-        return None
-    interpreter = Path(env.interpreter)
-    prefix = Path(env.prefix) if env.prefix else environment_prefix(str(interpreter))
-    bin_dir = str(interpreter.parent)
-    path = environ.get("PATH", "")
-    active = dict(environ)
-    active["PATH"] = bin_dir + os.pathsep + path if path else bin_dir
-    active.pop("VIRTUAL_ENV", None)
-    if prefix is not None and (prefix / "pyvenv.cfg").is_file():
-        active["VIRTUAL_ENV"] = str(prefix)
-    elif prefix is not None and (prefix / "conda-meta").is_dir():
-        active["CONDA_PREFIX"] = str(prefix)
-        active["CONDA_DEFAULT_ENV"] = str(prefix)
-    return active
 
 
 def choose(
