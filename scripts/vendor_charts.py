@@ -1,7 +1,7 @@
 """Vendor the chart libraries the output app inlines: fetched once from npm, pinned, hashed.
 
 The output app draws Vega-Lite, Vega and Plotly outputs with those projects' own builds
-(``src/jupyter_mcp_server/_protocol/chart_libraries/``, shipped in the wheel). This script
+(``src/jupyter_mcp_server/_apps/chart_libraries/``, shipped in the wheel). This script
 is how those files got there, so that anyone can make them again and get the same bytes:
 
 - each package is pinned to a version and to the ``integrity`` (SHA-512) npm publishes
@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TARGET = REPO / "src" / "jupyter_mcp_server" / "_protocol" / "chart_libraries"
+TARGET = REPO / "src" / "jupyter_mcp_server" / "_apps" / "chart_libraries"
 
 #: (npm package, version, the tarball's npm integrity, {file in the tarball: (vendored name, sha256)}).
 PINS: tuple[tuple[str, str, str, dict[str, tuple[str, str]]], ...] = (

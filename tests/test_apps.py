@@ -29,8 +29,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.extension import advertise
 from test_tools_notebooks import TOOLS_LIST_BUDGET
 
+from jupyter_mcp_server._apps.chart_bundle import chart_libraries
 from jupyter_mcp_server._protocol.apps import APP_META_KEY, OUTPUT_TOOLS, OUTPUTS_URI
-from jupyter_mcp_server._protocol.chart_bundle import chart_libraries
 
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
 APP_MIME = "text/html;profile=mcp-app"
@@ -316,7 +316,7 @@ def test_the_chart_libraries_are_the_pinned_builds_with_their_licences() -> None
         timeout=60,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    folder = REPO / "src" / "jupyter_mcp_server" / "_protocol" / "chart_libraries"
+    folder = REPO / "src" / "jupyter_mcp_server" / "_apps" / "chart_libraries"
     licences = {path.name: path.read_text() for path in folder.glob("LICENSE-*.txt")}
     assert sorted(licences) == [
         "LICENSE-plotly.js.txt",

@@ -45,7 +45,7 @@ from test_apps_browser import EXT_APPS, host_server, write_host
 from test_browser import browser, chromium_or_skip, screenshot
 
 from jupyter_mcp_server._protocol.apps import OUTPUTS_URI
-from jupyter_mcp_server._tools.helpers.chart_text import chart_text
+from jupyter_mcp_server._rendering.chart_text import chart_text
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 

@@ -44,8 +44,8 @@ from test_approvals import ASKING, Person
 from test_apps import APP_SIZE_BUDGET, apps_extension, model_part, wire
 from test_tools_notebooks import TOOLS_LIST_BUDGET
 
+from jupyter_mcp_server._apps.reviews import REVIEW_URI
 from jupyter_mcp_server._protocol.apps import APP_META_KEY
-from jupyter_mcp_server._tools.helpers.reviews import REVIEW_URI
 
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
 ARGS = ("--capability", "kernel.prestart=off", "--toolsets", "history")

@@ -30,8 +30,8 @@ from test_apps_browser import EXT_APPS, HOSTILE_HTML, IMPORTS, host_server
 from test_apps_review import ARGS, dry_run, write_notebook
 from test_browser import browser, chromium_or_skip, screenshot
 
+from jupyter_mcp_server._apps.reviews import REVIEW_URI
 from jupyter_mcp_server._protocol.apps import APP_META_KEY
-from jupyter_mcp_server._tools.helpers.reviews import REVIEW_URI
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 

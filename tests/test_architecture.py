@@ -29,12 +29,18 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("_version", "_timestamps", "_terminal", "_errors", "_heap", "_deferred_imports"),
     # What is watched and allowed, and where: the hooks, policy, the workspace boundary.
     ("_jupyter_urls", "_hooks", "_policy", "_workspace"),
-    # The settings, the notebooks, the kernels.
-    ("_config", "_store", "_kernels"),
-    # Who is calling and what a call asks; the extension mechanism.
-    ("_calls", "_extensions"),
+    # The settings, the notebooks, the kernels; the shapes of the tools' results.
+    ("_config", "_store", "_kernels", "_schemas"),
+    # Who is calling and what a call asks; the extension mechanism; outputs as a model reads them.
+    ("_calls", "_extensions", "_rendering"),
     # The running server's state.
     ("_state",),
+    # What every tool call shares: the notebook it means, how it answers, who hears it.
+    ("_tool_calls",),
+    # What a person is shown: the apps' pages, what a call shows, changes kept for review.
+    ("_apps",),
+    # Executions and whole-notebook runs: called by the tools, JSON lines and the API alike.
+    ("_runs",),
     # The tools.
     ("_tools",),
     # The protocol features, the server's own tools, the public API.
@@ -246,6 +252,46 @@ def test_the_floors_have_no_cycle() -> None:
     assert cycles(units) == []
 
 
+def tool_module_importers(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module of ``_tools`` from outside it, but the core tools' own."""
+    return [
+        f"{module} -> {target}"
+        for module, loaded in sorted(graph.items())
+        for target in sorted(loaded)
+        if unit_of(target) == "_tools"
+        and unit_of(module) != "_tools"
+        and module != f"{PACKAGE}._core_tools"
+    ]
+
+
+def test_the_tools_are_reached_only_as_the_core_tools_extension() -> None:
+    """What the tools share stands below them, in rooms named for it: whole-notebook runs,
+    the JSON-lines transport and the API call into ``_runs`` and ``_tool_calls``, never into
+    a tool module; only ``_core_tools`` (which offers the tools as an extension) imports one."""
+    graph, _lazy = import_graph()
+    assert tool_module_importers(graph) == []
+    graph[f"{PACKAGE}._transports.jsonlines"].add(f"{PACKAGE}._tools.running")
+    assert tool_module_importers(graph) == [
+        f"{PACKAGE}._transports.jsonlines -> {PACKAGE}._tools.running"
+    ]
+
+
+def test_the_tools_folder_holds_only_modules_that_declare_tools() -> None:
+    """No drawer of helpers in ``_tools``: every module there is one ``declarations`` lists."""
+    folder = SOURCES / PACKAGE / "_tools"
+    assert [p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"] == []
+    graph, _lazy = import_graph()
+    listed = graph[f"{PACKAGE}._tools.declarations"]
+    unlisted = [
+        name
+        for name in modules()
+        if unit_of(name) == "_tools"
+        and name not in listed
+        and name not in {f"{PACKAGE}._tools", f"{PACKAGE}._tools.declarations"}
+    ]
+    assert unlisted == []
+
+
 def test_no_global_statement_in_the_sources() -> None:
     found = [
         f"{name}:{node.lineno}"
@@ -273,7 +319,7 @@ def module_level_registries(path: Path) -> list[str]:
 
 def test_the_reviews_are_kept_by_the_state_not_by_the_process(tmp_path: Path) -> None:
     """Proposals shown in the review app belong to one server's state: no module keeps them."""
-    for module in ("_tools/helpers/reviews.py", "_calls/proposals.py"):
+    for module in ("_apps/reviews.py", "_calls/proposals.py"):
         assert module_level_registries(SOURCES / PACKAGE / module) == []
     planted = tmp_path / "planted.py"
     planted.write_text("_kept: OrderedDict[str, int] = OrderedDict()\nX = 1\nY = {}\n")
@@ -591,6 +637,10 @@ def test_the_api_is_importable_without_the_server() -> None:
         "_protocol",
         "_jupyter",
         "_calls",
+        "_tool_calls",
+        "_runs",
+        "_apps",
+        "_rendering",
     )
     reached = [m for m in loaded if m.split(".")[1:2] and m.split(".")[1] in server]
     assert reached == [], reached

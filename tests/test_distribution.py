@@ -113,10 +113,10 @@ def test_the_wheel_ships_the_package_and_its_jupyter_config_only(
     shipped = json.loads(zipfile.ZipFile(wheel).read(data + CONFIG_FILE))
     assert shipped == {"ServerApp": {"jpserver_extensions": {"jupyter_mcp_server": True}}}
     # The scripts the server runs by their path are files in the package.
-    for script in ("_kernels/keeper.py", "_kernels/inkernel.py", "_tools/helpers/regex_worker.py"):
+    for script in ("_kernels/keeper.py", "_kernels/inkernel.py", "_store/regex_worker.py"):
         assert f"jupyter_mcp_server/{script}" in names
     # The output app's chart libraries, each with its licence text.
-    charts = "jupyter_mcp_server/_protocol/chart_libraries/"
+    charts = "jupyter_mcp_server/_apps/chart_libraries/"
     assert sorted(name[len(charts) :] for name in names if name.startswith(charts)) == [
         "LICENSE-plotly.js.txt",
         "LICENSE-vega-embed.txt",

@@ -20,7 +20,7 @@ from conftest import ok, refused, serve, server_command, text_of
 from environments_support import EXTRA, make_env, server_lacks
 
 from jupyter_mcp_server._kernels.environments import Environment, choose
-from jupyter_mcp_server._tools.helpers.models import NotebookUsed
+from jupyter_mcp_server._schemas.models import NotebookUsed
 
 NO_PRESTART = ("--capability", "kernel.prestart=off")
 PRINT_PREFIX = "import sys; print(sys.prefix)"

@@ -10,15 +10,15 @@ from mcp.types import ImageContent, ResourceLink, TextContent
 
 from jupyter_mcp_server._calls.scratch import ScratchOutputs
 from jupyter_mcp_server._errors import ToolFailure
-from jupyter_mcp_server._tools.helpers.budget import (
+from jupyter_mcp_server._rendering.budget import (
     MAX_OUTPUT_CHARS,
     MIN_OUTPUT_CHARS,
     allot,
     budget_of,
     head_and_tail,
 )
-from jupyter_mcp_server._tools.helpers.model_text import html_as_text, output_text, plain
-from jupyter_mcp_server._tools.helpers.rendering import InlineLimits, output_blocks
+from jupyter_mcp_server._rendering.content import InlineLimits, output_blocks
+from jupyter_mcp_server._rendering.model_text import html_as_text, output_text, plain
 
 
 def test_budget_bounds_and_refusals():

@@ -9,7 +9,7 @@ import pytest
 from jsonschema.validators import validator_for
 from pydantic import Field, ValidationError
 
-from jupyter_mcp_server._tools.helpers.models import ExecutionResult, Result
+from jupyter_mcp_server._schemas.models import ExecutionResult, Result
 
 
 class Sample(Result):

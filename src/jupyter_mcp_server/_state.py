@@ -91,7 +91,7 @@ class WorkingCell:
 @dataclass
 class ConnectionState:
     """What one client connection has chosen (its named notebooks and its current one), and
-    the cell it is working on in each notebook (``_tools/helpers/working.py``)."""
+    the cell it is working on in each notebook (``_tool_calls/working.py``)."""
 
     names: dict[str, str] = field(default_factory=dict)
     current: str | None = None

@@ -92,10 +92,10 @@ if TYPE_CHECKING:
     from jupyter_mcp_server._kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
     from jupyter_mcp_server._policy.capabilities import Capability
     from jupyter_mcp_server._protocol.declared_schemas import input_schema
+    from jupyter_mcp_server._runs.executions import execution_result
+    from jupyter_mcp_server._schemas.models import ExecutionResult, Result
     from jupyter_mcp_server._state import ServerState, ask
-    from jupyter_mcp_server._tools.helpers.models import ExecutionResult, Result
-    from jupyter_mcp_server._tools.helpers.results import answer, failure, tool_handler
-    from jupyter_mcp_server._tools.running import execution_result
+    from jupyter_mcp_server._tool_calls.results import answer, failure, tool_handler
 
 #: Where each exported name is defined. Each is imported when first used, so that importing
 #: this module (to subclass JupyterMCPExtension, or to name an error code) imports only what
@@ -103,7 +103,7 @@ if TYPE_CHECKING:
 _DEFINED_IN: dict[str, str] = {
     "ALREADY_EXISTS": "jupyter_mcp_server._errors",
     "Answer": "jupyter_mcp_server._calls.asking",
-    "answer": "jupyter_mcp_server._tools.helpers.results",
+    "answer": "jupyter_mcp_server._tool_calls.results",
     "APPROVAL_REQUIRED": "jupyter_mcp_server._errors",
     "approve": "jupyter_mcp_server._calls.approvals",
     "ask": "jupyter_mcp_server._state",
@@ -120,11 +120,11 @@ _DEFINED_IN: dict[str, str] = {
     "ERROR_META_KEY": "jupyter_mcp_server._errors",
     "Execution": "jupyter_mcp_server._hooks",
     "EXECUTION_ERROR": "jupyter_mcp_server._errors",
-    "execution_result": "jupyter_mcp_server._tools.running",
+    "execution_result": "jupyter_mcp_server._runs.executions",
     "ExecutionEnded": "jupyter_mcp_server._hooks",
     "ExecutionOutcome": "jupyter_mcp_server._kernels.execution",
-    "ExecutionResult": "jupyter_mcp_server._tools.helpers.models",
-    "failure": "jupyter_mcp_server._tools.helpers.results",
+    "ExecutionResult": "jupyter_mcp_server._schemas.models",
+    "failure": "jupyter_mcp_server._tool_calls.results",
     "Hooks": "jupyter_mcp_server._hooks",
     "InputRequired": "jupyter_mcp_server._calls.asking",
     "INSTALL_PACKAGES": "jupyter_mcp_server._calls.approvals",
@@ -149,7 +149,7 @@ _DEFINED_IN: dict[str, str] = {
     "request_input": "jupyter_mcp_server._calls.detached",
     "RESTART_KERNEL": "jupyter_mcp_server._calls.approvals",
     "RESTORE_REVISION": "jupyter_mcp_server._calls.approvals",
-    "Result": "jupyter_mcp_server._tools.helpers.models",
+    "Result": "jupyter_mcp_server._schemas.models",
     "REVISION_CONFLICT": "jupyter_mcp_server._errors",
     "RootsRequest": "jupyter_mcp_server._calls.asking",
     "Sampling": "jupyter_mcp_server._calls.asking",
@@ -159,7 +159,7 @@ _DEFINED_IN: dict[str, str] = {
     "task_support": "jupyter_mcp_server._calls.detached",
     "TIMEOUT": "jupyter_mcp_server._errors",
     "tool": "jupyter_mcp_server._extensions",
-    "tool_handler": "jupyter_mcp_server._tools.helpers.results",
+    "tool_handler": "jupyter_mcp_server._tool_calls.results",
     "ToolCall": "jupyter_mcp_server._hooks",
     "ToolCallEnded": "jupyter_mcp_server._hooks",
     "ToolExtension": "jupyter_mcp_server._extensions",
@@ -309,8 +309,8 @@ class ServerAccess:
         whoever follows the call. A kernel that dies under it calls `on_death` and is
         reported as ``kernel_gone`` with `gone_message()`."""
         # Imported at the call: the tools' modules are the server's, not an extension's import.
-        from jupyter_mcp_server._tools.helpers.listening import output_listener
-        from jupyter_mcp_server._tools.running import CANCEL_INTERRUPTS
+        from jupyter_mcp_server._runs.executions import CANCEL_INTERRUPTS
+        from jupyter_mcp_server._tool_calls.listening import output_listener
 
         return await self._state.run_in_turn(
             kernel,

@@ -1,6 +1,6 @@
 """Changes a person was shown before they land, kept until they answer: each server's own.
 
-A dry run shown in the review app (``_tools/helpers/reviews.py``) leaves a
+A dry run shown in the review app (``_apps/reviews.py``) leaves a
 :class:`Proposal` behind under an unguessable id; ``review_change`` takes it
 back, once, and only for the client it was shown to. The proposals belong to
 one :class:`~jupyter_mcp_server._state.ServerState`, so two servers in one

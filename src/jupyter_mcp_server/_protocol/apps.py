@@ -15,7 +15,7 @@ for it:
 - ``resources/list`` lists the app;
 - an execution tool's result carries what the app shows under
   ``_meta["io.jupyter-mcp/app"]``: the cell's source and its outputs whole
-  (:mod:`jupyter_mcp_server._tools.helpers.shown`), within :data:`PAYLOAD_BUDGET`.
+  (:mod:`jupyter_mcp_server._apps.shown`), within :data:`PAYLOAD_BUDGET`.
   A host hands ``_meta`` to the app, not to the model, so the model's context pays
   nothing for it.
 
@@ -39,15 +39,15 @@ from mcp.server.apps import APP_MIME_TYPE, Apps, ResourceCsp, client_supports_ap
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.types import CallToolResult
 
+from jupyter_mcp_server._apps.notebook_app import notebook_app_html
+from jupyter_mcp_server._apps.output_app import output_app_html
+from jupyter_mcp_server._apps.review_app import review_app_html
+from jupyter_mcp_server._apps.reviews import REVIEW_URI
+from jupyter_mcp_server._apps.shown import showing
 from jupyter_mcp_server._errors import UNSUPPORTED, ToolFailure
 from jupyter_mcp_server._protocol.features import Feature, Wrapped
 from jupyter_mcp_server._protocol.handlers import Handler
-from jupyter_mcp_server._protocol.notebook_app import notebook_app_html
-from jupyter_mcp_server._protocol.output_app import output_app_html
-from jupyter_mcp_server._protocol.review_app import review_app_html
-from jupyter_mcp_server._tools.helpers.results import failure
-from jupyter_mcp_server._tools.helpers.reviews import REVIEW_URI
-from jupyter_mcp_server._tools.helpers.shown import showing
+from jupyter_mcp_server._tool_calls.results import failure
 
 OUTPUTS_URI = "ui://jupyter-mcp/outputs"
 NOTEBOOK_URI = "ui://jupyter-mcp/notebook"

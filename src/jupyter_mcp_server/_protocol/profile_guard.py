@@ -46,7 +46,7 @@ from jupyter_mcp_server._policy.profiles import (
 from jupyter_mcp_server._protocol.features import Feature, Wrapped
 from jupyter_mcp_server._protocol.handlers import Handler, tool_annotations
 from jupyter_mcp_server._state import ServerState
-from jupyter_mcp_server._tools.helpers.results import failure
+from jupyter_mcp_server._tool_calls.results import failure
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ When a ``tools/call`` carries a progress token, the server sends
 
 ``progress`` counts the notifications sent, so it only grows; there is no
 ``total``. Without a progress token nothing is sent. The kernel layer hears
-about outputs through :mod:`jupyter_mcp_server._tools.helpers.listening`, a context
+about outputs through :mod:`jupyter_mcp_server._tool_calls.listening`, a context
 variable the execution tools pass to ``run_code`` as its ``on_output``.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 from mcp.server.extension import Extension
 
 from jupyter_mcp_server._kernels.outputs import describe
-from jupyter_mcp_server._tools.helpers.listening import listening
+from jupyter_mcp_server._tool_calls.listening import listening
 
 DEFAULT_HEARTBEAT_SECONDS = 10.0
 #: At most one notification per this many seconds (outputs are coalesced).

@@ -25,7 +25,7 @@ from jupyter_mcp_server._protocol.features import Feature, Wrapped
 from jupyter_mcp_server._protocol.handlers import Handler
 from jupyter_mcp_server._protocol.resources import CELL_TEMPLATE, NOTEBOOK_TEMPLATE, OUTPUT_TEMPLATE
 from jupyter_mcp_server._state import ServerState, state_of
-from jupyter_mcp_server._tools.helpers.addressing import (
+from jupyter_mcp_server._tool_calls.addressing import (
     NOTEBOOK_SUFFIXES,
     checked_path,
     notebook_path,

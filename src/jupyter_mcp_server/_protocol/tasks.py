@@ -79,7 +79,7 @@ from jupyter_mcp_server._protocol.features import Feature, Wrapped
 from jupyter_mcp_server._protocol.handlers import Handler
 from jupyter_mcp_server._state import ServerState
 from jupyter_mcp_server._timestamps import iso_utc
-from jupyter_mcp_server._tools.helpers.listening import listen_only
+from jupyter_mcp_server._tool_calls.listening import listen_only
 
 EXTENSION = TASKS_EXTENSION
 POLL_INTERVAL_MS = 1000

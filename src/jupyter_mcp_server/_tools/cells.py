@@ -15,20 +15,20 @@ from pydantic import Field
 from jupyter_mcp_server._calls.approvals import DELETE_CELLS, approve, asks_for
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.widgets import widget_models
-from jupyter_mcp_server._state import ServerState, state_of
-from jupyter_mcp_server._store import NotebookView, new_cell
-from jupyter_mcp_server._store.diffs import unified_diff
-from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.addressing import cell_position, notebook_path
-from jupyter_mcp_server._tools.helpers.rendering import (
+from jupyter_mcp_server._rendering.content import (
     InlineLimits,
     bounded_outputs,
     cell_heading,
     output_blocks,
     upgrade_by_edit,
 )
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
-from jupyter_mcp_server._tools.helpers.working import EDITED, worked_on
+from jupyter_mcp_server._schemas import models
+from jupyter_mcp_server._state import ServerState, state_of
+from jupyter_mcp_server._store import NotebookView, new_cell
+from jupyter_mcp_server._store.diffs import unified_diff
+from jupyter_mcp_server._tool_calls.addressing import cell_position, notebook_path
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
+from jupyter_mcp_server._tool_calls.working import EDITED, worked_on
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.notebook_uris import output_uri
 

@@ -27,16 +27,16 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ContentBlock, TextContent
 from pydantic import Field
 
+from jupyter_mcp_server._apps.shown import RunShown, apps_shown, show_run, watching_run
 from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._calls.detached import Run
 from jupyter_mcp_server._errors import NOT_FOUND, ToolFailure
+from jupyter_mcp_server._rendering.content import InlineLimits, bounded_outputs, output_blocks
+from jupyter_mcp_server._schemas import models, run_models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._timestamps import iso_utc
-from jupyter_mcp_server._tools.helpers import models, run_models
-from jupyter_mcp_server._tools.helpers.listening import listen_only
-from jupyter_mcp_server._tools.helpers.rendering import InlineLimits, bounded_outputs, output_blocks
-from jupyter_mcp_server._tools.helpers.results import answer, outcome_of, tool_handler
-from jupyter_mcp_server._tools.helpers.shown import RunShown, apps_shown, show_run, watching_run
+from jupyter_mcp_server._tool_calls.listening import listen_only
+from jupyter_mcp_server._tool_calls.results import answer, outcome_of, tool_handler
 
 Detach = Annotated[
     bool,

@@ -40,11 +40,11 @@ from jupyter_mcp_server._kernels.packages import (
     run_installer,
     top_level_modules,
 )
+from jupyter_mcp_server._schemas import kernel_models
 from jupyter_mcp_server._state import ServerState, state_of
-from jupyter_mcp_server._tools.helpers import kernel_models
-from jupyter_mcp_server._tools.helpers.addressing import notebook_path
-from jupyter_mcp_server._tools.helpers.listening import output_listener
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.listening import output_listener
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._tools.notebooks import NotebookName
 
 ENVIRONMENTS_TOOLSET = "environments"

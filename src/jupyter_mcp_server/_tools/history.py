@@ -18,21 +18,21 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server._apps import reviews
+from jupyter_mcp_server._apps.shown import apps_shown, show_review
 from jupyter_mcp_server._calls.approvals import RESTORE_REVISION, approve, asks_for
 from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED, ToolFailure
+from jupyter_mcp_server._rendering.content import upgrade_by_edit
+from jupyter_mcp_server._schemas import history_models as hm
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store.contents import ContentsFiles
 from jupyter_mcp_server._store.diffs import cell_diff, diff_text, metadata_diff
 from jupyter_mcp_server._store.history import EDIT_ORIGIN, NotebookHistory, Origin
 from jupyter_mcp_server._store.recording import diff_revisions, notebook_at
 from jupyter_mcp_server._store.store import revision_conflict
-from jupyter_mcp_server._tools.helpers import history_models as hm
-from jupyter_mcp_server._tools.helpers import reviews
-from jupyter_mcp_server._tools.helpers.addressing import notebook_path
-from jupyter_mcp_server._tools.helpers.rendering import upgrade_by_edit
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
-from jupyter_mcp_server._tools.helpers.shown import apps_shown, show_review
+from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.storage_errors import storage_failure
 
@@ -236,7 +236,7 @@ def _restore_preview(
     expected_revision: str | None,
 ) -> CallToolResult:
     """A restore's dry run: its diff and the revision it would make; a client that shows apps
-    also gets it to review (:mod:`.helpers.reviews`), where an accept applies it."""
+    also gets it to review (:mod:`jupyter_mcp_server._apps.reviews`), where an accept applies it."""
     if view is None:
         raise ToolFailure(
             INVALID_ARGUMENT,

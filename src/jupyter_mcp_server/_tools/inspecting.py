@@ -22,10 +22,10 @@ from pydantic import Field
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, KERNEL_GONE, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.introspection import ask, run_helper
 from jupyter_mcp_server._kernels.kernel import Kernel, gone_message
+from jupyter_mcp_server._schemas import kernel_models
 from jupyter_mcp_server._state import ServerState, state_of
-from jupyter_mcp_server._tools.helpers import kernel_models
-from jupyter_mcp_server._tools.helpers.addressing import notebook_path
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._tools.notebooks import NotebookName
 
 INTROSPECTION_TOOLSET = "introspection"

@@ -1,6 +1,6 @@
 """The tools that choose, list, read and release notebooks and their kernels."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Annotated, Any, Literal
 
@@ -12,18 +12,9 @@ from jupyter_mcp_server._calls.approvals import RELEASE_KERNEL, RESTART_KERNEL, 
 from jupyter_mcp_server._calls.people import focus_line
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.environments import KernelChoice
-from jupyter_mcp_server._state import ServerState, state_of
-from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.addressing import (
-    checked_path,
-    connection_of,
-    current_notebook_said,
-    notebook_path,
-)
-from jupyter_mcp_server._tools.helpers.budget import allot, head_and_tail
-from jupyter_mcp_server._tools.helpers.headings import headings_line, headings_of
-from jupyter_mcp_server._tools.helpers.model_text import output_text
-from jupyter_mcp_server._tools.helpers.rendering import (
+from jupyter_mcp_server._kernels.staleness import states_of
+from jupyter_mcp_server._rendering.budget import allot, head_and_tail
+from jupyter_mcp_server._rendering.content import (
     BINARY_TYPES,
     InlineLimits,
     OutputLink,
@@ -32,8 +23,18 @@ from jupyter_mcp_server._tools.helpers.rendering import (
     source_preview,
     upgrade_ahead,
 )
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
-from jupyter_mcp_server._tools.helpers.staleness import states_of
+from jupyter_mcp_server._rendering.headings import headings_line, headings_of
+from jupyter_mcp_server._rendering.model_text import output_text
+from jupyter_mcp_server._runs.executions import metadata_kernel
+from jupyter_mcp_server._schemas import models
+from jupyter_mcp_server._state import ServerState, state_of
+from jupyter_mcp_server._tool_calls.addressing import (
+    checked_path,
+    connection_of,
+    current_notebook_said,
+    notebook_path,
+)
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._workspace.notebook_uris import output_uri
 
 # Undescribed in the listing, where each description is paid in every conversation:
@@ -53,17 +54,6 @@ def kernelspec_metadata(server: ServerState, kernel_name: str) -> dict[str, str]
             known=known,
         )
     return {"name": kernel_name, "display_name": spec["display_name"], "language": spec["language"]}
-
-
-def metadata_kernel(server: ServerState, notebook: Any) -> Callable[[], Awaitable[str]]:
-    """The kernel the notebook gets if one has to start (the kernelspec its metadata names,
-    the workspace's environment, the configured default, …), decided only then: a call on a
-    notebook whose kernel runs already looks at nothing."""
-
-    async def chosen() -> str:
-        return server.kernels.choose(notebook.get("metadata")).kernel_name
-
-    return chosen
 
 
 def kernel_change(server: ServerState, kernel_name: str) -> Callable[[Any], bool]:

@@ -21,18 +21,18 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from jupyter_mcp_server._apps.notebook_pages import notebook_page, page_start
+from jupyter_mcp_server._apps.shown import apps_shown, show_notebook
 from jupyter_mcp_server._calls.people import focus_line
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server._kernels.outputs import payload_size
+from jupyter_mcp_server._kernels.staleness import FRESH, states_of
+from jupyter_mcp_server._rendering.headings import MAX_HEADINGS, headings_of
+from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import state_of
-from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.addressing import notebook_path
-from jupyter_mcp_server._tools.helpers.headings import MAX_HEADINGS, headings_of
-from jupyter_mcp_server._tools.helpers.notebook_pages import notebook_page, page_start
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
-from jupyter_mcp_server._tools.helpers.shown import apps_shown, show_notebook
-from jupyter_mcp_server._tools.helpers.staleness import FRESH, states_of
-from jupyter_mcp_server._tools.helpers.working import working_on
+from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
+from jupyter_mcp_server._tool_calls.working import working_on
 from jupyter_mcp_server._tools.notebooks import NotebookName
 
 FIRST_LINE_CHARS = 60

@@ -19,11 +19,11 @@ from pydantic import Field
 
 from jupyter_mcp_server._calls.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server._rendering.budget import MAX_OUTPUT_CHARS, budget_of
+from jupyter_mcp_server._rendering.model_text import output_text
+from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import ServerState, state_of
-from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.budget import MAX_OUTPUT_CHARS, budget_of
-from jupyter_mcp_server._tools.helpers.model_text import output_text
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._workspace.notebook_uris import OUTPUT_SCHEME, path_of_uri
 
 DEFAULT_LINES = 500

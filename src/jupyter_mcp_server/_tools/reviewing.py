@@ -1,7 +1,7 @@
 """The person's answer to a reviewed change: the one tool only the review app calls.
 
 A dry run of ``apply_edits`` or ``restore_notebook`` by a client that shows apps
-keeps its proposal (:mod:`.helpers.reviews`) and shows it in the review app. The
+keeps its proposal (:mod:`jupyter_mcp_server._apps.reviews`) and shows it in the review app. The
 person's Accept or Reject there calls ``review_change`` through the host bridge;
 its ``_meta.ui.visibility`` is ``["app"]``, so a host keeps it out of the model's
 tools, and the protocol feature (:mod:`jupyter_mcp_server._protocol.apps`) lists it
@@ -19,13 +19,13 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
+from jupyter_mcp_server._apps import reviews
 from jupyter_mcp_server._calls.approvals import DELETE_CELLS, RESTORE_REVISION, approved_already
 from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._errors import NOT_FOUND, REVISION_CONFLICT, ToolFailure
 from jupyter_mcp_server._state import state_of
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._tools import editing, history
-from jupyter_mcp_server._tools.helpers import reviews
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
 
 
 class ReviewDecided(BaseModel):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server._calls.approvals import (
@@ -23,21 +23,37 @@ from jupyter_mcp_server._calls.approvals import (
 )
 from jupyter_mcp_server._calls.scratch import scratch_uri
 from jupyter_mcp_server._errors import (
-    EXECUTION_ERROR,
-    INTERRUPTED,
     INVALID_ARGUMENT,
     KERNEL_GONE,
     NOT_FOUND,
     REVISION_CONFLICT,
-    TIMEOUT,
     ToolFailure,
 )
 from jupyter_mcp_server._kernels.execution import ExecutionOutcome
-from jupyter_mcp_server._kernels.kernel import Kernel, gone_message
+from jupyter_mcp_server._kernels.kernel import gone_message
 from jupyter_mcp_server._kernels.records import source_hash
-from jupyter_mcp_server._kernels.widgets import store_widget_state, widget_models
+from jupyter_mcp_server._kernels.widgets import store_widget_state
+from jupyter_mcp_server._rendering.content import (
+    DEFAULT_INLINE,
+    InlineLimits,
+    OutputLink,
+    upgrade_by_edit,
+)
+from jupyter_mcp_server._runs.displays import display_writes
+from jupyter_mcp_server._runs.executions import (
+    effective_timeout,
+    execution_result,
+    metadata_kernel,
+    run_on,
+    store_outputs,
+)
+from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store import NotebookView, new_cell
+from jupyter_mcp_server._tool_calls.addressing import cell_position, index_of_id, notebook_path
+from jupyter_mcp_server._tool_calls.listening import listening
+from jupyter_mcp_server._tool_calls.results import answer, failure, tool_handler
+from jupyter_mcp_server._tool_calls.working import RAN, worked_on
 from jupyter_mcp_server._tools.cells import MaxOutputChars, insertion_index
 from jupyter_mcp_server._tools.detaching import (
     Detach,
@@ -46,159 +62,13 @@ from jupyter_mcp_server._tools.detaching import (
     kernel_queue,
     run_queue,
 )
-from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.addressing import cell_position, index_of_id, notebook_path
-from jupyter_mcp_server._tools.helpers.budget import head_and_tail
-from jupyter_mcp_server._tools.helpers.displays import display_writes
-from jupyter_mcp_server._tools.helpers.listening import listening, output_listener
-from jupyter_mcp_server._tools.helpers.model_text import held_text
-from jupyter_mcp_server._tools.helpers.rendering import (
-    DEFAULT_INLINE,
-    InlineLimits,
-    OutputLink,
-    output_blocks,
-    upgrade_by_edit,
-)
-from jupyter_mcp_server._tools.helpers.results import answer, failure, tool_handler
-from jupyter_mcp_server._tools.helpers.shown import show_execution
-from jupyter_mcp_server._tools.helpers.working import RAN, worked_on
-from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName, metadata_kernel
-from jupyter_mcp_server._workspace.notebook_uris import output_uri
+from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.storage_errors import STORAGE_CODES
 
 Timeout = Annotated[
     float | None,
     Field(description="Seconds before interrupting (default: server's)."),
 ]
-
-#: The capability that makes a cancelled request interrupt its kernel.
-CANCEL_INTERRUPTS = "execution.cancel-interrupts"
-
-STATUS_CODES = {"error": EXECUTION_ERROR, "timeout": TIMEOUT, "interrupted": INTERRUPTED}
-
-
-def effective_timeout(server: ServerState, timeout: float | None) -> float:
-    config = server.config
-    if timeout is None:
-        return config.default_timeout
-    if timeout <= 0:
-        raise ToolFailure(INVALID_ARGUMENT, f"timeout must be positive, not {timeout}.")
-    if timeout > config.max_timeout:
-        raise ToolFailure(
-            INVALID_ARGUMENT,
-            f"timeout {timeout:g}s is above this server's --max-timeout of {config.max_timeout:g}s. "
-            "Pass a smaller timeout, or split the work into shorter cells.",
-            max_timeout=config.max_timeout,
-        )
-    return timeout
-
-
-async def run_on(
-    server: ServerState, kernel: Kernel, code: str, timeout: float, notebook: str | None
-) -> ExecutionOutcome:
-    """Run code on a kernel, in order with the other calls on it; a death is reported, not hidden."""
-    return await server.run_in_turn(
-        kernel,
-        code,
-        timeout,
-        notebook,
-        # Outputs as they arrive, to whoever follows this call (progress, a task).
-        output_listener(),
-        # Whether a cancelled request stops the kernel too is the operator's
-        # choice (by default it does not: the code may be worth finishing).
-        interrupt_on_cancel=server.capabilities.enabled(CANCEL_INTERRUPTS),
-    )
-
-
-def execution_result(
-    outcome: ExecutionOutcome,
-    *,
-    cell_id: str | None = None,
-    revision: str | None = None,
-    note: str | None = None,
-    path: str | None = None,
-    limits: InlineLimits = DEFAULT_INLINE,
-    format_upgraded: dict[str, str] | None = None,
-    link: OutputLink | None = None,
-    source: str | None = None,
-) -> CallToolResult:
-    """Output schema 1.0 in structuredContent; the outputs themselves in content, within the budget.
-
-    With `path` (the outputs were stored in that notebook's cell), what is
-    left out is linked to its ``notebook-output:`` resource; with `link`
-    (kept elsewhere, e.g. ``scratch_link``), there.
-    """
-    collected = outcome.outputs
-    show_execution(
-        collected.outputs,
-        source=source,
-        status=outcome.status,
-        execution_count=outcome.execution_count,
-        cell_id=cell_id,
-        path=path,
-    )
-    structured = models.ExecutionResult(
-        **execution_fields(outcome),
-        cell_id=cell_id,
-        revision=revision,
-        format_upgraded=format_upgraded,
-    ).model_dump()
-    content: list[Any] = []
-    if note:
-        content.append(TextContent(type="text", text=note))
-    if path is not None and cell_id is not None:
-
-        def link(index: int) -> str:
-            return output_uri(path, cell_id, index)
-
-    models_saved = widget_models({"widgets": outcome.widgets})
-    content.extend(output_blocks(collected.outputs, link, limits, models_saved))
-    for model_id in outcome.captured:
-        # Not in the cell: an Output widget shown elsewhere took it, as Jupyter routes it.
-        held = held_text(model_id, models_saved)
-        if held:
-            text = f"[jupyter-mcp-server: output of this code went into an Output widget, not into the cell]\n{held}"
-            content.append(
-                TextContent(type="text", text=head_and_tail(text, limits.budget_chars, None))
-            )
-    truncation = collected.truncation
-    if truncation.omitted_blocks:
-        content.append(
-            TextContent(
-                type="text",
-                text=f"[jupyter-mcp-server: {truncation.omitted_blocks} output block(s), {truncation.omitted_bytes} bytes, "
-                "omitted by --max-output-bytes/--max-output-blocks]",
-            )
-        )
-    if outcome.status == "ok":
-        if outcome.reason:  # it ran, but something about the result is not as usual
-            content.append(TextContent(type="text", text=f"[jupyter-mcp-server: {outcome.reason}]"))
-        if not content:
-            content.append(TextContent(type="text", text="(no output)"))
-        return answer(structured, content=content)
-    code = STATUS_CODES[outcome.status]
-    messages = {
-        "error": "The code raised an exception (see the traceback).",
-        "timeout": "The execution timed out and the kernel was interrupted; the outputs so far are below. "
-        "Pass a larger timeout, or make the cell faster.",
-        "interrupted": "The execution was interrupted; the outputs so far are below.",
-    }
-    message = outcome.reason or messages[outcome.status]
-    details = {"kernel_state": outcome.kernel_state} if outcome.kernel_state else {}
-    return failure(ToolFailure(code, message, **details), structured=structured, content=content)
-
-
-def execution_fields(outcome: ExecutionOutcome) -> dict[str, Any]:
-    """Output schema 1.0 of an execution: what every way of running code answers."""
-    collected = outcome.outputs
-    return {
-        "schema_version": "1.0",
-        "execution_count": outcome.execution_count,
-        "truncation": collected.truncation.as_dict(),
-        "error": collected.error.as_dict() if collected.error else None,
-        "user_expressions": outcome.user_expressions,
-        "status": outcome.status,
-    }
 
 
 def scratch_link(server: ServerState, outcome: ExecutionOutcome) -> OutputLink | None:
@@ -215,14 +85,6 @@ def scratch_link(server: ServerState, outcome: ExecutionOutcome) -> OutputLink |
         return scratch_uri(keys[0], index)
 
     return link
-
-
-def store_outputs(cell: Any, outcome: ExecutionOutcome) -> None:
-    """Put an execution's outputs and count into the cell that ran."""
-    from nbformat import from_dict
-
-    cell["outputs"] = [from_dict(output) for output in outcome.outputs.outputs]
-    cell["execution_count"] = outcome.execution_count
 
 
 def cell_writer(

@@ -53,12 +53,12 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, TIMEOUT, ToolFailure
+from jupyter_mcp_server._rendering.model_text import joined, output_text
+from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store.files import Snapshot
 from jupyter_mcp_server._store.formats import IPYNB, format_of
-from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.model_text import joined, output_text
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._workspace.path_names import MAX_PATH_DEPTH
 
 MAX_FILES = 2000
@@ -76,7 +76,7 @@ MAX_TOTAL_BYTES = 256 * 1024 * 1024
 MAX_MATCHES = 1000
 SEARCH_SECONDS = 5.0
 LINE_CHARS = 160
-WORKER = Path(__file__).resolve().parent / "helpers" / "regex_worker.py"
+WORKER = Path(__file__).resolve().parents[1] / "_store" / "regex_worker.py"
 
 
 @dataclass(frozen=True)

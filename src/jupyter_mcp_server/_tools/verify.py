@@ -32,16 +32,16 @@ from jupyter_mcp_server._calls.approvals import approve_shell_cells
 from jupyter_mcp_server._errors import KERNEL_GONE, KERNEL_UNRESPONSIVE, ToolFailure
 from jupyter_mcp_server._kernels.kernel import Kernel
 from jupyter_mcp_server._kernels.outputs import plain_output
+from jupyter_mcp_server._kernels.staleness import code_cells_of
+from jupyter_mcp_server._rendering.model_text import IMAGE_TYPES, joined
+from jupyter_mcp_server._runs.cell_tags import expects_an_error, skips_execution
+from jupyter_mcp_server._runs.executions import effective_timeout
+from jupyter_mcp_server._runs.hidden_state import hidden_uses
+from jupyter_mcp_server._schemas import run_models
 from jupyter_mcp_server._state import ServerState, state_of
-from jupyter_mcp_server._tools.helpers import run_models
-from jupyter_mcp_server._tools.helpers.addressing import notebook_path
-from jupyter_mcp_server._tools.helpers.cell_tags import expects_an_error, skips_execution
-from jupyter_mcp_server._tools.helpers.hidden_state import hidden_uses
-from jupyter_mcp_server._tools.helpers.model_text import IMAGE_TYPES, joined
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
-from jupyter_mcp_server._tools.helpers.staleness import code_cells_of
+from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._tools.notebooks import NotebookName
-from jupyter_mcp_server._tools.running import effective_timeout
 
 DEFAULT_TIMEOUT = 300.0
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")

@@ -28,14 +28,14 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
+from jupyter_mcp_server._apps.notebook_pages import PAGE_SIZE, notebook_page, page_start
+from jupyter_mcp_server._apps.shown import show_notebook
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import state_of
-from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.addressing import notebook_path
-from jupyter_mcp_server._tools.helpers.notebook_pages import PAGE_SIZE, notebook_page, page_start
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
-from jupyter_mcp_server._tools.helpers.shown import show_notebook
-from jupyter_mcp_server._tools.helpers.working import working_on
+from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
+from jupyter_mcp_server._tool_calls.working import working_on
 from jupyter_mcp_server._tools.running import run_stored_cell
 
 NotebookPath = Annotated[str, Field(description="The notebook's path, as the view was given it.")]

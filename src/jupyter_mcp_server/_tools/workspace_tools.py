@@ -7,9 +7,9 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
+from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import state_of
-from jupyter_mcp_server._tools.helpers import models
-from jupyter_mcp_server._tools.helpers.results import answer, tool_handler
+from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 
 
 @tool_handler("list_files")

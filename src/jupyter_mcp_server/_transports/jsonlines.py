@@ -52,11 +52,15 @@ from jupyter_mcp_server._kernels.widgets import store_widget_state
 from jupyter_mcp_server._policy.profiles import EDIT, FULL, READ_ONLY, WHAT_IT_ALLOWS, rank
 from jupyter_mcp_server._protocol.masking import redaction_on
 from jupyter_mcp_server._protocol.profile_guard import server_profile
+from jupyter_mcp_server._runs.displays import display_writes
+from jupyter_mcp_server._runs.executions import (
+    effective_timeout,
+    execution_fields,
+    metadata_kernel,
+    store_outputs,
+)
 from jupyter_mcp_server._state import ServerState
-from jupyter_mcp_server._tools.helpers.addressing import cell_position, checked_path
-from jupyter_mcp_server._tools.helpers.displays import display_writes
-from jupyter_mcp_server._tools.notebooks import metadata_kernel
-from jupyter_mcp_server._tools.running import effective_timeout, execution_fields, store_outputs
+from jupyter_mcp_server._tool_calls.addressing import cell_position, checked_path
 
 if TYPE_CHECKING:
     from jupyter_mcp_server._app import Application

@@ -18,7 +18,7 @@ cell is shown as its text, never as HTML.
 
 from __future__ import annotations
 
-from jupyter_mcp_server._protocol.output_app import BRIDGE, RENDERING, STYLE, app_document
+from jupyter_mcp_server._apps.output_app import BRIDGE, RENDERING, STYLE, app_document
 
 NOTEBOOK_STYLE = (
     STYLE

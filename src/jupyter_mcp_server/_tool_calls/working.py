@@ -13,7 +13,7 @@ from __future__ import annotations
 from mcp.server.mcpserver import Context
 
 from jupyter_mcp_server._state import WorkingCell
-from jupyter_mcp_server._tools.helpers.addressing import connection_of
+from jupyter_mcp_server._tool_calls.addressing import connection_of
 
 #: Notebooks remembered per connection (the least recently worked on go first).
 MAX_NOTEBOOKS = 64

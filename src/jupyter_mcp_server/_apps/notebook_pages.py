@@ -1,6 +1,6 @@
 """A page of a notebook as the notebook view shows it: its outline, its cells whole, the agent's cell.
 
-The notebook view (``ui://jupyter-mcp/notebook``, :mod:`jupyter_mcp_server._protocol.notebook_app`)
+The notebook view (``ui://jupyter-mcp/notebook``, :mod:`jupyter_mcp_server._apps.notebook_app`)
 shows a person one notebook: the headings down the side, a page of cells with their sources
 and outputs as nbformat keeps them (the view sanitizes their HTML as the output app does),
 and the cell the agent is working on (:mod:`.working`) marked. ``outline``'s result hands it
@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from jupyter_mcp_server._kernels.records import source_hash
+from jupyter_mcp_server._kernels.staleness import states_of
+from jupyter_mcp_server._rendering.headings import headings_of
 from jupyter_mcp_server._state import ServerState, WorkingCell
 from jupyter_mcp_server._store import NotebookView
-from jupyter_mcp_server._tools.helpers.headings import headings_of
-from jupyter_mcp_server._tools.helpers.staleness import states_of
 
 #: Cells in one page of the view.
 PAGE_SIZE = 20

@@ -25,13 +25,13 @@ from jupyter_mcp_server._errors import (
 )
 from jupyter_mcp_server._kernels.execution import WENT_ON
 from jupyter_mcp_server._kernels.widgets import widget_models
+from jupyter_mcp_server._rendering.budget import allot, head_and_tail
+from jupyter_mcp_server._rendering.content import InlineLimits, upgrade_by_edit
+from jupyter_mcp_server._rendering.model_text import IMAGE_TYPES, output_text
+from jupyter_mcp_server._runs.notebook_runs import CellRan, RunReport
+from jupyter_mcp_server._schemas import run_models
 from jupyter_mcp_server._store.formats import IPYNB
-from jupyter_mcp_server._tools.helpers import run_models
-from jupyter_mcp_server._tools.helpers.budget import allot, head_and_tail
-from jupyter_mcp_server._tools.helpers.model_text import IMAGE_TYPES, output_text
-from jupyter_mcp_server._tools.helpers.notebook_runs import CellRan, RunReport
-from jupyter_mcp_server._tools.helpers.rendering import InlineLimits, upgrade_by_edit
-from jupyter_mcp_server._tools.helpers.results import answer, failure
+from jupyter_mcp_server._tool_calls.results import answer, failure
 from jupyter_mcp_server._workspace.notebook_uris import output_uri
 
 CODES = {

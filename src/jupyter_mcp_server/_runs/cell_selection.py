@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
-from jupyter_mcp_server._tools.helpers.addressing import cell_position, index_of_id
+from jupyter_mcp_server._tool_calls.addressing import cell_position, index_of_id
 
 ALL = "all"
 STALE = "stale"

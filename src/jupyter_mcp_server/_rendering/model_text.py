@@ -26,8 +26,8 @@ from typing import Any
 
 from jupyter_mcp_server._kernels.outputs import strip_ansi
 from jupyter_mcp_server._kernels.tracebacks import compact_traceback, unaligned
-from jupyter_mcp_server._tools.helpers.chart_text import chart_text, html_chart_text
-from jupyter_mcp_server._tools.helpers.html_text import MAX_HTML_CHARS, html_as_text
+from jupyter_mcp_server._rendering.chart_text import chart_text, html_chart_text
+from jupyter_mcp_server._rendering.html_text import MAX_HTML_CHARS, html_as_text
 
 IMAGE_TYPES = ("image/png", "image/jpeg")
 

@@ -16,7 +16,7 @@ through an allowlist and its SVG shown as an image.
 
 from __future__ import annotations
 
-from jupyter_mcp_server._protocol.output_app import BRIDGE, RENDERING, STYLE, app_document
+from jupyter_mcp_server._apps.output_app import BRIDGE, RENDERING, STYLE, app_document
 
 REVIEW_STYLE = (
     STYLE

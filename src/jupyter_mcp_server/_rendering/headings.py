@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from jupyter_mcp_server._tools.helpers import models
+from jupyter_mcp_server._schemas import models
 
 #: Headings shown at most; deeper levels are folded first.
 MAX_HEADINGS = 30

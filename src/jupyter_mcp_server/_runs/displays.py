@@ -17,7 +17,7 @@ from typing import Any
 
 from jupyter_mcp_server._kernels.execution import ExecutionOutcome
 from jupyter_mcp_server._kernels.records import NotebookRuns
-from jupyter_mcp_server._tools.helpers.addressing import index_of_id
+from jupyter_mcp_server._tool_calls.addressing import index_of_id
 
 #: Outputs a display id can be shown by.
 DISPLAY_TYPES = frozenset({"display_data", "execute_result"})

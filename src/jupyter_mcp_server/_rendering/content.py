@@ -14,15 +14,15 @@ from typing import Any
 from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
 
 from jupyter_mcp_server._kernels.outputs import plain_output
-from jupyter_mcp_server._store import WRITTEN_VERSION, NotebookView
-from jupyter_mcp_server._tools.helpers.budget import allot, budget_of, head_and_tail
-from jupyter_mcp_server._tools.helpers.images import downscaled
-from jupyter_mcp_server._tools.helpers.model_text import (
+from jupyter_mcp_server._rendering.budget import allot, budget_of, head_and_tail
+from jupyter_mcp_server._rendering.images import downscaled
+from jupyter_mcp_server._rendering.model_text import (
     IMAGE_TYPES,
     WidgetModels,
     joined,
     output_text,
 )
+from jupyter_mcp_server._store import WRITTEN_VERSION, NotebookView
 
 
 @dataclass(frozen=True)

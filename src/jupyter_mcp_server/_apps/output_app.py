@@ -34,7 +34,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from jupyter_mcp_server._protocol.chart_bundle import CHART_STYLE, CHARTS, chart_libraries
+from jupyter_mcp_server._apps.chart_bundle import CHART_STYLE, CHARTS, chart_libraries
 
 #: The ext-apps protocol version the page speaks (``@modelcontextprotocol/ext-apps`` 2.x).
 APPS_PROTOCOL_VERSION = "2026-01-26"

@@ -5,7 +5,7 @@ from typing import Any, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from jupyter_mcp_server._tools.helpers.models import Result, Revisioned, Written, run_id_field
+from jupyter_mcp_server._schemas.models import Result, Revisioned, Written, run_id_field
 
 RunCellStatus = Literal[
     "ok", "error", "timeout", "interrupted", "kernel_gone", "kernel_unresponsive"

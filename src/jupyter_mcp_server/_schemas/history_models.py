@@ -4,7 +4,7 @@ from typing import Any
 
 from pydantic import Field
 
-from jupyter_mcp_server._tools.helpers.models import Result, Revisioned, Written
+from jupyter_mcp_server._schemas.models import Result, Revisioned, Written
 
 
 class AddedOrRemovedCell(Result):

@@ -43,7 +43,7 @@ LIBRARIES = (
 @functools.cache
 def chart_libraries() -> tuple[tuple[str, str], ...]:
     """``(name, source)`` of each library, for the output app to inline (run when needed)."""
-    folder = resources.files("jupyter_mcp_server._protocol") / "chart_libraries"
+    folder = resources.files("jupyter_mcp_server._apps") / "chart_libraries"
     libraries = tuple(
         (name, (folder / file).read_text(encoding="utf-8")) for name, file in LIBRARIES
     )

@@ -23,20 +23,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_mcp_server._apps.shown import show_cell_started, show_execution
 from jupyter_mcp_server._errors import INTERRUPTED, KERNEL_GONE, KERNEL_UNRESPONSIVE, ToolFailure
 from jupyter_mcp_server._kernels.execution import ExecutionOutcome
+from jupyter_mcp_server._kernels.staleness import FRESH, NotebookStates, code_cells_of
+from jupyter_mcp_server._runs.cell_selection import Selection, select
+from jupyter_mcp_server._runs.cell_tags import expects_an_error, skips_execution
+from jupyter_mcp_server._runs.cell_writes import CellWrites, Pending
+from jupyter_mcp_server._runs.displays import display_writes
+from jupyter_mcp_server._runs.executions import metadata_kernel, run_on, store_outputs
 from jupyter_mcp_server._state import ServerState
 from jupyter_mcp_server._store import NotebookView
-from jupyter_mcp_server._tools.helpers.cell_selection import Selection, select
-from jupyter_mcp_server._tools.helpers.cell_tags import expects_an_error, skips_execution
-from jupyter_mcp_server._tools.helpers.cell_writes import CellWrites, Pending
-from jupyter_mcp_server._tools.helpers.displays import display_writes
-from jupyter_mcp_server._tools.helpers.listening import announce, listening
-from jupyter_mcp_server._tools.helpers.shown import show_cell_started, show_execution
-from jupyter_mcp_server._tools.helpers.staleness import FRESH, NotebookStates, code_cells_of
-from jupyter_mcp_server._tools.helpers.working import RAN, worked_on
-from jupyter_mcp_server._tools.notebooks import metadata_kernel
-from jupyter_mcp_server._tools.running import run_on, store_outputs
+from jupyter_mcp_server._tool_calls.listening import announce, listening
+from jupyter_mcp_server._tool_calls.working import RAN, worked_on
 
 #: Statuses a cell of a run ends with besides an execution's own (ok, error, timeout, interrupted).
 CELL_GONE = "kernel_gone"

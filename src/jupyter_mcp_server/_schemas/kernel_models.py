@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from jupyter_mcp_server._tools.helpers.models import Result
+from jupyter_mcp_server._schemas.models import Result
 
 
 class VariableList(Result):
