@@ -444,6 +444,65 @@ def test_every_kernel_backend_uses_the_one_seam() -> None:
         )
 
 
+#: What a kernel backend may offer beyond starting kernels: each declared on KernelBackend
+#: with the answer of a backend that offers nothing more.
+OPTIONAL_BACKEND_MEMBERS = (
+    "adopt",
+    "bind_sessions",
+    "can_start",
+    "choose",
+    "folders_are_local",
+    "listed",
+    "reached_at",
+    "sees_notebooks",
+    "sessions",
+    "shares_kernels",
+)
+
+
+def seam_lookups(tree: ast.AST, members: set[str], names: set[str]) -> list[int]:
+    """Lines that look a backend's member up by name (``getattr(backend, "adopt", ...)``) or
+    compare something with a backend's published name (``== "jupyter-server"``)."""
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in members
+            and "backend" in ast.unparse(node.args[0])
+        ):
+            found.append(node.lineno)
+        if isinstance(node, ast.Compare) and any(
+            isinstance(side, ast.Constant) and side.value in names
+            for side in (node.left, *node.comparators)
+        ):
+            found.append(node.lineno)
+    return found
+
+
+def test_the_kernel_seam_is_declared_not_looked_up() -> None:
+    """What a backend may offer is declared on KernelBackend with a default; nothing in the
+    server looks a backend's method up by name, or branches on a backend's name (which a
+    third-party backend could not opt into)."""
+    from jupyter_mcp_server._kernels.backends import BUILT_IN_BACKENDS, KernelBackend
+
+    assert [name for name in OPTIONAL_BACKEND_MEMBERS if not hasattr(KernelBackend, name)] == []
+    members = {name for name in dir(KernelBackend) if not name.startswith("__")} | {"version"}
+    found = [
+        f"{module}:{line}"
+        for module, path in modules().items()
+        for line in seam_lookups(ast.parse(path.read_text()), members, set(BUILT_IN_BACKENDS))
+    ]
+    assert found == []
+    planted = ast.parse(
+        "adopt = getattr(self.backend, 'adopt', None)\nif backend.name == 'local': pass\n"
+    )
+    assert seam_lookups(planted, members, set(BUILT_IN_BACKENDS)) == [1, 2]
+
+
 def state_fields() -> set[str]:
     """The fields a ServerState is built with (its dataclass fields, read from the source)."""
     tree = ast.parse((SOURCES / PACKAGE / "_state.py").read_text())

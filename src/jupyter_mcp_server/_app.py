@@ -169,6 +169,8 @@ def build_state(
     local_backend = LocalBackend.build(parts)
     backend_name = kernel_backend_name(config)
     try:
+        # This machine's, already built, unless another is named (finding one by name reads
+        # every installed distribution's entry points: not done for the default).
         backend = (
             local_backend
             if backend_name == LocalBackend.name
@@ -200,7 +202,7 @@ def build_state(
         unresponsive_grace=config.unresponsive_grace,
         capability=capabilities.enabled,
         kernel_source=hosted.kernel_source,
-        backend=backend or local_backend,
+        backend=backend,
     )
     state = ServerState(
         config=config,
@@ -221,13 +223,14 @@ def build_state(
         interceptors=hosted.interceptors,
         people=hosted.people,
     )
-    if backend_name == "jupyter-server":
+    jupyter_server = backend.reached_at()
+    if jupyter_server is not None:
         # Its notebooks too with --jupyter-contents, each notebook's kernel bound in its sessions.
         state.use_jupyter_server(backend, contents=config.jupyter_contents)
         logger.info(
             "Kernels start on the Jupyter Server at %s (version %s)",
-            config.jupyter_url,
-            getattr(backend, "version", None),
+            jupyter_server.url,
+            backend.describe().get("version"),
         )
     check_environment_settings(state)
     if config.audit_log is not None:

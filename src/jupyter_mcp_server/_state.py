@@ -52,7 +52,7 @@ from jupyter_mcp_server._workspace.history_dir import default_history_dir, insid
 
 from ._config import ServerConfig
 from ._hooks import Hooks
-from ._kernels.backends import LocalBackend
+from ._kernels.backends import KernelBackend, LocalBackend
 from ._kernels.environments import Environments
 from ._kernels.kernel import gone_message as kernel_gone_message
 from ._kernels.manager import KernelManager
@@ -240,16 +240,20 @@ class ServerState(Served):
         self.kernels.workspace_root = place.workspace.root
         object.__setattr__(self, "place", place)
 
-    def use_jupyter_server(self, backend: Any, *, contents: bool = False) -> None:
-        """Start later kernels on a Jupyter Server (``--jupyter-url``, ``connect_to_jupyter``);
-        with `contents`, read and write notebooks through its contents API as well, and
-        bind each notebook's kernel in its sessions (``/api/sessions``)."""
-        if contents and hasattr(backend, "bind_sessions"):
+    def use_jupyter_server(self, backend: KernelBackend, *, contents: bool = False) -> None:
+        """Start later kernels on a Jupyter Server (``--jupyter-url``, ``connect_to_jupyter``:
+        a backend :meth:`~KernelBackend.reached_at` one); with `contents`, read and write
+        notebooks through its contents API as well, and bind each notebook's kernel in its
+        sessions (``/api/sessions``)."""
+        server = backend.reached_at()
+        if server is None:
+            raise ValueError(f"{backend!r} is not reached at a Jupyter Server")
+        if contents:
             backend.bind_sessions()
         self.kernels.use_backend(backend)
         place = self.place
         if contents:
-            files = RemoteContents(backend.url, backend.token)
+            files = RemoteContents(server.url, server.token)
             self.move_to(
                 replace(
                     place,

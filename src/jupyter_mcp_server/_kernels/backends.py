@@ -27,7 +27,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
@@ -49,6 +49,15 @@ logger = logging.getLogger(__name__)
 
 #: How long a started kernel may take to answer its first kernel_info.
 READY_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class JupyterServerAddress:
+    """Where a Jupyter Server is reached: its URL (with its base URL) and its token."""
+
+    url: str
+    #: Never shown: kept out of the repr.
+    token: str | None = field(default=None, repr=False)
 
 
 class StartedKernel(NamedTuple):
@@ -85,13 +94,20 @@ class KernelBackend(abc.ABC):
     composition root with :meth:`build`. This package publishes its three the same way:
     ``local``, ``jupyter-server`` and ``jupyter-server-extension``.
 
-    Optional, looked up by name: ``adopt(kernel_id)`` (share a kernel it already runs),
-    ``sessions`` (bind each notebook's kernel in a Jupyter Server's sessions),
-    ``choose(metadata)`` and ``can_start(name)`` (a notebook's kernel and whether it can run).
+    The abstract methods are what every backend must say. The rest are declared here with
+    the answer of a backend that has nothing more to offer; a backend overrides the ones it
+    can do better (the server never looks a method up by name, nor a backend by its name).
     """
 
     #: The entry-point name it is published under ("local", "jupyter-server", ...).
     name: ClassVar[str]
+    #: Whether a kernel's folder is a path on this machine: a notebook's folder must then
+    #: exist here, and a prestarted kernel is moved by its absolute path. Otherwise a folder
+    #: is handed over relative to the workspace root, as a Jupyter Server's ``path`` is.
+    folders_are_local: ClassVar[bool] = False
+    #: A Jupyter Server's sessions, where each notebook's kernel is bound so a person opening
+    #: the notebook in JupyterLab gets the agent's kernel; None: no sessions to keep.
+    sessions: NotebookSessions | None = None
 
     @classmethod
     @abc.abstractmethod
@@ -126,6 +142,62 @@ class KernelBackend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 (optional: a backend that holds nothing lets go of nothing)
         """Let go of what it holds, once the server's kernels are stopped."""
+
+    # --- Optional: what a backend that can do more overrides ----------------------
+
+    @property
+    def sees_notebooks(self) -> bool:
+        """Whether its kernels see the notebooks' files, so a kernel runs in its notebook's
+        folder; else in the workspace root. By default they do."""
+        return True
+
+    def choose(self, metadata: Mapping[str, Any] | None) -> KernelChoice:
+        """The kernel a notebook with this metadata gets (None: a new notebook), and why; a
+        notebook in a language none of its kernelspecs runs is refused (``not_found``).
+        By default, chosen among :meth:`kernelspecs` by name and language."""
+        listed = [
+            Environment(
+                name=name,
+                kind="kernelspec",
+                language=str((self.kernelspec(name) or {}).get("language", "")),
+                display_name=name,
+                found_in=(self.origin(),),
+            )
+            for name in self.kernelspecs()
+        ]
+        return choose(metadata, listed)
+
+    def can_start(self, kernel_name: str) -> bool:
+        """Whether a kernel of this name would start (an environment without ipykernel would
+        not): a kernel that cannot start is never prestarted. By default, yes."""
+        return True
+
+    def listed(self) -> list[Environment]:
+        """The environments it can start, with whether each is ready (``list_kernels``
+        shows them); by default none beyond its kernelspecs."""
+        return []
+
+    @property
+    def shares_kernels(self) -> bool:
+        """Whether :meth:`adopt` may find a kernel it runs that this server did not start: true
+        for a backend that overrides it."""
+        return type(self).adopt is not KernelBackend.adopt
+
+    async def adopt(self, kernel_id: str) -> tuple[StartedKernel, str] | None:
+        """A kernel it already runs that this server did not start (one a person started in
+        JupyterLab), connected to share it, with its kernelspec name; None when it has none
+        of that id. By default it shares none."""
+        return None
+
+    def reached_at(self) -> JupyterServerAddress | None:
+        """The Jupyter Server its kernels run on, reached over HTTP, when it is one: the
+        server may then keep the notebooks there too (``--jupyter-contents``), each notebook's
+        kernel bound in its sessions (:meth:`bind_sessions`). By default, none."""
+        return None
+
+    def bind_sessions(self) -> None:  # noqa: B027 (optional: nothing to bind by default)
+        """From now on, bind each notebook's kernel in the sessions of the Jupyter Server that
+        keeps the notebooks (:attr:`sessions`); by default there are none."""
 
 
 #: The entry-point group kernel backends are published under.
@@ -285,6 +357,7 @@ class LocalBackend(KernelBackend):
     """
 
     name = "local"
+    folders_are_local = True
 
     def __init__(
         self,

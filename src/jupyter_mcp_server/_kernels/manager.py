@@ -33,7 +33,7 @@ from jupyter_mcp_server._errors import (
     ToolFailure,
 )
 from jupyter_mcp_server._kernels.backends import KernelBackend, LocalBackend, takes_a_folder
-from jupyter_mcp_server._kernels.environments import Environment, KernelChoice, choose
+from jupyter_mcp_server._kernels.environments import KernelChoice
 from jupyter_mcp_server._kernels.execution import (
     KernelDied,
     ended_meanwhile,
@@ -155,20 +155,7 @@ class KernelManager:
     def choose(self, metadata: Mapping[str, Any] | None = None) -> KernelChoice:
         """The kernel a notebook with this metadata gets (None: a new notebook), and why; a
         notebook in a language no installed kernel runs is refused (``not_found``)."""
-        chooser = getattr(self.backend, "choose", None)
-        if chooser is not None:
-            return chooser(metadata)  # type: ignore[no-any-return]
-        listed = [
-            Environment(
-                name=name,
-                kind="kernelspec",
-                language=str((self.backend.kernelspec(name) or {}).get("language", "")),
-                display_name=name,
-                found_in=(self.backend.origin(),),
-            )
-            for name in self.backend.kernelspecs()
-        ]
-        return choose(metadata, listed)
+        return self.backend.choose(metadata)
 
     def default_kernel_name(self) -> str:
         """The kernelspec a notebook that names none gets."""
@@ -259,7 +246,7 @@ class KernelManager:
         return kernel
 
     async def _kernel_of_open_notebook(self, notebook: str) -> str | None:
-        sessions = getattr(self.backend, "sessions", None)
+        sessions = self.backend.sessions
         if sessions is None:
             return None
         kernel_id = await sessions.kernel_of(notebook)
@@ -401,9 +388,9 @@ class KernelManager:
     def folder_for(self, notebook: str) -> str:
         """The folder `notebook`'s kernel runs in, relative to the workspace root: the notebook's
         own (:mod:`.folders`), where the backend's kernels see the notebooks' files; else the root."""
-        if not getattr(self.backend, "sees_notebooks", True):
+        if not self.backend.sees_notebooks:
             return ""
-        if self.backend.name == "local":
+        if self.backend.folders_are_local:
             return existing_folder(self.workspace_root, folder_of(notebook))[1]
         return folder_of(notebook)
 
@@ -468,22 +455,21 @@ class KernelManager:
             manager=started.manager,
             client=started.client,
             origin=backend.origin(),
-            sessions=getattr(backend, "sessions", None),
+            sessions=backend.sessions,
             folder=folder,
         )
 
     async def _adopt(self, kernel_id: str) -> Kernel | None:
         """A kernel the backend has but this manager did not start (one the person
         started in JupyterLab), shared by id; it is never stopped from here."""
-        adopt = getattr(self.backend, "adopt", None)
-        if adopt is None:
+        if not self.backend.shares_kernels:
             return None
         async with self._start_lock:
             if kernel_id in self._kernels:
                 return self._kernels[kernel_id]
             if len(self._kernels) >= self.max_kernels:
                 raise self._limit_reached()
-            adopted = await adopt(kernel_id)
+            adopted = await self.backend.adopt(kernel_id)
             if adopted is None:
                 return None
             started, kernel_name = adopted
@@ -500,7 +486,7 @@ class KernelManager:
                 owned=False,
                 origin=self.backend.origin(),
                 release=let_go,
-                sessions=getattr(self.backend, "sessions", None),
+                sessions=self.backend.sessions,
                 folder=None,  # wherever whoever started it chose
             )
             self._kernels[kernel.kernel_id] = kernel
@@ -541,7 +527,7 @@ class KernelManager:
             return kernel
         # A local kernel is told the absolute folder; a remote one, the folder relative to the
         # server's root it started in (the same for a kernel that has run nothing of anybody's).
-        target = str(self.workspace_root / folder) if self.backend.name == "local" else folder
+        target = str(self.workspace_root / folder) if self.backend.folders_are_local else folder
         if await moved(kernel, target):
             logger.debug(
                 "The prestarted kernel %s moved to %r for its notebook", kernel.kernel_id, folder
@@ -569,8 +555,7 @@ class KernelManager:
             return
         try:
             name = self.default_kernel_name()
-            can_start = getattr(self.backend, "can_start", None)
-            if can_start is not None and not can_start(name):
+            if not self.backend.can_start(name):
                 self._pool.discard()
                 return
             language = str((self.backend.kernelspec(name) or {}).get("language", "python"))

@@ -37,6 +37,7 @@ from jupyter_mcp_server._jupyter_urls import TOOL_ARGUMENTS, ArgumentNames, norm
 from jupyter_mcp_server._kernels.backends import (
     READY_TIMEOUT,
     BackendParts,
+    JupyterServerAddress,
     KernelBackend,
     NotebookSessions,
     StartedKernel,
@@ -468,10 +469,9 @@ class JupyterServerBackend(KernelBackend):
     def __repr__(self) -> str:  # never the token
         return f"JupyterServerBackend({self.url!r})"
 
-    @property
-    def token(self) -> str | None:
-        """For whoever else talks to the same server (the contents store); never shown."""
-        return self._token
+    def reached_at(self) -> JupyterServerAddress:
+        """This server, for whoever else talks to it (the contents store); the token never shown."""
+        return JupyterServerAddress(self.url, self._token)
 
     @classmethod
     async def connect(cls, url: str, token: str | None) -> JupyterServerBackend:

@@ -79,7 +79,7 @@ async def target(
         kernel = server.kernels.kernels_by_id().get(kernel_id) if kernel_id else None
     if environment is None:
         if kernel is not None:
-            if kernel.origin != "local" or server.kernels.backend is not backend:
+            if kernel.origin != backend.origin() or server.kernels.backend is not backend:
                 raise ToolFailure(
                     UNSUPPORTED,
                     f"The kernel of '{path}' runs {kernel.origin}, not in an environment on this machine. Install "

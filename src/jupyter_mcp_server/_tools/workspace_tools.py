@@ -44,8 +44,7 @@ async def list_kernels(ctx: Context | None = None) -> Annotated[CallToolResult, 
     """List running kernels (id, kernelspec, state, notebooks), installed kernelspecs and the Python environments a notebook can run in (the workspace's, the launcher's) with whether ipykernel is there: names for use_notebook's kernel_name."""
     server = state_of(ctx)
     kernels = server.kernels
-    listed_environments = getattr(kernels.backend, "listed", None)
-    environments = listed_environments() if listed_environments is not None else []
+    environments = kernels.backend.listed()
     default = kernels.choose(None)
     listed = models.KernelList(
         kernels=[
