@@ -292,6 +292,46 @@ def test_the_tools_folder_holds_only_modules_that_declare_tools() -> None:
     assert unlisted == []
 
 
+#: The longest string a module of the apps may spell out (docstrings aside): their pages'
+#: HTML, CSS and JavaScript are files of the package (``_apps/pages/``), not Python strings.
+LONGEST_APP_STRING = 300
+
+
+def long_strings(path: Path) -> list[str]:
+    """Each string literal in a module longer than :data:`LONGEST_APP_STRING`, but docstrings."""
+    tree = ast.parse(path.read_text())
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, documented)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and len(node.value) > LONGEST_APP_STRING
+        and id(node) not in docstrings
+    ]
+
+
+def test_the_apps_pages_are_files_not_python_strings(tmp_path: Path) -> None:
+    """The MCP Apps live in ``_apps/`` (served by ``_protocol/apps.py``): no module of theirs
+    embeds a page's HTML, CSS or JavaScript; ``_apps/pages/`` holds them as files."""
+    package = SOURCES / PACKAGE
+    sources = [*sorted((package / "_apps").glob("*.py")), package / "_protocol" / "apps.py"]
+    assert [found for path in sources for found in long_strings(path)] == []
+    pages = {path.suffix for path in (package / "_apps" / "pages").iterdir()}
+    assert {".html", ".css", ".js"} <= pages
+    planted = tmp_path / "planted.py"
+    planted.write_text(f'"""{"d" * 400}"""\nSTYLE = """\n{"body {{ margin: 0; }}" * 20}\n"""\n')
+    assert long_strings(planted) == ["planted.py:2"]
+
+
 def test_no_global_statement_in_the_sources() -> None:
     found = [
         f"{name}:{node.lineno}"

@@ -87,6 +87,12 @@ def test_the_version_is_declared_once(distributions: tuple[Path, Path]) -> None:
     )
 
 
+#: The apps' page files in the source tree: what the wheel and the sdist must each ship.
+APP_PAGES = sorted(
+    path.name for path in (REPO / "src" / "jupyter_mcp_server" / "_apps" / "pages").iterdir()
+)
+
+
 def is_cache(name: str) -> bool:
     parts = name.split("/")
     return name.endswith((".pyc", ".pyo")) or any(
@@ -127,6 +133,9 @@ def test_the_wheel_ships_the_package_and_its_jupyter_config_only(
         "vega-lite.min.js",
         "vega.min.js",
     ]
+    # The apps' pages: their HTML, CSS and JavaScript are files of the package, every one shipped.
+    pages = "jupyter_mcp_server/_apps/pages/"
+    assert sorted(name[len(pages) :] for name in names if name.startswith(pages)) == APP_PAGES
 
 
 def test_the_sdist_builds_the_wheel_and_ships_no_cache_and_no_part_of_the_tests(
@@ -142,6 +151,8 @@ def test_the_sdist_builds_the_wheel_and_ships_no_cache_and_no_part_of_the_tests(
         "README.md",
         "jupyter-config/jupyter_server_config.d/jupyter_mcp_server.json",
     } <= set(names)
+    pages = "src/jupyter_mcp_server/_apps/pages/"
+    assert sorted(name[len(pages) :] for name in names if name.startswith(pages)) == APP_PAGES
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """A page of a notebook as the notebook view shows it: its outline, its cells whole, the agent's cell.
 
-The notebook view (``ui://jupyter-mcp/notebook``, :mod:`jupyter_mcp_server._apps.notebook_app`)
+The notebook view (``ui://jupyter-mcp/notebook``, :mod:`jupyter_mcp_server._apps.documents`)
 shows a person one notebook: the headings down the side, a page of cells with their sources
 and outputs as nbformat keeps them (the view sanitizes their HTML as the output app does),
 and the cell the agent is working on (:mod:`.working`) marked. ``outline``'s result hands it

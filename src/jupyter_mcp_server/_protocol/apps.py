@@ -2,8 +2,8 @@
 
 Built on the SDK's own seam, :class:`mcp.server.apps.Apps`: the extension is
 advertised under the server's ``capabilities.extensions``, and the apps are its ``ui://``
-resources (the output app :mod:`.output_app`, the review app :mod:`.review_app`, the
-notebook view :mod:`.notebook_app`), served as ``text/html;profile=mcp-app`` with a
+resources (the output app, the review app and the notebook view, whose pages
+:mod:`jupyter_mcp_server._apps.documents` assembles from the package's files), served as ``text/html;profile=mcp-app`` with a
 declared CSP that names no domain.
 
 Negotiated per request with :func:`mcp.server.apps.client_supports_apps` (the
@@ -39,9 +39,7 @@ from mcp.server.apps import APP_MIME_TYPE, Apps, ResourceCsp, client_supports_ap
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.types import CallToolResult
 
-from jupyter_mcp_server._apps.notebook_app import notebook_app_html
-from jupyter_mcp_server._apps.output_app import output_app_html
-from jupyter_mcp_server._apps.review_app import review_app_html
+from jupyter_mcp_server._apps.documents import notebook_app_html, output_app_html, review_app_html
 from jupyter_mcp_server._apps.reviews import REVIEW_URI
 from jupyter_mcp_server._apps.shown import showing
 from jupyter_mcp_server._errors import UNSUPPORTED, ToolFailure

@@ -1,58 +1,4 @@
-"""The notebook view: one self-contained HTML document showing one notebook, to read and run.
 
-What a host renders for ``outline``'s result (:mod:`.apps` serves it as
-``ui://jupyter-mcp/notebook``): the notebook's headings down the side (a click opens the
-page holding that heading), a page of its cells with their sources and outputs as
-JupyterLab shows them, a pager, and the cell the agent is working on marked (a link in
-the header opens its page when it is on another). Each code cell has a Run button: it
-calls the app-only tool ``run_cell_from_view`` through the host bridge (``tools/call``)
-and shows the outputs the run stored, or the server's refusal (a profile without runs, an
-approval declined, a cell edited since it was shown). Pages come from the app-only tool
-``view_notebook`` (:mod:`jupyter_mcp_server._tools.viewing`).
-
-Safe as the output app is (:mod:`.output_app`, whose style, sanitizer, output rendering
-and bridge it shares, unchanged): one document, its script by hash, no network, a
-notebook's HTML copied through an allowlist and its SVG shown as an image. A Markdown
-cell is shown as its text, never as HTML.
-"""
-
-from __future__ import annotations
-
-from jupyter_mcp_server._apps.output_app import BRIDGE, RENDERING, STYLE, app_document
-
-NOTEBOOK_STYLE = (
-    STYLE
-    + """
-.nb-head { display: flex; flex-wrap: wrap; gap: 8px; align-items: baseline; margin: 0 0 8px; }
-.nb-head .name { font-weight: 600; } .nb-head .meta { color: var(--muted); font-size: 12px; }
-.nb-body { display: grid; grid-template-columns: minmax(140px, 220px) 1fr; gap: 10px; }
-.toc { font-size: 13px; border-right: 1px solid var(--line); padding-right: 6px; min-width: 0;
-  max-height: 80vh; overflow: auto; position: sticky; top: 0; align-self: start; }
-.toc .title { font-size: 11px; color: var(--muted); text-transform: uppercase; margin: 0 0 4px; }
-.toc button { display: block; width: 100%; text-align: left; border: 0; background: none;
-  color: var(--fg); padding: 2px 4px; border-radius: 4px; cursor: pointer; font: inherit;
-  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-.toc button:hover { background: var(--cell); }
-.toc button.here { font-weight: 600; }
-.cells { min-width: 0; }
-.cell.working { border-color: #bf8700; box-shadow: 0 0 0 2px rgba(191, 135, 0, .35); }
-.badge { background: #bf8700; color: #fff; border-radius: 10px; padding: 0 8px; font-size: 11px; }
-.head .grow { flex: 1; }
-.state-changed, .state-upstream, .state-failed, .state-earlier_kernel { color: #9a6700; }
-.md { padding: 2px 10px; overflow-wrap: anywhere; } .md p { margin: 6px 0; white-space: pre-wrap; }
-.md h1, .md h2, .md h3, .md h4, .md h5, .md h6 { margin: 6px 0; line-height: 1.25; }
-.md h1 { font-size: 22px; } .md h2 { font-size: 18px; } .md h3 { font-size: 16px; }
-button.run, .pager button, .nb-head button { font: inherit; font-size: 12px; padding: 1px 10px;
-  border-radius: 6px; border: 1px solid var(--line); background: var(--cell); color: var(--fg);
-  cursor: pointer; }
-button.run { background: #1f883d; border-color: #1f883d; color: #fff; }
-button:disabled { opacity: .55; cursor: default; }
-.said { padding: 4px 8px; font-size: 12px; } .said.refused { color: #cf222e; }
-.pager { display: flex; gap: 8px; align-items: center; justify-content: center; padding: 6px 0; }
-"""
-)
-
-NOTEBOOK_VIEW = r"""
 // ---- the notebook view: outline, a page of cells, the agent's cell, Run ---------------------
 const APP_KEY = "io.jupyter-mcp/app";
 let page = null;
@@ -228,11 +174,3 @@ function show(result) {
   }
   render(shown);
 }
-"""
-
-SCRIPT = "\n(() => {\n" + RENDERING + NOTEBOOK_VIEW + BRIDGE + "})();\n"
-
-
-def notebook_app_html() -> str:
-    """The whole document, its policy naming its one script."""
-    return app_document("Notebook", NOTEBOOK_STYLE, SCRIPT, "jupyter-mcp-notebook")

@@ -1,50 +1,4 @@
-"""The review app: one self-contained HTML document showing a proposed change, before and after.
 
-What a host renders for a dry run of ``apply_edits`` or ``restore_notebook``
-(:mod:`.apps` serves it as ``ui://jupyter-mcp/review``): the notebook's cells side by
-side, cell by cell, the source before and after with its removed and added lines
-marked, and each side's outputs; cells added or removed shown on their side only,
-unchanged ones folded to their first line. Under it, Accept and Reject: each calls
-the app-only tool ``review_change`` through the host bridge (``tools/call``) with the
-review's id, and the page shows what the server answered (an accept refused because
-the notebook changed since says so).
-
-Safe as the output app is (:mod:`.output_app`, whose sanitizer and output rendering
-it shares): one document, its script by hash, no network, a notebook's HTML copied
-through an allowlist and its SVG shown as an image.
-"""
-
-from __future__ import annotations
-
-from jupyter_mcp_server._apps.output_app import BRIDGE, RENDERING, STYLE, app_document
-
-REVIEW_STYLE = (
-    STYLE
-    + """
-.review-head { display: flex; flex-wrap: wrap; gap: 8px; align-items: baseline; margin: 0 0 8px; }
-.review-head .summary { font-weight: 600; }
-.pair { display: grid; grid-template-columns: 1fr 1fr; }
-.side { min-width: 0; border-right: 1px solid var(--line); }
-.side:last-child { border-right: 0; }
-.side-label { font-size: 11px; color: var(--muted); padding: 2px 8px; text-transform: uppercase; }
-.side.empty { background: repeating-linear-gradient(45deg, transparent 0 6px, var(--cell) 6px 12px); }
-.line { display: block; min-height: 1.4em; }
-.line.del { background: rgba(248, 81, 73, .22); }
-.line.add { background: rgba(46, 160, 67, .22); }
-.status-added { color: #1a7f37; } .status-removed { color: #cf222e; }
-.status-changed { color: #9a6700; } .status-moved, .status-unchanged { color: var(--muted); }
-.cell.unchanged .source { color: var(--muted); }
-.actions { position: sticky; bottom: 0; display: flex; gap: 8px; align-items: center; padding: 8px 0;
-  background: var(--bg); border-top: 1px solid var(--line); }
-button { font: inherit; padding: 4px 14px; border-radius: 6px; border: 1px solid var(--line);
-  background: var(--cell); color: var(--fg); cursor: pointer; }
-button.accept { background: #1f883d; border-color: #1f883d; color: #fff; }
-button:disabled { opacity: .55; cursor: default; }
-.outcome.ok { color: #1a7f37; } .outcome.refused { color: #cf222e; }
-"""
-)
-
-REVIEW_VIEW = r"""
 // ---- the review: cells side by side, Accept and Reject -------------------------------------
 function lineDiff(before, after) {
   // Longest common subsequence of lines: what is kept, the rest removed (before) or added (after).
@@ -183,11 +137,3 @@ function show(result) {
   }
   resized();
 }
-"""
-
-SCRIPT = "\n(() => {\n" + RENDERING + REVIEW_VIEW + BRIDGE + "})();\n"
-
-
-def review_app_html() -> str:
-    """The whole document, its policy naming its one script."""
-    return app_document("Review a change", REVIEW_STYLE, SCRIPT, "jupyter-mcp-review")
