@@ -23,6 +23,7 @@ from jupyter_mcp_server._kernels.execution import (
     NEVER_ACKNOWLEDGED,
     OK,
     TIMEOUT,
+    ExecutionRequest,
     run_code,
 )
 
@@ -54,10 +55,7 @@ def run(client, code: str, timeout: float):
         client,
         alive,
         nothing,
-        code,
-        timeout=timeout,
-        max_output_bytes=1 << 20,
-        max_output_blocks=100,
+        ExecutionRequest(code, timeout, max_output_bytes=1 << 20, max_output_blocks=100),
     )
 
 

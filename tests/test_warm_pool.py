@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
-from jupyter_mcp_server._kernels.execution import OK, run_code
+from jupyter_mcp_server._kernels.execution import OK, ExecutionRequest, run_code
 from jupyter_mcp_server._kernels.kernel import Kernel
 from jupyter_mcp_server._kernels.pool import WarmPool
 
@@ -52,10 +52,7 @@ async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_a
                 kernel.client,
                 alive,
                 interrupt,
-                "41 + 1",
-                timeout=60,
-                max_output_bytes=1 << 20,
-                max_output_blocks=10,
+                ExecutionRequest("41 + 1", 60, max_output_bytes=1 << 20, max_output_blocks=10),
             )
         )
         await asyncio.sleep(0.5)

@@ -54,6 +54,7 @@ from ._config import ServerConfig
 from ._hooks import Hooks
 from ._kernels.backends import KernelBackend, LocalBackend
 from ._kernels.environments import Environments
+from ._kernels.execution import ExecutionRequest
 from ._kernels.kernel import gone_message as kernel_gone_message
 from ._kernels.manager import KernelManager
 from ._kernels.runtime import ServerRuntime
@@ -333,16 +334,22 @@ class ServerState(Served):
         )
         if read_env:
             self._env_read.add(kernel_id)
-        outcome = await run_in_turn(
-            kernel,
+        request = ExecutionRequest(
             code,
-            timeout=timeout,
+            timeout,
             max_output_bytes=self.config.max_output_bytes,
             max_output_blocks=self.config.max_output_blocks,
-            hooks=self.hooks,
             notebook=notebook,
+            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression}
+            if read_env
+            else None,
             on_output=on_output,
             interrupt_on_cancel=interrupt_on_cancel,
+        )
+        outcome = await run_in_turn(
+            kernel,
+            request,
+            hooks=self.hooks,
             on_death=on_death or (lambda: self.kernels.mark_lost(kernel)),
             gone_message=gone_message
             or (
@@ -350,9 +357,6 @@ class ServerState(Served):
                     notebook or f"kernel {kernel.kernel_id}", getattr(kernel, "lost_because", None)
                 )
             ),
-            user_expressions={SECRET_ENV_EXPRESSION: self.redactor.expression}
-            if read_env
-            else None,
             on_reply=lambda outcome: self._learned_secrets(outcome, stored=redaction == STORED),
         )
         return outcome

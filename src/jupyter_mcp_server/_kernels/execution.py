@@ -38,7 +38,7 @@ import asyncio
 import logging
 import queue
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -80,6 +80,28 @@ ERROR = "error"
 TIMEOUT = "timeout"
 INTERRUPTED = "interrupted"
 GONE = "gone"
+
+
+@dataclass(frozen=True)
+class ExecutionRequest:
+    """One execution asked of a kernel: the code and everything that decides how it runs,
+    made once by whoever asks (a tool, the JSON-lines transport, an extension) and passed
+    down whole to the loop that reads the kernel's messages."""
+
+    code: str
+    #: Seconds before the kernel is interrupted and the call ends as ``timeout``.
+    timeout: float
+    #: The output limits (``--max-output-bytes``, ``--max-output-blocks``).
+    max_output_bytes: int
+    max_output_blocks: int
+    #: The notebook it runs for; None for a kernel addressed otherwise (a throwaway, a sandbox).
+    notebook: str | None = None
+    #: Expressions the kernel evaluates after the code, answered in its reply.
+    user_expressions: Mapping[str, str] | None = None
+    #: Told of each output as it arrives (progress, a task's stream).
+    on_output: Callable[[dict[str, Any]], None] | None = None
+    #: Whether a cancelled call interrupts the kernel too (``execution.cancel-interrupts``).
+    interrupt_on_cancel: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,19 +195,13 @@ async def run_code(
     client: Any,
     is_alive: Callable[[], Awaitable[bool]],
     interrupt: Callable[[], Awaitable[None]],
-    code: str,
+    request: ExecutionRequest,
     *,
-    timeout: float,
-    max_output_bytes: int,
-    max_output_blocks: int,
-    user_expressions: dict[str, str] | None = None,
-    on_output: Callable[[dict[str, Any]], None] | None = None,
     interrupted: asyncio.Event | None = None,
-    interrupt_on_cancel: bool = False,
-    on_still_running: Callable[[StillRunning], None] | None = None,
+    on_still_running: Callable[[StillRunning], None] = lambda still_running: None,
     widgets: Widgets | None = None,
 ) -> ExecutionOutcome:
-    """Run `code` on a started kernel client and collect what it says.
+    """Run `request`'s code on a started kernel client and collect what it says.
 
     `interrupted` is set by whoever interrupted this kernel on purpose
     (`interrupt_kernel`), so a `KeyboardInterrupt` reads as `interrupted`
@@ -198,13 +214,16 @@ async def run_code(
     """
     widgets = widgets if widgets is not None else Widgets()
     widgets.begin()
-    collector = OutputCollector(max_output_bytes, max_output_blocks)
-    collector.on_output = on_output
+    collector = OutputCollector(request.max_output_bytes, request.max_output_blocks)
+    collector.on_output = request.on_output
     started = time.monotonic()
-    deadline = started + timeout
+    deadline = started + request.timeout
     try:
         msg_id = client.execute(
-            code, store_history=True, user_expressions=user_expressions or {}, allow_stdin=False
+            request.code,
+            store_history=True,
+            user_expressions=dict(request.user_expressions or {}),
+            allow_stdin=False,
         )
     except AssertionError:
         # The channels are closed: the kernel was stopped before this ran.
@@ -216,103 +235,66 @@ async def run_code(
     iopub_lost = False
     reply: dict[str, Any] | None = None
     replied_at = 0.0
-    while True:
-        wait = deadline - time.monotonic()
-        if wait <= 0 and not timed_out:
-            timed_out = True
-            await _interrupt_quietly(interrupt)
-            deadline = time.monotonic() + INTERRUPT_GRACE
-            continue
-        if wait <= 0:
-            # Interrupted and still busy: the kernel ignores SIGINT. Report the
-            # timeout now, and that the kernel is still running this code.
-            status = TIMEOUT
-            still_running = True
-            if on_still_running is not None:
-                on_still_running(StillRunning(msg_id, time.monotonic()))
-            break
-        try:
-            message = await _receive(client.get_iopub_msg, min(wait, LIVENESS_INTERVAL))
-        except _ChannelClosed:
-            # The kernel was stopped under this call (a restart, a release).
-            raise KernelDied(collector.result()) from None
-        except asyncio.CancelledError:
-            if interrupt_on_cancel:
-                # The SDK cancels through anyio, which re-delivers cancellation
-                # at every await: only a shielded scope lets the kernel settle
-                # before the next request may reach it.
-                with anyio.CancelScope(shield=True):
-                    settled = await _interrupt_and_settle(client, interrupt, msg_id)
-                if not settled and on_still_running is not None:
-                    on_still_running(StillRunning(msg_id, time.monotonic()))
-            raise
-        except queue.Empty:
-            if not await is_alive():
-                raise KernelDied(collector.result()) from None
-            if reply is None:
-                try:
-                    reply = await _reply_if_there(client, msg_id)
-                except _ChannelClosed:
-                    raise KernelDied(collector.result()) from None
-                replied_at = time.monotonic()
-            elif time.monotonic() - replied_at > IOPUB_GRACE:
-                logger.warning(
-                    "The kernel replied to %s, but its idle status never came on iopub", msg_id
-                )
-                iopub_lost = True
-                break
-            continue
-        if message.get("parent_header", {}).get("msg_id") != msg_id:
-            continue
-        acknowledged = True
-        msg_type = message["header"]["msg_type"]
-        content = message["content"]
-        if msg_type == "status":
-            if content.get("execution_state") == "idle":
-                break
-            continue
-        if msg_type.startswith("comm_"):
-            widgets.handle_comm(msg_type, message, max_output_bytes, max_output_blocks)
-            continue
-        if widgets.route(msg_id, msg_type, content):
-            continue
-        collector.add(msg_type, content)
-
     try:
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0 and not timed_out:
+                timed_out = True
+                await _interrupt_quietly(interrupt)
+                deadline = time.monotonic() + INTERRUPT_GRACE
+                continue
+            if wait <= 0:
+                # Interrupted and still busy: the kernel ignores SIGINT. Report the
+                # timeout now, and that the kernel is still running this code.
+                status = TIMEOUT
+                still_running = True
+                on_still_running(StillRunning(msg_id, time.monotonic()))
+                break
+            try:
+                message = await _receive(client.get_iopub_msg, min(wait, LIVENESS_INTERVAL))
+            except asyncio.CancelledError:
+                if request.interrupt_on_cancel:
+                    await _interrupt_on_cancel(client, interrupt, msg_id, on_still_running)
+                raise
+            except queue.Empty:
+                if not await is_alive():
+                    raise KernelDied(collector.result()) from None
+                if reply is None:
+                    reply = await _reply_if_there(client, msg_id)
+                    replied_at = time.monotonic()
+                elif time.monotonic() - replied_at > IOPUB_GRACE:
+                    logger.warning(
+                        "The kernel replied to %s, but its idle status never came on iopub", msg_id
+                    )
+                    iopub_lost = True
+                    break
+                continue
+            if message.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            acknowledged = True
+            if _went_idle(message, request, msg_id, widgets, collector):
+                break
         if reply is None and status is None:
             reply = await _reply_for(client, msg_id)
     except _ChannelClosed:
+        # The kernel was stopped under this call (a restart, a release).
         raise KernelDied(collector.result()) from None
     reply_content = (reply or {}).get("content", {})
     if widgets.captured and not still_running:
-        try:
-            widgets.tell_kernel(client)
-        except Exception:  # the notebook keeps what was captured either way
-            logger.warning("Telling the kernel what its Output widgets hold failed", exc_info=True)
+        _tell_widgets(widgets, client)
     if reply_content.get("execution_count") is not None:
         collector.set_execution_count(reply_content["execution_count"])
     collected = collector.result()
-    replied = reply_content.get("status")
     if status is None:
-        if timed_out:
-            status = TIMEOUT
-        elif replied == "error" or (replied is None and collected.error is not None):
-            interrupted_on_purpose = interrupted is not None and interrupted.is_set()
-            is_keyboard = (
-                collected.error is not None and collected.error.ename == "KeyboardInterrupt"
-            )
-            status = INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
-        elif replied in ("aborted", "abort"):  # "abort": bash_kernel's, an older spec's
-            status = INTERRUPTED if interrupted is not None and interrupted.is_set() else ERROR
-        else:
-            status = OK
+        status = _status(
+            reply_content.get("status"),
+            collected.error,
+            timed_out=timed_out,
+            interrupted_on_purpose=interrupted is not None and interrupted.is_set(),
+        )
     reason = _reason(still_running=still_running, acknowledged=acknowledged, iopub_lost=iopub_lost)
     if status == OK and collected.error is not None:
-        # Shown by code that went on (showtraceback() in an except, a failing event
-        # callback, an Output widget's capture): an output, not the cell's error.
-        went_on = went_on_after(collected.error)
-        reason = f"{reason} {went_on}" if reason else went_on
-        collected = replace(collected, error=None)
+        collected, reason = _went_on(collected, reason)
     if status == ERROR and not await is_alive():
         # Ended by the kernel going away (a Jupyter Server interrupts a kernel it is
         # told to shut down, so the code "raises" KeyboardInterrupt): not the code's error.
@@ -342,6 +324,78 @@ def went_on_after(error: ErrorInfo) -> str:
         f"The cell went on after showing an error ({error.ename}): the kernel replied ok, "
         "so the cell did not fail."
     )
+
+
+def _went_idle(
+    message: dict[str, Any],
+    request: ExecutionRequest,
+    msg_id: str,
+    widgets: Widgets,
+    collector: OutputCollector,
+) -> bool:
+    """Take one iopub message of execution `msg_id`: an output for the cell, a widget's,
+    or its status; whether it is the idle status that ends the execution."""
+    msg_type = message["header"]["msg_type"]
+    content = message["content"]
+    if msg_type == "status":
+        return bool(content.get("execution_state") == "idle")
+    if msg_type.startswith("comm_"):
+        widgets.handle_comm(msg_type, message, request.max_output_bytes, request.max_output_blocks)
+    elif not widgets.route(msg_id, msg_type, content):
+        collector.add(msg_type, content)
+    return False
+
+
+async def _interrupt_on_cancel(
+    client: Any,
+    interrupt: Callable[[], Awaitable[None]],
+    msg_id: str,
+    on_still_running: Callable[[StillRunning], None],
+) -> None:
+    """A cancelled call stops its code too: the kernel is interrupted and given time to settle;
+    one that does not is still running it."""
+    # The SDK cancels through anyio, which re-delivers cancellation at every await: only a
+    # shielded scope lets the kernel settle before the next request may reach it.
+    with anyio.CancelScope(shield=True):
+        settled = await _interrupt_and_settle(client, interrupt, msg_id)
+    if not settled:
+        on_still_running(StillRunning(msg_id, time.monotonic()))
+
+
+def _tell_widgets(widgets: Widgets, client: Any) -> None:
+    try:
+        widgets.tell_kernel(client)
+    except Exception:  # the notebook keeps what was captured either way
+        logger.warning("Telling the kernel what its Output widgets hold failed", exc_info=True)
+
+
+def _went_on(collected: CollectedOutputs, reason: str | None) -> tuple[CollectedOutputs, str]:
+    """The outputs of an ``ok`` execution that showed an error, and why it is no failure: shown
+    by code that went on (showtraceback() in an except, a failing event callback, an Output
+    widget's capture), it is an output, not the cell's error."""
+    assert collected.error is not None
+    went_on = went_on_after(collected.error)
+    return replace(collected, error=None), f"{reason} {went_on}" if reason else went_on
+
+
+def _status(
+    replied: str | None,
+    error: ErrorInfo | None,
+    *,
+    timed_out: bool,
+    interrupted_on_purpose: bool,
+) -> str:
+    """How an execution that ended ended: the kernel's reply says whether the code failed (an
+    error output alone, only when there is no reply); a ``KeyboardInterrupt`` or an abort is
+    ``interrupted`` when somebody interrupted the kernel on purpose."""
+    if timed_out:
+        return TIMEOUT
+    if replied == "error" or (replied is None and error is not None):
+        is_keyboard = error is not None and error.ename == "KeyboardInterrupt"
+        return INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
+    if replied in ("aborted", "abort"):  # "abort": bash_kernel's, an older spec's
+        return INTERRUPTED if interrupted_on_purpose else ERROR
+    return OK
 
 
 def _reason(*, still_running: bool, acknowledged: bool, iopub_lost: bool) -> str | None:

@@ -23,6 +23,7 @@ from jupyter_mcp_server._kernels.execution import (
     BUSY_AFTER_INTERRUPT,
     INTERRUPTED,
     ExecutionOutcome,
+    ExecutionRequest,
     KernelDied,
     RunningCode,
     StillRunning,
@@ -55,21 +56,14 @@ def still_running_message(where: str, still_running: StillRunning) -> str:
 
 async def run_in_turn(
     kernel: Any,
-    code: str,
+    request: ExecutionRequest,
     *,
-    timeout: float,
-    max_output_bytes: int,
-    max_output_blocks: int,
     hooks: Hooks,
-    notebook: str | None = None,
-    on_output: Callable[[dict[str, Any]], None] | None = None,
-    interrupt_on_cancel: bool = False,
     on_death: Callable[[], Awaitable[None]] | None = None,
     gone_message: Callable[[], str] = lambda: "The kernel is gone.",
-    user_expressions: dict[str, str] | None = None,
     on_reply: Callable[[ExecutionOutcome], ExecutionOutcome] | None = None,
 ) -> ExecutionOutcome:
-    """Run `code` on `kernel` (anything with the `Kernel` attributes) when its turn comes.
+    """Run `request` on `kernel` (anything with the `Kernel` attributes) when its turn comes.
 
     A kernel stopped on purpose under the call (a restart, a release) ends it
     as `interrupted` with the outputs so far; one that died otherwise is
@@ -78,6 +72,7 @@ async def run_in_turn(
     is refused with `timeout` and ``kernel_state: busy_after_interrupt``,
     nothing sent to it, until that execution has ended.
     """
+    code, notebook = request.code, request.notebook
     async with kernel.lock:
 
         def stopped_before_its_turn() -> ExecutionOutcome:
@@ -95,7 +90,9 @@ async def run_in_turn(
             )
             return ExecutionOutcome(
                 status=INTERRUPTED,
-                outputs=OutputCollector(max_output_bytes, max_output_blocks).result(),
+                outputs=OutputCollector(
+                    request.max_output_bytes, request.max_output_blocks
+                ).result(),
                 execution_count=None,
                 user_expressions=None,
                 duration=0.0,
@@ -146,15 +143,9 @@ async def run_in_turn(
                 kernel.client,
                 kernel.is_alive,
                 kernel.interrupt,
-                code,
-                timeout=timeout,
-                max_output_bytes=max_output_bytes,
-                max_output_blocks=max_output_blocks,
+                request,
                 interrupted=kernel.interrupted,
-                on_output=on_output,
-                interrupt_on_cancel=interrupt_on_cancel,
                 on_still_running=remember_still_running,
-                user_expressions=user_expressions,
                 widgets=getattr(kernel, "widgets", None),
             )
         except KernelDied as died:
