@@ -1,7 +1,8 @@
 """The module map of docs/architecture.md, made from the modules' own docstrings.
 
-Each module says why it exists in the first paragraph of its docstring; the map is
-that paragraph, folder by folder, so it is defined once and never goes stale.
+Each module says why it exists in the first paragraph of its docstring; the map is that
+paragraph for each top-level module and each folder, with the names of what the folder
+holds, so it is defined once and never goes stale.
 `python scripts/module_map.py` rewrites the map in place; the test suite checks it
 (tests/test_architecture.py).
 """
@@ -28,32 +29,30 @@ def summary(path: Path) -> str:
     return " ".join(doc.strip().split("\n\n")[0].split())
 
 
+def entry(label: str, text: str) -> list[str]:
+    """`label`, then `text` wrapped in the summaries' column."""
+    wrapped = textwrap.wrap(text, WIDTH - COLUMN) or [""]
+    if len(label) >= COLUMN - 1:
+        return [label, *(" " * COLUMN + line for line in wrapped)]
+    first = (label.ljust(COLUMN - 1) + " " + wrapped[0]).rstrip()
+    return [first, *(" " * COLUMN + line for line in wrapped[1:])]
+
+
 def module_map() -> str:
+    """The top-level modules, each with its summary; then each folder with its own, and the
+    names of what it holds (a module says why it exists in its own docstring)."""
     lines = ["```", "src/jupyter_mcp_server/"]
-    modules = sorted(
-        PACKAGE.rglob("*.py"),
-        key=lambda p: (len(p.relative_to(PACKAGE).parts) > 1, p.relative_to(PACKAGE).parts),
-    )
-    seen_folders: set[Path] = set()
-    for path in modules:
-        relative = path.relative_to(PACKAGE)
-        if relative.name == "__main__.py":
-            continue
-        depth = len(relative.parts) - 1
-        if relative.name == "__init__.py":
-            if depth == 0:
-                continue
-            name, indent = f"{relative.parent.as_posix()}/", "  " * depth
-            seen_folders.add(relative.parent)
-        else:
-            name, indent = relative.name, "  " * (depth + 1)
-        label = f"{indent}{name}"
-        text = summary(path)
-        wrapped = textwrap.wrap(text, WIDTH - COLUMN) or [""]
-        first = label.ljust(COLUMN - 1) + " " + wrapped[0] if len(label) < COLUMN - 1 else label
-        rest = wrapped[1:] if len(label) < COLUMN - 1 else wrapped
-        lines.append(first.rstrip())
-        lines.extend(" " * COLUMN + line for line in rest)
+    for path in sorted(PACKAGE.glob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            lines += entry(f"  {path.name}", summary(path))
+    for folder in sorted(p.parent for p in PACKAGE.glob("*/__init__.py")):
+        lines += entry(f"  {folder.name}/", summary(folder / "__init__.py"))
+        held = sorted(
+            [p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
+            + [f"{p.name}/" for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"]
+        )
+        for line in textwrap.wrap(" ".join(held), WIDTH - COLUMN - 2):
+            lines.append(" " * (COLUMN + 2) + line)
     lines.append("```")
     return "\n".join(lines)
 
