@@ -81,16 +81,29 @@ async def ok(client: Client, tool: str, arguments: dict[str, Any] | None = None)
     result = await client.call_tool(tool, arguments or {})
     assert not result.is_error, f"{tool} failed: {text_of(result)} {result.meta}"
     assert result.structured_content is not None, f"{tool} has no structuredContent"
-    return without_rendered(result)
+    return without_rendered(result, tool)
 
 
-def without_rendered(result: CallToolResult) -> dict[str, Any]:
+#: Tools whose structured part holds all their text says, so it carries no ``rendered``.
+STRUCTURED_SAYS_ALL = frozenset({"outline"})
+
+
+def without_rendered(result: CallToolResult, tool: str = "") -> dict[str, Any]:
     """A successful result's structured content without ``rendered``, once that is checked to say
     what the content says (every text in order, and no image's base64), for the clients that
     hand their model only the structured part."""
     structured = dict(result.structured_content or {})
     said = structured.pop("rendered", None)
     texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    if tool in STRUCTURED_SAYS_ALL:
+        assert said is None, f"{tool} says its text again in rendered"
+        fields = json.dumps(structured, ensure_ascii=False)
+        for row in structured["cells"]:
+            assert f"{row['index']} {row['cell_type'][0]} {row['cell_id']} " in texts[0]
+        for heading in structured["headings"]:
+            assert heading["text"] in texts[0]
+        assert f"'{structured['notebook']}'" in texts[0] and structured["revision"] in fields
+        return structured
     if said is None:
         # Only a result whose content is its structured part as JSON goes without.
         assert len(result.content) == 1 and json.loads(texts[0]) == structured, texts

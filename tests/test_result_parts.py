@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import ok, serve, text_of, without_rendered
+from conftest import ok, serve, text_of, without_rendered, write_notebook
 
 #: How a PNG's base64 starts: never text in any part.
 PNG_BASE64 = "iVBORw0KGgo"
@@ -100,8 +100,49 @@ async def test_each_part_says_what_code_did(workspace: Path) -> None:
         assert PNG_BASE64 not in parts(cell)[1]
 
         outline = await client.call_tool("outline", {})
-        assert outline.structured_content["rendered"] == text_of(outline)
-        assert "t.ipynb" in outline.structured_content["rendered"]
+        assert "rendered" not in outline.structured_content  # its fields say it all (below)
+        assert "t.ipynb" in text_of(outline)
+        assert outline.structured_content["notebook"] == "t.ipynb"
+
+
+async def test_an_outline_says_in_its_fields_all_its_text_says(workspace: Path) -> None:
+    """Claude Code and Codex read an outline's JSON alone: the notebook, the cell counts, each
+    heading's folded count and where more headings go on are fields, not only text (so it
+    needs no ``rendered`` copy)."""
+    import nbformat
+    from nbformat import v4
+
+    cells = [v4.new_markdown_cell("# Book"), v4.new_code_cell("x = 1")]
+    for chapter in range(40):
+        cells.append(v4.new_markdown_cell(f"## Chapter {chapter}"))
+        cells += [v4.new_markdown_cell(f"### Part {chapter}.{part}") for part in range(2)]
+    nbformat.write(v4.new_notebook(cells=cells), str(workspace / "book.ipynb"))
+    async with serve(workspace) as client:
+        outline = await client.call_tool("outline", {"notebook_name": "book.ipynb", "limit": 3})
+        assert not outline.is_error, text_of(outline)
+        structured = outline.structured_content
+        text = text_of(outline)
+        assert "rendered" not in structured
+        without_rendered(outline, "outline")
+        assert structured["notebook"] == "book.ipynb" and "'book.ipynb'" in text
+        assert structured["cell_types"] == {"markdown": 121, "code": 1}
+        assert "121 markdown, 1 code" in text or "1 code, 121 markdown" in text
+        shown = {
+            int(line.split("[")[1].split("]")[0]): int(line.rsplit("+", 1)[1])
+            for line in text.splitlines()
+            if line.lstrip().startswith("#") and "] +" in line
+        }
+        assert shown, text  # some headings fold others under them
+        assert {
+            heading["cell_index"]: heading["folded_below"]
+            for heading in structured["headings"]
+            if "folded_below" in heading
+        } == shown
+        assert structured["headings_folded"] == sum(shown.values())
+        more = int(text.split("More headings from cell ")[1].split(":")[0])
+        assert structured["more_headings_from"] == more
+        assert [row["index"] for row in structured["cells"]] == [0, 1, 2]
+        assert structured["next_start_index"] == 3 and "start_index=3" in text
 
 
 async def test_an_error_carries_its_traceback_at_most_twice(workspace: Path) -> None:
@@ -123,6 +164,26 @@ async def test_an_error_carries_its_traceback_at_most_twice(workspace: Path) -> 
         whole = as_json(failed)
         once = joined.count("return [1][3]")
         assert once >= 1 and whole.count("return [1][3]") <= 2 * once
+
+
+async def test_a_runs_failing_cell_carries_its_traceback_at_most_twice(workspace: Path) -> None:
+    """A run's failing cell: its traceback is in the content and in the structured part's
+    ``cells[i].output``, so ``rendered`` points there instead of holding it a third time."""
+    cells = [
+        "def snapshot(record):\n    return json.dumps(record)",
+        "import json, datetime\nresult = snapshot({'when': datetime.datetime(2024, 1, 1)})",
+    ]
+    write_notebook(workspace / "fix.ipynb", cells)
+    async with serve(workspace, "--toolsets", "runs") as client:
+        failed = await client.call_tool("run_cells", {"notebook_name": "fix.ipynb", "cells": "all"})
+        assert failed.is_error
+        joined, _ = parts(failed)
+        assert "result = snapshot(" in joined and "TypeError" in joined
+        said = failed.structured_content["rendered"]
+        assert "result = snapshot(" not in said and "[cells[1].output, as this" in said
+        assert "result = snapshot(" in failed.structured_content["cells"][1]["output"]
+        whole = as_json(failed)
+        assert whole.count("result = snapshot(") <= 2 * joined.count("result = snapshot(")
 
 
 async def test_no_part_carries_more_than_the_budget(workspace: Path) -> None:

@@ -71,7 +71,7 @@ from ._calls.detached import RunRegistry
 from ._calls.proposals import Proposals
 from ._calls.scratch import ScratchOutputs
 from ._config import ConfigError, ServerConfig
-from ._core_tools import CoreToolsExtension
+from ._core_tools import STRUCTURED_SAYS_ALL, CoreToolsExtension
 from ._errors import ToolFailure
 from ._extensions import (
     ExtensionManager,
@@ -316,7 +316,10 @@ class Application:
             Feature("serving state", middleware=(ServingState(),)),
             Feature("connection ends", middleware=(ConnectionEnds(state.connection_ended),)),
             Feature("result masking", middleware=(ResultMasking(state),)),
-            Feature("result parts", middleware=(ResultParts(),)),
+            Feature(
+                "result parts",
+                middleware=(ResultParts(STRUCTURED_SAYS_ALL),),
+            ),
             Feature("malformed reads coded", middleware=(MalformedReadsCoded(),)),
             Feature("input required", middleware=(AnswersInputRequired(),)),
             Feature("client roots", middleware=(self.client_roots,)),

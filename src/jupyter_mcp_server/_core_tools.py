@@ -33,6 +33,8 @@ from jupyter_mcp_server._tools.runs import RUNS_TOOLSET
 from jupyter_mcp_server._version import __version__
 
 CORE_TOOLSET = "notebooks"
+#: The tools whose structured result holds all their text says: no ``rendered`` copy is added.
+STRUCTURED_SAYS_ALL = frozenset(tool.name for tool in NOTEBOOK_TOOLS if tool.structured_says_all)
 CORE_EXTENSION = "jupyter-mcp-server"
 
 

@@ -9,11 +9,12 @@ tool and before secrets are masked):
 
 * a successful result's ``structuredContent`` starts with ``rendered``: what
   its content says, every text in order, an image or a link named in its
-  place, never base64;
+  place, never base64 (not where its fields already say all of it);
 * every text block that another follows ends with a line break.
 
 An error's ``rendered`` leaves out its traceback, which its structured
-``error`` carries already: Codex hands its model an error's structured part
+part carries already (in ``error``, or in a run's ``cells[i].output``, which
+``rendered`` then points to): Codex hands its model an error's structured part
 (so what the cell printed before it failed must be there), while Gemini CLI
 and Qwen Code hand the whole result, which then holds the traceback twice,
 never three times.
@@ -22,7 +23,7 @@ never three times.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp.types import (
@@ -41,17 +42,31 @@ TOOL_RESULT_METHODS = frozenset({"tools/call", "tasks/result"})
 
 
 class ResultParts:
-    """Middleware: tool results read the same in either part (:func:`in_both_parts`)."""
+    """Middleware: tool results read the same in either part (:func:`in_both_parts`).
+
+    `structured_says_all` names the tools whose structured result holds everything their text
+    says (an outline's rows, headings and notes are all fields): theirs get no ``rendered``,
+    which would only say it a second time to a client that reads the JSON."""
+
+    def __init__(self, structured_says_all: frozenset[str] = frozenset()) -> None:
+        self.structured_says_all = structured_says_all
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         result = await call_next(ctx)
-        if getattr(ctx, "method", None) not in TOOL_RESULT_METHODS:
+        method = getattr(ctx, "method", None)
+        if method not in TOOL_RESULT_METHODS:
             return result
-        return in_both_parts(result)
+        params = getattr(ctx, "params", None)
+
+        tool = (
+            params.get("name") if method == "tools/call" and isinstance(params, Mapping) else None
+        )
+        return in_both_parts(result, with_rendered=tool not in self.structured_says_all)
 
 
-def in_both_parts(result: Any) -> Any:
-    """`result` with its text blocks separated and, on success, ``rendered`` in its structured part."""
+def in_both_parts(result: Any, with_rendered: bool = True) -> Any:
+    """`result` with its text blocks separated and (`with_rendered`) ``rendered`` in its
+    structured part."""
     if isinstance(result, CallToolResult):
         blocks: list[Any] = list(result.content)
         structured = result.structured_content
@@ -63,13 +78,16 @@ def in_both_parts(result: Any) -> Any:
     else:
         return result
     separate(blocks)
-    if not isinstance(structured, dict) or RENDERED_KEY in structured:
+    if not with_rendered or not isinstance(structured, dict) or RENDERED_KEY in structured:
         return result
     if _only_the_structured_as_json(blocks, structured):
         return result
+    text = ""
     if failed:
-        blocks = _without_the_traceback(blocks, structured.get("error"))
-    said = {RENDERED_KEY: rendered(blocks), **structured}
+        text = rendered(_without_the_traceback(blocks, structured.get("error")))
+        for where, held in _long_texts(structured):
+            text = text.replace(held, f"[{where}, as this result's fields hold it]")
+    said = {RENDERED_KEY: text if failed else rendered(blocks), **structured}
     if isinstance(result, CallToolResult):
         result.structured_content = said
     else:
@@ -131,6 +149,26 @@ def _without_the_traceback(blocks: list[Any], error: Any) -> list[Any]:
             _kind(block) == "text" and str(_field_of(block)("text") or "").rstrip("\n") == shown
         )
     ]
+
+
+#: A field's text this long, shown again in an error's content, is pointed to from ``rendered``
+#: rather than copied (a cell's traceback in a run's ``cells[i].output``).
+LONG_TEXT = 200
+
+
+def _long_texts(value: Any, where: str = "") -> list[tuple[str, str]]:
+    """Every string of `value` (a structured result) of at least :data:`LONG_TEXT` characters,
+    with where it is (``cells[2].output``), the longest first."""
+    found: list[tuple[str, str]] = []
+    if isinstance(value, str) and len(value) >= LONG_TEXT:
+        found.append((where, value))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found += _long_texts(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _long_texts(item, f"{where}[{index}]")
+    return sorted(found, key=lambda pair: -len(pair[1]))
 
 
 def _kind(block: Any) -> str | None:

@@ -332,6 +332,11 @@ class Heading(Result):
     cell_index: int
 
 
+class OutlineHeading(Heading):
+    #: Deeper headings folded under it (``section=cell_index`` lists them); left out when 0.
+    folded_below: int = 0
+
+
 class OutlineCell(Result):
     index: int
     cell_id: str
@@ -342,11 +347,19 @@ class OutlineCell(Result):
 
 
 class Outline(Revisioned):
+    notebook: str
     cell_count: int
-    headings: list[Heading]
+    cell_types: dict[str, int]
+    headings: list[OutlineHeading]
     headings_folded: int
     cells: list[OutlineCell]
     next_start_index: int | None
+    #: Where the headings go on (pass it as ``start_index``); left out when they all fit.
+    more_headings_from: int | SkipJsonSchema[None] = Field(
+        default=None, json_schema_extra=_without_a_default
+    )
+    #: Who else is in this notebook, and where; left out when nobody is.
+    people: str | SkipJsonSchema[None] = Field(default=None, json_schema_extra=_without_a_default)
 
 
 class SearchMatch(Result):

@@ -67,6 +67,10 @@ class NotebookTool:
     toolset: str = "notebooks"
     #: ``_meta`` of its spec (task support: ``detached.task_support``).
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Its structured result holds everything its text says, so no ``rendered`` copy of the
+    #: text is added to it (``_protocol/result_parts.py``): a client that hands its model the
+    #: JSON reads each thing once.
+    structured_says_all: bool = False
 
     @property
     def name(self) -> str:
@@ -103,7 +107,7 @@ NOTEBOOK_TOOLS: tuple[NotebookTool, ...] = (
     NotebookTool(notebooks.list_notebooks, "List Notebooks", READS),
     NotebookTool(notebooks.restart_notebook, "Restart Notebook Kernel", CHANGES),
     NotebookTool(notebooks.unuse_notebook, "Release Notebook", OVERWRITES),
-    NotebookTool(outline.outline, "Outline Notebook", READS),
+    NotebookTool(outline.outline, "Outline Notebook", READS, structured_says_all=True),
     NotebookTool(search.search_notebooks, "Search Notebooks", READS),
     NotebookTool(notebooks.read_notebook, "Read Notebook", READS),
     NotebookTool(notebooks.get_notebook_revision, "Get Notebook Revision", READS),

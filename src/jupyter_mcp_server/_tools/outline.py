@@ -207,7 +207,8 @@ async def outline(
         counts[cell.get("cell_type")] = counts.get(cell.get("cell_type"), 0) + 1
     said = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     lines = [f"'{path}': {len(cells)} cells ({said}), revision {view.revision}"]
-    if (people := focus_line(server.people(), path)) is not None:
+    people = focus_line(server.people(), path)
+    if people is not None:
         lines.append(people)
     if shown:
         where = (
@@ -250,14 +251,35 @@ async def outline(
     if following is not None:
         lines.append(f"… {len(cells) - stop} more cells: start_index={stop}.")
     result = models.Outline(
+        notebook=path,
         cell_count=len(cells),
-        headings=shown,
+        cell_types=counts,
+        headings=[
+            models.OutlineHeading(**heading.model_dump(), folded_below=under)
+            for heading, under in zip(shown, folding.under, strict=True)
+        ],
         headings_folded=len(within) - len(shown),
         cells=rows,
         next_start_index=following,
+        more_headings_from=folding.continues_at,
+        people=people,
         revision=view.revision,
     )
     if apps_shown():
         # The person's view of the notebook opens where this outline starts.
         show_notebook(notebook_page(server, view, page_start(start_index), working_on(ctx, path)))
-    return answer(result.model_dump(), "\n".join(lines))
+    return answer(said_once(result), "\n".join(lines))
+
+
+def said_once(result: models.Outline) -> dict[str, Any]:
+    """The outline's fields without those that say nothing here (no heading folded, no more
+    headings, nobody else in it): its structured part holds all its text says, so it is handed
+    without a ``rendered`` copy, and a client reading JSON reads each thing once."""
+    structured = result.model_dump()
+    for heading in structured["headings"]:
+        if not heading["folded_below"]:
+            del heading["folded_below"]
+    for field in ("more_headings_from", "people"):
+        if structured[field] is None:
+            del structured[field]
+    return structured
