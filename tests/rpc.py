@@ -65,11 +65,14 @@ class RawServer:
         env: dict[str, str] | None = None,
         stderr: Path | None = None,
         initialize: bool = True,
+        wrapper: tuple[str, ...] = (),
     ) -> None:
         self.workspace = workspace
         self._stderr_path = stderr
         self._stderr = open(stderr, "ab") if stderr else subprocess.DEVNULL  # noqa: SIM115
         command = [
+            # A command the server runs under (strace, to see its system calls in order).
+            *wrapper,
             sys.executable,
             "-m",
             "jupyter_mcp_server",

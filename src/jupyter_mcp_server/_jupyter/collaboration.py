@@ -259,6 +259,10 @@ class LiveStore:
     def inner(self) -> Any:
         return self._store
 
+    async def shows_runs_live(self, path: str) -> bool:
+        """A notebook open in JupyterLab shows a run's outputs in its cell as they arrive."""
+        return await self.live.room(self._store.files.locate(path)) is not None
+
     @contextlib.asynccontextmanager
     async def executing(
         self, path: str, cell_id: str

@@ -393,6 +393,12 @@ class NotebookStore:
         person watches the notebook live (None here: the file gets them when it ends)."""
         yield None
 
+    async def shows_runs_live(self, path: str) -> bool:
+        """Whether a person watches `path` live, so that a cell must be in it before it runs
+        (:meth:`executing` shows its outputs there as they arrive). Not here: the file
+        gets a cell's outputs when its run ends."""
+        return False
+
     def announce_write(self, key: str, revision: str) -> None:
         """Tell the observers that ``key`` now holds ``revision``, written by this server."""
         for observer in list(self.observers):

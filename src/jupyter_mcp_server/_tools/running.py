@@ -7,9 +7,12 @@ edit made during a long execution never costs the outputs; only a changed
 source of that very cell is a conflict.
 """
 
+import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import Annotated, Any
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
@@ -50,6 +53,7 @@ from jupyter_mcp_server._runs.executions import (
 from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store import NotebookView, new_cell
+from jupyter_mcp_server._store.store import revision_conflict
 from jupyter_mcp_server._tool_calls.addressing import cell_position, index_of_id, notebook_path
 from jupyter_mcp_server._tool_calls.listening import listening
 from jupyter_mcp_server._tool_calls.results import answer, failure, tool_handler
@@ -64,6 +68,9 @@ from jupyter_mcp_server._tools.detaching import (
 )
 from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.storage_errors import STORAGE_CODES
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Timeout = Annotated[
     float | None,
@@ -85,6 +92,82 @@ def scratch_link(server: ServerState, outcome: ExecutionOutcome) -> OutputLink |
         return scratch_uri(keys[0], index)
 
     return link
+
+
+#: A new cell whose run ends within this many seconds is written once, with its outputs;
+#: a longer run (or one waiting for its kernel) has the cell written as it starts.
+WRITTEN_WITH_OUTPUTS_WITHIN = 0.2
+
+
+@dataclass(frozen=True)
+class NewCell:
+    """A code cell ``insert_execute_code_cell`` runs before it is in the notebook.
+
+    Written before its run and again after it, a new cell costs two durable
+    writes (each a file and a directory ``fsync``) and two history entries.
+    A quick run instead writes the cell and its outputs once, when it ends.
+    That is as safe for everything a caller was told: until the call answers
+    nobody was told the cell exists, and a crash before the write loses only
+    a cell no answer named (its kernel dies with the server); once it answers,
+    the cell and its outputs are durable exactly as before. Readers meanwhile
+    see the notebook as it was before the call, then with the cell and its
+    outputs together, never the cell without them. A run still going after
+    :data:`WRITTEN_WITH_OUTPUTS_WITHIN` has its cell written then, so a
+    person looking at the file sees what is running, as before.
+    """
+
+    #: Where the caller asked for it (-1 appends); past the end of a notebook that
+    #: shrank while the code ran, it goes last.
+    index: int
+    cell_id: str
+    source: str
+
+    def insert(self, notebook: Any) -> None:
+        cells = notebook.cells
+        index = len(cells) if self.index == -1 else min(self.index, len(cells))
+        cell = new_cell("code", self.source)
+        cell["id"] = self.cell_id
+        cells.insert(index, cell)
+
+    def inserted_then(self, change: Callable[[Any], T]) -> Callable[[Any], T]:
+        """`change` (its outputs' writer), applied to the notebook with this cell inserted."""
+
+        def both(notebook: Any) -> T:
+            self.insert(notebook)
+            return change(notebook)
+
+        return both
+
+
+async def _run_then_insert(
+    server: ServerState,
+    path: str,
+    new: NewCell,
+    execute: Callable[[], Awaitable[ExecutionOutcome]],
+) -> tuple[ExecutionOutcome, NewCell | None]:
+    """Run `new`'s code; write the cell as the run starts only if it is not quick (see
+    :class:`NewCell`). The outcome, and `new` if the cell is still to be written."""
+    run = asyncio.ensure_future(execute())
+    pending: NewCell | None = new
+    try:
+        done, _ = await asyncio.wait({run}, timeout=WRITTEN_WITH_OUTPUTS_WITHIN)
+        if not done:
+            try:
+                await server.store.mutate(path, new.insert)
+                pending = None
+            except ToolFailure:
+                # The code runs regardless; the write after it tries again, and its
+                # failure is what the answer reports (the code ran, its outputs are not stored).
+                logger.debug("Could not write new cell %s before its run ended", new.cell_id)
+        return await run, pending
+    except BaseException:
+        # Cancelled while it waited: the run is cancelled too, and ends (its interrupt, its
+        # kernel's turn) before this does, as when it is awaited directly.
+        run.cancel()
+        await asyncio.wait({run})
+        if not run.cancelled():
+            run.exception()  # seen: what it raised is not what the caller is told
+        raise
 
 
 def cell_writer(
@@ -127,15 +210,25 @@ async def run_cell(
     source: str,
     timeout: float,
     limits: InlineLimits = DEFAULT_INLINE,
+    new: NewCell | None = None,
 ) -> CallToolResult:
-    """Run a cell of the notebook ``view`` was just read from (or written to), and store its outputs."""
+    """Run a cell of the notebook ``view`` was just read from (or written to), and store its
+    outputs. With `new`, the cell is not in the notebook yet: it is inserted with its outputs,
+    in one write when the run is quick (see :class:`NewCell`)."""
     path = view.path
     attachment = await server.kernels.live_kernel_of(
         path, metadata_kernel=metadata_kernel(server, view.notebook), to_run_code=True
     )
-    async with server.store.executing(path, cell_id) as show_live:
-        with listening(show_live):
-            outcome = await run_on(server, attachment.kernel, source, timeout, path)
+
+    async def execute() -> ExecutionOutcome:
+        async with server.store.executing(path, cell_id) as show_live:
+            with listening(show_live):
+                return await run_on(server, attachment.kernel, source, timeout, path)
+
+    if new is None:
+        outcome = await execute()
+    else:
+        outcome, new = await _run_then_insert(server, path, new, execute)
     runs = server.kernels.records.of(path)
     runs.ran(cell_id, source, attachment.kernel.kernel_id, outcome.status)
     displays = display_writes(runs, attachment.kernel.kernel_id, cell_id, outcome)
@@ -145,10 +238,11 @@ async def run_cell(
             f"Note: the kernel of '{path}' was gone and a replacement was started (kernel.auto-restart); "
             "earlier variables, imports and definitions are not in it."
         )
+    change = cell_writer(cell_id, source, outcome, displays)
+    if new is not None:
+        change = new.inserted_then(change)
     try:
-        _, written = await server.store.mutate(
-            path, cell_writer(cell_id, source, outcome, displays)
-        )
+        _, written = await server.store.mutate(path, change)
     except ToolFailure as error:
         # The insert before the run may have been the edit that upgraded the file.
         upgraded, said = upgrade_by_edit(view)
@@ -312,6 +406,17 @@ async def insert_execute_code_cell(
     limits = InlineLimits.of(server.config, max_output_chars)
     path = notebook_path(ctx, notebook_name)
     await approve_shell_code(ctx, cell_source, f"in a new cell of '{path}'")
+
+    if not detach and not await server.store.shows_runs_live(path):
+        # Written once, with its outputs, when the run is quick (NewCell says why that is
+        # as safe); checked now as the insert would be, before any code runs.
+        view = await server.store.read(path)
+        if expected_revision is not None and expected_revision != view.revision:
+            raise revision_conflict(path, expected_revision, view.revision)
+        insertion_index(view.notebook.cells, cell_index)
+        new = NewCell(cell_index, new_cell("code", cell_source)["id"], cell_source)
+        worked_on(ctx, path, new.cell_id, RAN)
+        return await run_cell(server, view, new.cell_id, cell_source, seconds, limits, new)
 
     def change(notebook: Any) -> str:
         index = insertion_index(notebook.cells, cell_index)
