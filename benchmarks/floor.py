@@ -133,3 +133,32 @@ def atomic_writer(directory: Path) -> Callable[[Any], None]:
         space.write_atomic("copy.ipynb", formats.serialize_notebook(notebook, formats.IPYNB))
 
     return write
+
+
+def nbformat_durable_writer(directory: Path) -> Callable[[Any], None]:
+    """Write a notebook to ``directory/durable.ipynb`` durably with nbformat alone: the least
+    any change to a notebook costs, since the whole file is rewritten. ``nbformat.writes``
+    (its validation included), a temporary file, ``fsync``, rename, ``fsync`` of the directory."""
+    import os
+
+    import nbformat
+
+    target = directory / "durable.ipynb"
+    temporary = directory / ".durable.ipynb.tmp"
+
+    def write(notebook: Any) -> None:
+        data = nbformat.writes(notebook).encode("utf-8")
+        with open(temporary, "wb") as file:
+            file.write(data)
+            if not data.endswith(b"\n"):
+                file.write(b"\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    return write

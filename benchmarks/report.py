@@ -102,6 +102,25 @@ METRICS: list[Metric] = [
     Metric("history_bytes", "11 history on disk after the workload", "B"),
     *(
         metric
+        for cells in (1000, 5000, 20_000)
+        for metric in (
+            Metric(f"durable_write_at_{cells}", f"13 nbformat durable write, {cells:,} cells", "s"),
+            Metric(
+                f"insert_at_{cells}",
+                f"13 insert_cell at {cells:,} cells",
+                "s",
+                floor_key=f"durable_write_at_{cells}",
+            ),
+            Metric(
+                f"apply_edits_at_{cells}",
+                f"13 apply_edits, 10 operations, {cells:,} cells",
+                "s",
+                floor_key=f"durable_write_at_{cells}",
+            ),
+        )
+    ),
+    *(
+        metric
         for key, label in (
             ("find", "find a function among the notebooks"),
             ("sections", "a 2,000-cell notebook, section by section"),

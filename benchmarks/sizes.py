@@ -47,6 +47,8 @@ class Sizes:
     #: Notebooks a function is looked for among, and lines of the long output (workload 12).
     task_notebooks: int = 300
     task_output_lines: int = 200_000
+    #: Notebook sizes an insert and a batch are measured at against a durable write (workload 13).
+    scaling_cells: tuple[int, ...] = (1000, 5000, 20_000)
 
 
 FULL = Sizes()
@@ -65,4 +67,5 @@ QUICK = Sizes(
     run_cells=50,
     task_notebooks=30,
     task_output_lines=20_000,
+    scaling_cells=(1000,),
 )

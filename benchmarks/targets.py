@@ -152,6 +152,24 @@ def _batch(r: Results) -> tuple[bool, str]:
     )
 
 
+@target("an insert and an apply_edits at 1,000-20,000 cells <= 1.2x nbformat's durable write")
+def _durable(r: Results) -> tuple[bool, str]:
+    parts, met = [], True
+    for cells in (1000, 5000, 20_000):
+        if (f"durable_write_at_{cells}", "floor") not in r.samples:
+            continue
+        write = r.median(f"durable_write_at_{cells}", "floor")
+        for what in ("insert", "apply_edits"):
+            if (f"{what}_at_{cells}", "ours") not in r.samples:
+                continue
+            ratio = r.median(f"{what}_at_{cells}") / write
+            met = met and ratio <= 1.2
+            parts.append(f"{what} at {cells:,}: {ratio:.2f}x")
+    if not parts:
+        raise KeyError("no samples of workload 13")
+    return met, "; ".join(parts) + " of the floor, against 1.2x"
+
+
 # First contact (issue 22): against the lightest peer, jupymcp, when its profile is in
 # the run; ours is judged in every install the run measured (ours, ours-plain,
 # ours-jupyterlab), and each of them must meet the target, against the peer installed

@@ -12,6 +12,7 @@ from harness import Workload
 
 from . import (
     concurrency,
+    durable_writes,
     execution,
     finding,
     history,
@@ -37,5 +38,6 @@ STEPS: list[tuple[str, Workload]] = [
     ("list variables", introspection.list_variables),
     ("a whole notebook", runs.run_all),
     ("batches and history", history.batches_and_diffs),
+    ("inserts against a durable write", durable_writes.inserts_against_a_durable_write),
     ("what an agent spends on a task", tasks.tasks),
 ]
