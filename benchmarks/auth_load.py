@@ -5,7 +5,7 @@
     python benchmarks/auth_load.py --seconds 5 --clients 8 --json out.json
 
 Issue 28's load run. `oidc-provider` (npm, a certified OpenID provider) is started the way
-tests/test_authorization.py starts it (tests/oidc/provider.mjs on loopback, with a signing
+tests/security/test_authorization.py starts it (tests/oidc/provider.mjs on loopback, with a signing
 key made here), and each client gets a token of its own, signed with the provider's key the
 way the tests mint them: a distinct subject (``agent-NN``) and client (``load-NN``), the
 three scopes, the server's URL as audience. The server checks every request's token against
@@ -49,7 +49,7 @@ from results import percentile
 from served import free_port, stop, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent
-OIDC_PROVIDER = "oidc-provider@9.13.3"  # tests/test_authorization.py's
+OIDC_PROVIDER = "oidc-provider@9.13.3"  # tests/security/test_authorization.py's
 SCOPES = "notebooks:read notebooks:write code:execute"
 STATIC_TOKEN = "load-run-shared-token-0123456789abcdef"
 HANG = 120.0

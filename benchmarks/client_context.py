@@ -7,7 +7,7 @@ there, with a verdict line per client. It needs no MCP client (the report and
 the targets read it), and nothing here asserts.
 
 The listing rule, from the model requests the real clients made in
-``tests/test_agent_clients.py``: every client sends each MCP tool's name
+``tests/protocol/test_agent_clients.py``: every client sends each MCP tool's name
 (behind its own prefix), description and input schema, in its model API's
 function shape, and nothing else of it (no output schema, no annotations, no
 title), as compact JSON. Two add to each schema: Gemini CLI a

@@ -5,7 +5,7 @@ people use pass a ``CallToolResult`` on in their own ways: some only its
 ``structuredContent`` as JSON, some only its ``content``, some both; some
 drop images, some wrap each block or the whole result. These functions are
 those rules, taken from the real CLIs driven headless against a stand-in
-model (``tests/test_agent_clients.py``, which checks every view here against
+model (``tests/protocol/test_agent_clients.py``, which checks every view here against
 what each real client handed for each step, so they cannot drift), so that
 workload 12 counts the bytes each client hands its model rather than the
 result as it travels.
@@ -157,7 +157,7 @@ def opencode(result: Any, tool: str = "", arguments: Any = None) -> str:
 
 View = Callable[..., str]
 
-#: Each client tested in ``tests/test_agent_clients.py``, by its name there.
+#: Each client tested in ``tests/protocol/test_agent_clients.py``, by its name there.
 VIEWS: dict[str, View] = {
     "claude-code": claude_code,
     "codex": codex,

@@ -4,7 +4,7 @@ Each module says why it exists in the first paragraph of its docstring; the map 
 paragraph for each top-level module and each folder, with the names of what the folder
 holds, so it is defined once and never goes stale.
 `python scripts/module_map.py` rewrites the map in place; the test suite checks it
-(tests/test_architecture.py).
+(tests/package/test_architecture.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A write ends with two ``fsync`` calls and a check-and-rename under the
 directory's write lock, which every server process writing in that directory
-takes (tests/test_concurrent_writers.py). Made on the event loop, a write
+takes (tests/notebooks/test_concurrent_writers.py). Made on the event loop, a write
 waiting for that lock stopped the whole server: while another process held
 the lock (another server re-reading a big notebook it lost a race on), no
 agent's call was answered, whatever notebook it was about. Here a real

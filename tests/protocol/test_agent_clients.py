@@ -10,7 +10,7 @@ handed: a cell's printed text and value, the failing line of an error, a
 DataFrame as a table and not HTML, a plot never as base64 text, a notebook
 read back, an outline, a search, an edit's diff, a run, an undo.
 
-Marked `agents`: `pytest -m agents tests/test_agent_clients.py`. Each test
+Marked `agents`: `pytest -m agents tests/protocol/test_agent_clients.py`. Each test
 skips saying why when node, npm or the client's package cannot be had.
 `JUPYTER_MCP_AGENT_RECORD=FILE` writes every recording there as JSON (for a
 benchmark that counts what each client hands its model). Each step is also

@@ -21,7 +21,7 @@ from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server._store import NotebookStore, formats
 from jupyter_mcp_server._workspace import Workspace
 
-CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 
 
 def corpus(folder: str, pattern: str) -> list[Path]:

@@ -19,7 +19,9 @@ import pytest
 from conftest import error_code, ok, serve, text_of
 from mcp.types import TextContent
 
-CHARTS = json.loads((Path(__file__).parent / "fixtures" / "charts" / "bundles.json").read_text())
+CHARTS = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "charts" / "bundles.json").read_text()
+)
 TOOLSETS = ("--toolsets", "runs&introspection")
 BARE_REPR = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>")
 

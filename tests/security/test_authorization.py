@@ -43,7 +43,7 @@ from node_tools import library
 from test_http import MCP_HEADERS, HttpServer, http_server
 
 OIDC_PROVIDER = "oidc-provider@9.13.3"
-SCRIPT = Path(__file__).parent / "oidc" / "provider.mjs"
+SCRIPT = Path(__file__).parents[1] / "oidc" / "provider.mjs"
 INTROSPECTOR = {"client_id": "jupyter-mcp", "client_secret": "introspection-secret"}
 ALL_SCOPES = "notebooks:read notebooks:write code:execute"
 #: Tools each profile keeps and loses (read-only reads, edit edits, full runs code).

@@ -502,7 +502,7 @@ def test_a_writer_holding_others_back_makes_other_processes_wait(workspace: Work
     other = textwrap.dedent(
         f"""
         import sys, time
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "src")!r})
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2] / "src")!r})
         from jupyter_mcp_server._workspace import Workspace
         print("ready", flush=True)
         Workspace({str(workspace.root)!r}).write_atomic("nb.ipynb", b"theirs")

@@ -198,7 +198,7 @@ async def test_clients_without_apps_get_byte_identical_results(tmp_path: Path, m
         for tool in with_apps["tools"]["tools"]
         if (tool.get("_meta") or {}).get("ui", {}).get("resourceUri") == OUTPUTS_URI
     }
-    # run_cells is linked too, listed with the runs toolset (tests/test_apps_runs.py).
+    # run_cells is linked too, listed with the runs toolset (tests/apps/test_apps_runs.py).
     assert linked == OUTPUT_TOOLS - {"run_cells"}
     assert OUTPUTS_URI in [r["uri"] for r in with_apps["resources"]["resources"]]
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from rpc import RawServer, error_code, rss_bytes, text_of
 
 SERVER_ARGS = ("--capability", "kernel.prestart=off")
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "nbformat"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "nbformat"
 NO_KERNEL = "no-such-kernelspec"
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-STRESS = Path(__file__).resolve().parent / "stress"
+STRESS = Path(__file__).resolve().parents[1] / "stress"
 
 
 def run_script(name: str, tmp_path: Path, timeout: float, *arguments: str) -> dict:

@@ -260,7 +260,7 @@ async def test_a_remote_killed_mid_run_is_kernel_gone_within_seconds_then_restar
 async def test_a_gateway_kernel_outlives_a_dropped_websocket_and_loses_no_output(
     workspace, tmp_path
 ):
-    """As tests/test_jupyter_server.py does for a Jupyter Server: every connection cut and
+    """As tests/jupyter/test_jupyter_server.py does for a Jupyter Server: every connection cut and
     new ones refused (by a proxy, the gateway alive) while the kernel prints."""
     with kernel_gateway(tmp_path) as (url, root, _):
         proxy = FaultyProxy(url)

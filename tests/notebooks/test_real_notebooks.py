@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from conftest import error_code, ok, serve, text_of
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NBCLIENT = FIXTURES / "nbclient"
 JUPYTEXT = FIXTURES / "jupytext"
 NBFORMAT = FIXTURES / "nbformat"

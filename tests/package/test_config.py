@@ -14,7 +14,7 @@ import pytest
 
 from jupyter_mcp_server._config import SETTINGS, ConfigError, read_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_setting_is_in_the_readme_and_in_help():

@@ -17,7 +17,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "src"
 PACKAGE = "jupyter_mcp_server"
 

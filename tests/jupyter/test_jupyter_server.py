@@ -712,7 +712,7 @@ async def test_subscriptions_hear_changes_made_on_the_jupyter_server(workspace, 
 
 def test_the_extension_is_installed_enabled():
     """The only Jupyter config the package ships declares the extension on (installed beside
-    JupyterLab, ``jupyter server`` serves /mcp behind its own authentication; tests/test_distribution.py
+    JupyterLab, ``jupyter server`` serves /mcp behind its own authentication; tests/package/test_distribution.py
     starts one from a wheel)."""
     from conftest import REPO
 
@@ -1641,7 +1641,7 @@ async def test_a_checkpoint_of_a_notebook_on_a_jupyter_server_is_a_jupyter_check
 
 # --- Jupyter's authorizer chooses the caller's profile -------------------------------
 
-AUTHORIZER_FIXTURE = Path(__file__).parent / "fixtures" / "jupyter-authorizer"
+AUTHORIZER_FIXTURE = Path(__file__).parents[1] / "fixtures" / "jupyter-authorizer"
 
 
 @pytest.mark.parametrize(

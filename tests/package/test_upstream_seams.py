@@ -14,7 +14,7 @@ import importlib
 import inspect
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "src" / "jupyter_mcp_server"
 
 

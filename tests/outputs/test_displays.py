@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from conftest import ok, serve
 
-FILES = Path(__file__).resolve().parent / "fixtures" / "nbclient"
+FILES = Path(__file__).resolve().parents[1] / "fixtures" / "nbclient"
 RUNS = ("--toolsets", "runs", "--capability", "kernel.prestart=off")
 
 

@@ -32,7 +32,7 @@ import pytest
 from conftest import ok, serve, text_of
 from mcp.types import ImageContent, ResourceLink, TextContent
 
-CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
 BUDGET = 16_384
 #: Notebooks whose code must not run here: nbconvert's injection test touches /tmp/pwned.
 READ_ONLY = {"notebook_inject.ipynb"}
@@ -56,7 +56,7 @@ def valid(path: Path) -> bool:
 
 
 #: Every notebook of the corpus that nbformat deems valid (nbclient's Output.ipynb is not: its
-#: kernelspec has no name; tests/test_corpora.py covers how invalid notebooks are refused).
+#: kernelspec has no name; tests/notebooks/test_corpora.py covers how invalid notebooks are refused).
 ALL = sorted(str(path.relative_to(CORPUS)) for path in CORPUS.glob("*/*.ipynb") if valid(path))
 _MARKED = re.compile(r"^-+> ?\s*\d+ ", re.MULTILINE)
 # The checks stand on their own: nothing of the code under test decides what they expect.
