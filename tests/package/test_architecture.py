@@ -772,3 +772,13 @@ def test_an_unsupported_platform_is_said_not_a_traceback() -> None:
     )
     assert done.returncode == 2, done.stderr
     assert "WSL" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_every_test_module_is_in_the_folder_of_its_area() -> None:
+    """A newcomer finds a test by its area (docs/architecture.md lists the folders): none is
+    left at the top of tests/, where only the shared support lives."""
+    tests = REPO / "tests"
+    assert sorted(path.name for path in tests.glob("test_*.py")) == []
+    areas = {path.parent.name for path in tests.glob("*/test_*.py")}
+    drawn = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert [area for area in sorted(areas) if f"  {area}/" not in drawn] == []
