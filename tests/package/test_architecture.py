@@ -276,6 +276,39 @@ def test_the_tools_are_reached_only_as_the_core_tools_extension() -> None:
     ]
 
 
+#: The tool modules that call another's tools: the apps' own tools, which run what they
+#: front (the notebook view's Run is execute_cell's; an accepted review applies the edit or
+#: the restore it showed).
+TOOLS_FRONTING_TOOLS = {
+    ("_tools.viewing", "_tools.running"),
+    ("_tools.reviewing", "_tools.editing"),
+    ("_tools.reviewing", "_tools.history"),
+}
+
+
+def tools_importing_tools(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} -> {target}"
+        for module, loaded in sorted(graph.items())
+        for target in sorted(loaded)
+        if unit_of(module) == unit_of(target) == "_tools"
+        and module not in {f"{PACKAGE}._tools", f"{PACKAGE}._tools.declarations"}
+        and target != f"{PACKAGE}._tools"
+        and (module.removeprefix(f"{PACKAGE}."), target.removeprefix(f"{PACKAGE}."))
+        not in TOOLS_FRONTING_TOOLS
+    ]
+
+
+def test_a_tool_module_imports_no_other_tool_module() -> None:
+    """What two tool modules share (an argument's type, a run's queue, a cell's position)
+    stands on a floor below both; ``declarations`` lists them, and the apps' own tools run
+    the tools they front."""
+    graph, _lazy = import_graph()
+    assert tools_importing_tools(graph) == []
+    graph[f"{PACKAGE}._tools.runs"].add(f"{PACKAGE}._tools.cells")
+    assert tools_importing_tools(graph) == [f"{PACKAGE}._tools.runs -> {PACKAGE}._tools.cells"]
+
+
 def test_the_tools_folder_holds_only_modules_that_declare_tools() -> None:
     """No drawer of helpers in ``_tools``: every module there is one ``declarations`` lists."""
     folder = SOURCES / PACKAGE / "_tools"

@@ -306,3 +306,8 @@ def _kept_newer(version: str, saved: str) -> tuple[dict[str, str], str]:
         f" The file is in nbformat {version}, newer than the {WRITTEN_VERSION} this server knows; "
         f"{saved}, and cells of types {WRITTEN_VERSION} does not know are kept as they are.",
     )
+
+
+def first_line(source: str, width: int = 60) -> str:
+    line = source.strip().splitlines()[0] if source.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -146,3 +146,15 @@ def index_of_id(notebook: Any, cell_id: str) -> int | None:
         if cell.get("id") == cell_id:
             return index
     return None
+
+
+def insertion_index(cells: list[Any], cell_index: int) -> int:
+    if cell_index == -1:
+        return len(cells)
+    if not 0 <= cell_index <= len(cells):
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"cell_index {cell_index} is out of range for inserting: use 0 to {len(cells)}, or -1 to append.",
+            cell_count=len(cells),
+        )
+    return cell_index

@@ -19,6 +19,7 @@ from jupyter_mcp_server._rendering.content import (
     InlineLimits,
     bounded_outputs,
     cell_heading,
+    first_line,
     output_blocks,
     upgrade_by_edit,
 )
@@ -26,30 +27,14 @@ from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store import NotebookView, new_cell
 from jupyter_mcp_server._store.diffs import unified_diff
-from jupyter_mcp_server._tool_calls.addressing import cell_position, notebook_path
+from jupyter_mcp_server._tool_calls.addressing import cell_position, insertion_index, notebook_path
+from jupyter_mcp_server._tool_calls.arguments import ExpectedRevision, MaxOutputChars, NotebookName
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._tool_calls.working import EDITED, worked_on
-from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.notebook_uris import output_uri
 
-MaxOutputChars = Annotated[
-    int | None,
-    Field(description="Output characters returned (1024-262144); read_output pages the rest."),
-]
 CellIndex = Annotated[int | None, Field(description="0-based index; or give cell_id.")]
 CellId = Annotated[str | None, Field(description="Stable id; or give cell_index.")]
-
-
-def insertion_index(cells: list[Any], cell_index: int) -> int:
-    if cell_index == -1:
-        return len(cells)
-    if not 0 <= cell_index <= len(cells):
-        raise ToolFailure(
-            INVALID_ARGUMENT,
-            f"cell_index {cell_index} is out of range for inserting: use 0 to {len(cells)}, or -1 to append.",
-            cell_count=len(cells),
-        )
-    return cell_index
 
 
 @tool_handler("insert_cell")
@@ -372,8 +357,3 @@ async def read_cell(
         f"{cell_heading(index, cell)}{f' tags: {tags}' if tags else ''}\n{result.source}",
         output_blocks(outputs or [], link, limits, widget_models(view.notebook.get("metadata"))),
     )
-
-
-def first_line(source: str, width: int = 60) -> str:
-    line = source.strip().splitlines()[0] if source.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"

@@ -10,8 +10,9 @@ interrupts it. A run belongs to the caller that started it: the same person,
 client and session (or agent handle, which carries it to the client's next
 connection, ``_calls/callers.py``); any other id, or one that expired, is
 ``not_found``. A run a client with apps started is also followed by the output app
-(``watch_run``, app-only): its progress, and each cell whole as it ends. Runs wait in their notebook's kernel's queue (:func:`run_queue`):
-two notebooks sharing a kernel never run on it at once.
+(``watch_run``, app-only): its progress, and each cell whole as it ends. Runs wait in
+their notebook's kernel's queue (:mod:`jupyter_mcp_server._runs.detaching`): two notebooks
+sharing a kernel never run on it at once.
 """
 
 from __future__ import annotations
@@ -27,21 +28,19 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ContentBlock, TextContent
 from pydantic import Field
 
-from jupyter_mcp_server._apps.shown import RunShown, apps_shown, show_run, watching_run
+from jupyter_mcp_server._apps.shown import show_run
 from jupyter_mcp_server._calls.callers import caller_of
 from jupyter_mcp_server._calls.detached import Run
 from jupyter_mcp_server._errors import NOT_FOUND, ToolFailure
 from jupyter_mcp_server._rendering.content import InlineLimits, bounded_outputs, output_blocks
-from jupyter_mcp_server._schemas import models, run_models
+from jupyter_mcp_server._runs.detaching import (
+    first_text,
+    watched,
+)
+from jupyter_mcp_server._schemas import run_models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._timestamps import iso_utc
-from jupyter_mcp_server._tool_calls.listening import listen_only
 from jupyter_mcp_server._tool_calls.results import answer, outcome_of, tool_handler
-
-Detach = Annotated[
-    bool,
-    Field(description="Answer at once with a run_id; the run goes on (get_run follows it)."),
-]
 
 
 def without_detach(
@@ -76,85 +75,6 @@ def without_detach(
 MAX_WAIT = 60.0
 
 
-def notebook_queue(path: str) -> str:
-    """The queue runs on a notebook's kernel wait in."""
-    return f"notebook:{path}"
-
-
-def kernel_queue(kernel_id: str) -> str:
-    return f"kernel:{kernel_id}"
-
-
-def run_queue(server: ServerState, path: str) -> str:
-    """The queue a notebook's runs wait in: its kernel's, so two notebooks sharing one kernel
-    take turns on it; a notebook with no kernel yet gets one of its own, so its own queue."""
-    own = notebook_queue(path)
-    kernel_id = server.kernels.kernel_id_of(path)
-    # A run that started before the kernel did holds the notebook's own queue: the runs after
-    # it wait there too, not beside it on the kernel's.
-    if kernel_id is None or server.runs.busy(own):
-        return own
-    return kernel_queue(kernel_id)
-
-
-async def detached(
-    ctx: Context | None,
-    tool: str,
-    call: Callable[[], Awaitable[CallToolResult]],
-    *,
-    queue: str | None,
-    notebook: str | None = None,
-    started: dict[str, Any],
-) -> CallToolResult:
-    """Start `call` (the tool itself, not detached) as a run, and answer at once: the tool's
-    own result shape as `started` says it (status ``running``), with the run_id."""
-    server = state_of(ctx)
-    caller = caller_of(ctx)
-    # A client with apps shows the person the run as it goes (watch_run): it keeps its cells.
-    view = RunShown(total=int(started.get("cells_selected", 1))) if apps_shown() else None
-
-    def prepare(run: Run) -> None:
-        listen_only(run.on_output)
-        if view is not None:
-            watching_run(view)
-
-    run = server.runs.start(
-        owner=caller.owner,
-        caller=caller,
-        tool=tool,
-        call=call,
-        queue=queue,
-        notebook=notebook,
-        prepare=prepare,
-        fresh_context=True,
-    )
-    run.shown = view
-    if view is not None:
-        show_run(_watched(run, 0)[1])
-    ahead = server.runs.position(run) or 0
-    waits = f", behind {ahead} run(s) on this notebook's kernel" if ahead else ""
-    text = (
-        f"Started {tool} as run {run.run_id}{waits}. It goes on whatever happens to this connection, and its "
-        f"outputs are stored as usual. Follow it with get_run(run_id='{run.run_id}', since_output=0) "
-        f"(pass next_output back as since_output); stop it with cancel_run."
-    )
-    return answer({**started, "status": "running", "run_id": run.run_id}, text)
-
-
-def execution_started(cell_id: str | None = None, revision: str | None = None) -> dict[str, Any]:
-    """An execution tool's result for a run that has only started."""
-    truncation = models.TruncationModel(truncated=False, omitted_blocks=0, omitted_bytes=0)
-    return models.ExecutionResult(
-        execution_count=None,
-        truncation=truncation,
-        error=None,
-        user_expressions=None,
-        status="running",
-        cell_id=cell_id,
-        revision=revision,
-    ).model_dump()
-
-
 def run_state(
     server: ServerState, run: Run, since_output: int, limits: InlineLimits
 ) -> run_models.RunState:
@@ -169,7 +89,7 @@ def run_state(
         result = run.result.structured_content
         is_error = bool(run.result.is_error)
         if is_error:
-            error = {"code": outcome_of(run.result), "message": _first_text(run.result)}
+            error = {"code": outcome_of(run.result), "message": first_text(run.result)}
     return run_models.RunState(
         run_id=run.run_id,
         tool=run.tool,
@@ -186,10 +106,6 @@ def run_state(
         result_is_error=is_error,
         error=error,
     )
-
-
-def _first_text(result: CallToolResult) -> str:
-    return next((block.text for block in result.content if isinstance(block, TextContent)), "")
 
 
 def _find(ctx: Context | None, run_id: str) -> tuple[ServerState, Run]:
@@ -285,43 +201,6 @@ async def cancel_run(
     return answer(state.model_dump(), said)
 
 
-def _watched(run: Run, since_cell: int) -> tuple[run_models.RunWatch, dict[str, Any]]:
-    """`run` as its app follows it: the progress, and that with the cells ended since `since_cell`."""
-    view = run.shown if isinstance(run.shown, RunShown) else RunShown()
-    outcome, said = None, None
-    if run.result is not None:
-        structured = run.result.structured_content or {}
-        outcome = str(structured.get("status") or ("error" if run.result.is_error else "ok"))
-        said = _first_text(run.result).split("\n")[0][:500]
-    elif run.error is not None:
-        outcome, said = "error", str(run.error.get("message", ""))[:500]
-    if run.status == "cancelled":
-        # Stopped by cancel_run (its cell ended interrupted): the person reads it as cancelled.
-        outcome = "cancelled"
-    running = None
-    if view.running is not None and not run.finished:
-        running = {"index": view.running["index"], "cell_id": view.running["cell_id"]}
-    watch = run_models.RunWatch(
-        run_id=run.run_id,
-        tool=run.tool,
-        status=run.status,  # type: ignore[arg-type]
-        notebook=run.notebook,
-        cells_total=view.total,
-        cells_done=min(view.done, view.total),
-        running=running,
-        next_cell=len(view.executions),
-        ended=run.finished,
-        outcome=outcome,
-        said=said,
-    )
-    shown = {
-        **watch.model_dump(),
-        "running": view.running if running is not None else None,
-        "executions": view.executions[since_cell:],
-    }
-    return watch, shown
-
-
 @tool_handler("watch_run")
 async def watch_run(
     run_id: Annotated[str, Field(description="The run_id a detach=true call answered.")],
@@ -333,7 +212,7 @@ async def watch_run(
 ) -> Annotated[CallToolResult, run_models.RunWatch]:
     """A detached run for the output app (app-only): its progress and each cell ended since."""
     _, run = _find(ctx, run_id)
-    watch, shown = _watched(run, since_cell)
+    watch, shown = watched(run, since_cell)
     show_run(shown)
     now = f"; running cell {watch.running['cell_id']}" if watch.running else ""
     ended = f", ended {watch.outcome}" if watch.ended else ""

@@ -17,17 +17,16 @@ from jupyter_mcp_server._apps import reviews
 from jupyter_mcp_server._apps.shown import apps_shown, show_review
 from jupyter_mcp_server._calls.approvals import DELETE_CELLS, approve, asks_for
 from jupyter_mcp_server._calls.callers import caller_of
-from jupyter_mcp_server._rendering.content import upgrade_by_edit
+from jupyter_mcp_server._rendering.content import first_line, upgrade_by_edit
 from jupyter_mcp_server._schemas import history_models as hm
 from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._store.diffs import diff_text
 from jupyter_mcp_server._store.edits import MAX_OPERATIONS, EditPlan, check_batch, plan_edits
 from jupyter_mcp_server._store.store import revision_conflict
 from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.arguments import ExpectedRevision, NotebookName
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._tool_calls.working import EDITED, worked_on
-from jupyter_mcp_server._tools.cells import first_line
-from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 
 HISTORY_TOOLSET = "history"
 

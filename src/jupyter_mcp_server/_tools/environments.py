@@ -43,9 +43,9 @@ from jupyter_mcp_server._kernels.packages import (
 from jupyter_mcp_server._schemas import kernel_models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.arguments import NotebookName
 from jupyter_mcp_server._tool_calls.listening import output_listener
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
-from jupyter_mcp_server._tools.notebooks import NotebookName
 
 ENVIRONMENTS_TOOLSET = "environments"
 ANY_SOURCE = "packages.any-source"

@@ -32,8 +32,8 @@ from jupyter_mcp_server._store.history import EDIT_ORIGIN, NotebookHistory, Orig
 from jupyter_mcp_server._store.recording import diff_revisions, notebook_at
 from jupyter_mcp_server._store.store import revision_conflict
 from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.arguments import ExpectedRevision, NotebookName
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
-from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.storage_errors import storage_failure
 
 _REVISION = re.compile(r"^[0-9a-f]{16}$")

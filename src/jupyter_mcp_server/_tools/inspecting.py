@@ -25,8 +25,8 @@ from jupyter_mcp_server._kernels.kernel import Kernel, gone_message
 from jupyter_mcp_server._schemas import kernel_models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.arguments import NotebookName
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
-from jupyter_mcp_server._tools.notebooks import NotebookName
 
 INTROSPECTION_TOOLSET = "introspection"
 #: Seconds one object's __repr__ (or head, stats, dir) may take, and one call in all.

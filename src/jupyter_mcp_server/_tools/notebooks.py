@@ -34,14 +34,9 @@ from jupyter_mcp_server._tool_calls.addressing import (
     current_notebook_said,
     notebook_path,
 )
+from jupyter_mcp_server._tool_calls.arguments import NotebookName
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._workspace.notebook_uris import output_uri
-
-# Undescribed in the listing, where each description is paid in every conversation:
-# use_notebook's says that tools default to the current notebook, and
-# get_notebook_revision's what an expected revision guards against.
-NotebookName = Annotated[str | None, Field()]
-ExpectedRevision = Annotated[str | None, Field()]
 
 
 def kernelspec_metadata(server: ServerState, kernel_name: str) -> dict[str, str]:

@@ -31,9 +31,9 @@ from jupyter_mcp_server._rendering.headings import MAX_HEADINGS, headings_of
 from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.arguments import NotebookName
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 from jupyter_mcp_server._tool_calls.working import working_on
-from jupyter_mcp_server._tools.notebooks import NotebookName
 
 FIRST_LINE_CHARS = 60
 

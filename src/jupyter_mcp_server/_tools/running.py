@@ -42,6 +42,7 @@ from jupyter_mcp_server._rendering.content import (
     OutputLink,
     upgrade_by_edit,
 )
+from jupyter_mcp_server._runs.detaching import detached, execution_started, kernel_queue, run_queue
 from jupyter_mcp_server._runs.displays import display_writes
 from jupyter_mcp_server._runs.executions import (
     effective_timeout,
@@ -54,19 +55,21 @@ from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._store import NotebookView, new_cell
 from jupyter_mcp_server._store.store import revision_conflict
-from jupyter_mcp_server._tool_calls.addressing import cell_position, index_of_id, notebook_path
+from jupyter_mcp_server._tool_calls.addressing import (
+    cell_position,
+    index_of_id,
+    insertion_index,
+    notebook_path,
+)
+from jupyter_mcp_server._tool_calls.arguments import (
+    Detach,
+    ExpectedRevision,
+    MaxOutputChars,
+    NotebookName,
+)
 from jupyter_mcp_server._tool_calls.listening import listening
 from jupyter_mcp_server._tool_calls.results import answer, failure, tool_handler
 from jupyter_mcp_server._tool_calls.working import RAN, worked_on
-from jupyter_mcp_server._tools.cells import MaxOutputChars, insertion_index
-from jupyter_mcp_server._tools.detaching import (
-    Detach,
-    detached,
-    execution_started,
-    kernel_queue,
-    run_queue,
-)
-from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 from jupyter_mcp_server._workspace.storage_errors import STORAGE_CODES
 
 logger = logging.getLogger(__name__)

@@ -29,16 +29,20 @@ from jupyter_mcp_server._calls.detached import cancelled_reason
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server._rendering.content import InlineLimits, upgrade_by_edit
 from jupyter_mcp_server._runs.cell_selection import CELLS_HELP, Selection, select
+from jupyter_mcp_server._runs.detaching import detached, run_queue
 from jupyter_mcp_server._runs.executions import effective_timeout
 from jupyter_mcp_server._runs.notebook_runs import RunRequest, run_notebook
 from jupyter_mcp_server._runs.run_summary import run_result
 from jupyter_mcp_server._schemas import run_models
 from jupyter_mcp_server._state import state_of
 from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.arguments import (
+    Detach,
+    ExpectedRevision,
+    MaxOutputChars,
+    NotebookName,
+)
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
-from jupyter_mcp_server._tools.cells import MaxOutputChars
-from jupyter_mcp_server._tools.detaching import Detach, detached, run_queue
-from jupyter_mcp_server._tools.notebooks import ExpectedRevision, NotebookName
 
 RUNS_TOOLSET = "runs"
 

@@ -40,8 +40,8 @@ from jupyter_mcp_server._runs.hidden_state import hidden_uses
 from jupyter_mcp_server._schemas import run_models
 from jupyter_mcp_server._state import ServerState, state_of
 from jupyter_mcp_server._tool_calls.addressing import notebook_path
+from jupyter_mcp_server._tool_calls.arguments import NotebookName
 from jupyter_mcp_server._tool_calls.results import answer, tool_handler
-from jupyter_mcp_server._tools.notebooks import NotebookName
 
 DEFAULT_TIMEOUT = 300.0
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
