@@ -136,7 +136,7 @@ LAYERS = (
         (
             ("_kernels/outputs.py", "add"),
             ("_kernels/outputs.py", "result"),
-            ("_tools/running.py", "execution_result"),  # calls rendering.output_blocks
+            ("_runs/executions.py", "execution_result"),  # calls _rendering/content.output_blocks
         ),
     ),
     Layer(
