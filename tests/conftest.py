@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,16 @@ import pytest
 from hypothesis import settings
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
-from rpc import environment as server_environment  # one place says what a spawned server inherits
+from servers import (  # one place says how a server is started, and what it inherits
+    ServerDidNotStart,
+    ServerProcess,
+    answers,
+    free_port,
+    server_command,
+    server_environment,
+    start,
+    stopped_after,
+)
 
 # The property tests draw the same examples on every run, so that CI never
 # turns red on an example nobody drew before; HYPOTHESIS_PROFILE=explore
@@ -32,18 +41,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 ERROR_KEY = "io.jupyter-mcp/error"
-
-
-def server_command(workspace: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "jupyter_mcp_server",
-        "start",
-        "--workspace-root",
-        str(workspace),
-        *args,
-    ]
 
 
 @contextlib.asynccontextmanager
@@ -177,14 +174,6 @@ def my_extension_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(install_packages(target, REPO / "examples" / "my-extension"))
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextlib.contextmanager
 def jupyter_server_process(
     tmp_path: Path,
@@ -200,10 +189,6 @@ def jupyter_server_process(
     Its process is appended to `started`, for a test that stops it itself;
     `port` (a free one by default) lets a test start it again where it was."""
     import importlib.util
-    import subprocess
-    import time
-
-    import httpx
 
     if importlib.util.find_spec("jupyter_server") is None:
         pytest.skip("jupyter_server is not installed (scripts/install test installs it)")
@@ -220,7 +205,7 @@ def jupyter_server_process(
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         # Extensions keep databases here (jupyter_server_fileid's): not in the real home.
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        # As for every server the tests start (rpc.environment): nobody is there to approve.
+        # As for every server the tests start (servers.server_environment): nobody is there to approve.
         "JUPYTER_MCP_APPROVE": "",
         # Nor is a notebook's history the user's: it goes with the test.
         "JUPYTER_MCP_HISTORY_DIR": str(tmp_path / "history"),
@@ -231,67 +216,48 @@ def jupyter_server_process(
         p for p in (str(REPO / "src"), environment.get("PYTHONPATH", "")) if p
     )
 
-    def launch(port: int) -> subprocess.Popen:
-        with log.open("ab") as output:
-            return subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "jupyter_server",
-                    f"--port={port}",
-                    "--ip=127.0.0.1",
-                    "--no-browser",
-                    "--allow-root",
-                    f"--IdentityProvider.token={token}",
-                    f"--ServerApp.root_dir={root}",
-                    "--ServerApp.port_retries=0",
-                    f"--ServerApp.base_url={base_url}",
-                    *args,
-                ],
-                cwd=root,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                env=environment,
-            )
+    def launch(port: int) -> ServerProcess:
+        return start(
+            [
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                f"--port={port}",
+                "--ip=127.0.0.1",
+                "--no-browser",
+                "--allow-root",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.port_retries=0",
+                f"--ServerApp.base_url={base_url}",
+                *args,
+            ],
+            env=environment,
+            cwd=root,
+            log=log,
+            append=True,
+            name="jupyter server",
+            port=port,
+        )
 
-    process = launch(port)
-    if started is not None:
-        started.append(process)
-    url = f"http://127.0.0.1:{port}{base_url.rstrip('/')}"
+    status = answers(f"{base_url.rstrip('/')}/api/status", {"Authorization": f"token {token}"})
     retries = 3
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                if ours and retries and f"port {port} is not available" in log.read_text():
-                    retries -= 1
-                    port = free_port()
-                    process = launch(port)
-                    if started is not None:
-                        started.append(process)
-                    url = f"http://127.0.0.1:{port}{base_url.rstrip('/')}"
-                    continue
-                pytest.fail(f"jupyter server exited with {process.returncode}:\n{log.read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if (
-                    httpx.get(
-                        f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=1
-                    ).status_code
-                    == 200
-                ):
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter server did not start:\n{log.read_text()}")
-            time.sleep(0.1)
-        yield url, root, log
-    finally:
-        if process.poll() is None:
-            process.terminate()
+    while True:
+        server = launch(port)
+        if started is not None:
+            started.append(server.process)
         try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            server.wait_until(status, 60)
+            break
+        except ServerDidNotStart:
+            server.stop(15)
+            if ours and retries and f"port {port} is not available" in server.log_text():
+                retries -= 1
+                port = free_port()
+                continue
+            raise
+    with stopped_after(server, 15):
+        yield f"http://127.0.0.1:{port}{base_url.rstrip('/')}", root, log
 
 
 #: The notebooks toolset's tools, as README.md names them.
@@ -323,26 +289,6 @@ CORE_TOOLS = frozenset(
         "connect_to_jupyter",
     }
 )
-
-
-def wait_until_healthy(
-    process: Any, base: str, log: Callable[[], str], seconds: float = 60
-) -> None:
-    """Wait for an HTTP server process to answer /healthz; fail with its log if it exits or never does."""
-    import time
-
-    import httpx
-
-    deadline = time.monotonic() + seconds
-    while True:
-        if process.poll() is not None:
-            pytest.fail(f"the server exited with {process.returncode}:\n{log()}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        if time.monotonic() > deadline:
-            pytest.fail(f"the server did not answer /healthz:\n{log()}")
-        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ The stress suites kill, flood and fuzz the server; they need to send raw
 bytes, read exactly what comes back, and SIGKILL the process at a moment of
 their choosing, which the official client (rightly) does not let a caller do.
 Requests are newline-delimited JSON on stdin, answers on stdout; stderr goes
-to a file so a full pipe never blocks the server.
+to a file so a full pipe never blocks the server. The process is started by
+`servers.our_stdio_server`, as every test's server is.
 """
 
 from __future__ import annotations
@@ -14,41 +15,31 @@ import itertools
 import json
 import os
 import queue
-import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from servers import our_stdio_server
+from servers import server_environment as environment
+
+#: `environment` stays importable from here, where the stress scripts and tests first found it.
+__all__ = [
+    "ERROR_KEY",
+    "LEGACY",
+    "RawServer",
+    "ServerDied",
+    "alive",
+    "descendants",
+    "environment",
+    "error_code",
+    "rss_bytes",
+    "text_of",
+    "wait_until_gone",
+]
 LEGACY = "2025-11-25"
 ERROR_KEY = "io.jupyter-mcp/error"
-
-
-def environment(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("JUPYTER_MCP_CAPABILITIES", None)
-    env.pop("JUPYTER_MCP_EXTENSIONS", None)
-    # The environment a developer's shell has active is not the tests' business: a test that
-    # wants a launcher's environment says so.
-    env.pop("VIRTUAL_ENV", None)
-    env.pop("CONDA_PREFIX", None)
-    # Nobody is there to approve anything: the tests of approvals (test_approvals.py) name
-    # the actions that ask, every other test's server asks about none.
-    env["JUPYTER_MCP_APPROVE"] = ""
-    # Histories of the tests' throwaway notebooks stay out of the user's state directory.
-    env.setdefault(
-        "JUPYTER_MCP_HISTORY_DIR",
-        os.path.join(tempfile.gettempdir(), f"jupyter-mcp-test-history-{os.getuid()}"),
-    )
-    env.update(extra)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p
-    )
-    return env
 
 
 class ServerDied(Exception):
@@ -68,27 +59,11 @@ class RawServer:
         wrapper: tuple[str, ...] = (),
     ) -> None:
         self.workspace = workspace
-        self._stderr_path = stderr
-        self._stderr = open(stderr, "ab") if stderr else subprocess.DEVNULL  # noqa: SIM115
-        command = [
-            # A command the server runs under (strace, to see its system calls in order).
-            *wrapper,
-            sys.executable,
-            "-m",
-            "jupyter_mcp_server",
-            "start",
-            "--workspace-root",
-            str(workspace),
-            *args,
-        ]
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=environment(**(env or {})),
-            cwd=str(workspace),
+        # A command the server runs under (strace, to see its system calls in order).
+        self.server = our_stdio_server(
+            workspace, *args, env=env, log=stderr, append=True, wrapper=wrapper
         )
+        self.process = self.server.process
         self._ids = itertools.count(1)
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._pending: dict[Any, dict[str, Any]] = {}
@@ -211,9 +186,7 @@ class RawServer:
 
     def kill(self) -> None:
         """SIGKILL, no warning: what a crash or the OOM killer does."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+        self.server.kill()
         self._close()
 
     def close(self, timeout: float = 30) -> int:
@@ -233,14 +206,9 @@ class RawServer:
         for stream in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(Exception):
                 stream.close()  # type: ignore[union-attr]
-        if self._stderr not in (subprocess.DEVNULL, None):
-            with contextlib.suppress(Exception):
-                self._stderr.close()  # type: ignore[union-attr]
 
     def stderr_text(self) -> str:
-        if self._stderr_path is None or not self._stderr_path.exists():
-            return ""
-        return self._stderr_path.read_text(encoding="utf-8", errors="replace")
+        return self.server.log_text()
 
     def __enter__(self) -> RawServer:
         return self

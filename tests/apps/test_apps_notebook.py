@@ -18,8 +18,6 @@ import contextlib
 import hashlib
 import json
 import re
-import signal
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,18 +26,15 @@ import httpx2
 import pytest
 from conftest import (
     error_code,
-    free_port,
     ok,
     refused,
     serve,
-    server_command,
-    server_environment,
     text_of,
-    wait_until_healthy,
 )
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
+from servers import our_http_server
 from test_approvals import ASKING, Person
 from test_apps import APP_SIZE_BUDGET, apps_extension, model_part, wire
 from test_apps_review import model_listing
@@ -407,22 +402,8 @@ async def test_each_agent_has_its_own_cell(tmp_path: Path, mode: str) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     write_notebook(workspace, code_cells=4)
-    port = free_port()
-    command = server_command(
-        workspace, "--transport", "streamable-http", "--port", str(port), *ARGS
-    )
-    log = tmp_path / "server.log"
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            command,
-            env=server_environment(),
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_until_healthy(process, base, log.read_text)
+    with our_http_server(workspace, *ARGS, cwd=tmp_path, log=tmp_path / "server.log") as server:
+        base = server.base
 
         @contextlib.asynccontextmanager
         async def client_named(name: str) -> AsyncIterator[Client]:
@@ -460,10 +441,3 @@ async def test_each_agent_has_its_own_cell(tmp_path: Path, mode: str) -> None:
             # A stateless call that brings no handle is no agent: it has no cell.
             if mode == "auto":
                 assert page_in(await first.call_tool("outline", outline))["working"] is None
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

@@ -18,8 +18,6 @@ import contextlib
 import hashlib
 import json
 import re
-import signal
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,18 +26,15 @@ import httpx2
 import pytest
 from conftest import (
     error_code,
-    free_port,
     ok,
     refused,
     serve,
-    server_command,
-    server_environment,
     text_of,
-    wait_until_healthy,
 )
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
+from servers import our_http_server
 from test_approvals import ASKING, Person
 from test_apps import APP_SIZE_BUDGET, apps_extension, model_part, wire
 from test_tools_notebooks import TOOLS_LIST_BUDGET
@@ -322,22 +317,8 @@ async def test_a_review_is_answered_only_by_the_client_it_was_shown_to(
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     path = write_notebook(workspace)
-    port = free_port()
-    command = server_command(
-        workspace, "--transport", "streamable-http", "--port", str(port), *ARGS
-    )
-    log = tmp_path / "server.log"
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            command,
-            env=server_environment(),
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_until_healthy(process, base, log.read_text)
+    with our_http_server(workspace, *ARGS, cwd=tmp_path, log=tmp_path / "server.log") as server:
+        base = server.base
 
         @contextlib.asynccontextmanager
         async def client_named(name: str) -> AsyncIterator[Client]:
@@ -361,13 +342,6 @@ async def test_a_review_is_answered_only_by_the_client_it_was_shown_to(
             assert path.read_bytes() == before
             accepted = await ok(shown, "review_change", {"review_id": review["id"], "accept": True})
             assert accepted["revision"] == review["to_revision"]
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 async def test_a_moved_cell_is_shown_moved_and_only_it(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -35,12 +34,10 @@ from conftest import (
     ok,
     refused,
     serve,
-    server_command,
-    server_environment,
     text_of,
-    wait_until_healthy,
 )
 from mcp import Client
+from servers import our_http_server
 
 SANDBOXES = REPO / "extensions" / "sandboxes"
 EXAMPLES = SANDBOXES / "examples"
@@ -124,12 +121,6 @@ def wait_gone(pid: int, seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return not alive(pid)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 async def capabilities(client: Client) -> dict[str, dict[str, Any]]:
@@ -508,30 +499,10 @@ async def test_notebook_kernels_come_from_the_configured_variant(workspace, sand
 def http_server(root: Path, site: Path, **env: str) -> Iterator[str]:
     workspace = root / "workspace"
     workspace.mkdir()
-    port = free_port()
-    command = server_command(
-        workspace, "--transport", "streamable-http", "--port", str(port), *NO_PRESTART
-    )
-    log = root / "server.log"
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            command,
-            env=server_environment(**environment(site, **env)),
-            cwd=root,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(process, base, log.read_text)
-        yield base
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with our_http_server(
+        workspace, *NO_PRESTART, env=environment(site, **env), cwd=root, log=root / "server.log"
+    ) as server:
+        yield server.base
 
 
 @contextlib.asynccontextmanager

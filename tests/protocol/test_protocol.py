@@ -25,6 +25,7 @@ from conftest import ok, serve, server_command, server_environment, text_of
 from fixtures import extensions_site
 from mcp.shared.exceptions import MCPError
 from mcp.types import PromptReference, ReadResourceResult, ResourceTemplateReference
+from servers import our_http_server
 
 __all__ = ["extensions_site"]
 
@@ -778,45 +779,10 @@ async def test_tasks_start_poll_cancel_fetch_expire(workspace: Path) -> None:
 @contextlib.contextmanager
 def http_server(workspace: Path, *args: str, **env: str) -> Iterator[str]:
     """The server over streamable HTTP on a free loopback port; yields the /mcp URL."""
-    import signal
-    import socket
-    import subprocess
-    import time
-
-    import httpx
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = server_command(
-        workspace, "--transport", "streamable-http", "--port", str(port), *args
-    )
-    log = workspace.parent / "http-server.log"
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            command,
-            env=server_environment(**env),
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            cwd=workspace,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with our_http_server(
+        workspace, *args, env=env, cwd=workspace, log=workspace.parent / "http-server.log"
+    ) as server:
+        yield server.url()
 
 
 async def test_a_task_is_visible_only_to_its_client(workspace: Path) -> None:

@@ -17,18 +17,18 @@ import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
-from conftest import ok, server_command, server_environment, text_of, wait_until_healthy
+from conftest import ok, server_command, server_environment, text_of
 from fixtures import ONLY_OURS, extensions_site, python_path, read_lines
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from rpc import alive, descendants
+from servers import ServerProcess, free_port, our_http_server
 
 __all__ = ["extensions_site"]  # the session fixture, used by name
 
@@ -63,62 +63,35 @@ INITIALIZE = {
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-@dataclass
-class HttpServer:
-    process: subprocess.Popen[bytes]
-    port: int
-    workspace: Path
-    log: Path
-    markers: Path
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def url(self, query: str = "") -> str:
-        return f"{self.base}/mcp{'?' + query if query else ''}"
-
-    def log_text(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
+#: What the HTTP tests' starters yield: the process, its port, URLs and log.
+HttpServer = ServerProcess
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def markers(server: HttpServer) -> Path:
+    """Where the fixture extensions write what they started and stopped."""
+    assert server.workspace is not None
+    return server.workspace.parent / "markers"
 
 
 @contextlib.contextmanager
 def http_server(root: Path, site: Path, *args: str, **env: str) -> Iterator[HttpServer]:
-    """`jupyter-mcp-server start --transport streamable-http`, up once /healthz answers."""
+    """`jupyter-mcp-server start --transport streamable-http` in `root`, with the fixture
+    extensions of `site` installed beside it, up once /healthz answers."""
     workspace = root / "workspace"
     workspace.mkdir(parents=True)
-    log, markers = root / "server.log", root / "markers"
-    port = free_port()
-    command = server_command(
-        workspace, "--transport", "streamable-http", "--port", str(port), *args
-    )
-    environment = server_environment(
-        PYTHONPATH=python_path(site),
-        FIXTURE_MARKERS=str(markers),
-        **{"JUPYTER_MCP_EXTENSIONS": ONLY_OURS, **env},
-    )
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            command, env=environment, cwd=root, stdout=subprocess.DEVNULL, stderr=stderr
-        )
-    server = HttpServer(process, port, workspace, log, markers)
-    try:
-        wait_until_healthy(process, server.base, server.log_text)
-        yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with our_http_server(
+        workspace,
+        *args,
+        env={
+            "PYTHONPATH": python_path(site),
+            "FIXTURE_MARKERS": str(root / "markers"),
+            "JUPYTER_MCP_EXTENSIONS": ONLY_OURS,
+            **env,
+        },
+        cwd=root,
+        log=root / "server.log",
+    ) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +256,7 @@ async def test_two_clients_with_different_selections_at_once(server):
 
 async def test_a_session_survives_other_selections_and_an_extension_waking(server):
     def started() -> list[str]:
-        return [line for line in read_lines(server.markers) if line.startswith("start:")]
+        return [line for line in read_lines(markers(server)) if line.startswith("start:")]
 
     assert "start:fx-lazy" not in started(), "fx-lazy woke before anybody asked for it"
     sessions: list[str] = []
@@ -451,13 +424,13 @@ async def test_sigterm_stops_kernels_and_extensions(extensions_site, tmp_path):
             kernel_pid = int(text_of(ran).strip())
         children = descendants(running.process.pid)
         assert kernel_pid in children, "the kernel is not a process this server started"
-        running.process.send_signal(signal.SIGTERM)
+        running.send_signal(signal.SIGTERM)
         running.process.wait(30)
         deadline = time.monotonic() + 10
         while any(alive(pid) for pid in children) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         assert not [pid for pid in children if alive(pid)], running.log_text()
-        stopped = sorted(line for line in read_lines(running.markers) if line.startswith("stop:"))
+        stopped = sorted(line for line in read_lines(markers(running)) if line.startswith("stop:"))
         assert stopped == sorted(f"stop:{name}" for name in (*STARTED_FIXTURES, "fx-lazy"))
 
 
@@ -480,7 +453,7 @@ async def test_a_sessions_subscriptions_end_with_it_and_sigterm_exits_promptly(
         async with connect(running.url(), "legacy") as client:
             await client.subscribe_resource("notebook:///watched.ipynb")
             stopping = time.monotonic()
-            running.process.send_signal(signal.SIGTERM)
+            running.send_signal(signal.SIGTERM)
             while running.process.poll() is None and time.monotonic() - stopping < 15:
                 await asyncio.sleep(0.1)
             took = time.monotonic() - stopping

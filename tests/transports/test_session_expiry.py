@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -24,9 +23,10 @@ from typing import Any
 import httpx
 import httpx2
 import nbformat
-from conftest import free_port, ok, server_command, server_environment, wait_until_healthy
+from conftest import ok, server_environment
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from servers import our_http_server
 
 LEGACY = "2025-11-25"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -62,25 +62,8 @@ def http_server(root: Path, *args: str) -> Iterator[tuple[str, Path, Path]]:
     workspace = root / "workspace"
     workspace.mkdir()
     log = root / "server.log"
-    port = free_port()
-    command = server_command(
-        workspace, "--transport", "streamable-http", "--port", str(port), *args
-    )
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            command, env=server_environment(), cwd=root, stdout=subprocess.DEVNULL, stderr=stderr
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(process, base, lambda: log.read_text(errors="replace"))
-        yield f"{base}/mcp", workspace, log
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with our_http_server(workspace, *args, cwd=root, log=log) as server:
+        yield server.url(), workspace, log
 
 
 @contextlib.asynccontextmanager
