@@ -27,8 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jupyter_mcp_server._calls.asking import Answer, Question, UsedStates
-from jupyter_mcp_server._calls.asking import ask as ask_with_used_states
+from jupyter_mcp_server._calls.asking import UsedStates
 from jupyter_mcp_server._calls.callers import (
     AGENT_META_KEY,
     caller_of,
@@ -474,15 +473,3 @@ def state_of(ctx: Any) -> ServerState:
     state = served(ctx)
     assert isinstance(state, ServerState), "only a ServerState is served"
     return state
-
-
-async def ask(
-    ctx: Any, questions: dict[str, Question], *, timeout: float | None = None
-) -> dict[str, Answer]:
-    """Ask the client of this request (elicitation, sampling, roots) in the middle of a tool
-    call, the same way on both protocol generations (``docs/approvals.md``): every question
-    answered by key. On 2026-07-28 a round still waiting for answers raises
-    :class:`InputRequired`, which the server answers for you; let it pass."""
-    return await ask_with_used_states(
-        ctx, questions, used=state_of(ctx).used_states, timeout=timeout
-    )

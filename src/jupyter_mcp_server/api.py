@@ -6,266 +6,159 @@ An extension is a distribution with an entry point in the
 :class:`Toolset`\\ s), may extend other extensions' tools
 (:class:`ToolExtension`), declares :class:`Capability`\\ s, and answers with
 the same results and coded errors as the server's own tools. Before
-``on_start`` the server gives it a :class:`ServerAccess`: the configuration,
-the capabilities, the hooks, and running code on a kernel with the server's
-output limits and hooks. A distribution may also publish a kernel backend
-(:class:`KernelBackend`, entry-point group ``jupyter_mcp_server.kernel_backends``),
-chosen with ``--kernel-backend``.
+``on_start`` the server gives it a :class:`ServerAccess`, the narrow interface
+to the server it runs in: the configuration, the capabilities read-only,
+observing calls and executions, running code on a kernel with the server's
+output limits and hooks, and opening a kernel on a Jupyter Server. A
+distribution may also publish a kernel backend (:class:`KernelBackend`,
+entry-point group ``jupyter_mcp_server.kernel_backends``), chosen with
+``--kernel-backend``.
 
-Everything an extension needs is exported here, and nothing else of the
-package is promised: other modules may change in any release.
-(``docs/extensions.md`` documents this module.)
+Each name is written once, in the import or the definition that makes it;
+``__all__`` is every name here without a leading underscore. Each comes from a
+module that loads nothing of the running server (its state, store, kernel
+manager, tools or transports), so importing this module to subclass, to name an
+error code or to answer builds no part of a server; the functions that need the
+server's own parts (:func:`tool_handler`, :func:`execution_result`,
+:meth:`ServerAccess.run_code`, :meth:`ServerAccess.open_remote_kernel`) import
+them when called. Nothing else of the package is promised. A name once handed
+out and now superseded still works, with a ``DeprecationWarning`` naming what to
+use instead (``docs/extensions.md``).
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
+import warnings as _warnings
+from collections.abc import Awaitable as _Awaitable
+from collections.abc import Callable as _Callable
+from pathlib import Path as _Path
 
-import importlib
-import logging
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from jupyter_mcp_server._calls.approvals import (
+    DEFAULT_ACTIONS as DEFAULT_ACTIONS,
+    DELETE_CELLS as DELETE_CELLS,
+    INSTALL_PACKAGES as INSTALL_PACKAGES,
+    RELEASE_KERNEL as RELEASE_KERNEL,
+    RESTART_KERNEL as RESTART_KERNEL,
+    RESTORE_REVISION as RESTORE_REVISION,
+    SHELL_CODE as SHELL_CODE,
+    approve as approve,
+)
+from jupyter_mcp_server._calls.asking import (
+    Answer as Answer,
+    Elicitation as Elicitation,
+    MissingClientCapability as MissingClientCapability,
+    Question as Question,
+    RootsRequest as RootsRequest,
+    Sampling as Sampling,
+    ask_the_client as ask,  # noqa: F401 (handed out: __all__ is every public name)
+    client_can as client_can,
+)
+from jupyter_mcp_server._calls.detached import (
+    request_input as request_input,
+    task_support as task_support,
+)
+from jupyter_mcp_server._config import ServerConfig as ServerConfig
+from jupyter_mcp_server._errors import (
+    ALREADY_EXISTS as ALREADY_EXISTS,
+    APPROVAL_REQUIRED as APPROVAL_REQUIRED,
+    DECLINED as DECLINED,
+    ERROR_CODES as ERROR_CODES,
+    ERROR_META_KEY as ERROR_META_KEY,
+    EXECUTION_ERROR as EXECUTION_ERROR,
+    INTERRUPTED as INTERRUPTED,
+    INVALID_ARGUMENT as INVALID_ARGUMENT,
+    INVALID_PATH as INVALID_PATH,
+    KERNEL_GONE as KERNEL_GONE,
+    KERNEL_LIMIT as KERNEL_LIMIT,
+    NO_NOTEBOOK as NO_NOTEBOOK,
+    NOT_FOUND as NOT_FOUND,
+    NOT_PERMITTED as NOT_PERMITTED,
+    REVISION_CONFLICT as REVISION_CONFLICT,
+    TIMEOUT as TIMEOUT,
+    UNSUPPORTED as UNSUPPORTED,
+    InputRequired as InputRequired,
+    ToolFailure as ToolFailure,
+)
+from jupyter_mcp_server._extensions import (
+    JupyterMCPExtension as JupyterMCPExtension,
+    PluginCompatibility as PluginCompatibility,
+    PluginManifest as PluginManifest,
+    ToolExtension as ToolExtension,
+    Toolset as Toolset,
+    ToolSpec as ToolSpec,
+    on_toolset as on_toolset,
+    tool as tool,
+)
+from jupyter_mcp_server._hooks import (
+    Execution as Execution,
+    ExecutionEnded as ExecutionEnded,
+    ToolCall as ToolCall,
+    ToolCallEnded as ToolCallEnded,
+)
+from jupyter_mcp_server._jupyter_urls import ArgumentNames as _ArgumentNames
+from jupyter_mcp_server._jupyter_urls import normalize_url as _normalize_url
+from jupyter_mcp_server._kernels.backends import (
+    BackendParts as BackendParts,
+    KernelBackend as KernelBackend,
+    StartedKernel as StartedKernel,
+    backend_class as backend_class,
+)
+from jupyter_mcp_server._kernels.execution import ExecutionOutcome as ExecutionOutcome
+from jupyter_mcp_server._policy.capabilities import Capability as Capability
+from jupyter_mcp_server._policy.capabilities import CapabilitiesView as _CapabilitiesView
+from jupyter_mcp_server._schemas.declared_inputs import input_schema as input_schema
+from jupyter_mcp_server._schemas.answers import answer as answer
+from jupyter_mcp_server._schemas.answers import failure as failure
+from jupyter_mcp_server._schemas.models import ExecutionResult as ExecutionResult
+from jupyter_mcp_server._schemas.models import Result as Result
 
-from jupyter_mcp_server._policy.capabilities import CapabilitiesView  # light: no server
+if _typing.TYPE_CHECKING:
+    from mcp.types import CallToolResult as _CallToolResult
 
-if TYPE_CHECKING:
-    from jupyter_mcp_server._calls.approvals import (
-        DEFAULT_ACTIONS,
-        DELETE_CELLS,
-        INSTALL_PACKAGES,
-        RELEASE_KERNEL,
-        RESTART_KERNEL,
-        RESTORE_REVISION,
-        SHELL_CODE,
-        approve,
-    )
-    from jupyter_mcp_server._calls.asking import (
-        Answer,
-        Elicitation,
-        InputRequired,
-        MissingClientCapability,
-        Question,
-        RootsRequest,
-        Sampling,
-        client_can,
-    )
-    from jupyter_mcp_server._calls.detached import request_input, task_support
-    from jupyter_mcp_server._config import ServerConfig
-    from jupyter_mcp_server._errors import (
-        ALREADY_EXISTS,
-        APPROVAL_REQUIRED,
-        DECLINED,
-        ERROR_CODES,
-        ERROR_META_KEY,
-        EXECUTION_ERROR,
-        INTERRUPTED,
-        INVALID_ARGUMENT,
-        INVALID_PATH,
-        KERNEL_GONE,
-        KERNEL_LIMIT,
-        NO_NOTEBOOK,
-        NOT_FOUND,
-        NOT_PERMITTED,
-        REVISION_CONFLICT,
-        TIMEOUT,
-        UNSUPPORTED,
-        ToolFailure,
-    )
-    from jupyter_mcp_server._extensions import (
-        JupyterMCPExtension,
-        PluginCompatibility,
-        PluginManifest,
-        ToolExtension,
-        Toolset,
-        ToolSpec,
-        on_toolset,
-        tool,
-    )
-    from jupyter_mcp_server._hooks import Execution, ExecutionEnded, Hooks, ToolCall, ToolCallEnded
-    from jupyter_mcp_server._jupyter_urls import ArgumentNames, normalize_url
-    from jupyter_mcp_server._kernels.backends import (
-        BackendParts,
-        KernelBackend,
-        StartedKernel,
-        backend_class,
-    )
-    from jupyter_mcp_server._kernels.execution import ExecutionOutcome
-    from jupyter_mcp_server._kernels.remote import KernelWebSocket, RemoteKernel, open_remote_kernel
-    from jupyter_mcp_server._policy.capabilities import Capability
-    from jupyter_mcp_server._protocol.declared_schemas import input_schema
-    from jupyter_mcp_server._runs.executions import execution_result
-    from jupyter_mcp_server._schemas.models import ExecutionResult, Result
-    from jupyter_mcp_server._state import ServerState, ask
-    from jupyter_mcp_server._tool_calls.results import answer, failure, tool_handler
+    from jupyter_mcp_server._state import ServerState as _ServerState
 
-#: Where each exported name is defined. Each is imported when first used, so that importing
-#: this module (to subclass JupyterMCPExtension, or to name an error code) imports only what
-#: that name needs, never the server, its store, its kernels or its tools.
-_DEFINED_IN: dict[str, str] = {
-    "ALREADY_EXISTS": "jupyter_mcp_server._errors",
-    "Answer": "jupyter_mcp_server._calls.asking",
-    "answer": "jupyter_mcp_server._tool_calls.results",
-    "APPROVAL_REQUIRED": "jupyter_mcp_server._errors",
-    "approve": "jupyter_mcp_server._calls.approvals",
-    "ask": "jupyter_mcp_server._state",
-    "ArgumentNames": "jupyter_mcp_server._jupyter_urls",
-    "backend_class": "jupyter_mcp_server._kernels.backends",
-    "BackendParts": "jupyter_mcp_server._kernels.backends",
-    "Capability": "jupyter_mcp_server._policy.capabilities",
-    "client_can": "jupyter_mcp_server._calls.asking",
-    "DECLINED": "jupyter_mcp_server._errors",
-    "DEFAULT_ACTIONS": "jupyter_mcp_server._calls.approvals",
-    "DELETE_CELLS": "jupyter_mcp_server._calls.approvals",
-    "Elicitation": "jupyter_mcp_server._calls.asking",
-    "ERROR_CODES": "jupyter_mcp_server._errors",
-    "ERROR_META_KEY": "jupyter_mcp_server._errors",
-    "Execution": "jupyter_mcp_server._hooks",
-    "EXECUTION_ERROR": "jupyter_mcp_server._errors",
-    "execution_result": "jupyter_mcp_server._runs.executions",
-    "ExecutionEnded": "jupyter_mcp_server._hooks",
-    "ExecutionOutcome": "jupyter_mcp_server._kernels.execution",
-    "ExecutionResult": "jupyter_mcp_server._schemas.models",
-    "failure": "jupyter_mcp_server._tool_calls.results",
-    "Hooks": "jupyter_mcp_server._hooks",
-    "InputRequired": "jupyter_mcp_server._calls.asking",
-    "INSTALL_PACKAGES": "jupyter_mcp_server._calls.approvals",
-    "input_schema": "jupyter_mcp_server._protocol.declared_schemas",
-    "INTERRUPTED": "jupyter_mcp_server._errors",
-    "INVALID_ARGUMENT": "jupyter_mcp_server._errors",
-    "INVALID_PATH": "jupyter_mcp_server._errors",
-    "JupyterMCPExtension": "jupyter_mcp_server._extensions",
-    "KERNEL_GONE": "jupyter_mcp_server._errors",
-    "KERNEL_LIMIT": "jupyter_mcp_server._errors",
-    "KernelBackend": "jupyter_mcp_server._kernels.backends",
-    "MissingClientCapability": "jupyter_mcp_server._calls.asking",
-    "NO_NOTEBOOK": "jupyter_mcp_server._errors",
-    "normalize_url": "jupyter_mcp_server._jupyter_urls",
-    "NOT_FOUND": "jupyter_mcp_server._errors",
-    "NOT_PERMITTED": "jupyter_mcp_server._errors",
-    "on_toolset": "jupyter_mcp_server._extensions",
-    "PluginCompatibility": "jupyter_mcp_server._extensions",
-    "PluginManifest": "jupyter_mcp_server._extensions",
-    "Question": "jupyter_mcp_server._calls.asking",
-    "RELEASE_KERNEL": "jupyter_mcp_server._calls.approvals",
-    "request_input": "jupyter_mcp_server._calls.detached",
-    "RESTART_KERNEL": "jupyter_mcp_server._calls.approvals",
-    "RESTORE_REVISION": "jupyter_mcp_server._calls.approvals",
-    "Result": "jupyter_mcp_server._schemas.models",
-    "REVISION_CONFLICT": "jupyter_mcp_server._errors",
-    "RootsRequest": "jupyter_mcp_server._calls.asking",
-    "Sampling": "jupyter_mcp_server._calls.asking",
-    "ServerConfig": "jupyter_mcp_server._config",
-    "SHELL_CODE": "jupyter_mcp_server._calls.approvals",
-    "StartedKernel": "jupyter_mcp_server._kernels.backends",
-    "task_support": "jupyter_mcp_server._calls.detached",
-    "TIMEOUT": "jupyter_mcp_server._errors",
-    "tool": "jupyter_mcp_server._extensions",
-    "tool_handler": "jupyter_mcp_server._tool_calls.results",
-    "ToolCall": "jupyter_mcp_server._hooks",
-    "ToolCallEnded": "jupyter_mcp_server._hooks",
-    "ToolExtension": "jupyter_mcp_server._extensions",
-    "ToolFailure": "jupyter_mcp_server._errors",
-    "Toolset": "jupyter_mcp_server._extensions",
-    "ToolSpec": "jupyter_mcp_server._extensions",
-    "UNSUPPORTED": "jupyter_mcp_server._errors",
-    "KernelWebSocket": "jupyter_mcp_server._kernels.remote",
-    "RemoteKernel": "jupyter_mcp_server._kernels.remote",
-    "open_remote_kernel": "jupyter_mcp_server._kernels.remote",
+_F = _typing.TypeVar("_F", bound=_Callable[..., _Awaitable["_CallToolResult"]])
+#: The four kinds of event an observer may hear, and the list of observers each goes to.
+_OBSERVED = {
+    ToolCall: "before_tool",
+    ToolCallEnded: "after_tool",
+    Execution: "before_execution",
+    ExecutionEnded: "after_execution",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _DEFINED_IN.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next use is an ordinary attribute
-    return value
+def tool_handler(name: str) -> _Callable[[_F], _F]:
+    """``@tool_handler("name")``: a raised ``ToolFailure`` becomes ``failure(...)`` (a
+    ``ValueError`` or ``TypeError``, ``invalid_argument``), and the tool-call hook pair fires
+    around the call, as around the server's own tools."""
+    # The server's tool machinery, imported when a tool is decorated: not by importing the API.
+    from jupyter_mcp_server._tool_calls.results import tool_handler as handled
+
+    return handled(name)
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+def execution_result(
+    outcome: ExecutionOutcome,
+    *,
+    cell_id: str | None = None,
+    revision: str | None = None,
+    note: str | None = None,
+    path: str | None = None,
+    **more: _typing.Any,
+) -> "_CallToolResult":
+    """An :class:`ExecutionOutcome` as ``execute_code`` answers it (its output schema, the
+    outputs within the inline budget); `note` is said beside it, `path` names the notebook."""
+    # The server's rendering of outputs, imported when first asked for: not by importing the API.
+    from jupyter_mcp_server._runs.executions import execution_result as rendered
 
-
-logger = logging.getLogger(__name__)
-
-__all__ = [
-    "ALREADY_EXISTS",
-    "APPROVAL_REQUIRED",
-    "DECLINED",
-    "DEFAULT_ACTIONS",
-    "DELETE_CELLS",
-    "ERROR_CODES",
-    "ERROR_META_KEY",
-    "EXECUTION_ERROR",
-    "INSTALL_PACKAGES",
-    "INTERRUPTED",
-    "INVALID_ARGUMENT",
-    "INVALID_PATH",
-    "KERNEL_GONE",
-    "KERNEL_LIMIT",
-    "NOT_FOUND",
-    "NOT_PERMITTED",
-    "NO_NOTEBOOK",
-    "RELEASE_KERNEL",
-    "RESTART_KERNEL",
-    "RESTORE_REVISION",
-    "REVISION_CONFLICT",
-    "SHELL_CODE",
-    "TIMEOUT",
-    "UNSUPPORTED",
-    "Answer",
-    "ArgumentNames",
-    "BackendParts",
-    "Capability",
-    "Elicitation",
-    "Execution",
-    "ExecutionEnded",
-    "ExecutionOutcome",
-    "ExecutionResult",
-    "Hooks",
-    "InputRequired",
-    "JupyterMCPExtension",
-    "KernelBackend",
-    "KernelWebSocket",
-    "MissingClientCapability",
-    "PluginCompatibility",
-    "PluginManifest",
-    "Question",
-    "RemoteKernel",
-    "Result",
-    "RootsRequest",
-    "Sampling",
-    "ServerAccess",
-    "ServerConfig",
-    "StartedKernel",
-    "ToolCall",
-    "ToolCallEnded",
-    "ToolExtension",
-    "ToolFailure",
-    "ToolSpec",
-    "Toolset",
-    "answer",
-    "approve",
-    "ask",
-    "backend_class",
-    "client_can",
-    "execution_result",
-    "failure",
-    "input_schema",
-    "normalize_url",
-    "on_toolset",
-    "open_remote_kernel",
-    "request_input",
-    "task_support",
-    "tool",
-    "tool_handler",
-]
+    return rendered(outcome, cell_id=cell_id, revision=revision, note=note, path=path, **more)
 
 
 class ServerAccess:
-    """The server an extension runs in, as far as an extension may reach into it."""
+    """The server an extension runs in, as far as an extension may reach into it: a narrow
+    interface, handing out no live part of the server to change."""
 
-    def __init__(self, state: ServerState) -> None:
+    def __init__(self, state: "_ServerState") -> None:
         self._state = state
 
     @property
@@ -274,31 +167,51 @@ class ServerAccess:
         return self._state.config
 
     @property
-    def capabilities(self) -> CapabilitiesView:
+    def capabilities(self) -> _CapabilitiesView:
         """Every capability and whether it is on (``capabilities.enabled(name)``), read-only."""
-        return CapabilitiesView(self._state.capabilities)
+        return _CapabilitiesView(self._state.capabilities)
 
     @property
-    def hooks(self) -> Hooks:
-        """Observers of tool calls and executions: append to register one (in ``on_start``)."""
-        return self._state.hooks
-
-    @property
-    def workspace_root(self) -> Path:
+    def workspace_root(self) -> _Path:
         return self._state.workspace.root
 
-    def extension(self, name: str) -> Any:
+    def observe(self, event: type, observer: _Callable[[_typing.Any], None]) -> None:
+        """Call `observer` with every event of the type `event` (:class:`ToolCall`,
+        :class:`ToolCallEnded`, :class:`Execution`, :class:`ExecutionEnded`), from now on.
+        Observers are called synchronously in the order registered; one that raises is logged
+        and skipped, never breaking the call it watches. Register in ``on_start``."""
+        observers = _OBSERVED.get(event)
+        if observers is None:
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"Nothing is observed as {getattr(event, '__name__', event)!r}: observe ToolCall, "
+                "ToolCallEnded, Execution or ExecutionEnded.",
+            )
+        getattr(self._state.hooks, observers).append(observer)
+
+    @property
+    def hooks(self) -> _typing.Any:
+        """Deprecated: the server's live observer lists. Use :meth:`observe`."""
+        _warnings.warn(
+            "ServerAccess.hooks is deprecated: register an observer with "
+            "self.server.observe(ToolCallEnded, observer) (or ToolCall, Execution, ExecutionEnded).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._state.hooks
+
+    def extension(self, name: str) -> _typing.Any:
         """Another extension of this server by its manifest name (to use what it lends), or None."""
         return self._state.extensions.get(name)
 
     async def run_code(
         self,
-        kernel: Any,
+        kernel: _typing.Any,
         code: str,
         *,
         timeout: float,
-        on_death: Callable[[], Awaitable[None]],
-        gone_message: Callable[[], str],
+        on_death: _Callable[[], _Awaitable[None]],
+        gone_message: _Callable[[], str],
         notebook: str | None = None,
     ) -> ExecutionOutcome:
         """Run `code` on `kernel` (an object with the server's kernel shape: ``kernel_id``,
@@ -309,8 +222,7 @@ class ServerAccess:
         whoever follows the call. A kernel that dies under it calls `on_death` and is
         reported as ``kernel_gone`` with `gone_message()`."""
         # Imported at the call: the tools' modules are the server's, not an extension's import.
-        from jupyter_mcp_server._runs.executions import CANCEL_INTERRUPTS
-        from jupyter_mcp_server._tool_calls.listening import output_listener
+        from jupyter_mcp_server._runs.executions import CANCEL_INTERRUPTS, output_listener
 
         return await self._state.run_in_turn(
             kernel,
@@ -322,3 +234,76 @@ class ServerAccess:
             on_death=on_death,
             gone_message=gone_message,
         )
+
+    async def open_remote_kernel(
+        self,
+        server_url: str,
+        token: str | None,
+        kernel_name: str,
+        *,
+        timeout: float,
+        url_argument: str = "server_url",
+        token_argument: str = "token",
+    ) -> _typing.Any:
+        """A new kernel of `kernel_name` on the Jupyter Server at `server_url`, its websocket
+        open and the kernel ready, as the server's own remote kernels are reached (the token
+        only in a header, a dropped websocket reconnected). It answers an object with
+        ``kernel_id``, ``server_url``, ``channels`` (a kernel client ``run_code`` drives:
+        ``closed``, ``ended_because``, ``stop_channels()``), ``async is_alive()``,
+        ``async interrupt_kernel()``, ``async shutdown()`` and ``shutdown_now()``.
+
+        Every failure is a ``ToolFailure`` naming your caller's arguments (`url_argument`,
+        `token_argument`), never the token; nothing is left on the server when it fails."""
+        names = _ArgumentNames(url=url_argument, token=token_argument)
+        url = _normalize_url(server_url, names)
+        # httpx and the websocket client, imported when a remote kernel is first opened.
+        from jupyter_mcp_server._kernels.remote import open_remote_kernel
+
+        kernel, _channels = await open_remote_kernel(url, token, kernel_name, timeout, names)
+        return kernel
+
+
+#: Names the API once handed out, where they are, and what to use instead: each still works,
+#: with a DeprecationWarning, for at least one release.
+_SUPERSEDED = {
+    "Hooks": (
+        "jupyter_mcp_server._hooks",
+        "self.server.observe(ToolCallEnded, observer) (or ToolCall, Execution, ExecutionEnded)",
+    ),
+    "open_remote_kernel": (
+        "jupyter_mcp_server._kernels.remote",
+        "await self.server.open_remote_kernel(server_url, token, kernel_name, timeout=...)",
+    ),
+    "RemoteKernel": (
+        "jupyter_mcp_server._kernels.remote",
+        "the kernel self.server.open_remote_kernel(...) answers",
+    ),
+    "KernelWebSocket": (
+        "jupyter_mcp_server._kernels.remote",
+        "the .channels of the kernel self.server.open_remote_kernel(...) answers",
+    ),
+    "normalize_url": (
+        "jupyter_mcp_server._jupyter_urls",
+        "self.server.open_remote_kernel(...), which checks the URL",
+    ),
+    "ArgumentNames": (
+        "jupyter_mcp_server._jupyter_urls",
+        "the url_argument and token_argument of self.server.open_remote_kernel(...)",
+    ),
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    superseded = _SUPERSEDED.get(name)
+    if superseded is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, instead = superseded
+    _warnings.warn(
+        f"jupyter_mcp_server.api.{name} is deprecated and will be removed: use {instead}.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(_importlib.import_module(module), name)
+
+
+__all__ = sorted(name for name in globals() if not name.startswith("_"))

@@ -4,45 +4,19 @@
 extension documentation began before the package gathered its public names
 into :mod:`jupyter_mcp_server.api`. Extensions written that way must keep
 loading, so this module hands out the same objects as ``api`` (not copies:
-``extensions.JupyterMCPExtension is api.JupyterMCPExtension``), each imported
-when first used, like ``api``'s.
+``extensions.JupyterMCPExtension is api.JupyterMCPExtension``), each written
+once, in its import.
 """
 
-from __future__ import annotations
+from jupyter_mcp_server.api import (
+    JupyterMCPExtension as JupyterMCPExtension,
+    PluginCompatibility as PluginCompatibility,
+    PluginManifest as PluginManifest,
+    ToolExtension as ToolExtension,
+    Toolset as Toolset,
+    ToolSpec as ToolSpec,
+    on_toolset as on_toolset,
+    tool as tool,
+)
 
-from typing import TYPE_CHECKING, Any
-
-from jupyter_mcp_server import api
-
-if TYPE_CHECKING:
-    from jupyter_mcp_server.api import (
-        JupyterMCPExtension,
-        PluginCompatibility,
-        PluginManifest,
-        ToolExtension,
-        Toolset,
-        ToolSpec,
-        on_toolset,
-        tool,
-    )
-
-__all__ = [
-    "JupyterMCPExtension",
-    "PluginCompatibility",
-    "PluginManifest",
-    "ToolExtension",
-    "ToolSpec",
-    "Toolset",
-    "on_toolset",
-    "tool",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(api, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__ = sorted(name for name in globals() if not name.startswith("_"))

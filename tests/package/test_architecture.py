@@ -17,6 +17,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "src"
 PACKAGE = "jupyter_mcp_server"
@@ -54,10 +56,12 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # The package itself and ``python -m``.
     ("__init__", "__main__"),
 )
-#: Imports of the package inside functions: each a deliberate lazy one (two are the public
-#: API's: `ServerAccess.run_code` reaches the tools only when called; one is the HTTP
-#: transport's sign-in, which brings PyJWT only with --auth-issuer).
-MOST_LAZY_IMPORTS = 10
+#: Imports of the package inside functions: each a deliberate lazy one (four are the public
+#: API's: `tool_handler`, `execution_result` and `ServerAccess.run_code` reach the server's
+#: parts only when called, `ServerAccess.open_remote_kernel` brings httpx only when a remote
+#: kernel is opened; one is the HTTP transport's sign-in, which brings PyJWT only with
+#: --auth-issuer).
+MOST_LAZY_IMPORTS = 12
 
 
 def module_name(path: Path) -> str:
@@ -743,40 +747,130 @@ def test_the_module_map_in_the_docs_is_the_modules_own() -> None:
             )
 
 
-def test_the_api_is_importable_without_the_server() -> None:
-    """An extension's module imports the API to subclass and to name codes: that imports
-    neither the server nor its store, kernels, tools, protocol features or transports."""
+#: What importing the API must not load: the running server's parts (its state, store,
+#: tools and what they share, runs, apps, transports, Jupyter Server side, composition
+#: root), the kernels' manager, and the remote kernels' client (httpx, the websocket).
+SERVER_PARTS = (
+    "_app",
+    "_apps",
+    "_jupyter",
+    "_rendering",
+    "_runs",
+    "_state",
+    "_store",
+    "_tool_calls",
+    "_tools",
+    "_transports",
+)
+SERVER_MODULES = (
+    "jupyter_mcp_server._kernels.manager",
+    "jupyter_mcp_server._kernels.remote",
+    "jupyter_mcp_server._kernels.websocket",
+)
+#: Handed out no more (each still reachable, with a DeprecationWarning): the live observer
+#: lists, and the remote-kernel plumbing one sandbox variant used.
+SUPERSEDED = ("Hooks", "open_remote_kernel", "RemoteKernel", "KernelWebSocket", "normalize_url")
+
+
+def test_the_api_is_light() -> None:
+    """An extension's module imports the API to subclass, to name codes and to answer: that
+    loads, for every name the API hands out, none of the server's parts."""
     import subprocess
     import sys
 
     probe = (
         "import sys\n"
         "import jupyter_mcp_server.api as api\n"
-        "from jupyter_mcp_server.api import (Capability, JupyterMCPExtension, KernelBackend,\n"
-        "    ToolExtension, ToolFailure, Toolset, ToolSpec, tool, INVALID_ARGUMENT)\n"
+        "from jupyter_mcp_server.api import *\n"
+        "assert all(getattr(api, name) is not None for name in api.__all__)\n"
         "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('jupyter_mcp_server'))))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     loaded = done.stdout.split()
-    server = (
-        "_app",
-        "_state",
-        "_store",
-        "_tools",
-        "_transports",
-        "_protocol",
-        "_jupyter",
-        "_calls",
-        "_tool_calls",
-        "_runs",
-        "_apps",
-        "_rendering",
-    )
-    reached = [m for m in loaded if m.split(".")[1:2] and m.split(".")[1] in server]
+    reached = [
+        m
+        for m in loaded
+        if (m.split(".")[1:2] and m.split(".")[1] in SERVER_PARTS) or m in SERVER_MODULES
+    ]
     assert reached == [], reached
-    assert "jupyter_mcp_server._kernels.manager" not in loaded
+
+
+def bindings(tree: ast.Module) -> Iterator[str]:
+    """Every name a module's top-level statements bind, once per statement binding it."""
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            yield from (alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.Assign):
+            yield from (t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            yield node.target.id
+
+
+def test_the_api_writes_each_name_once() -> None:
+    """Each public name is bound by one statement of api.py (its import or its definition) and
+    written nowhere else in it: no table of names, no list beside the imports, no second import
+    for type checkers. ``__all__`` is what the module binds without a leading underscore."""
+    import collections
+
+    import jupyter_mcp_server.api as api
+    import jupyter_mcp_server.extensions as extensions
+
+    for module in (api, extensions):
+        tree = ast.parse(Path(module.__file__ or "").read_text())
+        bound = collections.Counter(bindings(tree))
+        assert [name for name in module.__all__ if bound[name] != 1] == [], module.__name__
+        written = {
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        }
+        assert sorted(written & set(module.__all__)) == [], module.__name__
+        assert [n for n in module.__all__ if n.startswith("_")] == []
+        type_checking = [n for n in tree.body if isinstance(n, ast.If) and is_type_checking(n)]
+        imported_twice = {
+            alias.asname or alias.name
+            for block in type_checking
+            for node in ast.walk(block)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        } & set(module.__all__)
+        assert imported_twice == set(), module.__name__
+
+
+def test_the_api_hands_out_no_live_part_of_the_server() -> None:
+    """No live observer lists and no remote-kernel plumbing among the API's names; an extension
+    observes through ``ServerAccess.observe`` and opens a remote kernel through
+    ``ServerAccess.open_remote_kernel``. The superseded names still answer, warning."""
+    import warnings
+    from types import SimpleNamespace
+
+    import jupyter_mcp_server.api as api
+    from jupyter_mcp_server._hooks import Hooks
+
+    assert sorted(set(SUPERSEDED) & set(api.__all__)) == []
+    for name in (*SUPERSEDED, "ArgumentNames"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert getattr(api, name) is not None
+        assert [w.category for w in caught] == [DeprecationWarning], name
+        assert "use " in str(caught[0].message)
+
+    hooks = Hooks()
+    access = api.ServerAccess(SimpleNamespace(hooks=hooks))  # type: ignore[arg-type]
+    seen: list[object] = []
+    for event in (api.ToolCall, api.ToolCallEnded, api.Execution, api.ExecutionEnded):
+        access.observe(event, seen.append)
+    assert [len(observers) for observers in vars(hooks).values()] == [1, 1, 1, 1]
+    with pytest.raises(api.ToolFailure):
+        access.observe(str, seen.append)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert access.hooks is hooks
+    assert [w.category for w in caught] == [DeprecationWarning]
 
 
 def test_the_api_lends_capabilities_read_only() -> None:

@@ -84,7 +84,7 @@ class SandboxesExtension(JupyterMCPExtension):
 
     def attach(self, server: Any) -> None:
         super().attach(server)
-        self._manager.use_workspace_root(lambda: server.workspace_root)
+        self._manager.use_server(server)
 
     # --- The two Jupyter hooks ----------------------------------------------------
 

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_sandboxes.settings import Settings
@@ -80,6 +81,7 @@ class CodeSandboxManager:
         self.variants = variants if variants is not None else VariantRegistry.discover()
         self.settings = settings if settings is not None else Settings.from_environment()
         self._workspace_root = workspace_root or Path.cwd
+        self._server: Any = None
         self._sandboxes: dict[str, Sandbox] = {}
         self._starting: set[str] = set()
         self._terminated: OrderedDict[str, str] = OrderedDict()
@@ -89,6 +91,12 @@ class CodeSandboxManager:
     def use_workspace_root(self, workspace_root: Callable[[], Path]) -> None:
         """Where relative sandbox directories are, once the server says where its workspace is."""
         self._workspace_root = workspace_root
+
+    def use_server(self, server: Any) -> None:
+        """The server sandboxes are launched for (its ``ServerAccess``): its workspace, and
+        what a variant opens through it (a kernel on a Jupyter Server)."""
+        self._server = server
+        self.use_workspace_root(lambda: server.workspace_root)
 
     # --- What exists -------------------------------------------------------------
 
@@ -130,7 +138,11 @@ class CodeSandboxManager:
     # --- Launching ---------------------------------------------------------------
 
     def context(self) -> LaunchContext:
-        return LaunchContext(workspace_root=self._workspace_root(), sandbox_root=self.settings.root)
+        return LaunchContext(
+            workspace_root=self._workspace_root(),
+            sandbox_root=self.settings.root,
+            server=self._server,
+        )
 
     def spec_for(self, name: str, variant: str | None = None, **options: object) -> SandboxSpec:
         """A launch request, with the operator's defaults where the configured variant is used."""

@@ -1,48 +1,35 @@
 """A sandbox that is a kernel on a Jupyter Server.
 
-The REST side and the kernel websocket are the server's own remote kernel
-backend (:mod:`jupyter_mcp_server._kernels.remote`): one client, with its
-reconnection after a dropped websocket, whether a sandbox or ``--jupyter-url``
-started the kernel. The token travels in the ``Authorization`` header only.
+The kernel is opened through the server this extension runs in
+(``ServerAccess.open_remote_kernel``): the same REST client and kernel websocket,
+with its reconnection after a dropped websocket, as a kernel ``--jupyter-url``
+started. The token travels in the ``Authorization`` header only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from typing import Any
 
 import httpx
 
 from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_sandboxes.spec import SandboxSpec
-from jupyter_mcp_server.api import (
-    ArgumentNames,
-    KernelWebSocket,
-    RemoteKernel,
-    open_remote_kernel,
-)
-from jupyter_mcp_server.api import (
-    normalize_url as _normalize_url,
-)
+from jupyter_mcp_server.api import ServerAccess
 
 logger = logging.getLogger(__name__)
-
-#: The launch_sandbox arguments a failure names.
-NAMES = ArgumentNames(url="server_url", token="token")
-
-
-def normalize_url(server_url: str) -> str:
-    """``http(s)://host[:port][/base]`` without a query or trailing slash; anything else is refused."""
-    return _normalize_url(server_url, NAMES)
 
 
 class RemoteSandbox(Sandbox):
     """A sandbox that is a kernel on somebody's Jupyter Server."""
 
-    def __init__(self, spec: SandboxSpec, kernel: RemoteKernel, channels: KernelWebSocket) -> None:
-        super().__init__(spec, kernel_id=kernel.kernel_id, manager=kernel, client=channels)
-        self.kernel: RemoteKernel = kernel
-        self.channels = channels
+    def __init__(self, spec: SandboxSpec, kernel: Any) -> None:
+        super().__init__(spec, kernel_id=kernel.kernel_id, manager=kernel, client=kernel.channels)
+        #: What ``ServerAccess.open_remote_kernel`` answered: the kernel's REST side.
+        self.kernel = kernel
+        #: Its websocket: the kernel client code runs through.
+        self.channels = kernel.channels
 
     @property
     def where(self) -> str:
@@ -84,9 +71,16 @@ class RemoteSandbox(Sandbox):
             self.kernel.shutdown_now()
 
 
-async def connect_remote_sandbox(spec: SandboxSpec, server_url: str) -> Sandbox:
+async def connect_remote_sandbox(
+    spec: SandboxSpec, server_url: str, server: ServerAccess
+) -> Sandbox:
     """Start a kernel on the server and open its websocket; nothing is left behind on failure."""
-    kernel, channels = await open_remote_kernel(
-        server_url, spec.token, spec.kernel_name or "python3", spec.timeout, NAMES
+    kernel = await server.open_remote_kernel(
+        server_url,
+        spec.token,
+        spec.kernel_name or "python3",
+        timeout=spec.timeout,
+        url_argument="server_url",
+        token_argument="token",
     )
-    return RemoteSandbox(spec, kernel, channels)
+    return RemoteSandbox(spec, kernel)

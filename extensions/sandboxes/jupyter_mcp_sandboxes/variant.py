@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from jupyter_mcp_sandboxes.sandbox import Sandbox
 from jupyter_mcp_sandboxes.spec import SandboxSpec
@@ -27,6 +27,9 @@ class LaunchContext:
     workspace_root: Path
     #: Where sandbox directories are made.
     sandbox_root: Path
+    #: The server the sandbox is launched for (its ``ServerAccess``), once the extension is
+    #: attached: a variant reaching a Jupyter Server opens its kernel through it.
+    server: Any = None
 
 
 class SandboxVariant(abc.ABC):

@@ -63,6 +63,7 @@ from mcp.types import (
 from mcp_types.version import is_version_at_least
 
 from jupyter_mcp_server._calls.detached import current_run
+from jupyter_mcp_server._calls.serving import served
 from jupyter_mcp_server._errors import InputRequired
 
 #: The first generation that asks through input_required results.
@@ -335,6 +336,17 @@ async def ask(
         checked = _checked_answer(question, answer)
         answers[key] = checked if checked is not None else ElicitResult(action="decline")
     return answers
+
+
+async def ask_the_client(
+    ctx: Any, questions: Mapping[str, Question], *, timeout: float | None = None
+) -> dict[str, Answer]:
+    """Ask the client of this request (elicitation, sampling, roots) in the middle of a tool
+    call, the same way on both protocol generations (``docs/approvals.md``): every question
+    answered by key. On 2026-07-28 a round still waiting for answers raises
+    :class:`InputRequired`, which the server answers for you; let it pass."""
+    used: UsedStates = getattr(served(ctx), "used_states")  # noqa: B009 (a Served names no attributes)
+    return await ask(ctx, questions, used=used, timeout=timeout)
 
 
 async def _answered_through_task(

@@ -24,37 +24,13 @@ from mcp.types import CallToolResult, TextContent
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, ToolFailure
 from jupyter_mcp_server._protocol.features import Feature, Wrapped
 from jupyter_mcp_server._protocol.handlers import Handler
+from jupyter_mcp_server._schemas.declared_inputs import (
+    INPUT_SCHEMA_META,
+    validator_class,
+)
 
 if TYPE_CHECKING:
     from jupyter_mcp_server._state import ServerState
-
-#: Where a tool spec's ``meta`` keeps the schema it declares.
-INPUT_SCHEMA_META = "io.jupyter-mcp/input-schema"
-#: The dialect of a schema that names none.
-DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-
-
-def _validator_class(schema: dict[str, Any]) -> Any:
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import validator_for
-
-    return validator_for(schema, default=Draft202012Validator)
-
-
-def input_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A tool's ``meta`` declaring its input schema by hand (``@tool(meta=input_schema({...}))``;
-    combine with another with ``{**task_support(), **input_schema(...)}``). The schema must be
-    an object schema that its own dialect accepts; a bad one is refused here, when the
-    extension is imported, not at a caller's first call."""
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ValueError('an input schema is a JSON Schema object with "type": "object"')
-    from jsonschema.exceptions import SchemaError
-
-    try:
-        _validator_class(schema).check_schema(schema)
-    except SchemaError as error:
-        raise ValueError(f"the input schema is not valid JSON Schema: {error.message}") from None
-    return {INPUT_SCHEMA_META: copy.deepcopy(schema)}
 
 
 class DeclaredSchemas:
@@ -86,7 +62,7 @@ class DeclaredSchemas:
             return None
         validator = self._validators.get(tool)
         if validator is None:
-            validator = self._validators[tool] = _validator_class(schema)(schema)
+            validator = self._validators[tool] = validator_class(schema)(schema)
         found = []
         for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
             field = ".".join(str(part) for part in error.absolute_path) or "(arguments)"

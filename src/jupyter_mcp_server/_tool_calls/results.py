@@ -11,13 +11,12 @@ the hooks, so no tool can forget either.
 """
 
 import functools
-import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from mcp.types import CallToolResult, ContentBlock, TextContent
+from mcp.types import CallToolResult, TextContent
 
 from jupyter_mcp_server._calls.callers import caller_of, recorded_session, serving_caller
 from jupyter_mcp_server._calls.connections import session_of
@@ -29,6 +28,8 @@ from jupyter_mcp_server._errors import (
     ToolFailure,
 )
 from jupyter_mcp_server._hooks import ToolCall, ToolCallEnded, redacted
+from jupyter_mcp_server._schemas.answers import answer as answer
+from jupyter_mcp_server._schemas.answers import failure as failure
 from jupyter_mcp_server._state import serving_connection, state_of
 from jupyter_mcp_server._store.history import EDIT_ORIGIN, Origin
 from jupyter_mcp_server._store.store import HISTORY_OFF_NOTES
@@ -36,36 +37,6 @@ from jupyter_mcp_server._store.store import HISTORY_OFF_NOTES
 logger = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Awaitable[CallToolResult]])
-
-
-def answer(
-    structured: dict[str, Any],
-    text: str | None = None,
-    content: Sequence[ContentBlock] = (),
-) -> CallToolResult:
-    """A successful result: the structured answer, and what a model reads."""
-    blocks: list[ContentBlock] = []
-    if text is not None:
-        blocks.append(TextContent(type="text", text=text))
-    blocks.extend(content)
-    if not blocks:
-        blocks.append(TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)))
-    return CallToolResult(content=blocks, structured_content=structured)
-
-
-def failure(
-    error: ToolFailure,
-    structured: dict[str, Any] | None = None,
-    content: Sequence[ContentBlock] = (),
-) -> CallToolResult:
-    """A failed result: never reported as success, never without its reason."""
-    blocks: list[ContentBlock] = [TextContent(type="text", text=error.message), *content]
-    return CallToolResult(
-        content=blocks,
-        structured_content=structured,
-        is_error=True,
-        _meta=error.as_meta(),
-    )
 
 
 def history_off_said(result: CallToolResult, notes: list[str]) -> CallToolResult:

@@ -3,8 +3,8 @@
 The way past one machine: the sandbox is wherever that server runs, with
 whatever isolation its operator gave it. Nothing is started locally; the
 kernel is created, run and deleted over the server's REST API and kernel
-websocket (:mod:`jupyter_mcp_sandboxes.remote`, over the server's own
-:mod:`jupyter_mcp_server._kernels.remote`).
+websocket (:mod:`jupyter_mcp_sandboxes.remote`, opened through
+``ServerAccess.open_remote_kernel``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from jupyter_mcp_sandboxes.spec import SandboxSpec
 from jupyter_mcp_sandboxes.variant import LaunchContext, SandboxVariant
 from jupyter_mcp_server.api import (
     INVALID_ARGUMENT,
+    UNSUPPORTED,
     ToolFailure,
 )
 
@@ -34,8 +35,14 @@ class JupyterServerVariant(SandboxVariant):
                 "unless that server has none, its token.",
                 argument="server_url",
             )
-        # Imported on launch: httpx and the websocket client cost start-up
-        # time for every server that merely has this extension installed.
-        from jupyter_mcp_sandboxes.remote import connect_remote_sandbox, normalize_url
+        if context.server is None:
+            raise ToolFailure(
+                UNSUPPORTED,
+                "The jupyter-server variant opens its kernel through the server it runs in, "
+                "and this registry was given none.",
+            )
+        # Imported on launch: httpx costs start-up time for every server that merely has
+        # this extension installed.
+        from jupyter_mcp_sandboxes.remote import connect_remote_sandbox
 
-        return await connect_remote_sandbox(spec, normalize_url(spec.server_url))
+        return await connect_remote_sandbox(spec, spec.server_url, context.server)
