@@ -99,6 +99,10 @@ class Environment:
     made_by_uv: bool = False
     #: The workspace-relative directory of a workspace environment.
     path: str | None = None
+    #: The kernel provisioner an installed kernelspec names (``metadata.kernel_provisioner``)
+    #: where it is not jupyter_client's local one: its kernel runs where that provisioner puts
+    #: it (another host, a container, a cluster), so nothing of it is looked for here.
+    provisioner: str | None = None
 
     @property
     def is_python(self) -> bool:
@@ -123,6 +127,7 @@ class Environment:
             "ready": self.ready,
             "problem": self.problem,
             "server_environment": self.server_environment,
+            "provisioner": self.provisioner,
         }
 
     def line(self) -> str:
@@ -131,6 +136,8 @@ class Environment:
         version = f" {self.python_version}" if self.python_version else ""
         state = "ready" if self.ready else f"NOT READY: {self.problem}"
         own = ", the server's own Python" if self.server_environment else ""
+        if self.provisioner:
+            where = f"started by the kernel provisioner {self.provisioner!r}"
         return f"{self.name}: {self.language}{version}, {self.kind} ({', '.join(self.found_in)}{own}) {where} [{state}]"
 
 
@@ -238,6 +245,15 @@ def _kernelspec_interpreter(argv: list[str]) -> str | None:
     return shutil.which(first)
 
 
+def _provisioner_elsewhere(spec: dict[str, Any]) -> str | None:
+    """The kernel provisioner a kernelspec names, unless it is jupyter_client's local one (a
+    process here, like a kernelspec that names none)."""
+    metadata = spec.get("metadata") or {}
+    named = (metadata.get("kernel_provisioner") or {}) if isinstance(metadata, dict) else {}
+    name = named.get("provisioner_name") if isinstance(named, dict) else None
+    return str(name) if name and name != "local-provisioner" else None
+
+
 def kernelspec_manager(ipython_dir: str | None) -> Any:
     """A KernelSpecManager over the folders jupyter_client would search, given: left to
     itself it imports all of IPython (65 ms and 10 MiB of this process, before the first
@@ -263,6 +279,20 @@ def installed_kernelspecs(specs: Any) -> list[Environment]:
         argv = [str(part) for part in spec.get("argv") or []]
         language = str(spec.get("language") or "")
         display = str(spec.get("display_name") or name)
+        provisioner = _provisioner_elsewhere(spec)
+        if provisioner is not None:
+            # Its argv runs where the provisioner starts it: not an interpreter of this machine.
+            found.append(
+                Environment(
+                    name=name,
+                    kind="kernelspec",
+                    language=language,
+                    display_name=display,
+                    found_in=("jupyter",),
+                    provisioner=provisioner,
+                )
+            )
+            continue
         runs_ipykernel = any("ipykernel" in part for part in argv)
         interpreter = _kernelspec_interpreter(argv)
         prefix = environment_prefix(interpreter) if interpreter else None
@@ -534,7 +564,12 @@ def choose(
             GENERIC_PYTHON,
             f"{said}python3{own} (nothing more particular in the workspace or the configuration){several}",
         )
-    python = next((env.name for env in listed if env.is_python and env.ready), listed[0].name)
+    # A kernel of this machine before one a provisioner starts elsewhere, unless named.
+    pythons = sorted(
+        (env for env in listed if env.is_python and env.ready),
+        key=lambda env: bool(env.provisioner),
+    )
+    python = pythons[0].name if pythons else listed[0].name
     return KernelChoice(python, f"{said}'{python}', the first Python kernelspec installed{several}")
 
 

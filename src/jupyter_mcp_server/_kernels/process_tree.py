@@ -11,12 +11,19 @@ tree and ends it when told to, when the kernel exits, or when the server
 dies. It does so through `jupyter_client`'s public seams: the kernel's
 command (``format_kernel_cmd``) and ``shutdown_kernel``. Elsewhere it is
 `jupyter_client`'s own manager, process groups and all.
+
+A kernelspec may name a kernel provisioner that starts its kernel elsewhere (over SSH, in a
+container, on a cluster). Such a kernel has no process here to keep: it is not run under the
+keeper. Stopping it is its provisioner's, through signals it relays; a relayed signal can
+be lost, and a lost poll then reads as an ended kernel, so once stopped, such a kernel is
+asked after again and killed again while it still answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import select
 import signal
@@ -28,10 +35,16 @@ from jupyter_client.manager import AsyncKernelManager
 
 from jupyter_mcp_server._kernels.keeper import process_stats
 
+logger = logging.getLogger(__name__)
+
 KEEPER = str(Path(__file__).with_name("keeper.py"))
 #: How long the keeper gets to end the tree before `jupyter_client` SIGKILLs the
 #: process group (a little longer than the keeper itself tries).
 TAKE_DOWN_WAIT = 6.0
+#: How long a kernel started elsewhere is asked after, and killed again, once stopped.
+REMOTE_CONFIRM_WAIT = 12.0
+#: The pause before each of those questions, so that it is not one of a quick succession.
+REMOTE_CONFIRM_PAUSE = 0.25
 #: ``_kernel_handle`` where the kernel process cannot be watched by pidfd.
 NO_HANDLE = -1
 
@@ -76,7 +89,9 @@ class TreeKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command: list[str] = super().format_kernel_cmd(extra_arguments)
-        self.keeps_its_tree = trees_can_be_kept()
+        # A provisioner that starts the kernel elsewhere yet asks for the command: the keeper
+        # would run there, find no server of its own, and start nothing.
+        self.keeps_its_tree = trees_can_be_kept() and not self.runs_elsewhere
         return kept(command) if self.keeps_its_tree else command
 
     # Like shutdown_kernel below: a coroutine here, typed as the blocking one upstream.
@@ -111,17 +126,53 @@ class TreeKernelManager(AsyncKernelManager):
         except (AttributeError, OSError):  # no pidfds here (Linux < 5.3)
             return NO_HANDLE
 
+    @property
+    def runs_elsewhere(self) -> bool:
+        """Whether the kernel was started by a provisioner other than jupyter_client's local
+        one (its process is wherever that provisioner put it)."""
+        from jupyter_client.provisioning import LocalProvisioner
+
+        return self.provisioner is not None and not isinstance(self.provisioner, LocalProvisioner)
+
     # AsyncKernelManager's shutdown_kernel is a coroutine; jupyter_client types the blocking one.
     async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:  # type: ignore[override]
+        elsewhere = self.provisioner if self.runs_elsewhere else None
+        if now and elsewhere is not None:
+            # Its provisioner's kill first, alone: jupyter_client's would follow an interrupt
+            # at once, one relayed signal too many for gateway-provisioners (_confirm_ended).
+            with contextlib.suppress(Exception):
+                await elsewhere.kill()
         if now and self.keeps_its_tree:
             # jupyter_client's kill SIGKILLs the process group at once, keeper
             # included, which would orphan whatever left the group.
             await self.end_the_tree()
         await super().shutdown_kernel(now=now, restart=restart)
+        if elsewhere is not None:
+            await self._confirm_ended(elsewhere)
         if self._kernel_handle not in (None, NO_HANDLE):
             with contextlib.suppress(OSError):
                 os.close(self._kernel_handle)
             self._kernel_handle = None
+
+    async def _confirm_ended(self, provisioner: Any) -> None:
+        """Ask `provisioner` again, once its kernel was stopped, and kill the kernel again while
+        it still answers. jupyter_client stops a kernel with signals in quick succession
+        (interrupt, poll, terminate); gateway-provisioners relays each over a connection its
+        listener must accept within 10 ms, one at a time, so one can be lost, and the poll that
+        follows a lost one reads as an ended kernel, which then runs on. Asked apart, it answers."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REMOTE_CONFIRM_WAIT
+        while loop.time() < deadline:
+            await asyncio.sleep(REMOTE_CONFIRM_PAUSE)
+            try:
+                if await provisioner.poll() is not None:
+                    return
+                await provisioner.kill()
+            except Exception:
+                logger.debug(
+                    "Asking the provisioner of %s again failed", self.kernel_id, exc_info=True
+                )
+                return
 
     async def end_the_tree(self) -> None:
         """Have the keeper SIGKILL the kernel and everything below it, and wait until it has."""

@@ -126,6 +126,11 @@ class EnvironmentEntry(Result):
     ready: bool = Field(description="Whether a kernel can start on it now.")
     problem: str | None
     server_environment: bool = Field(description="The server's own Python.")
+    provisioner: str | None = Field(
+        None,
+        description="The kernel provisioner its kernelspec names (not jupyter_client's local "
+        "one): the kernel runs where that puts it (another host, a container, a cluster).",
+    )
 
 
 class KernelChoiceModel(Result):
