@@ -110,3 +110,65 @@ def test_a_cache_that_cannot_be_written_leaves_nbformat_compiling_its_own(tmp_pa
     result = judge(not_a_directory)
     assert not result["generated"] and result["kind"] == "FastJsonSchemaValidator"
     assert result["verdicts"][0] == "valid" and all(v != "valid" for v in result["verdicts"][1:])
+
+
+def _every_way_broken(cell: dict) -> list[dict]:
+    """`cell`, and `cell` with each key gone, each value replaced by each kind of JSON value,
+    a key added, and (in a code cell) the same done to each of its outputs."""
+    kinds = [None, 1, -1, "x", "code", "markdown", "raw", "stream", "error", [], ["code"], {}]
+    variants = [cell, {**cell, "surprise": 1}]
+    for key in cell:
+        variants.append({k: v for k, v in cell.items() if k != key})
+        variants.extend({**cell, key: kind} for kind in kinds)
+    for index, output in enumerate(cell.get("outputs") or []):
+        for broken in _every_way_broken(output) if isinstance(output, dict) else []:
+            outputs = list(cell["outputs"])
+            outputs[index] = broken
+            variants.append({**cell, "outputs": outputs})
+    return variants
+
+
+def test_checking_a_cell_by_its_type_gives_every_verdict_the_schemas_one_of_gives(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import fastjsonschema
+    import nbformat
+    from nbformat import v4, validator
+
+    from jupyter_mcp_server._store import schema_validator
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    schema = validator._get_schema_json(nbformat.v4, version=4, version_minor=5)
+    by_type = schema_validator._load(schema, nbformat.__version__, fastjsonschema.VERSION)
+    one_of = fastjsonschema.compile(schema)  # as nbformat compiles it: each alternative in turn
+    assert by_type.__globals__["validate___definitions_cell"].__name__ == "by_type"
+
+    code = v4.new_code_cell(
+        "x",
+        outputs=[
+            v4.new_output("execute_result", data={"text/plain": "1"}, execution_count=1),
+            v4.new_output("display_data", data={"image/png": "iVBO"}),
+            v4.new_output("stream", name="stdout", text="1\n"),
+            v4.new_output("error", ename="E", evalue="v", traceback=["t"]),
+        ],
+    )
+    cells = [
+        json.loads(json.dumps(cell))
+        for cell in (code, v4.new_markdown_cell("# t"), v4.new_raw_cell("r"))
+    ]
+    checked = valid = 0
+    for cell in cells:
+        for variant in [*_every_way_broken(cell), "not a cell", None]:
+            notebook = json.loads(nbformat.writes(v4.new_notebook()))
+            notebook["cells"] = [variant]
+            verdicts = []
+            for check in (one_of, by_type):
+                try:
+                    check(notebook)
+                    verdicts.append(True)
+                except fastjsonschema.JsonSchemaException:
+                    verdicts.append(False)
+            assert verdicts[0] == verdicts[1], variant
+            checked += 1
+            valid += verdicts[0]
+    assert checked > 300 and 0 < valid < checked
