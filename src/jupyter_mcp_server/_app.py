@@ -289,6 +289,22 @@ class Application:
         self.client_log = ClientLogHandler()
         self.client_roots = FollowClientRoots(state)
         self.client_log.install(state.hooks)
+        #: The pending warm-up of the notebook format (see `running`), until it has started.
+        self._warming_up: asyncio.TimerHandle | None = None
+
+    def handshake_done(self) -> None:
+        """The client has completed the MCP handshake: the first kernel is prestarted, and
+        the notebook format warmed up now rather than later. A client lists its tools and
+        then often reads a notebook at once; the imports and the validator the read needs
+        are then on their way while the client is still busy with the tool list."""
+        self.state.kernels.handshake_done()
+        if self._warming_up is not None:
+            self._warming_up.cancel()
+            self._warm_up_now(asyncio.get_running_loop())
+
+    def _warm_up_now(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._warming_up = None
+        loop.run_in_executor(None, _warm_up)
 
     @property
     def config(self) -> ServerConfig:
@@ -383,9 +399,10 @@ class Application:
         state.kernels.start_background()
         state.extensions.start()
         # Off the handshake: the imports the first notebook call would otherwise
-        # pay happen while the client settles in.
+        # pay happen while the client settles in (from the handshake's end where the
+        # transport says when that is, see `handshake_done`; else a moment after start).
         loop = asyncio.get_running_loop()
-        loop.call_later(0.3, lambda: loop.run_in_executor(None, _warm_up))
+        self._warming_up = loop.call_later(WARM_UP_AFTER, self._warm_up_now, loop)
         try:
             yield
         finally:
@@ -400,6 +417,11 @@ class Application:
                 await asyncio.shield(self.events.close())
             finally:
                 self.client_log.uninstall()
+
+
+#: Seconds after serving starts when the notebook format is warmed up, where the transport
+#: does not say when the client has completed the handshake.
+WARM_UP_AFTER = 0.3
 
 
 def check_environment_settings(state: ServerState) -> None:

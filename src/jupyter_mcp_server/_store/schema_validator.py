@@ -20,9 +20,9 @@ it costs). The alternatives are told apart by one field, ``cell_type`` (or
 type names one of them is valid by the ``oneOf`` exactly when it is valid
 by that alternative, the others failing on that field. :func:`_by_type`
 makes the two checks go straight to it, which gives every verdict the
-``oneOf`` gives (``tests/test_store.py`` compares them over cells broken
-every way); a cell of any other type, or not an object, gets the ``oneOf``
-itself. What is wrong with an invalid notebook is never these functions'
+``oneOf`` gives (``tests/protocol/test_schema_validator.py`` compares them
+over cells broken every way); a cell of any other type, or not an object,
+gets the ``oneOf`` itself. What is wrong with an invalid notebook is never these functions'
 words: nbformat asks ``jsonschema`` to name the error.
 
 Nothing changes when anything is unusual: another validator chosen with

@@ -162,7 +162,7 @@ async def serve_async(application: Application) -> None:
             loop.add_signal_handler(signum, stop.set)
     left_behind = False
     async with application.running():
-        serving = asyncio.ensure_future(serve_stdio(mcp, application.state.kernels.handshake_done))
+        serving = asyncio.ensure_future(serve_stdio(mcp, application.handshake_done))
         stopping = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -9,6 +9,7 @@ whole as a resource when a result could only carry part of it.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from urllib.parse import quote, unquote_to_bytes
@@ -24,6 +25,20 @@ _URI_PATH_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~!$&
 
 def notebook_uri(relative: str) -> str:
     """The ``notebook:///`` URI of a workspace path: each segment UTF-8 percent-encoded."""
+    if isinstance(relative, str):
+        return _notebook_uri(relative)
+    return _uncached_notebook_uri(relative)
+
+
+# A detailed read names the same notebook in the link of each of its outputs (4,000 calls for
+# a 2,000-cell notebook, each checking every character of the path): the answer for a path
+# never changes, and a path that is refused raises, which is never kept.
+@functools.lru_cache(maxsize=1024)
+def _notebook_uri(relative: str) -> str:
+    return _uncached_notebook_uri(relative)
+
+
+def _uncached_notebook_uri(relative: str) -> str:
     segments = relative.split("/") if isinstance(relative, str) else []
     problem = problem_with(relative) if isinstance(relative, str) else "is not a string"
     if not problem and any(segment in ("", ".") for segment in segments):
