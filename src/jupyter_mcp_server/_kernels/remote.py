@@ -79,6 +79,9 @@ def auth_headers(token: str | None) -> dict[str, str]:
 #: "Resource Limit" (``--KernelGatewayApp.max_kernels``), Enterprise Gateway's "A max kernels
 #: per user limit has been set to N ..." (``max_kernels_per_user``).
 _LIMIT_WORDS = re.compile(r"\blimit|max(imum)?[ _-]kernels|too many kernels", re.IGNORECASE)
+#: What Enterprise Gateway says when it refuses a kernel for the user it is started for
+#: (``KERNEL_USERNAME``; root is refused unless its operator allows it).
+_USER_WORDS = re.compile(r"\bKERNEL_USERNAME\b|not authorized to start kernel", re.IGNORECASE)
 #: What tornado says for a bare 403: no more than that the request was refused.
 _BARE_REASONS = frozenset({"", "forbidden", "unauthorized"})
 
@@ -137,6 +140,18 @@ async def request(
             "(unuse_notebook here, or shut one down on that server), or ask its operator to raise "
             "the limit (Kernel Gateway: --KernelGatewayApp.max_kernels; Enterprise Gateway: "
             "--EnterpriseGatewayApp.max_kernels_per_user).",
+            http_status=response.status_code,
+            server_message=said,
+        )
+    if response.status_code == 403 and _USER_WORDS.search(said):
+        # The token was fine: the gateway does not start kernels for this user.
+        raise ToolFailure(
+            INVALID_ARGUMENT,
+            f"The server at {server_url} refused to start a kernel for this user (HTTP 403: "
+            f"{said}). It starts kernels for the user KERNEL_USERNAME names in this server's "
+            "environment (sent with each start): set it to a user the gateway allows, or ask its "
+            "operator to allow this one (Enterprise Gateway: --EnterpriseGatewayApp.authorized_users "
+            "and unauthorized_users, which holds root by default).",
             http_status=response.status_code,
             server_message=said,
         )
