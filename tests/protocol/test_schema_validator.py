@@ -115,7 +115,21 @@ def test_a_cache_that_cannot_be_written_leaves_nbformat_compiling_its_own(tmp_pa
 def _every_way_broken(cell: dict) -> list[dict]:
     """`cell`, and `cell` with each key gone, each value replaced by each kind of JSON value,
     a key added, and (in a code cell) the same done to each of its outputs."""
-    kinds = [None, 1, -1, "x", "code", "markdown", "raw", "stream", "error", [], ["code"], {}]
+    kinds = [
+        None,
+        1,
+        -1,
+        "x",
+        "code",
+        "markdown",
+        "raw",
+        "stream",
+        "error",
+        [],
+        ["code"],
+        ["a", 1],
+        {},
+    ]
     variants = [cell, {**cell, "surprise": 1}]
     for key in cell:
         variants.append({k: v for k, v in cell.items() if k != key})
@@ -142,6 +156,10 @@ def test_checking_a_cell_by_its_type_gives_every_verdict_the_schemas_one_of_give
     by_type = schema_validator._load(schema, nbformat.__version__, fastjsonschema.VERSION)
     one_of = fastjsonschema.compile(schema)  # as nbformat compiles it: each alternative in turn
     assert by_type.__globals__["validate___definitions_cell"].__name__ == "by_type"
+    assert (
+        by_type.__globals__["validate___definitions_misc_multiline_string"].__name__
+        == "text_or_lines"
+    )
 
     code = v4.new_code_cell(
         "x",

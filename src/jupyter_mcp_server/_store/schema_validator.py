@@ -19,7 +19,8 @@ it costs). The alternatives are told apart by one field, ``cell_type`` (or
 ``output_type``), each requiring a single value of its own; so a cell whose
 type names one of them is valid by the ``oneOf`` exactly when it is valid
 by that alternative, the others failing on that field. :func:`_by_type`
-makes the two checks go straight to it, which gives every verdict the
+makes the two checks go straight to it (and a source or a text that is a
+string skips the try of a list of lines), which gives every verdict the
 ``oneOf`` gives (``tests/protocol/test_schema_validator.py`` compares them
 over cells broken every way); a cell of any other type, or not an object,
 gets the ``oneOf`` itself. What is wrong with an invalid notebook is never these functions'
@@ -168,6 +169,26 @@ def _by_type(module: Any, schema: dict[str, Any]) -> None:
             return data
 
         setattr(module, name, by_type)
+    # A source or a stream's text: one string, or a list of strings (oneOf, tried in that
+    # order); a string is valid by the first and by nothing else, so it needs no other try.
+    name = "validate___definitions_misc_multiline_string"
+    whole = getattr(module, name, None)
+    if whole is not None and schema["definitions"].get("misc", {}).get("multiline_string") == {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+    }:
+
+        def text_or_lines(
+            data: Any,
+            custom_formats: Any = None,
+            name_prefix: str | None = None,
+            *,
+            _whole: Any = whole,
+        ) -> Any:
+            if isinstance(data, str):
+                return data
+            return _whole(data, custom_formats or {}, name_prefix)
+
+        setattr(module, name, text_or_lines)
 
 
 def _alternatives(
