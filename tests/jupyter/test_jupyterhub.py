@@ -43,7 +43,6 @@ import httpx2
 import pytest
 from conftest import (
     error_code,
-    free_port,
     ok,
     refused,
     serve,
@@ -55,6 +54,7 @@ from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+from servers import answers, free_port, started
 from test_authorization import Memory
 from test_jupyter_server import NO_PRESTART, connect
 
@@ -149,28 +149,19 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
         "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]),
         "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
     }
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "jupyterhub", "-f", str(config)],
-            cwd=tmp,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=environment,
-        )
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if process.poll() is not None:
-                pytest.fail(
-                    f"jupyterhub exited with {process.returncode}:\n{log.read_text()[-4000:]}"
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/hub/api/", timeout=1).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, (
-                f"jupyterhub did not start:\n{log.read_text()[-4000:]}"
-            )
-            time.sleep(0.2)
+    began = time.monotonic()
+    with started(
+        [sys.executable, "-m", "jupyterhub", "-f", str(config)],
+        env=environment,
+        cwd=tmp,
+        log=log,
+        ready=answers(f"{url}/hub/api/"),
+        seconds=90,
+        name="jupyterhub",
+        port=port,
+        # The hub stops the servers it spawned (cleanup_servers) when it is stopped.
+        stop_seconds=30,
+    ) as hub_process:
         # alice exists already (the 'writer' role made her); bob may only read, and has no
         # access to alice's server.
         _hub_api(url, "POST", "/users/bob")
@@ -183,8 +174,8 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
             while not (_hub_api(url, "GET", f"/users/{name}").json()["servers"].get("") or {}).get(
                 "ready"
             ):
-                assert time.monotonic() < deadline + 60, (
-                    f"{name}'s server never became ready:\n{log.read_text()[-4000:]}"
+                assert time.monotonic() < began + 150, (
+                    f"{name}'s server never became ready:\n{hub_process.log_text()[-4000:]}"
                 )
                 time.sleep(0.3)
         tokens = [
@@ -197,13 +188,6 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, s
             )
         ]
         yield f"{url}/user/alice", homes / "alice", tokens[0], tokens[1]
-    finally:
-        process.terminate()  # the hub stops the servers it spawned (cleanup_servers)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 async def test_a_users_server_behind_the_hub_runs_the_agents_kernels_and_keeps_its_notebooks(

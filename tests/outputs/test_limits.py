@@ -6,6 +6,7 @@ values before anything serves.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -17,11 +18,10 @@ from conftest import (
     ok,
     refused,
     serve,
-    server_command,
-    server_environment,
     text_of,
 )
 from mcp.types import TextContent
+from servers import our_stdio_server_async
 
 
 def payload_size(output: dict) -> int:
@@ -206,24 +206,27 @@ async def test_kernel_limit_and_idle_reaping(workspace):
         assert (await ok(client, "execute_code", {"code": "print('b')"}))["status"] == "ok"
 
 
-def run_cli(workspace: Path, *args: str, env: dict[str, str] | None = None):
-    return asyncio.create_subprocess_exec(
-        *server_command(workspace, *args),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=server_environment(**(env or {})),
-        cwd=str(workspace),
-    )
-
-
 async def cli_outcomes(workspace: Path, cases: list[tuple[tuple[str, ...], dict[str, str] | None]]):
-    processes = [await run_cli(workspace, *args, env=env) for args, env in cases]
-    outcomes = []
-    for process in processes:
-        stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
-        outcomes.append((process.returncode, stdout.decode(), stderr.decode()))
-    return outcomes
+    """Each command line's (exit status, stdout, stderr), all started at once."""
+    async with contextlib.AsyncExitStack() as stack:
+        processes = []
+        for args, env in cases:
+            server = await stack.enter_async_context(
+                our_stdio_server_async(
+                    workspace,
+                    *args,
+                    env=env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                )
+            )
+            processes.append(server.process)
+        outcomes = []
+        for process in processes:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+            outcomes.append((process.returncode, stdout.decode(), stderr.decode()))
+        return outcomes
 
 
 async def test_bad_command_lines_stop_before_serving(workspace, tmp_path):

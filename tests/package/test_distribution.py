@@ -22,7 +22,6 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
-import time
 import venv
 import zipfile
 from collections.abc import Iterator
@@ -31,9 +30,10 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
-from conftest import CORE_TOOLS, REPO, free_port
+from conftest import CORE_TOOLS, REPO
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from servers import answers, free_port, started
 
 VERSION_FILE = REPO / "src" / "jupyter_mcp_server" / "_version.py"
 CONFIG_FILE = "etc/jupyter/jupyter_server_config.d/jupyter_mcp_server.json"
@@ -262,51 +262,28 @@ def jupyter_server(fresh: Path, home: Path) -> Iterator[str]:
     root = home / "root"
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    log = home / "jupyter.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [
-                str(fresh / "python"),
-                "-m",
-                "jupyter_server",
-                f"--port={port}",
-                "--ip=127.0.0.1",
-                "--no-browser",
-                "--allow-root",
-                f"--IdentityProvider.token={TOKEN}",
-                f"--ServerApp.root_dir={root}",
-                "--ServerApp.port_retries=0",
-            ],
-            cwd=root,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=user_environment(home),
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"jupyter server exited with {process.returncode}:\n{log.read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if (
-                    httpx.get(
-                        f"{url}/api/status", headers={"Authorization": f"token {TOKEN}"}, timeout=1
-                    ).status_code
-                    == 200
-                ):
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter server did not start:\n{log.read_text()}")
-            time.sleep(0.1)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with started(
+        [
+            str(fresh / "python"),
+            "-m",
+            "jupyter_server",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            "--no-browser",
+            "--allow-root",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.port_retries=0",
+        ],
+        env=user_environment(home),
+        cwd=root,
+        log=home / "jupyter.log",
+        ready=answers("/api/status", {"Authorization": f"token {TOKEN}"}),
+        seconds=90,
+        name="jupyter server",
+        port=port,
+    ) as server:
+        yield server.base
 
 
 async def test_jupyter_server_beside_it_serves_mcp_with_no_configuration_until_it_is_disabled(

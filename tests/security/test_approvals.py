@@ -283,32 +283,18 @@ async def test_approvals_over_http(extensions_site, tmp_path: Path, mode: str) -
 
 async def test_json_lines_cannot_ask(workspace: Path) -> None:
     """A JSON-lines client can never be asked: the policy decides, and secrets are masked there too."""
-    import sys
-
-    from conftest import server_command, server_environment
-    from test_jsonlines import JsonLines
+    from test_jsonlines import json_lines_server
 
     notebook(workspace)
     planted = "sk-proj-" + "J7" * 20
-    command = server_command(
+    async with json_lines_server(
         workspace,
-        "--transport",
-        "json-lines",
         "--capability",
         "kernel.prestart=off",
         "--capability",
         "approvals=ask",
-    )
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=sys.stderr,
-        env=server_environment(**ASKING, OPENAI_API_KEY=planted),
-        cwd=workspace,
-    )
-    lines = JsonLines(process)
-    try:
+        env={**ASKING, "OPENAI_API_KEY": planted},
+    ) as lines:
         await lines.call("open", path="a.ipynb")
         refused = await lines.refused(
             "execute", "approval_required", path="a.ipynb", code="!echo hi"
@@ -321,7 +307,3 @@ async def test_json_lines_cannot_ask(workspace: Path) -> None:
         assert not any(planted in line.decode() for line in lines.lines)
         await lines.refused("restart", "approval_required", path="a.ipynb")
         await lines.call("shutdown")
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()

@@ -40,6 +40,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp.types import Implementation
 from node_tools import library
+from servers import started
 from test_http import MCP_HEADERS, HttpServer, http_server
 
 OIDC_PROVIDER = "oidc-provider@9.13.3"
@@ -72,10 +73,18 @@ class Provider:
     issuer: str
     key: Any
     kid: str
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[bytes]
 
     def control(self, what: str, **params: str) -> None:
         httpx.post(f"{self.issuer}/test/{what}", params=params).raise_for_status()
+
+
+def issuer_said(log: str) -> str | None:
+    """The issuer the provider writes, as {"issuer": ...} on a line of its own, once it listens."""
+    for line in log.splitlines(keepends=True):
+        if line.startswith('{"issuer"') and line.endswith("\n"):
+            return json.loads(line)["issuer"]
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -96,24 +105,17 @@ def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
             }
         )
     )
-    process = subprocess.Popen(
+    log = settings.parent / "provider.log"
+    with started(
         [node, str(SCRIPT), str(folder), str(settings)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
         env=env,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line:
-            pytest.fail(
-                f"oidc-provider did not start: {process.stderr.read() if process.stderr else ''}"
-            )
-        yield Provider(json.loads(line)["issuer"], key, jwk["kid"], process)
-    finally:
-        process.terminate()
-        process.wait(10)
+        cwd=Path.cwd(),
+        log=log,
+        ready=lambda running: issuer_said(running.log_text()) is not None,
+        name="oidc-provider",
+        stop_seconds=10,
+    ) as running:
+        yield Provider(issuer_said(running.log_text()) or "", key, jwk["kid"], running.process)
 
 
 @pytest.fixture(scope="module")

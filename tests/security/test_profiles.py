@@ -255,31 +255,12 @@ async def test_a_session_keeps_the_profile_it_connected_with(edit_server) -> Non
 
 
 async def test_json_lines_keeps_the_profile(workspace: Path) -> None:
-    import asyncio
-    import sys
-
-    from test_jsonlines import JsonLines
+    from test_jsonlines import json_lines_server
 
     notebook(workspace)
-    command = server_command(
-        workspace, "--transport", "json-lines", "--capability", "profile=read-only"
-    )
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=sys.stderr,
-        env=server_environment(),
-        cwd=workspace,
-    )
-    lines = JsonLines(process)
-    try:
+    async with json_lines_server(workspace, "--capability", "profile=read-only") as lines:
         opened = await lines.call("open", path="a.ipynb")
         refused = await lines.refused("execute", "not_permitted", path="a.ipynb", cell_id="c1")
         assert refused["profile"] == "read-only"
         await lines.refused("save", "not_permitted", path="a.ipynb", revision=opened["revision"])
         await lines.call("shutdown")
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()

@@ -8,14 +8,15 @@ revision is refused rather than overwriting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
-from conftest import server_command, server_environment
+from servers import our_stdio_server_async
 
 
 class JsonLines:
@@ -80,17 +81,15 @@ class JsonLines:
             await asyncio.sleep(0.05)
 
 
-async def start(workspace: Path) -> JsonLines:
-    command = server_command(workspace, "--transport", "json-lines")
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=sys.stderr,
-        env=server_environment(),
-        cwd=workspace,
-    )
-    return JsonLines(process)
+@contextlib.asynccontextmanager
+async def json_lines_server(
+    workspace: Path, *args: str, env: dict[str, str] | None = None
+) -> AsyncIterator[JsonLines]:
+    """``jupyter-mcp-server start --transport json-lines`` and a client of it; stopped afterwards."""
+    async with our_stdio_server_async(
+        workspace, "--transport", "json-lines", *args, env=env
+    ) as server:
+        yield JsonLines(server.process)
 
 
 async def test_a_json_lines_session(workspace: Path) -> None:
@@ -110,8 +109,7 @@ async def test_a_json_lines_session(workspace: Path) -> None:
         nbformat.v4.new_markdown_cell("# notes", id="notes"),
     ]
     nbformat.write(notebook, path)
-    client = await start(workspace)
-    try:
+    async with json_lines_server(workspace) as client:
         opened = await client.call("open", path="session.ipynb")
         first_revision = opened["revision"]
         assert [cell["cell_id"] for cell in opened["cells"]] == ["answer", "slow", "notes"]
@@ -190,10 +188,6 @@ async def test_a_json_lines_session(workspace: Path) -> None:
         done = await client.call("shutdown")
         assert done["shutdown"] is True
         assert await asyncio.wait_for(client.process.wait(), timeout=30) == 0
-    finally:
-        if client.process.returncode is None:
-            client.process.kill()
-            await client.process.wait()
 
 
 async def test_open_and_save_say_when_an_older_nbformat_becomes_4_5(workspace: Path) -> None:
@@ -202,8 +196,7 @@ async def test_open_and_save_say_when_an_older_nbformat_becomes_4_5(workspace: P
     path = workspace / "old.ipynb"
     cells = [v3.new_code_cell(input="1 + 1")]
     path.write_text(v3.writes_json(v3.new_notebook(worksheets=[v3.new_worksheet(cells=cells)])))
-    client = await start(workspace)
-    try:
+    async with json_lines_server(workspace) as client:
         opened = await client.call("open", path="old.ipynb")
         assert opened["format_upgraded"] == {"from": "3.0", "to": "4.5"}
         saved = await client.call("save", path="old.ipynb", revision=opened["revision"])
@@ -219,7 +212,3 @@ async def test_open_and_save_say_when_an_older_nbformat_becomes_4_5(workspace: P
         )
         await client.call("shutdown")
         assert await asyncio.wait_for(client.process.wait(), timeout=30) == 0
-    finally:
-        if client.process.returncode is None:
-            client.process.kill()
-            await client.process.wait()

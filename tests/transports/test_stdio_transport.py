@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 from rpc import LEGACY, RawServer, environment
+from servers import our_stdio_server, server_command, stopped_after
 
 
 def initialize_line(request_id: int = 1) -> bytes:
@@ -30,10 +30,6 @@ def initialize_line(request_id: int = 1) -> bytes:
 
 def line(message: dict) -> bytes:
     return (json.dumps(message) + "\n").encode()
-
-
-def command(workspace: Path) -> list[str]:
-    return [sys.executable, "-m", "jupyter_mcp_server", "start", "--workspace-root", str(workspace)]
 
 
 def test_output_of_kernels_and_their_children_never_reaches_the_protocol_stream(
@@ -82,7 +78,7 @@ def test_a_regular_file_as_stdin_is_served_until_it_ends(tmp_path: Path) -> None
     )
     with open(requests, "rb") as stdin:
         done = subprocess.run(
-            command(tmp_path),
+            server_command(tmp_path),
             stdin=stdin,
             capture_output=True,
             env=environment(),
@@ -97,15 +93,7 @@ def test_a_regular_file_as_stdin_is_served_until_it_ends(tmp_path: Path) -> None
 def test_a_socket_as_stdin_and_stdout_is_served(tmp_path: Path) -> None:
     """One socket both ways, as inetd-style launchers give it: several requests, several answers."""
     ours, theirs = socket.socketpair()
-    with ours:
-        process = subprocess.Popen(
-            command(tmp_path),
-            stdin=theirs,
-            stdout=theirs,
-            stderr=subprocess.DEVNULL,
-            env=environment(),
-            cwd=tmp_path,
-        )
+    with ours, stopped_after(our_stdio_server(tmp_path, stdin=theirs, stdout=theirs)) as server:
         theirs.close()
         ours.settimeout(120)
         received = b""
@@ -133,28 +121,21 @@ def test_a_socket_as_stdin_and_stdout_is_served(tmp_path: Path) -> None:
                 tool["name"] for tool in answer(request_id)["result"]["tools"]
             }
         ours.shutdown(socket.SHUT_WR)
-        assert process.wait(60) == 0
+        assert server.process.wait(60) == 0
 
 
 def test_a_client_that_closes_stdout_stops_the_server_cleanly(tmp_path: Path) -> None:
-    process = subprocess.Popen(
-        command(tmp_path),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environment(JUPYTER_MCP_LOG_LEVEL="INFO"),
-        cwd=tmp_path,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(initialize_line(1))
-    process.stdin.flush()
-    assert json.loads(process.stdout.readline())["id"] == 1
-    process.stdout.close()  # the client goes away without closing stdin
-    try:
+    log = tmp_path.parent / f"{tmp_path.name}.log"  # beside the workspace, not in it
+    with stopped_after(
+        our_stdio_server(tmp_path, env={"JUPYTER_MCP_LOG_LEVEL": "INFO"}, log=log)
+    ) as server:
+        process = server.process
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(initialize_line(1))
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1
+        process.stdout.close()  # the client goes away without closing stdin
         status = process.wait(60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    errors = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    errors = server.log_text()
     assert status == 0, errors[-2000:]
     assert "Traceback" not in errors, errors[-2000:]
