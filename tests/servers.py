@@ -99,6 +99,8 @@ class ServerProcess:
     log: Path | None
     port: int | None = None
     workspace: Path | None = None
+    #: In a process group of its own, signalled whole (its kernels and children with it).
+    group: bool = False
 
     @property
     def pid(self) -> int:
@@ -141,7 +143,10 @@ class ServerProcess:
     def send_signal(self, number: int) -> None:
         """Send a signal (SIGTERM, SIGKILL, ...) now, as a test that stops it on purpose does."""
         with contextlib.suppress(ProcessLookupError):
-            self.process.send_signal(number)
+            if self.group:
+                os.killpg(self.process.pid, number)
+            else:
+                self.process.send_signal(number)
 
     def kill(self) -> int:
         """SIGKILL, no warning (what a crash or the OOM killer does); answers the exit status."""
@@ -204,15 +209,23 @@ def start(
     stdin: Stream = None,
     stdout: Stream | str = "log",
     append: bool = False,
+    group: bool = False,
 ) -> ServerProcess:
     """Start `command` (nothing waited for): stderr to `log` (or nowhere), stdout to the log as
-    well unless `stdout` says where else. A test that runs the process's whole life itself
-    (a stdio client closing stdin) uses this; every other uses `started`."""
+    well unless `stdout` says where else; `group` starts it in a process group of its own,
+    stopped whole. A test that runs the process's whole life itself (a stdio client closing
+    stdin) uses this; every other uses `started`."""
     if log is None:
         stderr: Stream = subprocess.DEVNULL
         output = subprocess.DEVNULL if stdout == "log" else stdout
         process = subprocess.Popen(
-            list(command), env=dict(env), cwd=cwd, stdin=stdin, stdout=output, stderr=stderr
+            list(command),
+            env=dict(env),
+            cwd=cwd,
+            stdin=stdin,
+            stdout=output,
+            stderr=stderr,
+            start_new_session=group,
         )
     else:
         with log.open("ab" if append else "wb") as written:
@@ -224,8 +237,9 @@ def start(
                 stdin=stdin,
                 stdout=written if output == subprocess.STDOUT else output,
                 stderr=written,
+                start_new_session=group,
             )
-    return ServerProcess(process, name, log, port, workspace)
+    return ServerProcess(process, name, log, port, workspace, group)
 
 
 @contextlib.contextmanager
@@ -256,7 +270,7 @@ def started(
     """The shared primitive: start `command`, wait until `ready`, yield it, always stop it.
 
     `ready` None means ready at once (a stdio server, whose handshake is its client's to do).
-    `options` are `start`'s (name, port, workspace, stdin, stdout, append)."""
+    `options` are `start`'s (name, port, workspace, stdin, stdout, append, group)."""
     server = start(command, env=env, cwd=cwd, log=log, **options)
     with stopped_after(server, stop_seconds):
         if ready is not None:

@@ -25,7 +25,8 @@ from typing import Any
 
 import node_tools
 import pytest
-from conftest import REPO, server_command, wait_until_healthy
+from conftest import REPO, server_command
+from servers import healthz, started
 
 from .clients import Client, Setup
 from .standin import Standin
@@ -123,24 +124,22 @@ def http_server(
     """The server over streamable HTTP on loopback behind a tap (`args` added to its command);
     yields the /mcp URL (with our toolsets) the client is to use, and the server's own."""
     port = free_port()
-    log = root / "server.log"
-    env = {**os.environ, **server_env(root), **extra_env}
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
+    with (
+        started(
             server_command(workspace, "--transport", "streamable-http", "--port", str(port), *args),
-            env=env,
+            env={**os.environ, **server_env(root), **extra_env},
             cwd=workspace,
+            log=root / "server.log",
+            ready=healthz,
+            name="jupyter-mcp-server (streamable HTTP)",
+            port=port,
             stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            start_new_session=True,  # its own group: its kernels stop with it
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(process, base, lambda: log.read_text(errors="replace"))
-        with HttpTap(port, protocol_log).running() as tapped:
-            yield f"{tapped}/mcp?{TOOLSETS}", f"{base}/mcp"
-    finally:
-        stop(process)
+            group=True,  # its own group: its kernels stop with it
+            stop_seconds=15,
+        ) as server,
+        HttpTap(port, protocol_log).running() as tapped,
+    ):
+        yield f"{tapped}/mcp?{TOOLSETS}", server.url()
 
 
 def stop(process: subprocess.Popen) -> None:
