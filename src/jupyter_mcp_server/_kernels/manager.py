@@ -1,8 +1,7 @@
-"""The kernels this server starts, and which notebook each one belongs to.
+"""Which notebook has which kernel: bound, shared, lost, restarted.
 
-Kernels started by a backend (:mod:`.backends`: local processes through
-`jupyter_client` by default, or a Jupyter Server's), one session per notebook
-unless a caller shares one on purpose by passing its `kernel_id`. This module
+One kernel per notebook unless a caller shares one on purpose by passing its
+`kernel_id`, over the kernels the fleet starts and stops (:mod:`.fleet`). This module
 also owns every way a kernel can disappear behind somebody's back (a killed
 process, a crash, idle reaping, a Jupyter Server deleting it), and sends all
 of them through one decision: :meth:`KernelManager.live_kernel_of`, which
@@ -17,28 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jupyter_mcp_server._errors import (
-    KERNEL_GONE,
-    KERNEL_LIMIT,
-    NOT_FOUND,
-    ToolFailure,
-)
-from jupyter_mcp_server._kernels.backends import KernelBackend, LocalBackend, takes_a_folder
-from jupyter_mcp_server._kernels.environments import KernelChoice
-from jupyter_mcp_server._kernels.execution import (
-    KernelDied,
-    ended_meanwhile,
-)
-from jupyter_mcp_server._kernels.folders import existing_folder, folder_of, moved
+from jupyter_mcp_server._errors import KERNEL_GONE, ToolFailure
+from jupyter_mcp_server._kernels.backends import KernelBackend
+from jupyter_mcp_server._kernels.execution import KernelDied, ended_meanwhile
+from jupyter_mcp_server._kernels.fleet import KernelFleet
 from jupyter_mcp_server._kernels.kernel import (
     AUTO_RESTART,
     RESTART_UNRESPONSIVE,
@@ -46,22 +34,12 @@ from jupyter_mcp_server._kernels.kernel import (
     gone_message,
     restarted_unresponsive_note,
 )
-from jupyter_mcp_server._kernels.pool import WarmPool
 from jupyter_mcp_server._kernels.records import RunRecords
 
 logger = logging.getLogger(__name__)
 
 #: The kernelspec a notebook names, or how to find it out when it is needed.
 MetadataKernel = str | Callable[[], Awaitable[str | None]] | None
-
-#: Seconds after the server starts before the first kernel is prestarted, unless the
-#: client completes the MCP handshake sooner (`handshake_done`): the handshake is
-#: answered first, and a first call right after it finds the kernel already booting.
-PRESTART_DELAY = 0.2
-#: Seconds after the pooled kernel is taken before the next one is launched,
-#: so the caller's next calls (typically the first execution) do not share
-#: the CPU with a kernel booting. A caller who needs a kernel sooner cuts it short.
-REFILL_DELAY = 1.0
 
 
 @dataclass(frozen=True)
@@ -75,8 +53,8 @@ class Attachment:
     note: str | None = None
 
 
-class KernelManager:
-    """Starts, binds, reaps and stops this server's kernels."""
+class KernelManager(KernelFleet):
+    """Which notebook has which kernel, over the fleet that starts, reaps and stops them."""
 
     def __init__(
         self,
@@ -89,53 +67,25 @@ class KernelManager:
         kernel_source: Callable[[str], Any] | None = None,
         backend: KernelBackend | None = None,
     ) -> None:
-        self.workspace_root = workspace_root
-        #: Where kernels this manager starts itself run (local by default);
-        #: :meth:`use_backend` switches it for the kernels started later.
-        self.backend: KernelBackend = backend or LocalBackend()
-        self.max_kernels = max_kernels
-        self.idle_timeout = idle_timeout
+        super().__init__(
+            workspace_root=workspace_root,
+            max_kernels=max_kernels,
+            idle_timeout=idle_timeout,
+            capability=capability,
+            kernel_source=kernel_source,
+            backend=backend,
+        )
         #: Seconds a kernel still running code after its interrupt went unanswered
         #: gets to finish before ``kernel.restart-unresponsive`` restarts it.
         self.unresponsive_grace = unresponsive_grace
-        #: Asked, never cached: the capability registry decides.
-        self.capability = capability
-        #: Asked first when a kernel is needed (the extensions'
-        #: `create_code_sandbox`); None means start a local one.
-        self.kernel_source = kernel_source
-        self._kernels: dict[str, Kernel] = {}
         self._bindings: dict[str, str] = {}
         self._binding_locks: dict[str, asyncio.Lock] = {}
         #: Notebooks whose kernel disappeared; the next call is told so.
         self._lost: set[str] = set()
-        self._pool = WarmPool(self._launch, self._shutdown_quietly)
-        self._background: asyncio.Task[None] | None = None
-        self._first_prestart: asyncio.Task[None] | None = None
-        self._handshake_done = asyncio.Event()
-        self._start_lock = asyncio.Lock()
         #: What ran of each notebook, on which kernel, in which order (staleness, display ids).
         self.records = RunRecords()
 
-    # --- What exists -----------------------------------------------------------
-
-    @property
-    def kernels(self) -> list[Kernel]:
-        return list(self._kernels.values())
-
-    def get(self, kernel_id: str) -> Kernel:
-        kernel = self._kernels.get(kernel_id)
-        if kernel is None:
-            known = ", ".join(sorted(self._kernels)) or "none"
-            raise ToolFailure(
-                NOT_FOUND,
-                f"No kernel '{kernel_id}' is running. Running kernels: {known}. "
-                "Call list_kernels to see them.",
-                known=sorted(self._kernels),
-            )
-        return kernel
-
-    def kernels_by_id(self) -> dict[str, Kernel]:
-        return dict(self._kernels)
+    # --- What is bound -----------------------------------------------------------
 
     def kernel_id_of(self, notebook: str) -> str | None:
         return self._bindings.get(notebook)
@@ -143,32 +93,6 @@ class KernelManager:
     def is_lost(self, notebook: str) -> bool:
         """Whether `notebook`'s kernel disappeared (died, was reaped) and nothing replaced it."""
         return notebook in self._lost
-
-    def kernelspecs(self) -> list[str]:
-        """The kernelspecs the backend can start (local: looked up on disk at every call)."""
-        return self.backend.kernelspecs()
-
-    def kernelspec(self, kernel_name: str) -> dict[str, str] | None:
-        """``{"name", "display_name", "language"}`` of a kernelspec the backend has, or None."""
-        return self.backend.kernelspec(kernel_name)
-
-    def choose(self, metadata: Mapping[str, Any] | None = None) -> KernelChoice:
-        """The kernel a notebook with this metadata gets (None: a new notebook), and why; a
-        notebook in a language no installed kernel runs is refused (``not_found``)."""
-        return self.backend.choose(metadata)
-
-    def default_kernel_name(self) -> str:
-        """The kernelspec a notebook that names none gets."""
-        return self.choose(None).kernel_name
-
-    def use_backend(self, backend: KernelBackend) -> None:
-        """Start later kernels with `backend`; running ones stay where they are.
-
-        The warm pool is emptied: a prestarted kernel belongs to the old backend.
-        """
-        self.backend = backend
-        self._pool.discard()
-        self._refill_pool()
 
     # --- Binding notebooks -------------------------------------------------------
 
@@ -214,9 +138,7 @@ class KernelManager:
             # agent's code runs there too, so each sees the other's variables.
             kernel_id = await self._kernel_of_open_notebook(notebook)
         if kernel_id is not None:
-            kernel = (
-                self._kernels.get(kernel_id) or await self._adopt(kernel_id) or self.get(kernel_id)
-            )
+            kernel = self.find(kernel_id) or await self.adopt(kernel_id) or self.get(kernel_id)
             if current is not None and current != kernel_id:
                 await self.detach(notebook)
             kernel.notebooks.add(notebook)
@@ -225,8 +147,8 @@ class KernelManager:
             kernel.last_used = time.monotonic()
             await self._bind_session(kernel, notebook)
             return kernel
-        if current is not None and current in self._kernels:
-            bound = self._kernels[current]
+        bound = self.find(current)
+        if bound is not None:
             if kernel_name is None or kernel_name == bound.kernel_name:
                 return bound
             # Asked for another kernelspec: like changing a notebook's kernel in
@@ -250,9 +172,9 @@ class KernelManager:
         if sessions is None:
             return None
         kernel_id = await sessions.kernel_of(notebook)
-        if kernel_id is None or kernel_id in self._kernels:
+        if kernel_id is None or self.find(kernel_id) is not None:
             return kernel_id
-        return kernel_id if await self._adopt(kernel_id) is not None else None
+        return kernel_id if await self.adopt(kernel_id) is not None else None
 
     async def _bind_session(self, kernel: Kernel, notebook: str) -> None:
         """Bind `notebook` to `kernel` in the Jupyter Server's sessions, where there are some."""
@@ -323,7 +245,7 @@ class KernelManager:
         self, notebook: str, *, metadata_kernel: MetadataKernel
     ) -> Attachment:
         kernel_id = self._bindings.get(notebook)
-        kernel = self._kernels.get(kernel_id) if kernel_id else None
+        kernel = self.find(kernel_id)
         if kernel is not None and await kernel.is_alive():
             return Attachment(kernel)
         if callable(metadata_kernel):
@@ -354,7 +276,7 @@ class KernelManager:
 
     async def _restart(self, notebook: str, *, metadata_kernel: MetadataKernel = None) -> Kernel:
         kernel_id = self._bindings.get(notebook)
-        old = self._kernels.get(kernel_id) if kernel_id else None
+        old = self.find(kernel_id)
         if old is None and callable(metadata_kernel):
             metadata_kernel = await metadata_kernel()
         elif callable(metadata_kernel):
@@ -376,306 +298,25 @@ class KernelManager:
         """Release `notebook`'s kernel; the kernel stops when its last notebook goes."""
         self._lost.discard(notebook)
         kernel_id = self._bindings.pop(notebook, None)
-        kernel = self._kernels.get(kernel_id) if kernel_id else None
+        kernel = self.find(kernel_id)
         if kernel is not None:
             kernel.notebooks.discard(notebook)
             if not kernel.notebooks:
                 await self._stop(kernel)
         return kernel_id
 
-    # --- Starting and stopping ---------------------------------------------------
-
-    def folder_for(self, notebook: str) -> str:
-        """The folder `notebook`'s kernel runs in, relative to the workspace root: the notebook's
-        own (:mod:`.folders`), where the backend's kernels see the notebooks' files; else the root."""
-        if not self.backend.sees_notebooks:
-            return ""
-        if self.backend.folders_are_local:
-            return existing_folder(self.workspace_root, folder_of(notebook))[1]
-        return folder_of(notebook)
-
-    async def start(self, kernel_name: str | None = None, *, folder: str = "") -> Kernel:
-        """A started kernel (by default, of the default choice) working in `folder` (relative to the
-        workspace root), from the warm pool when it has one of this name."""
-        kernel_name = kernel_name or self.default_kernel_name()
-        async with self._start_lock:
-            if len(self._kernels) >= self.max_kernels:
-                raise self._limit_reached()
-            kernel = (
-                await self._provided(kernel_name)
-                or await self._take_pooled(kernel_name, folder)
-                or await self._launch(kernel_name, folder)
-            )
-            self._kernels[kernel.kernel_id] = kernel
-        self._refill_pool()
-        return kernel
-
-    @contextlib.asynccontextmanager
-    async def throwaway(
-        self, kernel_name: str | None = None, *, folder: str = ""
-    ) -> AsyncIterator[Kernel]:
-        """A kernel bound to no notebook, for one call (``verify_notebook``, in the notebook's
-        `folder`): counted against --max-kernels while it lives, stopped on the way out whatever happens."""
-        kernel = await self.start(kernel_name, folder=folder)
-        try:
-            yield kernel
-        finally:
-            await self._stop(kernel)
-
     def ensure_room(self, notebook: str) -> None:
         """Refuse now, before anything is created, if `notebook` would need a new
         kernel and --max-kernels allows none."""
         bound = self._bindings.get(notebook)
-        if bound is not None and bound in self._kernels:
+        if self.find(bound) is not None:
             return
-        if len(self._kernels) >= self.max_kernels:
-            raise self._limit_reached()
+        if self.full:
+            raise self.limit_reached()
 
-    def _limit_reached(self) -> ToolFailure:
-        return ToolFailure(
-            KERNEL_LIMIT,
-            f"This server runs at most {self.max_kernels} kernels (--max-kernels) and "
-            "all are in use. Free one with unuse_notebook, or restart the server with a "
-            "higher --max-kernels.",
-            max_kernels=self.max_kernels,
-            kernels=sorted(self._kernels),
-        )
-
-    async def _launch(self, kernel_name: str, folder: str = "") -> Kernel:
-        backend = self.backend
-        cwd = self.workspace_root / folder
-        if takes_a_folder(backend):
-            started = await backend.start(kernel_name, cwd, folder)
-        else:
-            # A backend published before `folder` was part of the seam still starts kernels.
-            started = await backend.start(kernel_name, cwd)  # type: ignore[call-arg]
-        return Kernel(
-            kernel_id=started.kernel_id,
-            kernel_name=kernel_name,
-            manager=started.manager,
-            client=started.client,
-            origin=backend.origin(),
-            sessions=backend.sessions,
-            folder=folder,
-        )
-
-    async def _adopt(self, kernel_id: str) -> Kernel | None:
-        """A kernel the backend has but this manager did not start (one the person
-        started in JupyterLab), shared by id; it is never stopped from here."""
-        if not self.backend.shares_kernels:
-            return None
-        async with self._start_lock:
-            if kernel_id in self._kernels:
-                return self._kernels[kernel_id]
-            if len(self._kernels) >= self.max_kernels:
-                raise self._limit_reached()
-            adopted = await self.backend.adopt(kernel_id)
-            if adopted is None:
-                return None
-            started, kernel_name = adopted
-            client = started.client
-
-            async def let_go() -> None:
-                client.stop_channels()
-
-            kernel = Kernel(
-                kernel_id=started.kernel_id,
-                kernel_name=kernel_name,
-                manager=started.manager,
-                client=client,
-                owned=False,
-                origin=self.backend.origin(),
-                release=let_go,
-                sessions=self.backend.sessions,
-                folder=None,  # wherever whoever started it chose
-            )
-            self._kernels[kernel.kernel_id] = kernel
-        return kernel
-
-    async def _provided(self, kernel_name: str) -> Kernel | None:
-        """A kernel an extension provides (a sandbox), if one does."""
-        if self.kernel_source is None:
-            return None
-        provided = self.kernel_source(kernel_name)
-        if inspect.isawaitable(provided):
-            provided = await provided
-        if provided is None:
-            return None
-        return Kernel(
-            kernel_id=getattr(provided, "kernel_id", None) or str(uuid.uuid4()),
-            kernel_name=getattr(provided, "kernel_name", None) or kernel_name,
-            manager=provided.manager,
-            client=provided.client,
-            lock=getattr(provided, "lock", None) or asyncio.Lock(),
-            owned=False,
-            origin=str(getattr(provided, "origin", "sandbox")),
-            release=getattr(provided, "release", None),
-            folder=None,  # its own filesystem, perhaps: the provider's to say
-        )
-
-    async def _take_pooled(self, kernel_name: str, folder: str = "") -> Kernel | None:
-        """The prestarted kernel, in `folder`: it was started in the workspace root, before
-        anybody knew which notebook would take it, so it is moved there first (Python kernels;
-        another language's is left in the pool for a notebook in the root)."""
-        if folder and not self._can_move(kernel_name):
-            return None
-        if self._first_prestart is not None and not self._first_prestart.done():
-            self._handshake_done.set()  # somebody needs a kernel: no more waiting
-            await asyncio.wait({self._first_prestart})
-        kernel = await self._pool.take(kernel_name)
-        if kernel is None or not folder or kernel.folder == folder:
-            return kernel
-        # A local kernel is told the absolute folder; a remote one, the folder relative to the
-        # server's root it started in (the same for a kernel that has run nothing of anybody's).
-        target = str(self.workspace_root / folder) if self.backend.folders_are_local else folder
-        if await moved(kernel, target):
-            logger.debug(
-                "The prestarted kernel %s moved to %r for its notebook", kernel.kernel_id, folder
-            )
-            kernel.folder = folder
-            return kernel
-        logger.warning(
-            "The prestarted kernel could not change to %r; starting another there", folder
-        )
-        await self._shutdown_quietly(kernel)
-        return None
-
-    def _can_move(self, kernel_name: str) -> bool:
-        """Whether a kernel of `kernel_name` can be moved to another folder (Python: os.chdir)."""
-        try:
-            language = str((self.backend.kernelspec(kernel_name) or {}).get("language", "")).lower()
-        except Exception:
-            return False
-        return language == "python"
-
-    def _refill_pool(self, delay: float | None = None) -> None:
-        """Start the next kernel, of the default choice, before anybody asks (the
-        ``kernel.prestart`` capability); not one that could not start."""
-        if not (self.capability("kernel.prestart") and len(self._kernels) + 1 <= self.max_kernels):
-            return
-        try:
-            name = self.default_kernel_name()
-            if not self.backend.can_start(name):
-                self._pool.discard()
-                return
-            language = str((self.backend.kernelspec(name) or {}).get("language", "python"))
-        except Exception:
-            logger.debug("Choosing the kernel to prestart failed", exc_info=True)
-            return
-        self._pool.fill(
-            REFILL_DELAY if delay is None else delay, name, warm=language.lower() == "python"
-        )
-
-    async def _forget(self, kernel: Kernel) -> None:
+    def _leaving(self, kernel: Kernel, *, lost: bool) -> None:
         for notebook in kernel.notebooks:
             if self._bindings.get(notebook) == kernel.kernel_id:
                 del self._bindings[notebook]
-        self._kernels.pop(kernel.kernel_id, None)
-        await self._shutdown_quietly(kernel)
-
-    async def _stop(self, kernel: Kernel) -> None:
-        kernel.stopped = True
-        for notebook in list(kernel.notebooks):
-            self._bindings.pop(notebook, None)
-        kernel.notebooks.clear()
-        self._kernels.pop(kernel.kernel_id, None)
-        await self._shutdown_quietly(kernel)
-        self._refill_pool()
-
-    async def _shutdown_quietly(self, kernel: Kernel) -> None:
-        if kernel.introspector is not None:
-            kernel.introspector.close()
-        if not kernel.owned:
-            if kernel.sessions is not None:  # a session holds its kernel: left to whoever owns it
-                await kernel.sessions.release(kernel.kernel_id, stopped=False)
-            if kernel.release is not None:
-                try:
-                    await kernel.release()
-                except Exception:
-                    logger.warning(
-                        "Releasing provided kernel %s failed", kernel.kernel_id, exc_info=True
-                    )
-            return
-        with contextlib.suppress(Exception):
-            kernel.client.stop_channels()
-        try:
-            await kernel.manager.shutdown_kernel(now=True)
-        except Exception:
-            logger.debug("Kernel %s did not shut down cleanly", kernel.kernel_id, exc_info=True)
-        if kernel.sessions is not None:
-            # After the kernel: deleting a session shuts its kernel down, gently and slowly.
-            await kernel.sessions.release(kernel.kernel_id, stopped=True)
-        with contextlib.suppress(Exception):
-            kernel.manager.cleanup_connection_file()
-
-    async def interrupt(self, kernel: Kernel) -> bool:
-        """Interrupt `kernel`; answers whether it was running anything to interrupt."""
-        if not await kernel.is_alive():
-            raise ToolFailure(
-                KERNEL_GONE,
-                f"Kernel '{kernel.kernel_id}' is gone; there is nothing to interrupt. "
-                "Call restart_notebook to start a fresh one.",
-            )
-        if kernel.busy:
-            kernel.interrupted.set()
-        await kernel.interrupt()
-        # Still running code a timeout's interrupt did not stop is running all the same.
-        return kernel.busy or kernel.still_running is not None
-
-    # --- Background work ---------------------------------------------------------
-
-    def start_background(self) -> None:
-        """Prestart a kernel and reap idle sessions, from inside the running loop."""
-        loop = asyncio.get_running_loop()
-        if self._first_prestart is None:
-            self._first_prestart = loop.create_task(self._prestart_after_the_handshake())
-        if self._background is None:
-            self._background = loop.create_task(self._reap_forever())
-
-    def handshake_done(self) -> None:
-        """The client has completed the MCP handshake: prestart the first kernel now."""
-        self._handshake_done.set()
-
-    async def _prestart_after_the_handshake(self) -> None:
-        # Even choosing the kernel (reading the kernelspecs imports jupyter_client) waits:
-        # nothing of it may stand between a client and the answer to its initialize.
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._handshake_done.wait(), PRESTART_DELAY)
-        self._refill_pool(0)
-
-    async def _reap_forever(self) -> None:
-        interval = max(0.5, min(30.0, self.idle_timeout / 4))
-        while True:
-            await asyncio.sleep(interval)
-            await self.reap_idle()
-
-    async def reap_idle(self) -> list[str]:
-        """Release notebooks idle past `--idle-timeout`; their sessions are lost."""
-        now = time.monotonic()
-        reaped: list[str] = []
-        for kernel in list(self._kernels.values()):
-            if kernel.busy or kernel.lock.locked() or now - kernel.last_used < self.idle_timeout:
-                continue
-            reaped.extend(kernel.notebooks)
+        if lost:
             self._lost.update(kernel.notebooks)
-            await self._stop(kernel)
-        if reaped:
-            logger.info("Reaped idle notebook sessions: %s", ", ".join(sorted(reaped)))
-        return reaped
-
-    async def shutdown_all(self) -> None:
-        """Stop every kernel this server started, the warm pool included."""
-        if self._background is not None:
-            self._background.cancel()
-            self._background = None
-        if self._first_prestart is not None:
-            self._first_prestart.cancel()
-            self._first_prestart = None
-        kernels, self._kernels = list(self._kernels.values()), {}
-        self._bindings.clear()
-        # All at once: a client gives a server only a few seconds to exit.
-        await asyncio.gather(
-            self._pool.stop(),
-            *(self._shutdown_quietly(k) for k in kernels),
-            return_exceptions=True,
-        )
