@@ -14,6 +14,7 @@ a restart or release left the two that had left the kernel's session.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import REPO, install_packages
 from rpc import RawServer, alive, descendants, text_of, wait_until_gone
 
 pytestmark = pytest.mark.skipif(
@@ -82,7 +84,7 @@ def started_processes() -> Iterator[dict[int, int | None]]:
                 os.kill(pid, signal.SIGKILL)
 
 
-def server_in(tmp_path: Path, *args: str) -> RawServer:
+def server_in(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> RawServer:
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     runtime = tmp_path / "runtime"
@@ -92,7 +94,7 @@ def server_in(tmp_path: Path, *args: str) -> RawServer:
         "--capability",
         "kernel.prestart=off",
         *args,
-        env={"JUPYTER_RUNTIME_DIR": str(runtime)},
+        env={"JUPYTER_RUNTIME_DIR": str(runtime), **(env or {})},
         stderr=tmp_path / "server.log",
     )
 
@@ -165,3 +167,50 @@ def test_a_culled_kernel_stops_its_whole_tree(
             f"{len(left)} of the kernel's {len(tree)} processes outlived its culling: {sorted(left)}"
         )
         assert time.monotonic() - started > 2, "culled before it was idle for --idle-timeout"
+
+
+def test_a_kernel_a_local_provisioner_starts_is_kept_too(
+    tmp_path: Path, started_processes: dict[int, int | None]
+) -> None:
+    """A kernelspec naming a kernel provisioner (``metadata.kernel_provisioner``) is started
+    through it; one that starts the kernel here (a LocalProvisioner) runs it under the keeper,
+    whose tree ends with the SIGKILLed server as any local kernel's."""
+    site = install_packages(
+        tmp_path / "site", REPO / "tests" / "fixtures" / "recording-provisioner"
+    )
+    specs = tmp_path / "share"
+    (specs / "kernels" / "recorded").mkdir(parents=True)
+    (specs / "kernels" / "recorded" / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python, recorded",
+                "language": "python",
+                "metadata": {"kernel_provisioner": {"provisioner_name": "recording-provisioner"}},
+            }
+        )
+    )
+    launches = tmp_path / "launches.jsonl"
+    server = server_in(
+        tmp_path,
+        "--kernel",
+        "recorded",
+        env={
+            "PYTHONPATH": str(site),
+            "JUPYTER_PATH": str(specs),
+            "RECORDING_PROVISIONER_LOG": str(launches),
+        },
+    )
+    server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
+    tree = start_a_tree(server, started_processes)
+    command = json.loads(launches.read_text().splitlines()[0])
+    # Its command is the keeper's, the kernelspec's argv after "--".
+    assert command[3].endswith("keeper.py") and command[5:8] == ["--", sys.executable, "-m"], (
+        command
+    )
+    server.kill()
+    left = wait_until_gone(tree, GONE_WITHIN)
+    assert not left, (
+        f"{len(left)} of the provisioned kernel's {len(tree)} processes outlived the SIGKILLed "
+        f"server: {sorted(left)}"
+    )
