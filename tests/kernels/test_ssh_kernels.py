@@ -7,22 +7,23 @@ list, through a launcher that sends the kernel's ports back and relays signals. 
 is Debian's sshd on 127.0.0.2 with a user of its own and Debian's Python (tests/ssh_host.py);
 the kernelspec is the one ``jupyter-ssh-spec install`` writes. Through the real server:
 
-- the kernel runs there, as that user, on that Python; ``list_kernels`` shows the kernelspec
-  ready without taking its ``python`` for one of this machine's interpreters;
+- the kernel runs there, as that user, on that Python; a notebook whose metadata names the
+  kernelspec runs there whole (``run_cells``); ``list_kernels`` shows the kernelspec ready
+  without taking its ``python`` for one of this machine's interpreters;
 - an error, the output limits, a timeout, ``interrupt_kernel`` (SIGINT reaches the kernel
   through the launcher's listener: there is no process group here to signal) and
   ``restart_notebook`` (the old kernel ends on the host) hold;
 - the kernel ends on the host when its notebook is released and when the server stops;
-- a SIGKILLed server's kernel outlives it on the host: nothing of this machine reaches
+- a SIGKILLed server's kernel outlives it on the host (slow): nothing of this machine reaches
   another host's processes (the process-tree keeper holds local kernels only), so ending it
-  is the host's business, a gateway's culling, or the next server's ``list_kernels`` (it is not
-  adopted). docs/environments.md says so.
+  is the host's business. docs/jupyter-server.md ("Kernel provisioners") says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -32,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import error_code, free_port, ok, refused, serve, text_of
+from conftest import error_code, free_port, ok, refused, serve, text_of, write_notebook
 from rpc import RawServer
 from rpc import text_of as raw_text
 from ssh_host import HOST_PYTHON, SshHost, processes_of, ssh_host
@@ -201,17 +202,33 @@ async def test_a_kernel_over_ssh_runs_the_essentials_and_ends_on_the_host(worksp
     assert not left, f"left running on the host: {processes_of(host.uid)}"
 
 
-async def test_list_kernels_shows_a_provisioned_kernelspec_ready_and_not_this_machines_python(
-    workspace, ssh
-):
-    _, environment = ssh
-    async with serve(workspace, *NO_PRESTART, env=environment) as client:
+async def test_a_notebook_naming_the_hosts_kernelspec_runs_there_whole(workspace, ssh):
+    """A notebook whose metadata names the provisioned kernelspec runs on the host (run_cells,
+    every cell, the outputs stored); list_kernels shows that kernelspec ready, and not as one
+    of this machine's interpreters; a notebook that names no kernel runs here."""
+    host, environment = ssh
+    path = workspace / "remote.ipynb"
+    write_notebook(path, ["import getpass\nuser = getpass.getuser()", "print(user)", "6 * 7"])
+    notebook = json.loads(path.read_text())
+    notebook["metadata"]["kernelspec"] = {
+        "name": KERNEL,
+        "display_name": "Python on the SSH host",
+        "language": "python",
+    }
+    path.write_text(json.dumps(notebook))
+    async with serve(workspace, "--toolsets", "runs", *NO_PRESTART, env=environment) as client:
         listed = await ok(client, "list_kernels")
+        used = await ok(client, "use_notebook", {"notebook_name": "remote.ipynb"})
+        assert used["kernel_name"] == KERNEL, used
+        run = await ok(client, "run_cells", {"cells": "all"})
+        assert run["status"] == "ok" and run["not_run"] == [], run
+    cells = json.loads(path.read_text())["cells"]
+    assert cells[1]["outputs"][0]["text"] == [f"{host.user}\n"], cells[1]
+    assert cells[2]["outputs"][0]["data"]["text/plain"] in ("42", ["42"]), cells[2]
     mine = next(env for env in listed["environments"] if env["name"] == KERNEL)
     assert mine["ready"] and mine["provisioner"] == "distributed-provisioner", mine
     # "python" in its argv is the host's: not this server's interpreter, nor its environment.
     assert mine["interpreter"] is None and not mine["server_environment"], mine
-    # A notebook that names no kernel runs here, not on the host.
     assert listed["default_kernel"]["kernel_name"] != KERNEL, listed["default_kernel"]
 
 
