@@ -182,10 +182,9 @@ class ServerAccess:
         and skipped, never breaking the call it watches. Register in ``on_start``."""
         observers = _OBSERVED.get(event)
         if observers is None:
-            raise ToolFailure(
-                INVALID_ARGUMENT,
+            raise TypeError(
                 f"Nothing is observed as {getattr(event, '__name__', event)!r}: observe ToolCall, "
-                "ToolCallEnded, Execution or ExecutionEnded.",
+                "ToolCallEnded, Execution or ExecutionEnded."
             )
         getattr(self._state.hooks, observers).append(observer)
 

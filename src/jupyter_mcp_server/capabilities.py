@@ -5,8 +5,6 @@ capabilities documentation has always shown an extension declaring what it
 lets the server do. It hands out the same class as :mod:`jupyter_mcp_server.api`.
 """
 
-from __future__ import annotations
+from jupyter_mcp_server._policy.capabilities import Capability as Capability
 
-from jupyter_mcp_server._policy.capabilities import Capability
-
-__all__ = ["Capability"]
+__all__ = sorted(name for name in globals() if not name.startswith("_"))

@@ -521,6 +521,23 @@ def test_every_kernel_backend_uses_the_one_seam() -> None:
         )
 
 
+def test_the_kernels_are_two_ideas_in_two_modules() -> None:
+    """The fleet starts, counts, reaps and stops kernels and knows no notebook's binding; the
+    manager keeps which notebook has which kernel, on top of it."""
+    from jupyter_mcp_server._kernels.fleet import KernelFleet
+    from jupyter_mcp_server._kernels.manager import KernelManager
+
+    binding = {"attach", "detach", "live_kernel_of", "restart", "kernel_id_of", "is_lost"}
+    assert sorted(binding & set(dir(KernelFleet))) == []
+    assert binding <= set(vars(KernelManager))
+    fleet = (SOURCES / PACKAGE / "_kernels" / "fleet.py").read_text()
+    assert "_bindings" not in fleet and "manager" not in import_lines(fleet)
+
+
+def import_lines(source: str) -> str:
+    return "\n".join(line for line in source.splitlines() if line.startswith(("import", "from")))
+
+
 #: What a kernel backend may offer beyond starting kernels: each declared on KernelBackend
 #: with the answer of a backend that offers nothing more.
 OPTIONAL_BACKEND_MEMBERS = (
@@ -817,9 +834,10 @@ def test_the_api_writes_each_name_once() -> None:
     import collections
 
     import jupyter_mcp_server.api as api
+    import jupyter_mcp_server.capabilities as capabilities
     import jupyter_mcp_server.extensions as extensions
 
-    for module in (api, extensions):
+    for module in (api, extensions, capabilities):
         tree = ast.parse(Path(module.__file__ or "").read_text())
         bound = collections.Counter(bindings(tree))
         assert [name for name in module.__all__ if bound[name] != 1] == [], module.__name__
@@ -865,7 +883,7 @@ def test_the_api_hands_out_no_live_part_of_the_server() -> None:
     for event in (api.ToolCall, api.ToolCallEnded, api.Execution, api.ExecutionEnded):
         access.observe(event, seen.append)
     assert [len(observers) for observers in vars(hooks).values()] == [1, 1, 1, 1]
-    with pytest.raises(api.ToolFailure):
+    with pytest.raises(TypeError):
         access.observe(str, seen.append)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
