@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,13 +28,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx
 import httpx2
 import nbformat
 from load import free_port, http_server_command
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from rpc import environment, rss_bytes
+from servers import healthz, start
 
 
 async def abandoning_client(url: str, deadline: float, counts: list[int]) -> None:
@@ -88,21 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         if options.src:
             env["PYTHONPATH"] = os.pathsep.join([options.src, env["PYTHONPATH"]])
         log = root / "server.log"
-        with log.open("wb") as stderr:
-            process = subprocess.Popen(
-                command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=root
-            )
+        server = start(command, env=env, cwd=root, log=log, port=port, stdout=subprocess.DEVNULL)
+        process = server.process
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"the server exited:\n{log.read_text()}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the server did not come up")
-                time.sleep(0.1)
+            server.wait_until(healthz)
             url = f"http://127.0.0.1:{port}/mcp"
             counts = [0]
             samples: list[tuple[float, int]] = []
@@ -136,11 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             print(json.dumps(figures))
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            server.stop(20)
     return 0
 
 

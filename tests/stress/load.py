@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import random
-import signal
 import socket
 import statistics
 import subprocess
@@ -43,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx
 import nbformat
 from rpc import descendants, environment, rss_bytes, wait_until_gone
+from servers import healthz, start
 
 NOTEBOOKS = 5
 ERROR_KEY = "io.jupyter-mcp/error"
@@ -304,28 +303,20 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
     command = http_server_command(workspace, port, "--max-kernels", str(NOTEBOOKS + 1))
     log = root / "server.log"
     problems: list[str] = []
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            command,
-            env=environment(JUPYTER_RUNTIME_DIR=str(runtime)),
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            cwd=root,
-        )
+    server = start(
+        command,
+        env=environment(JUPYTER_RUNTIME_DIR=str(runtime)),
+        cwd=root,
+        log=log,
+        port=port,
+        stdout=subprocess.DEVNULL,
+    )
+    process = server.process
     url = f"http://127.0.0.1:{port}/mcp"
     kernels: set[int] = set()
     figures: dict[str, Any] = {"clients": clients, "seconds_per_round": seconds}
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{log.read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not come up")
-            time.sleep(0.1)
+        server.wait_until(healthz)
         stats = Stats()
         # A short warm-up round (kernels started, code paths imported), then the measured rounds.
         asyncio.run(run_round(url, min(clients, NOTEBOOKS), 2, Stats(), seed + 1))
@@ -413,12 +404,7 @@ def run(root: Path, clients: int, seconds: float, seed: int) -> dict[str, Any]:
         if rss_after - rss_warm > 256 * 2**20:
             problems.append(f"memory grew by {(rss_after - rss_warm) // 2**20} MiB during the run")
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop(30)
     left = wait_until_gone(kernels, 10)
     if left:
         problems.append(f"{len(left)} processes outlived the server")

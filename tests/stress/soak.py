@@ -53,6 +53,7 @@ import httpx
 import nbformat
 from load import code_of, free_port, http_server_command, text_of
 from rpc import alive, descendants, environment, rss_bytes, wait_until_gone
+from servers import healthz, start
 
 NOTEBOOKS = 5
 #: The most cells of its own a client keeps: the notebooks stay the same size however long it runs.
@@ -327,10 +328,8 @@ def run(
         JUPYTER_MCP_HISTORY_DIR=str(root / "history"),
         JUPYTER_MCP_TASK_TTL_SECONDS=str(RUNS_KEPT_SECONDS),
     )
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=root
-        )
+    server = start(command, env=env, cwd=root, log=log, port=port, stdout=subprocess.DEVNULL)
+    process = server.process
     url = f"http://127.0.0.1:{port}/mcp"
     seen: set[int] = set()
     series: dict[str, list[tuple[float, float]]] = {name: [] for name in BOUNDS}
@@ -341,16 +340,7 @@ def run(
         "load_average_start": os.getloadavg()[0],
     }
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{log.read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not come up")
-            time.sleep(0.1)
+        server.wait_until(healthz)
 
         async def soak() -> None:
             warm_up = Stats()
@@ -444,13 +434,12 @@ def run(
             nbformat.validate(nbformat.read(workspace / f"soak-{index}.ipynb", as_version=4))
     finally:
         seen.update(descendants(process.pid) if alive(process.pid) else set())
-        process.send_signal(signal.SIGTERM)
+        server.send_signal(signal.SIGTERM)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:
             problems.append("the server did not stop within 30 s of SIGTERM")
-            process.kill()
-            process.wait()
+            server.kill()
     orphans = wait_until_gone(seen, 10)
     figures["orphaned_processes"] = len(orphans)
     if orphans:
