@@ -118,6 +118,7 @@ if _typing.TYPE_CHECKING:
     from jupyter_mcp_server._state import ServerState as _ServerState
 
 _F = _typing.TypeVar("_F", bound=_Callable[..., _Awaitable["_CallToolResult"]])
+_E = _typing.TypeVar("_E")
 #: The four kinds of event an observer may hear, and the list of observers each goes to.
 _OBSERVED = {
     ToolCall: "before_tool",
@@ -175,7 +176,7 @@ class ServerAccess:
     def workspace_root(self) -> _Path:
         return self._state.workspace.root
 
-    def observe(self, event: type, observer: _Callable[[_typing.Any], None]) -> None:
+    def observe(self, event: type[_E], observer: _Callable[[_E], None]) -> None:
         """Call `observer` with every event of the type `event` (:class:`ToolCall`,
         :class:`ToolCallEnded`, :class:`Execution`, :class:`ExecutionEnded`), from now on.
         Observers are called synchronously in the order registered; one that raises is logged
