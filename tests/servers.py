@@ -215,30 +215,17 @@ def start(
     well unless `stdout` says where else; `group` starts it in a process group of its own,
     stopped whole. A test that runs the process's whole life itself (a stdio client closing
     stdin) uses this; every other uses `started`."""
-    if log is None:
-        stderr: Stream = subprocess.DEVNULL
-        output = subprocess.DEVNULL if stdout == "log" else stdout
+    with contextlib.ExitStack() as files:
+        written: Stream = files.enter_context(log.open("ab" if append else "wb")) if log else None
         process = subprocess.Popen(
             list(command),
             env=dict(env),
             cwd=cwd,
             stdin=stdin,
-            stdout=output,
-            stderr=stderr,
+            stdout=(written or subprocess.DEVNULL) if stdout == "log" else stdout,
+            stderr=written or subprocess.DEVNULL,
             start_new_session=group,
         )
-    else:
-        with log.open("ab" if append else "wb") as written:
-            output = subprocess.STDOUT if stdout == "log" else stdout
-            process = subprocess.Popen(
-                list(command),
-                env=dict(env),
-                cwd=cwd,
-                stdin=stdin,
-                stdout=written if output == subprocess.STDOUT else output,
-                stderr=written,
-                start_new_session=group,
-            )
     return ServerProcess(process, name, log, port, workspace, group)
 
 
@@ -248,7 +235,10 @@ def stopped_after(server: ServerProcess, stop_seconds: float = 20) -> Iterator[S
     try:
         yield server
     except BaseException as error:
-        if server.log is not None:
+        # A start that failed says its log already; an interrupt is nobody's failure.
+        if server.log is not None and not isinstance(
+            error, ServerDidNotStart | KeyboardInterrupt | GeneratorExit
+        ):
             error.add_note(f"{server.name}'s log ends:\n{tail(server.log_text())}")
         raise
     finally:
@@ -390,7 +380,7 @@ async def started_async(
     try:
         yield server
     except BaseException as error:
-        if log is not None:
+        if log is not None and not isinstance(error, KeyboardInterrupt | GeneratorExit):
             error.add_note(f"{name}'s log ends:\n{tail(server.log_text())}")
         raise
     finally:
