@@ -33,13 +33,19 @@ def copied(source: Path, folder: Path, name: str | None = None) -> Path:
 
 
 def outputs_of(notebook: nbformat.NotebookNode) -> list[list[tuple[str, str]]]:
-    """Each cell's outputs as both sides store them: streams by text, errors by name and value."""
+    """Each cell's outputs as both sides store them: streams by text, errors by name and value.
+    Consecutive texts of one stream are one, as a notebook shows them: how many messages a print
+    arrives in (``ok`` then a line break, or both at once) depends on when the kernel flushed."""
     cells = []
     for cell in notebook.cells:
-        kept = []
+        kept: list[tuple[str, str]] = []
         for output in cell.get("outputs", []):
             if output["output_type"] == "stream":
-                kept.append((output["name"], "".join(output["text"])))
+                text = "".join(output["text"])
+                if kept and kept[-1][0] == output["name"]:
+                    kept[-1] = (output["name"], kept[-1][1] + text)
+                else:
+                    kept.append((output["name"], text))
             elif output["output_type"] == "error":
                 kept.append(("error", f"{output['ename']}: {output['evalue']}"))
             else:
