@@ -373,6 +373,9 @@ class ServerState(Served):
             masked = self.redactor.value(outcome.outputs.outputs)
             if masked is not outcome.outputs.outputs:
                 outcome = replace(outcome, outputs=replace(outcome.outputs, outputs=masked))
+            # What an Output widget captured is saved in the widget state, not the cell.
+            if outcome.widgets is not None:
+                outcome = replace(outcome, widgets=self.redactor.value(outcome.widgets))
         return outcome
 
     def connection(self, key: str | None) -> ConnectionState:

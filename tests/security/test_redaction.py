@@ -168,6 +168,32 @@ async def test_stored_and_off(workspace: Path) -> None:
     assert PLANTED in seen[0] and GITHUB in seen[1]
 
 
+async def test_stored_masks_what_an_output_widget_captured(workspace: Path) -> None:
+    """Printed inside ``with out:`` (an ipywidgets Output), a secret is kept in the notebook's
+    widget state, not in a cell: ``redaction=stored`` masks it there too."""
+    pytest.importorskip("ipywidgets")
+    env = {"OPENAI_API_KEY": PLANTED}
+    code = (
+        "import os, ipywidgets as widgets\n"
+        "out = widgets.Output()\ndisplay(out)\n"
+        "with out:\n    print(os.environ['OPENAI_API_KEY'])"
+    )
+    async with serve(
+        workspace,
+        "--capability",
+        "kernel.prestart=off",
+        "--capability",
+        "redaction=stored",
+        env=env,
+    ) as client:
+        await ok(client, "use_notebook", {"notebook_name": "s.ipynb", "mode": "create"})
+        await ok(client, "insert_execute_code_cell", {"cell_index": -1, "cell_source": code})
+    document = json.loads((workspace / "s.ipynb").read_text())
+    state = json.dumps(document["metadata"]["widgets"])
+    assert "[redacted: OPENAI_API_KEY]" in state
+    assert PLANTED not in strings_of(document)
+
+
 TOKENS = {
     "private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
     "anthropic key": "sk-ant-" + "a" * 30,
