@@ -80,7 +80,6 @@ from ._extensions import (
     load_extensions,
     parse_selection,
 )
-from ._heap import return_free_memory
 from ._hooks import AuditLog, Hooks
 from ._kernels.backends import BackendParts, LocalBackend, backend_class
 from ._kernels.connection_files import remove_orphaned_connection_files
@@ -89,6 +88,7 @@ from ._kernels.interpreters import NotAnInterpreter, probe_interpreter
 from ._kernels.manager import KernelManager
 from ._kernels.runtime import ServerRuntime, remove_orphaned_runtime_dirs
 from ._policy.redaction import DEFAULT_SECRET_NAMES, Redactor
+from ._process.heap import return_free_memory
 from ._protocol.handlers import ConnectionEnds
 from ._state import Hosted, Place, ServerState, ServingState, contents_store, recorder_for
 from ._store import NotebookStore, warm_up

@@ -26,7 +26,7 @@ if sys.platform == "win32":
     sys.stderr.write(f"jupyter-mcp-server: {UNSUPPORTED_PLATFORM}\n")
     raise SystemExit(2)
 
-from jupyter_mcp_server._deferred_imports import (  # noqa: E402
+from jupyter_mcp_server._process.deferred_imports import (  # noqa: E402
     EAGER_PACKAGES,
     defer_iri_grammar,
     defer_package_exports,
@@ -39,7 +39,8 @@ for package in EAGER_PACKAGES:
 
 from jupyter_mcp_server._app import build_application  # noqa: E402
 from jupyter_mcp_server._config import ConfigError, ServerConfig, add_arguments, read_config  # noqa: E402
-from jupyter_mcp_server._heap import release_large_allocations_promptly  # noqa: E402
+from jupyter_mcp_server._process.heap import release_large_allocations_promptly  # noqa: E402
+from jupyter_mcp_server._transports import serve_over  # noqa: E402
 from jupyter_mcp_server._version import __version__  # noqa: E402
 
 logger = logging.getLogger("jupyter_mcp_server")
@@ -141,11 +142,4 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigError as error:
         fail(str(error))
     collect_garbage_less_often()
-    # Lazy: each transport imports only what it serves with (uvicorn and starlette for HTTP).
-    if config.transport == "stdio":
-        from jupyter_mcp_server._transports.stdio import serve
-    elif config.transport == "streamable-http":
-        from jupyter_mcp_server._transports.http import serve  # type: ignore[no-redef]
-    else:
-        from jupyter_mcp_server._transports.jsonlines import serve  # type: ignore[no-redef]
-    serve(application)
+    serve_over(config.transport, application)

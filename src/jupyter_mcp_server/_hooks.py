@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import ERROR_META_KEY, INPUT_REQUIRED_OUTCOME, InputRequired
-from ._timestamps import iso_utc
+from ._text.timestamps import iso_utc
 
 logger = logging.getLogger(__name__)
 

@@ -149,10 +149,17 @@ def execution_result(
 ) -> "_CallToolResult":
     """An :class:`ExecutionOutcome` as ``execute_code`` answers it (its output schema, the
     outputs within the inline budget); `note` is said beside it, `path` names the notebook."""
-    # The server's rendering of outputs, imported when first asked for: not by importing the API.
-    from jupyter_mcp_server._runs.executions import execution_result as rendered
+    return _run_engine().execution_result(
+        outcome, cell_id=cell_id, revision=revision, note=note, path=path, **more
+    )
 
-    return rendered(outcome, cell_id=cell_id, revision=revision, note=note, path=path, **more)
+
+def _run_engine() -> _typing.Any:
+    """The server's run engine (how an execution is answered, who follows its outputs)."""
+    # Imported when an extension first uses it: importing the API loads nothing of the server.
+    from jupyter_mcp_server._runs import executions
+
+    return executions
 
 
 class ServerAccess:
@@ -221,16 +228,14 @@ class ServerAccess:
         running there, under the server's output limits and hooks, its outputs streamed to
         whoever follows the call. A kernel that dies under it calls `on_death` and is
         reported as ``kernel_gone`` with `gone_message()`."""
-        # Imported at the call: the tools' modules are the server's, not an extension's import.
-        from jupyter_mcp_server._runs.executions import CANCEL_INTERRUPTS, output_listener
-
+        engine = _run_engine()
         return await self._state.run_in_turn(
             kernel,
             code,
             timeout,
             notebook,
-            output_listener(),
-            interrupt_on_cancel=self._state.capabilities.enabled(CANCEL_INTERRUPTS),
+            engine.output_listener(),
+            interrupt_on_cancel=self._state.capabilities.enabled(engine.CANCEL_INTERRUPTS),
             on_death=on_death,
             gone_message=gone_message,
         )

@@ -16,7 +16,7 @@ CHECK = """
 import sys, time
 sys.path.insert(0, {src!r})
 from jupyter_mcp_server._cli import main  # what the server's process imports first: it defers
-from jupyter_mcp_server._deferred_imports import defer_iri_grammar
+from jupyter_mcp_server._process.deferred_imports import defer_iri_grammar
 assert getattr(sys.modules["rfc3987_syntax"], "__file__", None) is None, "the stand-in is in place"
 assert not defer_iri_grammar()  # once is enough
 import nbformat, jsonschema
@@ -83,7 +83,7 @@ def test_the_server_starts_without_the_web_host_its_plugin_platform_re_exports(t
 
 
 def test_a_package_whose_init_does_more_than_re_export_is_imported_normally(tmp_path: Path):
-    from jupyter_mcp_server._deferred_imports import _reexports
+    from jupyter_mcp_server._process.deferred_imports import _reexports
 
     assert _reexports(ast.parse('"""doc"""\nfrom .a import b as c, d\n__all__ = ["c", "d"]\n')) == {
         "c": "a",

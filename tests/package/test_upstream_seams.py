@@ -76,12 +76,12 @@ def test_reactor_still_contributes_tool_extensions_from_the_method_and_calls_hoo
 
 
 def test_the_deferred_modules_are_still_imported_as_they_were() -> None:
-    """_deferred_imports.py: jsonschema imports rfc3987_syntax only for its ``iri`` format,
+    """_process/deferred_imports.py: jsonschema imports rfc3987_syntax only for its ``iri`` format,
     and reactor's ``__init__`` re-exports names from its submodules (imported on first use)."""
     import ast
     import importlib.util
 
-    from jupyter_mcp_server._deferred_imports import IRI_GRAMMAR, _reexports
+    from jupyter_mcp_server._process.deferred_imports import IRI_GRAMMAR, _reexports
 
     assert importlib.util.find_spec(IRI_GRAMMAR) is not None
     spec = importlib.util.find_spec("reactor")

@@ -17,7 +17,7 @@ import pytest
 from conftest import ok, serve, text_of
 
 from jupyter_mcp_server._policy.redaction import Redactor, secret_values
-from jupyter_mcp_server._terminal import strip_ansi
+from jupyter_mcp_server._text.terminal import strip_ansi
 
 PLANTED = "sk-proj-" + "Zq7" * 12  # an OpenAI-style key, in the server's environment
 GITHUB = "ghp_" + "a1B2c3D4e5" * 4

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_mcp_server._kernels.tracebacks import compact_traceback, shorten_entry, unaligned
-from jupyter_mcp_server._terminal import strip_ansi
+from jupyter_mcp_server._text.terminal import strip_ansi
 
 ENAME_MAX_CHARS = 128
 FIELD_MIN_CHARS = 32

@@ -40,7 +40,7 @@ import time
 import uuid
 from typing import Any
 
-from jupyter_mcp_server._timestamps import iso_utc
+from jupyter_mcp_server._text.timestamps import iso_utc
 
 logger = logging.getLogger(__name__)
 

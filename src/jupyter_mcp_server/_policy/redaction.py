@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jupyter_mcp_server._terminal import strip_ansi
+from jupyter_mcp_server._text.terminal import strip_ansi
 
 #: The capability: ``results`` (default), ``stored`` (the notebook's outputs too), ``off``.
 REDACTION_CAPABILITY = "redaction"

@@ -78,7 +78,7 @@ from jupyter_mcp_server._protocol.client_logging import stop_hearing_this_reques
 from jupyter_mcp_server._protocol.features import Feature, Wrapped
 from jupyter_mcp_server._protocol.handlers import Handler
 from jupyter_mcp_server._state import ServerState
-from jupyter_mcp_server._timestamps import iso_utc
+from jupyter_mcp_server._text.timestamps import iso_utc
 from jupyter_mcp_server._tool_calls.listening import listen_only
 
 EXTENSION = TASKS_EXTENSION

@@ -38,7 +38,7 @@ from jupyter_core.utils import ensure_async
 from jupyter_mcp_server._workspace.path_names import problem_with
 
 from .._errors import ALREADY_EXISTS, INVALID_ARGUMENT, INVALID_PATH, NOT_FOUND, ToolFailure
-from .._timestamps import iso_utc
+from .._text.timestamps import iso_utc
 from .._workspace import MAX_LIST_DEPTH, ChangedMeanwhile
 from .files import Fingerprint, Snapshot, revision_of
 

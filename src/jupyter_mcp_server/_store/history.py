@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import NOT_FOUND, ToolFailure
-from .._timestamps import iso_utc
+from .._text.timestamps import iso_utc
 
 logger = logging.getLogger(__name__)
 

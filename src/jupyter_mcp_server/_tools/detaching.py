@@ -39,7 +39,7 @@ from jupyter_mcp_server._runs.detaching import (
 )
 from jupyter_mcp_server._schemas import run_models
 from jupyter_mcp_server._state import ServerState, state_of
-from jupyter_mcp_server._timestamps import iso_utc
+from jupyter_mcp_server._text.timestamps import iso_utc
 from jupyter_mcp_server._tool_calls.results import answer, outcome_of, tool_handler
 
 

@@ -41,7 +41,7 @@ from jupyter_mcp_server._errors import (
     NOT_FOUND,
     ToolFailure,
 )
-from jupyter_mcp_server._timestamps import iso_utc
+from jupyter_mcp_server._text.timestamps import iso_utc
 from jupyter_mcp_server._workspace.path_names import MAX_PATH_DEPTH, likely_mistakes, problem_with
 from jupyter_mcp_server._workspace.storage_errors import storage_failure
 

@@ -1,0 +1,1 @@
+"""Text as the server writes and cleans it: timestamps, and a terminal's colour codes."""
