@@ -29,6 +29,16 @@ def summary(path: Path) -> str:
     return " ".join(doc.strip().split("\n\n")[0].split())
 
 
+def holds_files(path: Path) -> bool:
+    """A folder git would keep: one that a checkout left holding only `__pycache__` (its
+    modules moved away) is not part of the package."""
+    return (
+        path.is_dir()
+        and path.name != "__pycache__"
+        and any(child.name != "__pycache__" for child in path.iterdir())
+    )
+
+
 def entry(label: str, text: str) -> list[str]:
     """`label`, then `text` wrapped in the summaries' column."""
     wrapped = textwrap.wrap(text, WIDTH - COLUMN) or [""]
@@ -49,7 +59,7 @@ def module_map() -> str:
         lines += entry(f"  {folder.name}/", summary(folder / "__init__.py"))
         held = sorted(
             [p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
-            + [f"{p.name}/" for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"]
+            + [f"{p.name}/" for p in folder.iterdir() if holds_files(p)]
         )
         for line in textwrap.wrap(" ".join(held), WIDTH - COLUMN - 2):
             lines.append(" " * (COLUMN + 2) + line)
