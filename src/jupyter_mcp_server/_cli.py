@@ -28,12 +28,12 @@ if sys.platform == "win32":
 
 from jupyter_mcp_server._process.deferred_imports import (  # noqa: E402
     EAGER_PACKAGES,
-    defer_iri_grammar,
+    defer_format_checkers,
     defer_package_exports,
 )
 
 # Before anything below can import nbformat (and with it jsonschema), or the extension layer.
-defer_iri_grammar()
+defer_format_checkers()
 for package in EAGER_PACKAGES:
     defer_package_exports(package)
 

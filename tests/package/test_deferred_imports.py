@@ -1,4 +1,5 @@
-"""The IRI grammar beside JupyterLab is built when something validates an IRI, not at start."""
+"""The IRI grammar and the duration parser beside JupyterLab are loaded when something validates
+such a value, not at start."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ CHECK = """
 import sys, time
 sys.path.insert(0, {src!r})
 from jupyter_mcp_server._cli import main  # what the server's process imports first: it defers
-from jupyter_mcp_server._process.deferred_imports import defer_iri_grammar
+from jupyter_mcp_server._process.deferred_imports import defer_format_checkers
 assert getattr(sys.modules["rfc3987_syntax"], "__file__", None) is None, "the stand-in is in place"
-assert not defer_iri_grammar()  # once is enough
+assert not defer_format_checkers()  # once is enough
 import nbformat, jsonschema
 from jupyter_mcp_server._store.formats import parse_notebook
 parse_notebook(nbformat.writes(nbformat.v4.new_notebook()).encode(), "ipynb", "x.ipynb")
@@ -31,6 +32,24 @@ assert "lark" in sys.modules
 print("ok")
 """
 
+DURATION_CHECK = """
+import sys
+sys.path.insert(0, {src!r})
+from jupyter_mcp_server._cli import main
+assert getattr(sys.modules["isoduration"], "__file__", None) is None, "the stand-in is in place"
+import nbformat, jsonschema
+from jupyter_mcp_server._store.formats import parse_notebook
+parse_notebook(nbformat.writes(nbformat.v4.new_notebook()).encode(), "ipynb", "x.ipynb")
+assert "arrow" not in sys.modules, "arrow was imported on the way to the first notebook"
+checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+duration = jsonschema.Draft202012Validator({{"format": "duration"}}, format_checker=checker)
+assert list(duration.iter_errors("P1Q")), "a bad duration still fails"
+assert list(duration.iter_errors("P")), "an empty duration still fails"
+assert not list(duration.iter_errors("P3DT4H")), "a good duration still passes"
+assert "arrow" in sys.modules and getattr(sys.modules["isoduration"], "__file__", None)
+print("ok")
+"""
+
 
 @pytest.mark.skipif(
     importlib.util.find_spec("rfc3987_syntax") is None,
@@ -39,6 +58,19 @@ print("ok")
 def test_reading_a_notebook_does_not_build_the_iri_grammar_and_iris_still_validate():
     done = subprocess.run(
         [sys.executable, "-c", CHECK.format(src=str(SRC))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("isoduration") is None, reason="isoduration is not installed here"
+)
+def test_reading_a_notebook_does_not_import_the_duration_parser_and_durations_still_validate():
+    done = subprocess.run(
+        [sys.executable, "-c", DURATION_CHECK.format(src=str(SRC))],
         capture_output=True,
         text=True,
         timeout=60,

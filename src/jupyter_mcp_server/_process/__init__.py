@@ -1,2 +1,2 @@
 """The server's own Python process: returning freed heap to the system, and imports deferred
-until something needs them (jsonschema's IRI grammar)."""
+until something needs them (jsonschema's format checkers)."""

@@ -4,10 +4,12 @@
 checker it can find. Beside JupyterLab one of them is ``rfc3987-syntax``,
 which builds about thirty Earley parsers for IRIs when it is imported: 0.8 s
 of CPU on the way to the first notebook the server reads, for a format no
-notebook schema uses. The package stays installed and works; this module
-puts a stand-in under its name that imports the real module the first time
-anything validates an IRI (``jsonschema`` takes the function by name, so a
-lazy module object alone would not defer anything).
+notebook schema uses; another is ``isoduration``, which imports ``arrow``
+(2.4 MiB of a server at rest) for the ``duration`` format, which no
+notebook schema uses either. The packages stay installed and work; this
+module puts a stand-in under each name that imports the real module the
+first time anything validates such a value (``jsonschema`` takes the
+function by name, so a lazy module object alone would not defer anything).
 
 Only a process that has not imported it yet is affected: inside Jupyter
 Server, ``jsonschema`` is already loaded by then and this does nothing.
@@ -32,32 +34,51 @@ import types
 from typing import Any
 
 IRI_GRAMMAR = "rfc3987_syntax"
+DURATION_PARSER = "isoduration"
+#: Packages another library imports eagerly, each with what it takes from them at import time:
+#: a function (called through to the real one) or a value (kept as given).
+STAND_INS: dict[str, dict[str, str | type[BaseException]]] = {
+    IRI_GRAMMAR: {"is_valid_syntax": "function"},
+    # jsonschema takes the exception class at import (``raises=``) and catches it around
+    # `parse_duration`: the real one is a ValueError, so catching ValueError catches it.
+    DURATION_PARSER: {"parse_duration": "function", "DurationParsingException": ValueError},
+}
 #: Packages whose ``__init__`` re-exports something heavy the server never uses.
 EAGER_PACKAGES = ("reactor",)
 
 
-def defer_iri_grammar() -> bool:
-    """Stand in for ``rfc3987_syntax`` until its first use; whether a stand-in was put."""
-    if IRI_GRAMMAR in sys.modules or importlib.util.find_spec(IRI_GRAMMAR) is None:
+def defer_format_checkers() -> bool:
+    """Stand in for ``rfc3987_syntax`` and ``isoduration`` (with ``arrow``, 3 MiB at rest)
+    until their first use; whether a stand-in was put for any."""
+    return any([_stand_in_for(name) for name in STAND_INS])
+
+
+def _stand_in_for(package: str) -> bool:
+    if package in sys.modules or importlib.util.find_spec(package) is None:
         return False
-    stand_in = types.ModuleType(IRI_GRAMMAR, "Stands in for rfc3987_syntax until it is first used.")
+    stand_in = types.ModuleType(package, f"Stands in for {package} until it is first used.")
 
     def real() -> Any:
-        if sys.modules.get(IRI_GRAMMAR) is stand_in:
-            del sys.modules[IRI_GRAMMAR]
-        return importlib.import_module(IRI_GRAMMAR)
+        if sys.modules.get(package) is stand_in:
+            del sys.modules[package]
+        return importlib.import_module(package)
 
-    def is_valid_syntax(term: str, value: str) -> bool:
-        return bool(real().is_valid_syntax(term, value))
+    def calling_through(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(real(), name)(*args, **kwargs)
+
+        call.__name__ = name
+        return call
 
     def __getattr__(name: str) -> Any:
         if name.startswith("__"):  # the import system probing (``__path__``): not a use
             raise AttributeError(name)
         return getattr(real(), name)
 
-    stand_in.is_valid_syntax = is_valid_syntax  # type: ignore[attr-defined]
+    for name, taken in STAND_INS[package].items():
+        setattr(stand_in, name, calling_through(name) if taken == "function" else taken)
     setattr(stand_in, "__getattr__", __getattr__)  # noqa: B010 (a module-level __getattr__, PEP 562)
-    sys.modules[IRI_GRAMMAR] = stand_in
+    sys.modules[package] = stand_in
     return True
 
 
