@@ -289,9 +289,6 @@ class Application:
         self.client_log = ClientLogHandler()
         self.client_roots = FollowClientRoots(state)
         self.client_log.install(state.hooks)
-        # The first kernel is prestarted at a quiet moment, not in the middle of a call.
-        state.hooks.before_tool.append(lambda _: state.kernels.call_started())
-        state.hooks.after_tool.append(lambda _: state.kernels.call_ended())
         #: The pending warm-up of the notebook format (see `running`), until it has started.
         self._warming_up: asyncio.TimerHandle | None = None
 
@@ -307,8 +304,7 @@ class Application:
 
     def _warm_up_now(self, loop: asyncio.AbstractEventLoop) -> None:
         self._warming_up = None
-        warming = loop.run_in_executor(None, _warm_up)
-        warming.add_done_callback(lambda _: self.state.kernels.format_loaded())
+        loop.run_in_executor(None, _warm_up)
 
     @property
     def config(self) -> ServerConfig:

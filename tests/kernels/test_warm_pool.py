@@ -68,7 +68,7 @@ async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_a
             await shut_down(kernel)
 
 
-async def test_the_first_kernel_is_prestarted_after_the_handshake_at_a_quiet_moment_and_every_kernel_shares_one_context(
+async def test_the_first_kernel_is_prestarted_at_the_handshake_and_every_kernel_shares_one_context(
     tmp_path: Path,
 ):
     from jupyter_mcp_server._app import build_application
@@ -79,41 +79,12 @@ async def test_the_first_kernel_is_prestarted_after_the_handshake_at_a_quiet_mom
     async with application.running():
         await asyncio.sleep(0.05)
         assert not state.kernels._pool._waiting, "prestarted before the handshake"
-        state.kernels.call_started()  # a client's first call, right after its handshake
         state.kernels.handshake_done()
-        await asyncio.sleep(0.5)
-        assert not state.kernels._pool._waiting, "prestarted before the format was loaded"
-        state.kernels.format_loaded()
-        await asyncio.sleep(0.5)
-        assert not state.kernels._pool._waiting, "prestarted while a call was running"
-        state.kernels.call_ended()
-        await asyncio.sleep(0.1)
-        assert not state.kernels._pool._waiting, "prestarted before a quiet moment"
-        await asyncio.sleep(0.4)
-        assert state.kernels._pool._waiting, "no prestart at the first quiet moment"
+        await asyncio.sleep(0.05)
+        assert state.kernels._pool._waiting, "the handshake did not start the prestart"
         first = await state.kernels.attach("a.ipynb", kernel_name="python3")
         second = await state.kernels.attach("b.ipynb", kernel_name="python3")
         context = state.local_backend._zmq_context
         assert first.client.context is context and second.client.context is context
         assert first.manager.context is context
     assert context.closed and "_zmq_context" not in vars(state.local_backend)
-
-
-async def test_a_caller_who_needs_a_kernel_does_not_wait_for_the_quiet_moment(
-    tmp_path: Path, monkeypatch
-):
-    from jupyter_mcp_server._app import build_application
-    from jupyter_mcp_server._config import read_config
-    from jupyter_mcp_server._kernels import fleet
-
-    # Without the caller cutting it short, the prestart would wait an hour for quiet.
-    monkeypatch.setattr(fleet, "PRESTART_QUIET_LIMIT", 3600.0)
-
-    application = build_application(read_config({"workspace_root": str(tmp_path)}))
-    state = application.state
-    async with application.running():
-        state.kernels.handshake_done()
-        state.kernels.call_started()  # the call that needs the kernel, still running
-        kernel = await asyncio.wait_for(state.kernels.attach("a.ipynb", kernel_name="python3"), 60)
-        assert kernel.client is not None
-        state.kernels.call_ended()

@@ -35,12 +35,6 @@ logger = logging.getLogger(__name__)
 #: client completes the MCP handshake sooner (`handshake_done`): the handshake is
 #: answered first, and a first call right after it finds the kernel already booting.
 PRESTART_DELAY = 0.2
-#: Seconds without a call, once the notebook format is loaded, before the first kernel is
-#: prestarted: a kernel booting takes a core and the loop for a moment, and the calls a client
-#: makes right after its handshake (a first read) are answered first.
-PRESTART_QUIET = 0.25
-#: The longest the first prestart waits for that quiet moment.
-PRESTART_QUIET_LIMIT = 5.0
 #: Seconds after the pooled kernel is taken before the next one is launched,
 #: so the caller's next calls (typically the first execution) do not share
 #: the CPU with a kernel booting. A caller who needs a kernel sooner cuts it short.
@@ -76,12 +70,6 @@ class KernelFleet:
         self._background: asyncio.Task[None] | None = None
         self._first_prestart: asyncio.Task[None] | None = None
         self._handshake_done = asyncio.Event()
-        #: Set when the notebook format is loaded (`format_loaded`), and when a caller needs a
-        #: kernel: the first prestart waits no longer.
-        self._format_loaded = asyncio.Event()
-        self._needed = asyncio.Event()
-        self._calls_running = 0
-        self._last_call = 0.0
         self._start_lock = asyncio.Lock()
 
     # --- What exists -----------------------------------------------------------
@@ -269,7 +257,6 @@ class KernelFleet:
             return None
         if self._first_prestart is not None and not self._first_prestart.done():
             self._handshake_done.set()  # somebody needs a kernel: no more waiting
-            self._needed.set()
             await asyncio.wait({self._first_prestart})
         kernel = await self._pool.take(kernel_name)
         if kernel is None or not folder or kernel.folder == folder:
@@ -383,49 +370,15 @@ class KernelFleet:
             self._background = loop.create_task(self._reap_forever())
 
     def handshake_done(self) -> None:
-        """The client has completed the MCP handshake: the first kernel is prestarted at the
-        first quiet moment from now (`_prestart_after_the_handshake`)."""
+        """The client has completed the MCP handshake: prestart the first kernel now."""
         self._handshake_done.set()
-
-    def format_loaded(self) -> None:
-        """The notebook format is imported and its validator built (the warm-up after the
-        handshake): a first read no longer waits on those imports."""
-        self._format_loaded.set()
-
-    def call_started(self) -> None:
-        """A tool call began (the first prestart waits for a moment without one)."""
-        self._calls_running += 1
-        self._last_call = time.monotonic()
-
-    def call_ended(self) -> None:
-        self._calls_running = max(0, self._calls_running - 1)
-        self._last_call = time.monotonic()
 
     async def _prestart_after_the_handshake(self) -> None:
         # Even choosing the kernel (reading the kernelspecs imports jupyter_client) waits:
-        # nothing of it may stand between a client and the answer to its initialize, nor
-        # between the client and its first calls (a read right after the tool list).
+        # nothing of it may stand between a client and the answer to its initialize.
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._handshake_done.wait(), PRESTART_DELAY)
-        quiet = asyncio.ensure_future(self._until_quiet())
-        needed = asyncio.ensure_future(self._needed.wait())
-        try:
-            await asyncio.wait(
-                {quiet, needed}, timeout=PRESTART_QUIET_LIMIT, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            quiet.cancel()
-            needed.cancel()
         self._refill_pool(0)
-
-    async def _until_quiet(self) -> None:
-        """Until the notebook format is loaded and no call has run for `PRESTART_QUIET`."""
-        await self._format_loaded.wait()
-        while True:
-            idle = time.monotonic() - self._last_call
-            if self._calls_running == 0 and idle >= PRESTART_QUIET:
-                return
-            await asyncio.sleep(max(0.02, PRESTART_QUIET - idle))
 
     async def _reap_forever(self) -> None:
         interval = max(0.5, min(30.0, self.idle_timeout / 4))
