@@ -223,3 +223,61 @@ def test_every_token_format_is_masked_in_text_and_in_nested_values() -> None:
     assert redactor.text(plain) is plain
     document = {"cells": [{"source": plain}]}
     assert redactor.value(document) is document
+
+
+AWKWARD_SECRETS = {
+    'quote"and\\backslash': "QUOTED_TOKEN",
+    "line\nbreak\tand\x01control": "CONTROL_TOKEN",
+    "ünïcødé-sécret-välue": "UNICODE_TOKEN",
+    "emoji-🔑-secret": "EMOJI_TOKEN",
+    "lone-\ud800-surrogate": "SURROGATE_TOKEN",
+}
+
+
+def test_a_value_is_masked_whatever_json_escapes_in_its_secrets() -> None:
+    """Values are first scanned as one JSON text; a secret holding what JSON escapes (quotes,
+    backslashes, control characters), or none of it, is still found in any string of it."""
+    redactor = Redactor(values=AWKWARD_SECRETS)
+    for secret, name in AWKWARD_SECRETS.items():
+        document = {"cells": [{"outputs": [{"text": ["x\n", f"<{secret}>\n"]}], "n": 1}]}
+        masked = redactor.value(document)
+        assert masked["cells"][0]["outputs"][0]["text"][1] == f"<[redacted: {name}]>\n", name
+        assert document["cells"][0]["outputs"][0]["text"][1] == f"<{secret}>\n"
+        assert redactor.value([1, 2.5, None, True, [f"{secret}"]])[4] == [f"[redacted: {name}]"]
+    # Nothing to mask: the very same object, however big.
+    big = {"cells": [{"source": f"x = {i}", "outputs": [{"text": "ok\n"}]} for i in range(5000)]}
+    assert redactor.value(big) is big
+    # What JSON cannot write (a tuple is written as a list; bytes not at all) is walked.
+    odd = {"a": (1, 2), "b": b"raw", "c": f"{GITHUB}"}
+    assert redactor.value(odd)["c"] == "[redacted: github token]"
+    # A secret split by colour codes, in a nested value.
+    split = {"text": [f"\x1b[31m{PLANTED[:9]}\x1b[1m{PLANTED[9:]}\x1b[0m"]}
+    masked_split = Redactor(values={PLANTED: "OPENAI_API_KEY"}).value(split)
+    assert masked_split == {"text": ["[redacted: OPENAI_API_KEY]"]}
+
+
+def test_the_one_scan_gives_what_the_walk_gives() -> None:
+    """Over any JSON-like value, with secrets planted anywhere, masking after the one-scan
+    check equals masking by walking every string."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    secrets = [*AWKWARD_SECRETS, PLANTED, "hunter2!"]
+    redactor = Redactor(values={**AWKWARD_SECRETS, PLANTED: "OPENAI_API_KEY", "hunter2!": "PW"})
+    pieces = st.sampled_from([*secrets, GITHUB, "\x1b[1m", "AKIA", "plain ", "\\", '"', "é"])
+    strings = st.lists(st.one_of(pieces, st.text(max_size=8)), max_size=4).map("".join)
+    leaves = st.one_of(strings, st.integers(), st.floats(allow_nan=False), st.none(), st.booleans())
+    values = st.recursive(
+        leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4), st.dictionaries(strings, inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+
+    @settings(max_examples=400, deadline=None)
+    @given(values.filter(lambda v: isinstance(v, (dict, list))))
+    def agrees(value):
+        assert redactor.value(value) == redactor._walked(value)
+
+    agrees()

@@ -24,6 +24,7 @@ outputs stored in the notebook).
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -103,6 +104,11 @@ def secret_values(environ: Mapping[str, str], patterns: Iterable[str]) -> dict[s
     }
 
 
+def _as_in_json(text: str) -> str:
+    """`text` as it reads inside a JSON string written with ``ensure_ascii=False``."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
 def kernel_env_expression(patterns: Iterable[str]) -> str:
     """A Python expression a kernel evaluates to {name: value} of its secret-named variables."""
     wanted = [pattern.upper() for pattern in patterns]
@@ -134,6 +140,8 @@ class Redactor:
         )
         #: (value, its mask), longest first, so a value that contains another is masked whole.
         self._masks: tuple[tuple[str, str], ...] = ()
+        #: Each secret value as it reads inside a JSON string (see `_may_hold_a_secret`).
+        self._in_json: tuple[str, ...] = ()
         if values:
             self.add_values(values)
 
@@ -154,6 +162,7 @@ class Redactor:
             self._values.update(new)
             ordered = sorted(self._values, key=len, reverse=True)
             self._masks = tuple((value, f"[redacted: {self._values[value]}]") for value in ordered)
+            self._in_json = tuple(_as_in_json(value) for value in ordered)
 
     def add_environment(self, environ: Mapping[str, str]) -> None:
         self.add_values(secret_values(environ, self.patterns))
@@ -186,10 +195,34 @@ class Redactor:
     def value(self, value: Any) -> Any:
         """A JSON-like value (dicts, lists, strings) with every string masked, binary data left
         alone; the same object when nothing changed."""
+        if isinstance(value, (dict, list)) and not self._may_hold_a_secret(value):
+            return value
+        return self._walked(value)
+
+    def _may_hold_a_secret(self, value: dict[Any, Any] | list[Any]) -> bool:
+        """Whether any string of `value` may hold a secret, from one scan of its JSON text.
+
+        A read of a big notebook is tens of thousands of strings, and walking them in
+        Python cost a third of the read; serialising is done in C. JSON escapes a string
+        one character at a time, so a secret inside a string is, escaped the same way,
+        inside the text (``_in_json``; the formats' anchors have nothing to escape). The
+        text also holds keys and binary data the walk leaves alone: they can only make
+        this say "may", and the walk then decides. A secret that colour codes split is
+        found only once they are removed, so any colour code sends the value to the walk.
+        """
+        try:
+            text = json.dumps(value, ensure_ascii=False, check_circular=False)
+        except (TypeError, ValueError, RecursionError):
+            return True
+        if "\\u001b" in text or self._any_anchor.search(text) is not None:
+            return True
+        return any(secret in text for secret in self._in_json)
+
+    def _walked(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, list):
-            masked = [self.value(item) for item in value]
+            masked = [self._walked(item) for item in value]
             return value if all(a is b for a, b in zip(masked, value, strict=True)) else masked
         if isinstance(value, dict):
             if value.get("type") in BINARY_BLOCKS:
@@ -202,7 +235,7 @@ class Redactor:
                 ):
                     out[key] = item
                     continue
-                masked = self.value(item)
+                masked = self._walked(item)
                 changed = changed or masked is not item
                 out[key] = masked
             return out if changed else value
