@@ -12,6 +12,15 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+STAND_INS_NAMES = (
+    "rfc3987_syntax",
+    "isoduration",
+    "rfc3986_validator",
+    "rfc3339_validator",
+    "uri_template",
+    "webcolors",
+    "fqdn",
+)
 
 CHECK = """
 import sys, time
@@ -76,6 +85,47 @@ def test_reading_a_notebook_does_not_import_the_duration_parser_and_durations_st
         timeout=60,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+FORMATS_CHECK = """
+import sys
+sys.path.insert(0, {src!r})
+from jupyter_mcp_server._cli import main
+from jupyter_mcp_server._process.deferred_imports import STAND_INS
+deferred = [name for name in STAND_INS if name in sys.modules]
+import nbformat, jsonschema
+from jupyter_mcp_server._store.formats import parse_notebook
+parse_notebook(nbformat.writes(nbformat.v4.new_notebook()).encode(), "ipynb", "x.ipynb")
+real = [name for name in deferred if getattr(sys.modules[name], "__file__", None)]
+assert not real, f"imported on the way to the first notebook: {{real}}"
+# Each format these packages check still fails a bad value and passes a good one.
+for draft, fmt, bad, good in (
+    (jsonschema.Draft7Validator, "uri", "no scheme", "http://example.org/a"),
+    (jsonschema.Draft7Validator, "uri-reference", "http://[bad", "../a?b"),
+    (jsonschema.Draft7Validator, "date-time", "2026-13-01T00:00:00Z", "2026-12-06T10:00:00Z"),
+    (jsonschema.Draft7Validator, "time", "25:00:00Z", "10:00:00Z"),
+    (jsonschema.Draft7Validator, "uri-template", "http://a/{{x", "http://a/{{x}}"),
+    (jsonschema.Draft3Validator, "color", "not-a-colour", "red"),
+    (jsonschema.Draft7Validator, "hostname", "-bad-.example", "example.org"),
+):
+    validator = draft({{"format": fmt}}, format_checker=draft.FORMAT_CHECKER)
+    assert list(validator.iter_errors(bad)), f"a bad {{fmt}} passed"
+    assert not list(validator.iter_errors(good)), f"a good {{fmt}} failed"
+print("ok", *sorted(deferred))
+"""
+
+
+def test_reading_a_notebook_imports_no_format_checker_package_and_each_format_still_validates():
+    done = subprocess.run(
+        [sys.executable, "-c", FORMATS_CHECK.format(src=str(SRC))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("ok"), done.stderr
+    # Beside JupyterLab, as users have it, each of them is installed and was deferred.
+    installed = [name for name in STAND_INS_NAMES if importlib.util.find_spec(name) is not None]
+    assert done.stdout.split()[1:] == sorted(installed), done.stdout
 
 
 REACTOR_CHECK = """

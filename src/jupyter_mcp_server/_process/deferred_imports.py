@@ -6,7 +6,9 @@ which builds about thirty Earley parsers for IRIs when it is imported: 0.8 s
 of CPU on the way to the first notebook the server reads, for a format no
 notebook schema uses; another is ``isoduration``, which imports ``arrow``
 (2.4 MiB of a server at rest) for the ``duration`` format, which no
-notebook schema uses either. The packages stay installed and work; this
+notebook schema uses either; the URI, date-time, URI-template, colour and
+host-name checkers' packages cost 10-20 ms of the first read between them,
+for formats no notebook schema names. The packages stay installed and work; this
 module puts a stand-in under each name that imports the real module the
 first time anything validates such a value (``jsonschema`` takes the
 function by name, so a lazy module object alone would not defer anything).
@@ -42,14 +44,22 @@ STAND_INS: dict[str, dict[str, str | type[BaseException]]] = {
     # jsonschema takes the exception class at import (``raises=``) and catches it around
     # `parse_duration`: the real one is a ValueError, so catching ValueError catches it.
     DURATION_PARSER: {"parse_duration": "function", "DurationParsingException": ValueError},
+    # The rest are looked up when a value is checked (``webcolors.name_to_hex``), or taken
+    # as a function at import; what they raise is a builtin exception jsonschema names.
+    "rfc3986_validator": {"validate_rfc3986": "function"},
+    "rfc3339_validator": {"validate_rfc3339": "function"},
+    "uri_template": {},
+    "webcolors": {},
+    "fqdn": {"FQDN": "function"},
 }
 #: Packages whose ``__init__`` re-exports something heavy the server never uses.
 EAGER_PACKAGES = ("reactor",)
 
 
 def defer_format_checkers() -> bool:
-    """Stand in for ``rfc3987_syntax`` and ``isoduration`` (with ``arrow``, 3 MiB at rest)
-    until their first use; whether a stand-in was put for any."""
+    """Stand in for jsonschema's format checkers' packages (``rfc3987_syntax``, ``isoduration``
+    with ``arrow``, 3 MiB at rest, and the others of `STAND_INS`) until their first use;
+    whether a stand-in was put for any."""
     return any([_stand_in_for(name) for name in STAND_INS])
 
 
