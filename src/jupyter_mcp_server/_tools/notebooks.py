@@ -400,6 +400,7 @@ async def read_notebook(
     for (index, _, _, _), share in zip(shown_outputs, shares, strict=True):
         cell_budget[index] = cell_budget.get(index, 0) + share
     texts: dict[int, list[str]] = {}
+    limits_by_share: dict[int, InlineLimits] = {}  # most cells of a page get the same share
     for (index, number, label, text), share in zip(shown_outputs, shares, strict=True):
         uri = output_uri(path, cells[index].get("id", ""), number)
         texts.setdefault(index, []).append(f"[{label}]\n" + head_and_tail(text, share, uri))
@@ -413,7 +414,10 @@ async def read_notebook(
             # outputs would otherwise be 50 MiB of structuredContent, and the
             # server's memory would keep the high-water mark of encoding it.
             # A floor, so that a cell whose outputs a model reads as nothing keeps their heads.
-            own = replace(limits, budget_chars=max(cell_budget.get(index, 0), 256))
+            cell_share = max(cell_budget.get(index, 0), 256)
+            own = limits_by_share.get(cell_share) or limits_by_share.setdefault(
+                cell_share, replace(limits, budget_chars=cell_share)
+            )
             outputs, cut = bounded_outputs(
                 list(cell.get("outputs", [])), _output_link(path, cell.get("id", "")), own
             )
