@@ -16,6 +16,7 @@ ended (``docs/images/app-run-ended.png``).
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,20 @@ async def test_a_person_watches_a_detached_run_cell_by_cell_and_cancels_another(
     async with serve(workspace, *ARGS, extensions=[apps_extension()]) as client:
         app = (await client.read_resource(OUTPUTS_URI)).contents[0].text
 
+        # While `holding` is set, the page's watch_run calls wait for `released`: a host slow
+        # to pass a call on, so that a poll is out when the person presses Cancel.
+        holding, held, released = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        cancel_answered = asyncio.Event()
+        watched_since: list[int] = []
+
         async def call_tool(params: dict[str, Any]) -> dict[str, Any]:
+            if params["name"] == "watch_run" and holding.is_set():
+                watched_since.append(params["arguments"]["since_cell"])
+                held.set()
+                await released.wait()
             result = await client.call_tool(params["name"], params.get("arguments") or {})
+            if params["name"] == "cancel_run":
+                cancel_answered.set()
             return result.model_dump(by_alias=True, exclude_none=True, mode="json")
 
         async def detached_run() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -145,11 +158,21 @@ async def test_a_person_watches_a_detached_run_cell_by_cell_and_cancels_another(
                 frame = await show(arguments, result)
                 run = frame.locator("section.run")
                 await frame.locator(".now section.cell.running").wait_for(timeout=60_000)
+                # Cancel pressed while the page's poll is out: the poll's answer and the one
+                # after the Cancel both carry the interrupted cell, which is shown once.
+                holding.set()
+                await asyncio.wait_for(held.wait(), 30)
                 await run.locator("button.cancel").click()
+                await asyncio.wait_for(cancel_answered.wait(), 30)
+                await page.wait_for_timeout(500)  # the page's turn to act on the answer
+                holding.clear()
+                released.set()
                 await frame.locator("section.run[data-status='cancelled']").wait_for(timeout=60_000)
                 assert await run.locator(".state").inner_text() == "cancelled"
                 stopped = run.locator(".cells section.cell")
                 assert await stopped.count() == 1
+                # One poll out at a time: the page asked for each since_cell once.
+                assert len(set(watched_since)) == len(watched_since), watched_since
                 assert await stopped.get_attribute("data-status") == "interrupted"
                 assert "KeyboardInterrupt" in await stopped.locator(".output").inner_text()
                 assert "cancel_run" in await page.evaluate("window.called")

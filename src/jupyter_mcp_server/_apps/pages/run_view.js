@@ -25,7 +25,7 @@ function watchRun(first) {
   const message = part("div", "said");
   view.append(head, bar, cells, now, message);
   root.replaceChildren(view);
-  const watch = { since: 0, delay: FIRST_DELAY, timer: null, stopped: false, failures: 0, last: "" };
+  const watch = { since: 0, delay: FIRST_DELAY, timer: null, stopped: false, failures: 0, last: "", polling: false, again: false };
   teardowns.push(() => { watch.stopped = true; clearTimeout(watch.timer); });
 
   function update(shown) {
@@ -55,11 +55,29 @@ function watchRun(first) {
     watch.last = seen;
     return changed;
   }
+  // One poll in flight at a time: two answers for the same since_cell would show the
+  // cells they both carry twice. A poll asked for meanwhile (after Cancel) comes next.
   async function poll() {
     if (watch.stopped) return;
+    if (watch.polling) { watch.again = true; return; }
+    watch.polling = true;
+    let goOn;
+    try {
+      goOn = await pollOnce();
+    } finally {
+      watch.polling = false;
+    }
+    if (!goOn || watch.stopped) return;
+    // Asked for while this one was out: at once, since its answer may predate what was asked.
+    const wait = watch.again ? 0 : watch.delay;
+    if (watch.again) { watch.again = false; watch.delay = FIRST_DELAY; }
+    watch.timer = setTimeout(poll, wait);
+  }
+  // One watch_run and its answer shown; whether to go on following the run.
+  async function pollOnce() {
     try {
       const result = await request("tools/call", { name: "watch_run", arguments: { run_id: first.run_id, since_cell: watch.since } });
-      if (watch.stopped) return;
+      if (watch.stopped) return false;
       const shown = result && result._meta && result._meta["io.jupyter-mcp/app"];
       if (!result || result.isError || !shown || shown.view !== "run") {
         // The server answered no (the run expired, or is not this caller's): nothing more to follow.
@@ -67,21 +85,21 @@ function watchRun(first) {
         message.textContent = said(result) || "The run can no longer be followed.";
         cancel.remove();
         resized();
-        return;
+        return false;
       }
       watch.failures = 0;
       const changed = update(shown);
-      if (shown.ended) return;
+      if (shown.ended) return false;
       // Quick while cells end, slower while one cell runs long.
       watch.delay = changed ? FIRST_DELAY : Math.min(LONGEST_DELAY, Math.round(watch.delay * 1.5));
     } catch (error) {
-      if (watch.stopped) return;
+      if (watch.stopped) return false;
       watch.failures += 1;
       message.textContent = "The host did not pass the call on: " + ((error && error.message) || error);
-      if (watch.failures >= 5) { resized(); return; }
+      if (watch.failures >= 5) { resized(); return false; }
       watch.delay = Math.min(LONGEST_DELAY * 2, watch.delay * 2);
     }
-    watch.timer = setTimeout(poll, watch.delay);
+    return true;
   }
   cancel.addEventListener("click", async () => {
     cancel.disabled = true;
