@@ -189,6 +189,26 @@ def test_a_file_swapped_for_a_symlink_is_not_followed(
     assert failure_code(workspace.read_bytes, "data.txt") == "invalid_path"
 
 
+def test_a_path_checked_before_is_checked_again_against_the_disk(
+    workspace: Workspace, outside: Path
+) -> None:
+    """The checks of a path's text are remembered; nothing that depends on the disk is."""
+    (workspace.root / "data.txt").write_text("inside")
+    assert workspace.read_bytes("data.txt") == b"inside"
+    (workspace.root / "data.txt").unlink()
+    (workspace.root / "data.txt").symlink_to(outside / "secret.txt")
+    assert failure_code(workspace.read_bytes, "data.txt") == "invalid_path"
+    # A name that looks like a mistake passes only while it is really there.
+    assert failure_code(workspace.resolve, "~/notes.ipynb") == "invalid_path"
+    (workspace.root / "~").mkdir()
+    assert workspace.resolve("~/notes.ipynb") == workspace.root / "~" / "notes.ipynb"
+    (workspace.root / "~").rmdir()
+    assert failure_code(workspace.resolve, "~/notes.ipynb") == "invalid_path"
+    for hostile in ("../data.txt", "/etc/passwd", "a\x00b", "data.txt/../../x"):
+        assert failure_code(workspace.resolve, hostile) == "invalid_path"
+        assert failure_code(workspace.resolve, hostile) == "invalid_path"
+
+
 def temporary_files(root: Path) -> list[Path]:
     return [path for path in root.rglob("*") if path.name.endswith(".jmcp-tmp")]
 

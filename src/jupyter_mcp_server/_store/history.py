@@ -151,8 +151,13 @@ class NotebookHistory:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        lock = self.directory / "lock"
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(lock, flags, 0o600)
+        except FileNotFoundError:  # the history's first lock, or its folder was removed
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, flags, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -160,10 +165,15 @@ class NotebookHistory:
             os.close(fd)
 
     def _write_file(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
         try:
-            with open(temporary, "wb") as file:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            try:
+                fd = os.open(temporary, flags, 0o666)
+            except FileNotFoundError:  # its folder's first file, or the folder was removed
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(temporary, flags, 0o666)
+            with open(fd, "wb") as file:
                 file.write(data)
             os.replace(temporary, path)
         except BaseException:

@@ -56,6 +56,8 @@ _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 # Only names we create are removed at start-up, never a user's file that merely ends alike.
 _TEMPORARY_NAME = re.compile(r"\..*\.[0-9a-f]{16}\.jmcp-tmp", re.DOTALL)
 _SKIPPED_WHEN_CLEANING = frozenset({".git", "node_modules"})
+#: How many well-formed relative paths a workspace remembers before it starts again.
+_WELL_FORMED_KEPT = 4096
 _PASS_INSIDE = "Pass a path inside the workspace such as 'notebook.ipynb'."
 _CHECK_IT = "Check the file, or pass another path inside the workspace."
 # The OS errors a caller can act on, said as what is wrong with the path.
@@ -123,6 +125,12 @@ class Workspace:
         self.root: Path = Path(os.path.realpath(os.fspath(root)))
         if not self.root.is_dir():
             raise ValueError(f"workspace root {self.root} is not an existing directory")
+        # Paths are checked as text: every tool call resolves its notebook's path several
+        # times, and pathlib's objects cost more than the checks they wrap.
+        self._root_text = os.fspath(self.root)
+        self._inside_prefix = self._root_text.rstrip("/") + "/"
+        #: Relative paths whose text passed every check that does not look at the disk.
+        self._well_formed: set[str] = set()
         #: The directories (device, inode) whose write lock a thread holds
         #: through :meth:`others_held_back`, per thread: ``flock`` locks belong
         #: to an open file, so that thread locking such a directory again would
@@ -150,31 +158,46 @@ class Workspace:
         )
 
     def _contains(self, path: Path) -> bool:
-        return path == self.root or path.is_relative_to(self.root)
+        return self._holds(os.fspath(path))
 
-    def resolve(self, relative: str, *, must_exist: bool = False) -> Path:
-        """The real absolute path ``relative`` names inside the root ("" is the root)."""
+    def _holds(self, real: str) -> bool:
+        return real == self._root_text or real.startswith(self._inside_prefix)
+
+    def _check_text(self, relative: object) -> None:
+        """Refuse a path whose text cannot name anything in the workspace."""
         if not isinstance(relative, str):
             raise self._reject(relative, f"is a {type(relative).__name__}, not a string")
+        if relative in self._well_formed:
+            return
         problem = problem_with(relative)
         if problem:
             raise self._reject(relative, problem)
         parts = [part for part in relative.split("/") if part not in ("", ".")]
+        plain = True
         for index, mistake, instead in likely_mistakes(parts):
+            plain = False
             # A name that really is on disk is the one meant, odd as it looks.
             if not os.path.lexists(self.root.joinpath(*parts[: index + 1])):
                 raise self._reject(relative, mistake, instead)
+        if plain:  # a verdict that looked at the disk is not kept: the disk changes
+            if len(self._well_formed) >= _WELL_FORMED_KEPT:
+                self._well_formed.clear()
+            self._well_formed.add(relative)
+
+    def resolve(self, relative: str, *, must_exist: bool = False) -> Path:
+        """The real absolute path ``relative`` names inside the root ("" is the root)."""
+        self._check_text(relative)
         try:
-            real = Path(os.path.realpath(self.root / relative))
+            real = os.path.realpath(os.path.join(self._root_text, relative))
         except OSError:
             # realpath raises when a component stops being a symlink between
             # its lstat and its readlink: something is swapping it.
             raise self._reject(relative, "changed while it was being resolved", _CHECK_IT) from None
-        if not self._contains(real):
+        if not self._holds(real):
             raise self._reject(relative, "resolves outside the workspace through a symbolic link")
-        if must_exist and not real.exists():
+        if must_exist and not os.path.exists(real):
             raise self._missing(relative)
-        return real
+        return Path(real)
 
     def relative_of(self, path: Path) -> str:
         """The POSIX path of ``path`` relative to the root ("" for the root itself)."""
@@ -245,10 +268,10 @@ class Workspace:
         return fd
 
     def _names_of(self, relative: str) -> tuple[str, ...]:
-        real = self.resolve(relative)
-        if real == self.root:
+        real = os.fspath(self.resolve(relative))
+        if real == self._root_text:
             raise self._reject(relative, "is the workspace root, a directory, not a file")
-        return real.relative_to(self.root).parts
+        return tuple(real[len(self._inside_prefix) :].split("/"))
 
     def read_bytes(self, relative: str) -> bytes:
         """The content of a regular file, refusing any symlink swapped in after the check."""
