@@ -16,7 +16,9 @@ from the kernel (``append_stdout``).
 from __future__ import annotations
 
 import base64
+import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +49,27 @@ CAPTURE = (
 APPENDED = "logs = widgets.Output()\nlogs.append_stdout('appended from the kernel\\n')\nlogs"
 
 
+IPYWIDGETS = Path(__file__).parents[1] / "fixtures" / "ipywidgets"
+#: nbclient's wait for a cell's reply sometimes blocks where widgets are made
+#: (jupyter/nbclient#312) until its timeout, then goes on with the same outputs.
+NBCLIENT_TIMEOUT = 10
+
+
+def ipywidgets_notebook(name: str, cells: int | None = None) -> nbformat.NotebookNode:
+    """One of ipywidgets' documentation notebooks (its first `cells`), without JupyterLite's
+    ``%pip install`` line, which would install into this test's environment."""
+    notebook = nbformat.read(str(IPYWIDGETS / f"{name}.ipynb"), as_version=4)
+    notebook.cells = [
+        cell for cell in notebook.cells[:cells] if not cell.source.startswith("# Imports for")
+    ]
+    return notebook
+
+
 def as_nbclient_runs_it(sources: list[str]) -> nbformat.NotebookNode:
     nbclient = pytest.importorskip("nbclient")
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
-    nbclient.NotebookClient(notebook, kernel_name="python3").execute()
+    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=NBCLIENT_TIMEOUT).execute()
     return notebook
 
 
@@ -123,6 +141,56 @@ async def test_what_with_out_prints_goes_into_the_widget_as_nbclient_stores_it(
     reopened = nbformat.read(str(workspace / "output.ipynb"), as_version=4)
     nbformat.validate(reopened)
     assert reopened.metadata.widgets[WIDGET_STATE]["state"]
+
+
+def without_run_details(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Outputs without what differs from one kernel to the next: widget ids, the kernel's
+    temporary file names in tracebacks, object addresses."""
+    text = json.dumps(outputs)
+    text = re.sub(r'"model_id": "[0-9a-f]+"', '"model_id": "<model>"', text)
+    text = re.sub(r"ipykernel_\d+/\d+\.py", "<cell>", text)
+    text = re.sub(r"0x[0-9a-f]+", "0x<address>", text)
+    return list(json.loads(text))
+
+
+async def test_ipywidgets_output_widget_notebook_stores_as_nbclient_stores_it(
+    workspace: Path,
+) -> None:
+    """ipywidgets' own ``Output Widget.ipynb``, as far as its capture example: what ``with
+    out:`` prints, the video and the slider displayed into it, the appended outputs, and the
+    decorated function's print and error all go into the widgets, as nbclient stores them."""
+    notebook = ipywidgets_notebook("Output Widget", cells=18)
+    theirs = copy.deepcopy(notebook)
+    pytest.importorskip("nbclient").NotebookClient(
+        theirs, kernel_name="python3", timeout=NBCLIENT_TIMEOUT
+    ).execute()
+    nbformat.write(notebook, str(workspace / "Output Widget.ipynb"))
+    async with serve(workspace, *RUNS) as client:
+        await ok(client, "use_notebook", {"notebook_name": "Output Widget.ipynb"})
+        result = await client.call_tool("run_cells", {"cells": "all"})
+        assert not result.is_error, text_of(result)
+        run = result.structured_content or {}
+        assert run["status"] == "ok" and run["not_run"] == [], run
+        assert [cell["status"] for cell in run["cells"]] == ["ok"] * 8
+    stored = nbformat.read(str(workspace / "Output Widget.ipynb"), as_version=4)
+    nbformat.validate(stored)
+    code = [index for index, cell in enumerate(stored.cells) if cell.cell_type == "code"]
+    for index in code:
+        assert cell_outputs(stored.cells[index]) == cell_outputs(theirs.cells[index]), index
+    loop = next(index for index in code if "Hello world!" in stored.cells[index].source)
+    assert stored.cells[loop].outputs == []  # the ten prints went into the widget
+    held = [without_run_details(outputs) for outputs in output_widgets(stored)]
+    assert sorted(held, key=json.dumps) == sorted(
+        (without_run_details(outputs) for outputs in output_widgets(theirs)), key=json.dumps
+    )
+    first = next(outputs for outputs in held if "Hello world!" in streams(outputs))
+    assert first[0]["text"] == "".join(f"{i} Hello world!\n" for i in range(10))
+    assert [output["output_type"] for output in first] == ["stream", "display_data", "display_data"]
+    captured = next(
+        outputs for outputs in held if any(o["output_type"] == "error" for o in outputs)
+    )
+    assert streams(captured) == "This goes into the output widget\n"
+    assert captured[-1]["evalue"] == "As does this"
 
 
 async def test_capture_takes_the_function_s_prints_and_error_as_nbclient_stores_them(
