@@ -13,6 +13,8 @@ import nbformat
 from conftest import ok, refused, serve
 from test_runs import write_notebook
 
+from jupyter_mcp_server._tools.verify import normalised
+
 RUNS = ("--toolsets", "runs", "--capability", "kernel.prestart=off")
 
 
@@ -88,3 +90,20 @@ async def test_bounded_by_its_timeout_and_by_max_kernels(workspace):
         assert stopped["status"] == "incomplete" and stopped["stopped_at"]["index"] == 0
         assert stopped["seconds"] < 20
         assert (await ok(client, "list_kernels"))["kernels"] == []
+
+
+def test_what_differs_between_two_runs_of_the_same_code_is_left_out() -> None:
+    one = (
+        "Error in callback <bound method W._fill of <__main__.W object at 0x7f35cfa2c950>> "
+        "(for post_run_cell), with arguments args (<ExecutionResult object at 7f35cee1f1d0, "
+        'execution_count=3>,):\n  File "/tmp/ipykernel_19291/50175785.py", line 6'
+    )
+    other = (
+        "Error in callback <bound method W._fill of <__main__.W object at 0x7fab01c2d3e0>> "
+        "(for post_run_cell), with arguments args (<ExecutionResult object at 7fab00e1f2a0, "
+        'execution_count=3>,):\n  File "/tmp/ipykernel_402/50175785.py", line 6'
+    )
+    assert normalised(one) == normalised(other)
+    # What code printed on purpose stays: a word after "at", a short hex, another count.
+    assert normalised("meet at cafe, at 10") == "meet at cafe, at 10"
+    assert normalised(one) != normalised(one.replace("execution_count=3", "execution_count=4"))

@@ -45,6 +45,10 @@ from jupyter_mcp_server._tool_calls.results import answer, tool_handler
 
 DEFAULT_TIMEOUT = 300.0
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
+#: An address printed with "%x" (IPython's ExecutionResult, in its "Error in callback" line).
+_BARE_ADDRESS = re.compile(r"(?<= at )[0-9a-f]{8,16}\b")
+#: The folder ipykernel compiles a cell's code into, named after the kernel's process.
+_KERNEL_FOLDER = re.compile(r"ipykernel_\d+")
 _UUID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
@@ -61,6 +65,8 @@ def normalised(text: str) -> str:
     text = _TIMESTAMP.sub("<time>", text)
     text = _CLOCK.sub("<time>", text)
     text = _ADDRESS.sub("0x…", text)
+    text = _BARE_ADDRESS.sub("…", text)
+    text = _KERNEL_FOLDER.sub("ipykernel_…", text)
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
