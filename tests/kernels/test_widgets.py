@@ -243,6 +243,18 @@ async def test_a_model_reading_the_cell_is_told_what_the_widget_holds(workspace:
         text = text_of(result)
         assert "Output widget" in text
         assert "9 printed into the widget" in text
+        # So does every other way a model reads or finds it: a detailed read, the output
+        # itself, a search.
+        read = await client.call_tool("read_notebook", {"response_format": "detailed"})
+        assert not read.is_error and "9 printed into the widget" in text_of(read)
+        uri = "notebook-output:///read.ipynb?cell=cell-1&output=0"
+        page = await client.call_tool("read_output", {"uri": uri})
+        assert not page.is_error and "9 printed into the widget" in text_of(page)
+        found = await ok(client, "search_notebooks", {"query": "9 printed into the widget"})
+        # Once a run: the widget holds both runs' prints.
+        assert [(match["cell_id"], match["where"]) for match in found["matches"]] == [
+            ("cell-1", "output 0")
+        ] * 2, found
 
 
 BINARY = (

@@ -13,6 +13,7 @@ from jupyter_mcp_server._calls.people import focus_line
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.environments import KernelChoice
 from jupyter_mcp_server._kernels.staleness import states_of
+from jupyter_mcp_server._kernels.widgets import widget_models
 from jupyter_mcp_server._rendering.budget import allot, head_and_tail
 from jupyter_mcp_server._rendering.content import (
     BINARY_TYPES,
@@ -334,9 +335,12 @@ async def get_notebook_revision(
     return answer({"revision": revision}, f"'{path}' is at revision {revision}.")
 
 
-def _page_outputs(cells: Any, start: int, stop: int) -> list[tuple[int, int, str, str]]:
+def _page_outputs(
+    cells: Any, start: int, stop: int, widgets: dict[str, Any]
+) -> list[tuple[int, int, str, str]]:
     """(cell index, output number, label, text) of each output of cells start..stop-1 a model
-    reads: its text (a table as Markdown, a traceback folded), an image named, never inlined."""
+    reads: its text (a table as Markdown, a traceback folded, what a saved widget holds), an
+    image named, never inlined."""
     found: list[tuple[int, int, str, str]] = []
     for index in range(start, stop):
         cell = cells[index]
@@ -345,7 +349,7 @@ def _page_outputs(cells: Any, start: int, stop: int) -> list[tuple[int, int, str
         for number, output in enumerate(cell.get("outputs") or []):
             kind = output.get("output_type", "output")
             label = "error output" if kind == "error" else f"output {number}: {kind}"
-            text = output_text(output)
+            text = output_text(output, widgets)
             images = [m for m in (output.get("data") or {}) if m in BINARY_TYPES]
             if images:
                 named = ", ".join(images)
@@ -394,7 +398,8 @@ async def read_notebook(
     # Every output of the page, as the text a model reads, shares one budget: in the text
     # (each under its cell) and in the structured cells (each cell's outputs within the
     # shares of its own), so neither part of a page carries more than a result may.
-    shown_outputs = _page_outputs(cells, start_index, stop) if detailed else []
+    widgets = widget_models(view.notebook.get("metadata")) if detailed else {}
+    shown_outputs = _page_outputs(cells, start_index, stop, widgets) if detailed else []
     shares = allot([len(text) for *_, text in shown_outputs], limits.budget_chars)
     cell_budget: dict[int, int] = {}
     for (index, _, _, _), share in zip(shown_outputs, shares, strict=True):

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from jupyter_mcp_server._calls.scratch import SCRATCH_SCHEME
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
+from jupyter_mcp_server._kernels.widgets import widget_models
 from jupyter_mcp_server._rendering.budget import MAX_OUTPUT_CHARS, budget_of
 from jupyter_mcp_server._rendering.model_text import output_text
 from jupyter_mcp_server._schemas import models
@@ -29,8 +30,9 @@ from jupyter_mcp_server._workspace.notebook_uris import OUTPUT_SCHEME, path_of_u
 DEFAULT_LINES = 500
 
 
-async def output_of_uri(state: ServerState, uri: str) -> Any:
-    """The nbformat output a ``notebook-output:`` or ``scratch-output:`` URI names."""
+async def output_of_uri(state: ServerState, uri: str) -> tuple[Any, dict[str, Any]]:
+    """The nbformat output a ``notebook-output:`` or ``scratch-output:`` URI names, and the
+    widget models saved beside it (its notebook's: what its Output widgets hold)."""
     scheme, colon, rest = uri.partition(":")
     if not colon or scheme not in (OUTPUT_SCHEME, SCRATCH_SCHEME):
         raise ToolFailure(
@@ -53,6 +55,7 @@ async def output_of_uri(state: ServerState, uri: str) -> Any:
                 "Run the code again, or run it as a cell so its outputs are stored.",
             )
         where = "that execution"
+        widgets: dict[str, Any] = {}
     else:
         path = path_of_uri("notebook:" + rest)
         cell_id = query.get("cell")
@@ -70,11 +73,12 @@ async def output_of_uri(state: ServerState, uri: str) -> Any:
             )
         outputs = list(cell.get("outputs") or [])
         where = f"cell {cell_id}"
+        widgets = widget_models(view.notebook.get("metadata"))
     if index >= len(outputs):
         raise ToolFailure(
             NOT_FOUND, f"{where} has {len(outputs)} outputs; output {index} does not exist."
         )
-    return outputs[index]
+    return outputs[index], widgets
 
 
 @tool_handler("read_output")
@@ -91,7 +95,7 @@ async def read_output(
 ) -> Annotated[CallToolResult, models.OutputPage]:
     """Read part of one long output by lines or bytes: what a result cut out. Images: read the URI as a resource."""
     state = state_of(ctx)
-    text = output_text(await output_of_uri(state, uri))
+    text = output_text(*await output_of_uri(state, uri))
     if text is None:
         raise ToolFailure(
             INVALID_ARGUMENT, f"{uri} has no text (an image); read it as a resource instead."

@@ -53,6 +53,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, TIMEOUT, ToolFailure
+from jupyter_mcp_server._kernels.widgets import widget_models
 from jupyter_mcp_server._rendering.model_text import joined, output_text
 from jupyter_mcp_server._schemas import models
 from jupyter_mcp_server._state import ServerState, state_of
@@ -88,13 +89,14 @@ class _Unit:
     text: str
 
 
-def _units_of_cells(path: str, cells: Iterable[Any]) -> tuple[_Unit, ...]:
+def _units_of_cells(path: str, cells: Iterable[Any], metadata: Any) -> tuple[_Unit, ...]:
     units: list[_Unit] = []
+    widgets = widget_models(metadata)  # what a saved Output widget holds is found too
     for index, cell in enumerate(cells):
         cell_id = str(cell.get("id", ""))
         units.append(_Unit(path, cell_id, index, "source", joined(cell.get("source", ""))))
         for number, output in enumerate(cell.get("outputs") or []):
-            text = output_text(output)
+            text = output_text(output, widgets)
             if text:
                 units.append(_Unit(path, cell_id, index, f"output {number}", text))
     return tuple(units)
@@ -116,7 +118,7 @@ def _units_of_json(path: str, data: bytes) -> tuple[_Unit, ...] | None:
         set(ids)
     ) < len(ids):
         return None  # the store decides: it refuses duplicate or illegal ids
-    return _units_of_cells(path, cells)
+    return _units_of_cells(path, cells, document.get("metadata"))
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ async def _units_of_file(state: ServerState, path: str) -> tuple[_Unit, ...]:
             if trusted:
                 state.search_texts.put(key, fingerprint, _Refused("not a valid notebook"), 64)
             raise ValueError("not a valid notebook") from failure
-        units = _units_of_cells(path, view.notebook.cells)
+        units = _units_of_cells(path, view.notebook.cells, view.notebook.get("metadata"))
     if trusted:
         state.search_texts.put(
             key, fingerprint, units, sum(len(unit.text) for unit in units) + len(units) * 64
