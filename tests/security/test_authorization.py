@@ -566,6 +566,21 @@ def test_what_no_wider_token_changes_stays_a_tool_error(server, provider):
         assert garbage.status_code == 400, garbage.text
         unknown = result_of(session.call("no_such_tool", {}))
         assert "no_such_tool" in json.dumps(unknown)
+        # A long call sent in pieces is decided whole all the same: the access checks read
+        # every body whole (up to their 8 MiB) before the sign-in sees it.
+        before = (server.workspace / "a.ipynb").read_bytes()
+        params = {"name": EDITS, "arguments": {**INSERT, "cell_source": "#" * (2 * 1024 * 1024)}}
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params})
+
+        def in_pieces() -> Iterator[bytes]:
+            data = body.encode()
+            for start in range(0, len(data), 256 * 1024):
+                yield data[start : start + 256 * 1024]
+                time.sleep(0.05)
+
+        padded = session.http.post(session.url, headers=session.headers, content=in_pieces())
+        assert_step_up(padded, "notebooks:write")
+        assert (server.workspace / "a.ipynb").read_bytes() == before
 
 
 def test_the_step_up_rule_stays_within_the_server_and_the_url():
