@@ -207,6 +207,12 @@ def test_a_path_checked_before_is_checked_again_against_the_disk(
     for hostile in ("../data.txt", "/etc/passwd", "a\x00b", "data.txt/../../x"):
         assert failure_code(workspace.resolve, hostile) == "invalid_path"
         assert failure_code(workspace.resolve, hostile) == "invalid_path"
+    # What is remembered stays small, whatever a client sends.
+    for number in range(3000):
+        workspace.resolve(f"notebook-{number}.ipynb")
+    workspace.resolve("long/" * 100 + "notebook.ipynb")
+    assert 0 < len(workspace._well_formed) <= 1024
+    assert all(len(path) <= 256 for path in workspace._well_formed)
 
 
 def temporary_files(root: Path) -> list[Path]:

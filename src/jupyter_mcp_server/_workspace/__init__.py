@@ -56,8 +56,10 @@ _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 # Only names we create are removed at start-up, never a user's file that merely ends alike.
 _TEMPORARY_NAME = re.compile(r"\..*\.[0-9a-f]{16}\.jmcp-tmp", re.DOTALL)
 _SKIPPED_WHEN_CLEANING = frozenset({".git", "node_modules"})
-#: How many well-formed relative paths a workspace remembers before it starts again.
-_WELL_FORMED_KEPT = 4096
+#: How many well-formed relative paths a workspace remembers before it starts again, and
+#: the longest it remembers (a client sending many long paths costs at most 256 KiB here).
+_WELL_FORMED_KEPT = 1024
+_WELL_FORMED_CHARS = 256
 _PASS_INSIDE = "Pass a path inside the workspace such as 'notebook.ipynb'."
 _CHECK_IT = "Check the file, or pass another path inside the workspace."
 # The OS errors a caller can act on, said as what is wrong with the path.
@@ -179,7 +181,8 @@ class Workspace:
             # A name that really is on disk is the one meant, odd as it looks.
             if not os.path.lexists(self.root.joinpath(*parts[: index + 1])):
                 raise self._reject(relative, mistake, instead)
-        if plain:  # a verdict that looked at the disk is not kept: the disk changes
+        if plain and len(relative) <= _WELL_FORMED_CHARS:
+            # A verdict that looked at the disk is not kept: the disk changes.
             if len(self._well_formed) >= _WELL_FORMED_KEPT:
                 self._well_formed.clear()
             self._well_formed.add(relative)
