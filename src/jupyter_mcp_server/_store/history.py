@@ -151,13 +151,7 @@ class NotebookHistory:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        lock = self.directory / "lock"
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
-        try:
-            fd = os.open(lock, flags, 0o600)
-        except FileNotFoundError:  # the history's first lock, or its folder was removed
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock, flags, 0o600)
+        fd = _opened(self.directory / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -167,12 +161,7 @@ class NotebookHistory:
     def _write_file(self, path: Path, data: bytes) -> None:
         temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-            try:
-                fd = os.open(temporary, flags, 0o666)
-            except FileNotFoundError:  # its folder's first file, or the folder was removed
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(temporary, flags, 0o666)
+            fd = _opened(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
             with open(fd, "wb") as file:
                 file.write(data)
             os.replace(temporary, path)
@@ -592,6 +581,16 @@ class NotebookHistory:
         index["collected"] = int(index.get("collected", 0)) + 1
         self.write_index(index)
         self._bytes = None
+
+
+def _opened(path: Path, flags: int, mode: int) -> int:
+    """``os.open`` of a file of the history, its folder made first when missing (the folder's
+    first file, or a folder someone removed): asked of the disk only then, not every time."""
+    try:
+        return os.open(path, flags, mode)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, mode)
 
 
 def _packed(value: Any) -> bytes:

@@ -398,8 +398,11 @@ async def read_notebook(
     # Every output of the page, as the text a model reads, shares one budget: in the text
     # (each under its cell) and in the structured cells (each cell's outputs within the
     # shares of its own), so neither part of a page carries more than a result may.
-    widgets = widget_models(view.notebook.get("metadata")) if detailed else {}
-    shown_outputs = _page_outputs(cells, start_index, stop, widgets) if detailed else []
+    shown_outputs = (
+        _page_outputs(cells, start_index, stop, widget_models(view.notebook.get("metadata")))
+        if detailed
+        else []
+    )
     shares = allot([len(text) for *_, text in shown_outputs], limits.budget_chars)
     cell_budget: dict[int, int] = {}
     for (index, _, _, _), share in zip(shown_outputs, shares, strict=True):

@@ -159,10 +159,8 @@ class Workspace:
             path=relative,
         )
 
-    def _contains(self, path: Path) -> bool:
-        return self._holds(os.fspath(path))
-
     def _holds(self, real: str) -> bool:
+        """Whether the real path `real` is the root or inside it."""
         return real == self._root_text or real.startswith(self._inside_prefix)
 
     def _check_text(self, relative: object) -> None:
@@ -582,7 +580,7 @@ class Workspace:
                 status = child.stat(follow_symlinks=False)
                 if stat_module.S_ISLNK(status.st_mode):
                     target = Path(os.path.realpath(self.root.joinpath(*names, child.name)))
-                    if not self._contains(target):
+                    if not self._holds(os.fspath(target)):
                         continue
                     real_names = target.relative_to(self.root).parts
                     status, child_fd = self._reach(real_names)
