@@ -99,17 +99,40 @@ def server_in(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> 
     )
 
 
-def start_a_tree(server: RawServer, started: dict[int, int | None]) -> set[int]:
-    """Run the cell on the notebook's kernel; the kernel's whole tree, every process of it running."""
-    kernel_before = descendants(server.pid)
+def keepers(server: int) -> set[int]:
+    """The keeper processes below `server` (one, once a kernel was started)."""
+    found = set()
+    for pid in descendants(server):
+        with contextlib.suppress(OSError):
+            if b"keeper.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+    return found
+
+
+def kernel_pid(server: RawServer, notebook: str) -> int:
     result = server.call(
-        "execute_code", {"notebook_name": NOTEBOOK, "code": START_A_TREE, "timeout": 60}
+        "execute_code", {"notebook_name": notebook, "code": "import os; print(os.getpid())"}
+    )
+    assert not result.get("isError"), text_of(result)
+    return int(text_of(result).split()[0])
+
+
+def start_a_tree(
+    server: RawServer, started: dict[int, int | None], notebook: str = NOTEBOOK
+) -> set[int]:
+    """Run the cell on the notebook's kernel; the kernel's whole tree (the kernel and all
+    below it, never the keeper), every process of it running."""
+    kernel = kernel_pid(server, notebook)
+    result = server.call(
+        "execute_code", {"notebook_name": notebook, "code": START_A_TREE, "timeout": 60}
     )
     assert not result.get("isError"), text_of(result)
     children = {int(pid) for pid in text_of(result).split()}
     started.update({pid: started_at(pid) for pid in children})
-    tree = kernel_before | children | descendants(server.pid)
+    tree = {kernel} | descendants(kernel)
+    assert children <= tree, f"the kernel's tree {sorted(tree)} lacks some of {sorted(children)}"
     assert len(children) == 5 and all(alive(pid) for pid in children), text_of(result)
+    assert not tree & keepers(server.pid)
     return tree
 
 
@@ -124,6 +147,53 @@ def test_a_sigkilled_servers_kernel_takes_its_whole_tree_with_it(
     assert not left, (
         f"{len(left)} of the kernel's {len(tree)} processes outlived the SIGKILLed server: {sorted(left)}"
     )
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_one_keeper_ends_one_kernels_tree_and_leaves_anothers_running(
+    tmp_path: Path, started_processes: dict[int, int | None]
+) -> None:
+    server = server_in(tmp_path)
+    server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
+    server.ok("use_notebook", {"notebook_name": "other.ipynb", "mode": "create"})
+    tree = start_a_tree(server, started_processes)
+    other = start_a_tree(server, started_processes, "other.ipynb")
+    (keeper,) = keepers(server.pid)
+    assert {parent_of(kernel_pid(server, each)) for each in (NOTEBOOK, "other.ipynb")} == {keeper}
+    server.ok("restart_notebook", {"notebook_name": NOTEBOOK})
+    left = wait_until_gone(tree, GONE_WITHIN)
+    assert not left, f"{len(left)} of the restarted kernel's tree outlived it: {sorted(left)}"
+    assert all(alive(pid) for pid in other), "ending one kernel's tree ended another's"
+    assert keepers(server.pid) == {keeper}, "the restart started a second keeper"
+    server.kill()
+    left = wait_until_gone(other | {keeper}, GONE_WITHIN)
+    assert not left, f"{len(left)} processes outlived the SIGKILLed server: {sorted(left)}"
+
+
+def test_a_killed_keeper_takes_its_kernels_and_a_new_one_starts_the_next(
+    tmp_path: Path, started_processes: dict[int, int | None]
+) -> None:
+    with server_in(tmp_path) as server:
+        server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
+        kernel = kernel_pid(server, NOTEBOOK)
+        (keeper,) = keepers(server.pid)
+        os.kill(keeper, signal.SIGKILL)
+        assert not wait_until_gone({kernel}, GONE_WITHIN), "the kernel outlived its keeper"
+        deadline = time.monotonic() + 60
+        while True:
+            result = server.call(
+                "execute_code", {"notebook_name": NOTEBOOK, "code": "import os; print(os.getpid())"}
+            )
+            if not result.get("isError"):
+                break
+            assert time.monotonic() < deadline, text_of(result)
+            server.ok("restart_notebook", {"notebook_name": NOTEBOOK})
+        (new_keeper,) = keepers(server.pid)
+        assert new_keeper != keeper
+        assert parent_of(int(text_of(result).split()[0])) == new_keeper
 
 
 def test_restart_notebook_stops_the_whole_tree(
@@ -150,7 +220,7 @@ def test_unuse_notebook_stops_the_whole_tree(
         assert not left, (
             f"{len(left)} of the kernel's {len(tree)} processes outlived unuse_notebook: {sorted(left)}"
         )
-        assert descendants(server.pid) == set(), (
+        assert descendants(server.pid) == keepers(server.pid), (
             "a released notebook's kernel left processes under the server"
         )
 
@@ -204,10 +274,10 @@ def test_a_kernel_a_local_provisioner_starts_is_kept_too(
     server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
     tree = start_a_tree(server, started_processes)
     command = json.loads(launches.read_text().splitlines()[0])
-    # Its command is the keeper's, the kernelspec's argv after "--".
-    assert command[3].endswith("keeper.py") and command[5:8] == ["--", sys.executable, "-m"], (
-        command
-    )
+    # Its command is the kernelspec's, and the keeper started it.
+    assert command[:3] == [sys.executable, "-m", "ipykernel_launcher"], command
+    kernel = kernel_pid(server, NOTEBOOK)
+    assert parent_of(kernel) in keepers(server.pid), "the provisioned kernel is not the keeper's"
     server.kill()
     left = wait_until_gone(tree, GONE_WITHIN)
     assert not left, (

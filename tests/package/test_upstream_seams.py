@@ -115,6 +115,28 @@ def test_mcp_sessions_still_keep_their_connection() -> None:
         assert used in made, used
 
 
+def test_jupyter_client_still_launches_local_kernels_through_the_replaced_names() -> None:
+    """_kernels/process_tree.py: a start and a restart both launch through
+    ``_async_launch_kernel``, which asks the provisioner, and ``LocalProvisioner`` starts its
+    process by calling its module's ``launch_kernel`` and keeping the result as ``process``."""
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
+    from jupyter_client.provisioning import LocalProvisioner, local_provisioner
+
+    assert inspect.iscoroutinefunction(AsyncKernelManager._async_launch_kernel)
+    assert "await self._async_launch_kernel(" in inspect.getsource(
+        KernelManager._async_start_kernel
+    )
+    assert "await self._async_start_kernel(" in inspect.getsource(
+        KernelManager._async_restart_kernel
+    )
+    assert "self.provisioner.launch_kernel(" in inspect.getsource(
+        KernelManager._async_launch_kernel
+    )
+    launching = inspect.getsource(LocalProvisioner.launch_kernel)
+    assert "self.process = launch_kernel(cmd, **scrubbed_kwargs)" in launching
+    assert callable(local_provisioner.launch_kernel)
+
+
 def test_jupyterhub_still_caches_the_tokens_user_on_the_handler() -> None:
     """_jupyter/server_extension.py: ``HubAuth`` keeps the user model it got for the request's
     token on the handler, as ``_cached_hub_user``, before any access check."""

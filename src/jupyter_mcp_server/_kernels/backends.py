@@ -347,7 +347,7 @@ def takes_a_folder(backend: KernelBackend) -> bool:
 class LocalBackend(KernelBackend):
     """Kernels as processes on this machine, started through `jupyter_client`.
 
-    On Linux each kernel runs under a keeper process that ends everything the
+    On Linux one keeper process starts its kernels and ends everything a
     kernel started when the kernel is stopped, exits, or this server dies
     (:mod:`.process_tree`, :mod:`.keeper`). Its connection file, and its
     Unix sockets when it speaks over IPC, live in the server's private runtime
@@ -399,8 +399,18 @@ class LocalBackend(KernelBackend):
             installer=parts.config.installer,
         )
 
+    @functools.cached_property
+    def _keeper(self) -> Any:
+        """The one keeper of this backend's kernels (``keeper_client.py``), started with the first."""
+        from jupyter_mcp_server._kernels.keeper_client import KernelKeeper
+
+        return KernelKeeper()
+
     def close(self) -> None:
-        """Let the shared ZeroMQ context go (its kernels are stopped): its sockets, its threads."""
+        """Let the shared ZeroMQ context and the keeper go (its kernels are stopped)."""
+        keeper = self.__dict__.pop("_keeper", None)
+        if keeper is not None:
+            keeper.close()
         context = self.__dict__.pop("_zmq_context", None)
         if context is not None:
             context.destroy(linger=0)
@@ -477,6 +487,7 @@ class LocalBackend(KernelBackend):
             connection_file=self.runtime.connection_file(kernel_id),
             **options,
         )
+        manager.keeper = self._keeper
         # Activated as a shell would (activation.activated); restarts launch with it too.
         launch: dict[str, Any] = {"cwd": str(cwd)}
         environ = activated(os.environ, env)

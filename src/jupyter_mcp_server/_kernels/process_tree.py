@@ -5,15 +5,21 @@ SIGKILLs that process group. What the kernel started outside the group
 (``start_new_session=True``, a daemon that ``setsid()``s) survives a
 shutdown, a restart, a culling; and when the server is SIGKILLed nothing is
 signalled at all: the kernel exits by itself, and all its children run on
-under init. On Linux, :class:`TreeKernelManager` runs each kernel under
-:mod:`~jupyter_mcp_server._kernels.keeper`, which holds the kernel's whole
-tree and ends it when told to, when the kernel exits, or when the server
-dies. It does so through `jupyter_client`'s public seams: the kernel's
-command (``format_kernel_cmd``) and ``shutdown_kernel``. Elsewhere it is
-`jupyter_client`'s own manager, process groups and all.
+under init. On Linux, :class:`TreeKernelManager` has the server's one
+:mod:`~jupyter_mcp_server._kernels.keeper` start each kernel, which holds
+every kernel's whole tree and ends it when told to, when the kernel exits,
+or when the server dies. Elsewhere it is `jupyter_client`'s own manager,
+process groups and all.
+
+`jupyter_client`'s LocalProvisioner has no seam for how its process starts:
+it calls the module-level ``launch_kernel`` it imported, looked up at each
+call. So that name is replaced, once, by one that asks the keeper when the
+launch is a :class:`TreeKernelManager`'s (a context variable set around it)
+and is `jupyter_client`'s own for any other caller. A provisioner built on
+LocalProvisioner (a kernelspec may name one) is kept the same way.
 
 A kernelspec may name a kernel provisioner that starts its kernel elsewhere (over SSH, in a
-container, on a cluster). Such a kernel has no process here to keep: it is not run under the
+container, on a cluster). Such a kernel has no process here to keep: it is not started by the
 keeper. Stopping it is its provisioner's, through signals it relays; a relayed signal can
 be lost, and a lost poll then reads as an ended kernel, so once stopped, such a kernel is
 asked after again and killed again while it still answers.
@@ -23,30 +29,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
-import select
-import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 
-from jupyter_mcp_server._kernels.keeper import process_stats
+from jupyter_mcp_server._kernels.keeper_client import KEEPER, KeptKernelProcess, KernelKeeper
 
 logger = logging.getLogger(__name__)
 
-KEEPER = str(Path(__file__).with_name("keeper.py"))
-#: How long the keeper gets to end the tree before `jupyter_client` SIGKILLs the
+#: How long the keeper gets to end a tree before `jupyter_client` SIGKILLs the
 #: process group (a little longer than the keeper itself tries).
 TAKE_DOWN_WAIT = 6.0
 #: How long a kernel started elsewhere is asked after, and killed again, once stopped.
 REMOTE_CONFIRM_WAIT = 12.0
 #: The pause before each of those questions, so that it is not one of a quick succession.
 REMOTE_CONFIRM_PAUSE = 0.25
-#: ``_kernel_handle`` where the kernel process cannot be watched by pidfd.
-NO_HANDLE = -1
+
+#: The keeper a launch in progress goes through: set around a TreeKernelManager's launch.
+_launching_through: contextvars.ContextVar[KernelKeeper | None] = contextvars.ContextVar(
+    "launching_through", default=None
+)
 
 
 def trees_can_be_kept() -> bool:
@@ -55,76 +61,65 @@ def trees_can_be_kept() -> bool:
     return sys.platform.startswith("linux") and os.path.isfile(KEEPER)
 
 
-def kept(command: list[str]) -> list[str]:
-    """`command` run under the keeper, tied to this process."""
-    # -I -S: the keeper needs only the standard library, and starts in milliseconds.
-    return [sys.executable, "-I", "-S", KEEPER, str(os.getpid()), "--", *command]
+def _launch_through_the_keeper() -> None:
+    """Replace LocalProvisioner's ``launch_kernel`` (once) by one that asks the keeper when a
+    TreeKernelManager launches, and is `jupyter_client`'s own otherwise."""
+    from jupyter_client.provisioning import local_provisioner
 
+    own = local_provisioner.launch_kernel
+    if getattr(own, "asks_the_keeper", False):
+        return
 
-def _oldest_child_of(parent: int) -> int | None:
-    """The first process `parent` started that is still its child: under a keeper, the
-    kernel (what is re-parented to the keeper later descends from the kernel, so is younger)."""
-    oldest: tuple[int, int] | None = None
-    for pid, fields in process_stats():
-        if int(fields[1]) == parent and (oldest is None or int(fields[19]) < oldest[0]):
-            oldest = (int(fields[19]), pid)
-    return oldest[1] if oldest else None
+    def launch_kernel(
+        cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None, **kw: Any
+    ) -> Any:
+        keeper = _launching_through.get()
+        if keeper is None:
+            return own(cmd, env=env, cwd=cwd, **kw)
+        # stdin, stdout, stderr, independent: a kept kernel reads nothing from the server
+        # and writes where the server's stderr goes, as it always did here.
+        return keeper.start_kernel(cmd, env, cwd)
 
-
-def _has_exited(handle: int) -> bool:
-    """Whether the process behind a pidfd has exited (the pidfd turns readable)."""
-    watched = select.poll()
-    watched.register(handle, select.POLLIN)
-    return bool(watched.poll(0))
+    launch_kernel.asks_the_keeper = True  # type: ignore[attr-defined]
+    local_provisioner.launch_kernel = launch_kernel  # type: ignore[assignment]
 
 
 class TreeKernelManager(AsyncKernelManager):
     """`jupyter_client`'s kernel manager, whose kernels take their whole process tree with them."""
 
-    #: Whether the running kernel was started under the keeper.
-    keeps_its_tree = False
-    #: A pidfd of the kernel process below the keeper, once it has been found;
-    #: NO_HANDLE where there can be none (then the keeper answers alone).
-    _kernel_handle: int | None = None
+    #: The server's keeper (its local backend's), which starts kernels that keep their tree.
+    keeper: KernelKeeper | None = None
 
-    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        command: list[str] = super().format_kernel_cmd(extra_arguments)
-        # A provisioner that starts the kernel elsewhere yet asks for the command: the keeper
-        # would run there, find no server of its own, and start nothing.
-        self.keeps_its_tree = trees_can_be_kept() and not self.runs_elsewhere
-        return kept(command) if self.keeps_its_tree else command
+    @property
+    def keeps_its_tree(self) -> bool:
+        """Whether the running kernel was started by the keeper."""
+        return isinstance(getattr(self.provisioner, "process", None), KeptKernelProcess)
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        # A provisioner that starts the kernel elsewhere yet calls launch_kernel there
+        # would have the keeper start it here: only local provisioners go through it.
+        if self.keeper is None or self.runs_elsewhere or not trees_can_be_kept():
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            return
+        _launch_through_the_keeper()
+        token = _launching_through.set(self.keeper)
+        try:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+        finally:
+            _launching_through.reset(token)
 
     # Like shutdown_kernel below: a coroutine here, typed as the blocking one upstream.
     async def is_alive(self) -> bool:  # type: ignore[override]
-        """The kernel process itself is alive, not only its keeper.
+        """The kernel process itself is alive, not only the tree it leaves.
 
-        The keeper exits right after its kernel, having ended the rest of the
-        tree; asked in between, the keeper alone would say the kernel lives,
-        and a call would be sent to a dead kernel instead of being told.
+        The keeper tells of a kernel's exit once what it left is gone too;
+        asked in between, that alone would say the kernel lives, and a call
+        would be sent to a dead kernel instead of being told.
         """
         if not await super().is_alive():
             return False
-        if not self.keeps_its_tree:
-            return True
-        if self._kernel_handle is None:
-            self._kernel_handle = self._open_kernel_handle()
-        if self._kernel_handle in (None, NO_HANDLE):
-            return True
-        return not _has_exited(self._kernel_handle)
-
-    def _open_kernel_handle(self) -> int | None:
-        keeper = getattr(self.provisioner, "pid", None)
-        kernel = _oldest_child_of(keeper) if keeper else None
-        if kernel is None:
-            return None  # not forked yet: looked for again next time
-        if sys.platform != "linux":
-            return NO_HANDLE  # pidfds are Linux's
-        try:
-            return os.pidfd_open(kernel)
-        except ProcessLookupError:
-            return None  # reaped already: its keeper is about to exit
-        except (AttributeError, OSError):  # no pidfds here (Linux < 5.3)
-            return NO_HANDLE
+        process = getattr(self.provisioner, "process", None)
+        return not (isinstance(process, KeptKernelProcess) and process.kernel_exited())
 
     @property
     def runs_elsewhere(self) -> bool:
@@ -143,16 +138,11 @@ class TreeKernelManager(AsyncKernelManager):
             with contextlib.suppress(Exception):
                 await elsewhere.kill()
         if now and self.keeps_its_tree:
-            # jupyter_client's kill SIGKILLs the process group at once, keeper
-            # included, which would orphan whatever left the group.
+            # The whole tree, and waited for: jupyter_client's kill reaches only the group.
             await self.end_the_tree()
         await super().shutdown_kernel(now=now, restart=restart)
         if elsewhere is not None:
             await self._confirm_ended(elsewhere)
-        if self._kernel_handle not in (None, NO_HANDLE):
-            with contextlib.suppress(OSError):
-                os.close(self._kernel_handle)
-            self._kernel_handle = None
 
     async def _confirm_ended(self, provisioner: Any) -> None:
         """Ask `provisioner` again, once its kernel was stopped, and kill the kernel again while
@@ -177,10 +167,9 @@ class TreeKernelManager(AsyncKernelManager):
     async def end_the_tree(self) -> None:
         """Have the keeper SIGKILL the kernel and everything below it, and wait until it has."""
         process: Any = getattr(self.provisioner, "process", None)
-        if process is None or process.poll() is not None:
+        if not isinstance(process, KeptKernelProcess) or process.poll() is not None:
             return
-        # Popen.send_signal does nothing once the keeper was reaped: never another process's pid.
-        process.send_signal(signal.SIGTERM)
+        process.end_tree()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + TAKE_DOWN_WAIT
         while process.poll() is None and loop.time() < deadline:
