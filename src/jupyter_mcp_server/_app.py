@@ -289,16 +289,15 @@ class Application:
         self.client_log = ClientLogHandler()
         self.client_roots = FollowClientRoots(state)
         self.client_log.install(state.hooks)
-        # The first kernel is prestarted when a tool is first called (KernelFleet).
-        state.hooks.before_tool.append(lambda call: state.kernels.a_tool_was_called())
         #: The pending warm-up of the notebook format (see `running`), until it has started.
         self._warming_up: asyncio.TimerHandle | None = None
 
     def handshake_done(self) -> None:
-        """The client has completed the MCP handshake: the notebook format is warmed up now
-        rather than later. A client lists its tools and then often reads a notebook at once;
-        the imports and the validator the read needs are then on their way while the client
-        is still busy with the tool list."""
+        """The client has completed the MCP handshake: the first kernel is prestarted, and
+        the notebook format warmed up now rather than later. A client lists its tools and
+        then often reads a notebook at once; the imports and the validator the read needs
+        are then on their way while the client is still busy with the tool list."""
+        self.state.kernels.handshake_done()
         if self._warming_up is not None:
             self._warming_up.cancel()
             self._warm_up_now(asyncio.get_running_loop())

@@ -4,13 +4,10 @@ a caller waiting (it stays the kernel's to finish, ahead of the caller's first r
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from rpc import RawServer, descendants
 
-from jupyter_mcp_server._hooks import ToolCall
 from jupyter_mcp_server._kernels.execution import OK, ExecutionRequest, run_code
 from jupyter_mcp_server._kernels.kernel import Kernel
 from jupyter_mcp_server._kernels.pool import WarmPool
@@ -71,7 +68,7 @@ async def test_a_caller_gets_the_kernel_before_its_warm_up_ends_and_runs_right_a
             await shut_down(kernel)
 
 
-async def test_the_first_kernel_is_prestarted_at_the_first_tool_call_and_every_kernel_shares_one_context(
+async def test_the_first_kernel_is_prestarted_at_the_handshake_and_every_kernel_shares_one_context(
     tmp_path: Path,
 ):
     from jupyter_mcp_server._app import build_application
@@ -80,30 +77,14 @@ async def test_the_first_kernel_is_prestarted_at_the_first_tool_call_and_every_k
     application = build_application(read_config({"workspace_root": str(tmp_path)}))
     state = application.state
     async with application.running():
-        application.handshake_done()
-        await asyncio.sleep(0.5)
-        assert not state.kernels._pool._waiting, "prestarted before any tool was called"
-        state.hooks.fire(state.hooks.before_tool, ToolCall(tool="list_notebooks", arguments={}))
         await asyncio.sleep(0.05)
-        assert state.kernels._pool._waiting, "the first tool call did not start the prestart"
+        assert not state.kernels._pool._waiting, "prestarted before the handshake"
+        state.kernels.handshake_done()
+        await asyncio.sleep(0.05)
+        assert state.kernels._pool._waiting, "the handshake did not start the prestart"
         first = await state.kernels.attach("a.ipynb", kernel_name="python3")
         second = await state.kernels.attach("b.ipynb", kernel_name="python3")
         context = state.local_backend._zmq_context
         assert first.client.context is context and second.client.context is context
         assert first.manager.context is context
     assert context.closed and "_zmq_context" not in vars(state.local_backend)
-
-
-def test_a_session_that_calls_no_tool_starts_no_kernel(tmp_path: Path) -> None:
-    """An agent starts its MCP servers with every session, most of which never use them: the
-    server starts no kernel (nor the keeper) until a tool is called, then prestarts one."""
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    with RawServer(workspace, stderr=tmp_path / "server.log") as server:
-        time.sleep(2.0)
-        assert descendants(server.pid) == set(), "a process was started before any tool call"
-        server.ok("list_notebooks", {})
-        deadline = time.monotonic() + 30
-        while len(descendants(server.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert len(descendants(server.pid)) >= 2, "no kernel was prestarted after the first call"

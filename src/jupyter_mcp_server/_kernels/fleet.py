@@ -31,6 +31,10 @@ from jupyter_mcp_server._kernels.pool import WarmPool
 
 logger = logging.getLogger(__name__)
 
+#: Seconds after the server starts before the first kernel is prestarted, unless the
+#: client completes the MCP handshake sooner (`handshake_done`): the handshake is
+#: answered first, and a first call right after it finds the kernel already booting.
+PRESTART_DELAY = 0.2
 #: Seconds after the pooled kernel is taken before the next one is launched,
 #: so the caller's next calls (typically the first execution) do not share
 #: the CPU with a kernel booting. A caller who needs a kernel sooner cuts it short.
@@ -65,8 +69,7 @@ class KernelFleet:
         self._pool = WarmPool(self._launch, self._shutdown_quietly)
         self._background: asyncio.Task[None] | None = None
         self._first_prestart: asyncio.Task[None] | None = None
-        #: Set by the first tool call: a session that calls none never starts a kernel.
-        self._first_call = asyncio.Event()
+        self._handshake_done = asyncio.Event()
         self._start_lock = asyncio.Lock()
 
     # --- What exists -----------------------------------------------------------
@@ -253,7 +256,7 @@ class KernelFleet:
         if folder and not self._can_move(kernel_name):
             return None
         if self._first_prestart is not None and not self._first_prestart.done():
-            self._first_call.set()  # somebody needs a kernel: no more waiting
+            self._handshake_done.set()  # somebody needs a kernel: no more waiting
             await asyncio.wait({self._first_prestart})
         kernel = await self._pool.take(kernel_name)
         if kernel is None or not folder or kernel.folder == folder:
@@ -362,18 +365,19 @@ class KernelFleet:
         """Prestart a kernel and reap idle sessions, from inside the running loop."""
         loop = asyncio.get_running_loop()
         if self._first_prestart is None:
-            self._first_prestart = loop.create_task(self._prestart_at_the_first_call())
+            self._first_prestart = loop.create_task(self._prestart_after_the_handshake())
         if self._background is None:
             self._background = loop.create_task(self._reap_forever())
 
-    def a_tool_was_called(self) -> None:
-        """A client called a tool: the first kernel is prestarted now, not before. A client
-        (an agent's every session starts its MCP servers) that never calls one never pays
-        for a kernel, and one that does usually reads or lists before it first runs code."""
-        self._first_call.set()
+    def handshake_done(self) -> None:
+        """The client has completed the MCP handshake: prestart the first kernel now."""
+        self._handshake_done.set()
 
-    async def _prestart_at_the_first_call(self) -> None:
-        await self._first_call.wait()
+    async def _prestart_after_the_handshake(self) -> None:
+        # Even choosing the kernel (reading the kernelspecs imports jupyter_client) waits:
+        # nothing of it may stand between a client and the answer to its initialize.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._handshake_done.wait(), PRESTART_DELAY)
         self._refill_pool(0)
 
     async def _reap_forever(self) -> None:
