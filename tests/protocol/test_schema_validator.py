@@ -190,3 +190,52 @@ def test_checking_a_cell_by_its_type_gives_every_verdict_the_schemas_one_of_give
             checked += 1
             valid += verdicts[0]
     assert checked > 300 and 0 < valid < checked
+
+
+def test_names_written_as_f_strings_name_every_failure_as_the_generated_code_did() -> None:
+    """fastjsonschema names each item ``"...[{i}]".format(**locals())``; the module kept in the
+    cache writes those as f-strings, and names every failure exactly as before."""
+    import fastjsonschema
+    import nbformat
+    from nbformat import v4, validator
+
+    from jupyter_mcp_server._store import schema_validator
+
+    schema = validator._get_schema_json(nbformat.v4, version=4, version_minor=5)
+    generated = fastjsonschema.compile_to_code(schema)
+    rewritten = schema_validator._names_as_f_strings(generated)
+    assert ".format(**locals())" in generated and ".format(**locals())" not in rewritten
+    validators = []
+    for code in (generated, rewritten):
+        namespace: dict = {}
+        exec(compile(code, "<generated>", "exec"), namespace)
+        validators.append(namespace["validate"])
+
+    cell = v4.new_code_cell("x", outputs=[v4.new_output("stream", name="stdout", text="1\n")])
+    cell.metadata.update(tags=["a"], execution={"shell.execute_reply": "t"})
+    base = json.loads(nbformat.writes(v4.new_notebook(cells=[v4.new_markdown_cell("m"), cell])))
+    brokens = []
+    for path, value in [
+        (("cells", 1, "outputs", 0, "text"), 5),
+        (("cells", 1, "outputs", 0, "text"), ["a", 5]),
+        (("cells", 1, "metadata", "tags"), ["a", 5]),
+        (("cells", 1, "metadata", "tags"), ["a,b"]),
+        (("cells", 1, "metadata", "execution", "shell.execute_reply"), 5),
+        (("cells", 0, "source"), ["a", 5]),
+        (("cells", 1, "outputs", 0), {"output_type": "stream"}),
+    ]:
+        broken = json.loads(json.dumps(base))
+        target = broken
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        brokens.append(broken)
+    for broken in brokens:
+        said = []
+        for validate in validators:
+            try:
+                validate(broken)
+                said.append(None)
+            except fastjsonschema.JsonSchemaException as error:
+                said.append((error.name, error.message, error.rule))
+        assert said[0] is not None and said[0] == said[1], said

@@ -26,6 +26,12 @@ over cells broken every way); a cell of any other type, or not an object,
 gets the ``oneOf`` itself. What is wrong with an invalid notebook is never these functions'
 words: nbformat asks ``jsonschema`` to name the error.
 
+The generated code also names each item it descends into, valid or not, with
+``"...[{data__cells_x}]".format(**locals())``: a dictionary of every local
+variable built per cell and per output, a tenth of validating a notebook.
+:func:`_names_as_f_strings` writes each such name as the f-string it means,
+which reads the same variables and formats them the same way.
+
 Nothing changes when anything is unusual: another validator chosen with
 ``NBFORMAT_VALIDATOR``, no fastjsonschema, a cache that cannot be written,
 a module that will not load, or an nbformat whose validator cache is not
@@ -39,6 +45,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 from pathlib import Path
@@ -118,20 +125,33 @@ def _load(schema: dict[str, Any], nbformat_version: str, fastjsonschema_version:
 
     canonical = json.dumps(schema, sort_keys=True).encode()
     digest = hashlib.sha256(
-        canonical + f"|{nbformat_version}|{fastjsonschema_version}".encode()
+        canonical + f"|{nbformat_version}|{fastjsonschema_version}|{GENERATED_AS}".encode()
     ).hexdigest()[:16]
     path = cache_dir() / f"nbformat_v{VERSION}_{MINOR}_{digest}.py"
     if not path.is_file():
-        _write(path, fastjsonschema.compile_to_code(schema))
+        _write(path, _names_as_f_strings(fastjsonschema.compile_to_code(schema)))
     try:
         module = _import(path, digest)
     except Exception:
         # Damaged (cut short, edited): generated again, once.
         logger.info("Generating the notebook validator again: %s did not load", path, exc_info=True)
-        _write(path, fastjsonschema.compile_to_code(schema))
+        _write(path, _names_as_f_strings(fastjsonschema.compile_to_code(schema)))
         module = _import(path, digest)
     _by_type(module, schema)
     return module.validate
+
+
+#: What this module does to fastjsonschema's code, in the cache key: changing it regenerates.
+GENERATED_AS = "names-as-f-strings"
+#: A double-quoted literal whose only braces are ``{name}`` fields, formatted with the locals.
+_NAME_FORMATTED_WITH_LOCALS = re.compile(
+    r'"((?:[^"\\{}]|\{[A-Za-z_][A-Za-z0-9_]*\})*)"\.format\(\*\*locals\(\)\)'
+)
+
+
+def _names_as_f_strings(code: str) -> str:
+    """`code` with each ``"...{name}...".format(**locals())`` written ``f"...{name}..."``."""
+    return _NAME_FORMATTED_WITH_LOCALS.sub(r'f"\1"', code)
 
 
 #: The schema's two ``oneOf`` checks told apart by one field: (the definition, where its
