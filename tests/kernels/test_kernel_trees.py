@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, install_packages
-from rpc import RawServer, alive, descendants, text_of, wait_until_gone
+from rpc import RawServer, alive, descendants, error_code, text_of, wait_until_gone
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="process trees are tied to the server on Linux"
@@ -284,3 +284,33 @@ def test_a_kernel_a_local_provisioner_starts_is_kept_too(
         f"{len(left)} of the provisioned kernel's {len(tree)} processes outlived the SIGKILLed "
         f"server: {sorted(left)}"
     )
+
+
+def test_a_kernel_that_cannot_start_is_said_and_the_keeper_starts_the_next(
+    tmp_path: Path,
+) -> None:
+    """A kernelspec whose program is missing: the keeper reports the failed start (as Popen
+    would raise it), the call says what failed with a stable code (it was the SDK's bare
+    "Error executing tool use_notebook"), and the same keeper starts the next kernel."""
+    specs = tmp_path / "share"
+    (specs / "kernels" / "broken").mkdir(parents=True)
+    (specs / "kernels" / "broken" / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(tmp_path / "no-such-kernel"), "-f", "{connection_file}"],
+                "display_name": "Broken",
+                "language": "python",
+            }
+        )
+    )
+    with server_in(tmp_path, env={"JUPYTER_PATH": str(specs)}) as server:
+        result = server.call(
+            "use_notebook",
+            {"notebook_name": "broken.ipynb", "mode": "create", "kernel_name": "broken"},
+        )
+        assert result.get("isError") and "no-such-kernel" in text_of(result), text_of(result)
+        assert error_code(result) == "invalid_argument", result
+        (keeper,) = keepers(server.pid)
+        server.ok("use_notebook", {"notebook_name": NOTEBOOK, "mode": "create"})
+        assert parent_of(kernel_pid(server, NOTEBOOK)) == keeper
+        assert keepers(server.pid) == {keeper}

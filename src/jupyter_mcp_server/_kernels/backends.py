@@ -20,6 +20,7 @@ Whatever starts it, a kernel is a pair the execution layer already knows: a
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
 import importlib
 import inspect
@@ -493,7 +494,16 @@ class LocalBackend(KernelBackend):
         environ = activated(os.environ, env)
         if environ is not None:
             launch["env"] = environ
-        await manager.start_kernel(**launch)
+        try:
+            await manager.start_kernel(**launch)
+        except OSError as error:  # its program missing or not executable, its folder gone
+            with contextlib.suppress(Exception):
+                manager.cleanup_resources()
+            raise ToolFailure(
+                INVALID_ARGUMENT,
+                f"Kernel '{kernel_name}' could not start: {error}. Fix its kernelspec's "
+                "command, or pass another kernel_name (list_kernels shows them).",
+            ) from error
         client = manager.client(context=self._zmq_context)
         client.start_channels()
         try:

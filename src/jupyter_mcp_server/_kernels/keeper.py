@@ -163,8 +163,18 @@ class Keeper:
         # ipykernel exits when the process it names goes away: the keeper is its parent.
         environment["JPY_PARENT_PID"] = str(self.me)
         cwd = request.get("cwd")
-        report_read, report_write = os.pipe()  # closed by exec: nothing read means it ran
-        pid = os.fork()
+        try:
+            report_read, report_write = os.pipe()  # closed by exec: nothing read means it ran
+        except OSError as error:  # out of file descriptors: that start fails, the keeper goes on
+            self.cannot_start(argv[0], error, error.errno)
+            return
+        try:
+            pid = os.fork()
+        except OSError as error:  # out of processes or memory: likewise
+            os.close(report_read)
+            os.close(report_write)
+            self.cannot_start(argv[0], error, error.errno)
+            return
         if pid == 0:
             try:
                 os.close(report_read)
@@ -195,10 +205,13 @@ class Keeper:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
             code, message = json.loads(report)
-            self.tell({"failed": f"cannot start the kernel {argv[0]!r}: {message}", "errno": code})
+            self.cannot_start(argv[0], message, code)
             return
         self.running.add(pid)
         self.tell({"started": pid})
+
+    def cannot_start(self, program: str, error: object, code: int | None) -> None:
+        self.tell({"failed": f"cannot start the kernel {program!r}: {error}", "errno": code or 0})
 
     # --- ends ------------------------------------------------------------------------------
 
