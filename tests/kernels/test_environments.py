@@ -19,7 +19,8 @@ import pytest
 from conftest import ok, refused, serve, server_command, text_of
 from environments_support import EXTRA, make_env, server_lacks
 
-from jupyter_mcp_server._kernels.environments import Environment, choose
+from jupyter_mcp_server._kernels.environments import Environment
+from jupyter_mcp_server._kernels.kernel_choice import choose
 from jupyter_mcp_server._schemas.models import NotebookUsed
 
 NO_PRESTART = ("--capability", "kernel.prestart=off")

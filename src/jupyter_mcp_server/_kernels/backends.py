@@ -37,12 +37,10 @@ from jupyter_mcp_server._kernels.activation import activated
 from jupyter_mcp_server._kernels.environments import (
     Environment,
     Environments,
-    KernelChoice,
-    choose,
     installed_kernelspecs,
     kernelspec_manager,
-    not_ready,
 )
+from jupyter_mcp_server._kernels.kernel_choice import KernelChoice, choose, not_ready
 from jupyter_mcp_server._kernels.packages import fix_command
 from jupyter_mcp_server._kernels.runtime import ServerRuntime
 
@@ -441,9 +439,13 @@ class LocalBackend(KernelBackend):
         return {"name": kernel_name, "display_name": spec.display_name, "language": spec.language}
 
     def choose(self, metadata: Mapping[str, Any] | None) -> KernelChoice:
-        """The kernel a notebook with this metadata gets, and why (:func:`.environments.choose`)."""
+        """The kernel a notebook with this metadata gets, and why (:func:`.kernel_choice.choose`)."""
         if self.environments is not None:
-            return self.environments.choose(metadata)
+            return choose(
+                metadata,
+                self.environments.found(),
+                configured_kernel=self.environments.sources.kernel,
+            )
         return choose(metadata, installed_kernelspecs(self._specs))
 
     def can_start(self, kernel_name: str) -> bool:

@@ -24,9 +24,9 @@ from typing import Any
 
 from jupyter_mcp_server._errors import KERNEL_GONE, KERNEL_LIMIT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.backends import KernelBackend, LocalBackend, takes_a_folder
-from jupyter_mcp_server._kernels.environments import KernelChoice
 from jupyter_mcp_server._kernels.folders import existing_folder, folder_of, moved
 from jupyter_mcp_server._kernels.kernel import Kernel
+from jupyter_mcp_server._kernels.kernel_choice import KernelChoice
 from jupyter_mcp_server._kernels.pool import WarmPool
 
 logger = logging.getLogger(__name__)

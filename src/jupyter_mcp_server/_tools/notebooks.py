@@ -11,7 +11,7 @@ from pydantic import Field
 from jupyter_mcp_server._calls.approvals import RELEASE_KERNEL, RESTART_KERNEL, approve
 from jupyter_mcp_server._calls.people import focus_line
 from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, ToolFailure
-from jupyter_mcp_server._kernels.environments import KernelChoice
+from jupyter_mcp_server._kernels.kernel_choice import KernelChoice
 from jupyter_mcp_server._kernels.staleness import states_of
 from jupyter_mcp_server._kernels.widgets import widget_models
 from jupyter_mcp_server._rendering.budget import allot, head_and_tail
