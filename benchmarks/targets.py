@@ -254,26 +254,25 @@ def _memory(r: Results) -> tuple[bool, str]:
     return met_init and met_8, f"after initialize: {init}. With 8 notebooks: {eight}"
 
 
-@target("server + kernels with 8 notebooks within 1.1x jupymcp's, RSS and PSS summed (issue 31)")
-def _tree_memory(r: Results) -> tuple[bool, str]:
+def _tree_within(r: Results, factor: float) -> tuple[bool, str]:
+    """The server and its kernels with 8 notebooks, RSS and PSS summed, within `factor` x the peer's."""
     met_rss, rss = _each_of_ours(
-        r, "tree_rss_8", lambda who: 1.1 * r.median("tree_rss_8", _peer_of(r, who)), "MiB"
+        r, "tree_rss_8", lambda who: factor * r.median("tree_rss_8", _peer_of(r, who)), "MiB"
     )
     met_pss, pss = _each_of_ours(
-        r, "tree_pss_8", lambda who: 1.1 * r.median("tree_pss_8", _peer_of(r, who)), "MiB"
+        r, "tree_pss_8", lambda who: factor * r.median("tree_pss_8", _peer_of(r, who)), "MiB"
     )
     return met_rss and met_pss, f"RSS summed: {rss}. PSS summed: {pss}"
+
+
+@target("server + kernels with 8 notebooks within 1.1x jupymcp's, RSS and PSS summed (issue 31)")
+def _tree_memory(r: Results) -> tuple[bool, str]:
+    return _tree_within(r, 1.1)
 
 
 @target("server + kernels with 8 notebooks <= 1.05x jupymcp's, RSS and PSS summed (issue 40)")
 def _tree_memory_against_the_lightest_peer(r: Results) -> tuple[bool, str]:
-    met_rss, rss = _each_of_ours(
-        r, "tree_rss_8", lambda who: 1.05 * r.median("tree_rss_8", _peer_of(r, who)), "MiB"
-    )
-    met_pss, pss = _each_of_ours(
-        r, "tree_pss_8", lambda who: 1.05 * r.median("tree_pss_8", _peer_of(r, who)), "MiB"
-    )
-    return met_rss and met_pss, f"RSS summed: {rss}. PSS summed: {pss}"
+    return _tree_within(r, 1.05)
 
 
 TASK_KEYS = ("find", "sections", "long_error", "fix", "frame", "plot", "rerun")
