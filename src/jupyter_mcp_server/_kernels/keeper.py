@@ -89,6 +89,21 @@ def process_stats() -> Iterator[tuple[int, list[bytes]]]:
         yield int(entry), fields
 
 
+def read_lines(connection: socket.socket, unread: bytes) -> tuple[list[bytes], bytes] | None:
+    """One read of `connection`: the lines it completed after `unread`, and the unfinished
+    rest; None once the other side closed it. The server reads the keeper's lines with it too."""
+    try:
+        data = connection.recv(65536)
+    except BlockingIOError:
+        return [], unread
+    except OSError:
+        return None
+    if not data:
+        return None
+    *lines, rest = (unread + data).split(b"\n")
+    return lines, rest
+
+
 def _strays(me: int, running: set[int]) -> list[int]:
     """Every process below `me` that is not a running kernel or below one: what ended
     kernels left (and kernels being ended), parents before their children."""
@@ -130,17 +145,11 @@ class Keeper:
 
     def read_requests(self) -> bool:
         """Serve what the server sent; False once it closed the socket."""
-        try:
-            data = self.control.recv(65536)
-        except BlockingIOError:
-            return True
-        except OSError:
+        received = read_lines(self.control, self.unread)
+        if received is None:
             return False
-        if not data:
-            return False
-        self.unread += data
-        while b"\n" in self.unread:
-            line, self.unread = self.unread.split(b"\n", 1)
+        lines, self.unread = received
+        for line in lines:
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 self.serve(json.loads(line))
         return True

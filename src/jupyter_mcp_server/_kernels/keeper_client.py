@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from jupyter_mcp_server._kernels.keeper import read_lines
+
 KEEPER = str(Path(__file__).with_name("keeper.py"))
 #: How long the keeper gets to answer a start (it may be ending another kernel's tree).
 START_ANSWER_LIMIT = 15.0
@@ -39,10 +41,6 @@ CLOSE_LIMIT = 7.0
 KILLED = -signal.SIGKILL
 
 
-class KeeperGone(OSError):
-    """The keeper exited; a kernel start is then answered by a new one."""
-
-
 class KernelKeeper:
     """One keeper process for all of a backend's local kernels, started at the first."""
 
@@ -50,16 +48,13 @@ class KernelKeeper:
         self._lock = threading.RLock()
         self._process: subprocess.Popen[bytes] | None = None
         self._socket: socket.socket | None = None
+        #: What the keeper sent after its last complete line, and the lines not yet read.
         self._unread = b""
+        self._lines: list[bytes] = []
         #: Kernels started and not yet told to have exited.
         self._running: set[int] = set()
         #: Exit statuses told, by kernel pid, until the kernel's handle has read its own.
         self._exited: dict[int, int] = {}
-
-    @property
-    def pid(self) -> int | None:
-        """The keeper's own process, while it runs."""
-        return self._process.pid if self._process is not None else None
 
     def start_kernel(
         self, argv: list[str], env: Mapping[str, str] | None, cwd: str | None
@@ -76,7 +71,7 @@ class KernelKeeper:
                 answer = self._answer(control)
             except OSError as error:
                 self._lost()
-                raise KeeperGone(f"the kernel keeper exited: {error}") from error
+                raise OSError(f"the kernel keeper exited: {error}") from error
             if "started" not in answer:
                 raise OSError(int(answer.get("errno") or 0), str(answer.get("failed")))
             pid = int(answer["started"])
@@ -147,7 +142,7 @@ class KernelKeeper:
         finally:
             theirs.close()
         self._socket = ours
-        self._unread = b""
+        self._unread, self._lines = b"", []
         return ours
 
     def _answer(self, control: socket.socket) -> dict[str, Any]:
@@ -164,9 +159,8 @@ class KernelKeeper:
                 raise OSError("the kernel keeper closed its connection")
 
     def _next_answer(self) -> dict[str, Any] | None:
-        while b"\n" in self._unread:
-            line, self._unread = self._unread.split(b"\n", 1)
-            message = json.loads(line)
+        while self._lines:
+            message = json.loads(self._lines.pop(0))
             if "exited" in message:
                 self._note_exit(int(message["exited"]), int(message["status"]))
             else:
@@ -188,20 +182,11 @@ class KernelKeeper:
         watched.register(control.fileno(), select.POLLIN)
         if not watched.poll(max(0.0, timeout) * 1000):
             return True
-        try:
-            data = control.recv(65536)
-        except BlockingIOError:
-            return True
-        except OSError:
+        received = read_lines(control, self._unread)
+        if received is None:
             return False
-        if not data:
-            return False
-        self._unread += data
-        while watched.poll(0):  # the rest of a burst, without waiting
-            more = control.recv(65536)
-            if not more:
-                break
-            self._unread += more
+        lines, self._unread = received
+        self._lines.extend(lines)
         return True
 
     def _note_exit(self, pid: int, status: int) -> None:
