@@ -281,3 +281,45 @@ def test_the_one_scan_gives_what_the_walk_gives() -> None:
         assert redactor.value(value) == redactor._walked(value)
 
     agrees()
+
+
+def test_a_result_text_is_scanned_once_and_its_other_fields_still_are() -> None:
+    """A result's ``rendered`` is its text block, the same string: masking scans it with the
+    block and not again in the structured part; anything else in that part is still masked,
+    and a text that held a secret is masked in both parts."""
+    from mcp.types import CallToolResult, TextContent
+
+    from jupyter_mcp_server._protocol.masking import mask_call_result
+
+    redactor = Redactor(values={PLANTED: "OPENAI_API_KEY"})
+    text = "a clean text, long enough to be looked at\n"
+    result = CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={"rendered": text, "outputs": [{"text": f"key={GITHUB}"}]},
+    )
+    masked = mask_call_result(redactor, result)
+    assert masked.structured_content["rendered"] is text
+    assert masked.structured_content["outputs"][0]["text"] == "key=[redacted: github token]"
+
+    clean = CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={"rendered": text, "n": 1},
+    )
+    assert mask_call_result(redactor, clean) is clean
+
+    leaky = f"printed {PLANTED}\n"
+    result = CallToolResult(
+        content=[TextContent(type="text", text=leaky)],
+        structured_content={"rendered": leaky, "n": 1},
+    )
+    masked = mask_call_result(redactor, result)
+    assert PLANTED not in masked.content[0].text
+    assert masked.structured_content["rendered"] == "printed [redacted: OPENAI_API_KEY]\n"
+    # The same text in the structured part, but another string object: scanned there too.
+    copy_of_leaky = "".join(["printed ", PLANTED, "\n"])
+    assert copy_of_leaky is not leaky
+    result = CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={"rendered": copy_of_leaky},
+    )
+    assert PLANTED not in json.dumps(mask_call_result(redactor, result).structured_content)

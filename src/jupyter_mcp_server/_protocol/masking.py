@@ -56,12 +56,15 @@ def mask_call_result(redactor: Redactor, result: CallToolResult) -> CallToolResu
     """A tool result with every text block, text resource and structured string masked."""
     changed = False
     content: list[Any] = []
+    clean: list[str] = []
     for block in result.content:
         if isinstance(block, TextContent):
             text = redactor.text(block.text)
             if text is not block.text:
                 block = block.model_copy(update={"text": text})
                 changed = True
+            else:
+                clean.append(text)
         elif isinstance(block, EmbeddedResource) and isinstance(
             block.resource, TextResourceContents
         ):
@@ -73,7 +76,7 @@ def mask_call_result(redactor: Redactor, result: CallToolResult) -> CallToolResu
                 changed = True
         content.append(block)
     structured = result.structured_content
-    masked = redactor.value(structured) if structured is not None else None
+    masked = redactor.value(structured, clean) if structured is not None else None
     if masked is not structured:
         changed = True
     meta = result.meta
