@@ -129,7 +129,14 @@ def bounded_outputs(
     are the stored ones, not copies.
     """
     plain = list(map(plain_output, outputs))
-    shares = iter(allot([len(text) for text in _texts(plain)], limits.budget_chars))
+    lengths = [len(text) for text in _texts(plain)]
+    if (
+        sum(lengths) <= limits.budget_chars
+        and max(lengths, default=0) <= limits.text_chars
+        and not any(_leaves_data(output) for output in plain)
+    ):
+        return plain, []  # every text whole, nothing to take out: what the loop below gives
+    shares = iter(allot(lengths, limits.budget_chars))
     bounded: list[dict[str, Any]] = []
     cuts: list[dict[str, Any]] = []
     for index, output in enumerate(plain):
@@ -186,6 +193,13 @@ def bounded_outputs(
                 }
         bounded.append(output if cut is None else cut)
     return bounded, cuts
+
+
+def _leaves_data(output: dict[str, Any]) -> bool:
+    """Whether `output` holds a representation that never stays in ``data`` (binary, markup)."""
+    if output.get("output_type") not in ("display_data", "execute_result"):
+        return False
+    return any(mime in BINARY_TYPES or mime in MARKUP_TYPES for mime in output.get("data") or {})
 
 
 def _texts(outputs: list[dict[str, Any]]) -> list[str]:

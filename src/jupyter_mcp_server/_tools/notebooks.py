@@ -410,8 +410,9 @@ async def read_notebook(
     texts: dict[int, list[str]] = {}
     limits_by_share: dict[int, InlineLimits] = {}  # most cells of a page get the same share
     for (index, number, label, text), share in zip(shown_outputs, shares, strict=True):
-        uri = output_uri(path, cells[index].get("id", ""), number)
-        texts.setdefault(index, []).append(f"[{label}]\n" + head_and_tail(text, share, uri))
+        if len(text) > share:  # the uri only where the marker names it
+            text = head_and_tail(text, share, output_uri(path, cells[index].get("id", ""), number))
+        texts.setdefault(index, []).append(f"[{label}]\n" + text)
     for index in range(start_index, stop):
         cell = cells[index]
         source = cell.get("source", "")
