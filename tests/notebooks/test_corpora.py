@@ -274,3 +274,27 @@ def test_corpus_notebooks_rejoin_and_strip_as_nbformat_v4_does(source: Path) -> 
     require(V4)
     text = source.read_text(encoding="utf-8")
     assert _our_v4_reading(text) == _nbformat_v4_reading(text)
+
+
+def test_a_decoded_node_is_a_notebook_node_built_by_dicts_init() -> None:
+    """The decoder's node skips NotebookNode's __init__, which only sets `_allownew` (True,
+    what the class already says) and then calls dict's: should nbformat's __init__ ever do
+    more, this fails and the parse must build nodes its way again."""
+    import inspect
+
+    from nbformat._struct import Struct
+
+    source = inspect.getsource(Struct.__init__)
+    body = [line.strip() for line in source.splitlines() if line.strip()]
+    assert body[-2:] == [
+        'object.__setattr__(self, "_allownew", True)',
+        "dict.__init__(self, *args, **kw)",
+    ]
+    assert "__init__" not in nbformat.NotebookNode.__dict__
+    assert Struct._allownew is True
+    node = formats._decoded_node_type()({"a": {"b": 1}, "c": [1]})
+    expected = nbformat.NotebookNode({"a": {"b": 1}, "c": [1]})
+    assert isinstance(node, nbformat.NotebookNode) and node == expected
+    assert node.a == {"b": 1} and vars(node) == {}
+    node.d = 2  # attribute writes are items, as on any NotebookNode
+    assert node["d"] == 2
