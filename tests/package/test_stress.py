@@ -76,7 +76,7 @@ def check_soak(figures: dict, clients: int) -> None:
 
 
 def test_soak_short(tmp_path: Path) -> None:
-    """20 clients for 1 minute (about 5,000 calls, 50 restarts): every kind of work, no failure, nothing left behind (the slopes
+    """20 clients for 30 seconds (about 2,500 calls, 29 restarts): every kind of work, no failure, nothing left behind (the slopes
     are judged only in runs of 10 minutes or more, as the full one)."""
     check_soak(run_script("soak", tmp_path, 900, "--short"), clients=20)
 

@@ -24,7 +24,7 @@ This machine is shared: the figures say how loaded it was (the load average
 at the start and the end), and docs/reliability.md records them.
 
     python tests/stress/soak.py                    # full: 20 clients, 30 minutes
-    python tests/stress/soak.py --short            # CI: 20 clients, 1 minute
+    python tests/stress/soak.py --short            # CI: 20 clients, 30 seconds
     python tests/stress/soak.py --minutes 10       # any length; the same code
 """
 
@@ -289,14 +289,14 @@ def slope_per_minute(samples: list[tuple[float, float]]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--short", action="store_true", help="CI mode: 1 minute")
+    parser.add_argument("--short", action="store_true", help="CI mode: 30 seconds")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--minutes", type=float, default=None)
     parser.add_argument("--sample-seconds", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=int(os.environ.get("STRESS_SEED", "7")))
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    minutes = args.minutes if args.minutes is not None else (1.0 if args.short else 30.0)
+    minutes = args.minutes if args.minutes is not None else (0.5 if args.short else 30.0)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="jmcp-soak-") as directory:
         report = run(Path(directory), args.clients, minutes * 60, args.sample_seconds, args.seed)
