@@ -72,27 +72,3 @@ async def test_a_published_backend_starts_the_kernels(workspace: Path, backend_p
         ran = await client.call_tool("execute_code", {"code": "print(6 * 7)"})
         assert not ran.is_error and "42" in text_of(ran)
     assert (workspace / "started-by-fixture-backend").read_text().splitlines()[0] == "python3"
-
-
-async def test_a_backend_prepares_its_first_start_off_the_event_loop(
-    workspace: Path, backend_path: str, tmp_path: Path
-) -> None:
-    """A backend's ``prepare`` (the local one imports jupyter_client and reads the kernelspecs,
-    about 0.2 s) runs in a worker thread before the first prestart: the fixture's waits at a
-    gate this test opens only once the server has answered tools/list and list_kernels."""
-    gate = tmp_path / "gate"
-    prepared = Path(f"{gate}.prepared")
-    async with serve(
-        workspace,
-        "--kernel-backend",
-        "fixture-wrapped",
-        env={"PYTHONPATH": backend_path, "FIXTURE_BACKEND_GATE": str(gate)},
-    ) as client:
-        assert (await client.list_tools()).tools
-        await ok(client, "list_kernels")
-        assert not prepared.exists(), "prepare finished before the gate opened"
-        gate.touch()
-        await ok(client, "use_notebook", {"notebook_name": "a.ipynb", "mode": "create"})
-        ran = await client.call_tool("execute_code", {"code": "print(6 * 7)"})
-        assert not ran.is_error and "42" in text_of(ran)
-    assert prepared.read_text() not in ("", "MainThread")

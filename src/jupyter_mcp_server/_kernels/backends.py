@@ -194,11 +194,6 @@ class KernelBackend(abc.ABC):
         kernel bound in its sessions (:meth:`bind_sessions`). By default, none."""
         return None
 
-    def prepare(self) -> None:  # noqa: B027 (optional: nothing to load by default)
-        """Load what its first start will need (libraries, the kernelspecs), called once in a
-        worker thread before the first kernel is prestarted, so the event loop, answering a
-        client's first requests meanwhile, does not wait on it. By default, nothing."""
-
     def bind_sessions(self) -> None:  # noqa: B027 (optional: nothing to bind by default)
         """From now on, bind each notebook's kernel in the sessions of the Jupyter Server that
         keeps the notebooks (:attr:`sessions`); by default there are none."""
@@ -418,13 +413,6 @@ class LocalBackend(KernelBackend):
         context = self.__dict__.pop("_zmq_context", None)
         if context is not None:
             context.destroy(linger=0)
-
-    def prepare(self) -> None:
-        """Import jupyter_client (its kernelspecs and kernel manager) and list the kernelspecs
-        once: about 0.2 s that the first prestart's choice and start would otherwise spend on
-        the event loop, where the client's first tools/list waited for it."""
-        self.listed()
-        from jupyter_mcp_server._kernels.process_tree import TreeKernelManager  # noqa: F401
 
     def listed(self) -> list[Environment]:
         """Every kernelspec and environment it can start, looked up now."""

@@ -378,12 +378,6 @@ class KernelFleet:
         # nothing of it may stand between a client and the answer to its initialize.
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._handshake_done.wait(), PRESTART_DELAY)
-        if self.capability("kernel.prestart"):
-            # And off the loop: the client's tools/list comes right after the handshake.
-            try:
-                await asyncio.to_thread(self.backend.prepare)
-            except Exception:
-                logger.debug("Preparing the kernel backend failed", exc_info=True)
         self._refill_pool(0)
 
     async def _reap_forever(self) -> None:
