@@ -95,7 +95,7 @@ def main() -> int:
     )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
-        "--repetitions", type=int, default=0, help="repetitions (default 5, quick 2)"
+        "--repetitions", type=int, default=0, help="repetitions (default 5, quick 1)"
     )
     parser.add_argument(
         "--only",

@@ -450,8 +450,10 @@ async def test_progress_outputs_and_heartbeats(workspace: Path, mode: str) -> No
         assert all(len(message) < 2200 for message in flood.messages)
 
 
+@pytest.mark.slow
 async def test_progress_through_a_20_second_cell(workspace: Path) -> None:
-    """The real thing, once: a silent 20 s cell with the default heartbeat keeps the call alive."""
+    """The real thing, once: a silent 20 s cell with the default heartbeat keeps the call alive
+    (slow: test_progress_outputs_and_heartbeats checks the heartbeats in the default run)."""
     import time
 
     async with serve(workspace, mode="auto") as client:
