@@ -315,7 +315,7 @@ def test_a_result_text_is_scanned_once_and_its_other_fields_still_are() -> None:
     masked = mask_call_result(redactor, result)
     assert PLANTED not in masked.content[0].text
     assert masked.structured_content["rendered"] == "printed [redacted: OPENAI_API_KEY]\n"
-    # The same text in the structured part, but another string object: scanned there too.
+    # A rendered that is not the text block's string (here one holding a secret): scanned.
     copy_of_leaky = "".join(["printed ", PLANTED, "\n"])
     assert copy_of_leaky is not leaky
     result = CallToolResult(
