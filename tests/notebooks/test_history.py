@@ -627,3 +627,29 @@ def test_two_processes_record_one_change_once_and_a_repeated_change_each_time(tm
     # An outside change: recorded as nobody's; the file as it is, the newest entry.
     reader.reconcile("c", lambda: content("c"))
     assert writer.entries()[-1]["revision"] == "c" and writer.entries()[-1]["tool"] is None
+    # The other process recorded a write, then a change after it, before the writer's entry:
+    # the entry is not added after them (the history would end at a revision the file left).
+    write = writer.intend("d", "c", Origin(tool="late"))
+    reader.reconcile("d", lambda: content("d"))
+    reader.reconcile("e", lambda: content("e"))
+    writer.append("d", "c", Origin(tool="late"), write)
+    assert [(e["revision"], e["tool"]) for e in writer.entries()[-3:]] == [
+        ("c", None),
+        ("d", "late"),
+        ("e", None),
+    ]
+
+
+def test_a_notebook_said_missing_is_not_once_a_change_of_it_is_recorded(tmp_path):
+    # Each process of the server checks the index only when it changed since it last found
+    # it settled: a note that the notebook is missing, by this process or another, is seen.
+    one = Histories(tmp_path / "history").of("ns", "n.ipynb")
+    two = Histories(tmp_path / "history").of("ns", "n.ipynb")
+    assert one is not None and two is not None
+    one.append("r0", None, None)
+    one.append("r1", "r0", None)
+    for marker, writer, revision in ((two, one, "r2"), (one, one, "r3"), (one, two, "r4")):
+        marker.mark_missing()
+        assert one.index()["missing"] is True
+        writer.append(revision, None, None)
+        assert "missing" not in one.index() and one.index()["path"] == "n.ipynb"

@@ -51,7 +51,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,8 @@ class Origin:
     #: The caller's user: its token's subject, or the local OS user.
     user: str | None = None
 
+
+_ORIGIN_FIELDS = tuple(f.name for f in fields(Origin))
 
 #: The origin of the changes the code running now makes (set by the tool being called).
 EDIT_ORIGIN: ContextVar[Origin | None] = ContextVar("jupyter_mcp_edit_origin", default=None)
@@ -129,6 +131,30 @@ class Limits:
     young_seconds: float = 120.0
 
 
+@dataclass
+class _Entries:
+    """The entries as ``entries.jsonl`` held them at ``stamp`` (its size and mtime)."""
+
+    stamp: tuple[int, int]
+    entries: list[dict[str, Any]]
+    _writes: set[tuple[str, str]] | None = None
+
+    def writes(self) -> set[tuple[str, str]]:
+        """Each entry's write id and revision, where it has a write id."""
+        if self._writes is None:
+            self._writes = {
+                (e["write"], e["revision"]) for e in self.entries if isinstance(e.get("write"), str)
+            }
+        return self._writes
+
+    def followed_by(self, entry: dict[str, Any], stamp: tuple[int, int]) -> _Entries:
+        """These entries and ``entry``, just appended (the file then has ``stamp``)."""
+        writes = self._writes
+        if writes is not None and isinstance(entry.get("write"), str):
+            writes = {*writes, (entry["write"], entry["revision"])}
+        return _Entries(stamp, [*self.entries, entry], writes)
+
+
 class NotebookHistory:
     """One notebook's history directory."""
 
@@ -137,7 +163,15 @@ class NotebookHistory:
         self.namespace = namespace
         self.key = key
         self.limits = limits
-        self._entries_cache: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+        # Joined once: a write opens five of these, and pathlib's joins cost more than its calls.
+        folder = str(directory)
+        self._entries_file = os.path.join(folder, "entries.jsonl")
+        self._index_file = os.path.join(folder, "index.json")
+        self._pending_file = os.path.join(folder, "pending.json")
+        self._lock_file = os.path.join(folder, "lock")
+        self._entries_cache: _Entries | None = None
+        #: The status of the index last read here and found to need no change by an entry.
+        self._index_settled: tuple[int, int, int] | None = None
         #: Which pack holds each cell text this process knows of, valid for one collection
         #: generation (a collection by any process may delete packs).
         self._where: dict[str, str] = {}
@@ -147,23 +181,26 @@ class NotebookHistory:
     # Files.
 
     def exists(self) -> bool:
-        return (self.directory / "entries.jsonl").exists()
+        return os.path.exists(self._entries_file)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        fd = _opened(self.directory / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = _opened(self._lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
 
-    def _write_file(self, path: Path, data: bytes) -> None:
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    def _write_file(self, path: Path | str, data: bytes) -> None:
+        folder, name = os.path.split(path)
+        temporary = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
         try:
             fd = _opened(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-            with open(fd, "wb") as file:
-                file.write(data)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
             os.replace(temporary, path)
         except BaseException:
             # A full or read-only disk: the history is off for now, but leaves no litter behind.
@@ -175,24 +212,25 @@ class NotebookHistory:
 
     def index(self) -> dict[str, Any]:
         try:
-            loaded = json.loads((self.directory / "index.json").read_text("utf-8"))
+            with open(self._index_file, "rb") as file:
+                loaded = json.loads(file.read())
         except FileNotFoundError:
             return {"path": self.key, "namespace": self.namespace, "dropped": 0, "checkpoints": {}}
         return loaded if isinstance(loaded, dict) else {}
 
     def write_index(self, index: dict[str, Any]) -> None:
-        self._write_file(self.directory / "index.json", json.dumps(index, sort_keys=True).encode())
+        self._write_file(self._index_file, json.dumps(index, sort_keys=True).encode())
 
     # Content.
 
-    def _pack_path(self, name: str) -> Path:
-        return self.directory / "packs" / name
+    def _pack_path(self, name: str) -> str:
+        return os.path.join(self.directory, "packs", name)
 
-    def _revision_path(self, revision: str) -> Path:
-        return self.directory / "revisions" / revision
+    def _revision_path(self, revision: str) -> str:
+        return os.path.join(self.directory, "revisions", revision)
 
     def has_content(self, revision: str) -> bool:
-        return self._revision_path(revision).exists()
+        return os.path.exists(self._revision_path(revision))
 
     def store(self, revision: str, content: Content) -> None:
         """Keep ``content`` as ``revision``'s (its new texts first, then the revision that names them)."""
@@ -203,7 +241,7 @@ class NotebookHistory:
 
     def _kept_already(self, revision: str) -> bool:
         path = self._revision_path(revision)
-        if not path.exists():
+        if not os.path.exists(path):
             return False
         with contextlib.suppress(OSError):
             os.utime(path)  # young again: not collected before its entry is written
@@ -248,7 +286,7 @@ class NotebookHistory:
             last = self.last_revision()
             if last is not None and self.has_content(last):
                 with contextlib.suppress(OSError, ValueError, KeyError):
-                    record = _unpacked(self._revision_path(last).read_bytes())
+                    record = _unpacked(_read(self._revision_path(last)))
                     digests, packs = record["digests"], record["packs"]
                     for i, number in enumerate(record["at"]):
                         self._where[digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]] = packs[
@@ -258,7 +296,7 @@ class NotebookHistory:
 
     def _record(self, revision: str) -> dict[str, Any]:
         try:
-            return dict(_unpacked(self._revision_path(revision).read_bytes()))
+            return dict(_unpacked(_read(self._revision_path(revision))))
         except FileNotFoundError:
             raise self.not_kept(revision) from None
 
@@ -282,7 +320,7 @@ class NotebookHistory:
                 wanted.setdefault(packs[number], set()).add(digest)
         found: dict[str, str] = {}
         for pack, needed in wanted.items():
-            texts = _unpacked(self._pack_path(pack).read_bytes())
+            texts = _unpacked(_read(self._pack_path(pack)))
             found.update({digest: texts[digest] for digest in needed})
         return found
 
@@ -307,24 +345,26 @@ class NotebookHistory:
 
     def entries(self) -> list[dict[str, Any]]:
         """Every kept entry, oldest first (a line torn by a crash is skipped)."""
-        path = self.directory / "entries.jsonl"
+        return self._entries().entries
+
+    def _entries(self) -> _Entries:
         try:
-            status = path.stat()
+            status = os.stat(self._entries_file)
         except FileNotFoundError:
-            return []
+            return _Entries((0, 0), [])
         stamp = (status.st_size, status.st_mtime_ns)
-        if self._entries_cache is not None and self._entries_cache[0] == stamp:
-            return self._entries_cache[1]
+        if self._entries_cache is not None and self._entries_cache.stamp == stamp:
+            return self._entries_cache
         entries = []
-        for line in path.read_bytes().splitlines():
+        for line in _read(self._entries_file).splitlines():
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue
             if isinstance(entry, dict) and isinstance(entry.get("revision"), str):
                 entries.append(entry)
-        self._entries_cache = (stamp, entries)
-        return entries
+        self._entries_cache = _Entries(stamp, entries)
+        return self._entries_cache
 
     def last_revision(self) -> str | None:
         entries = self.entries()
@@ -333,7 +373,7 @@ class NotebookHistory:
     def last_revision_read(self) -> str | None:
         """The last entry's revision, reading only the end of the file (for a look at many histories)."""
         try:
-            with open(self.directory / "entries.jsonl", "rb") as file:
+            with open(self._entries_file, "rb") as file:
                 file.seek(max(0, file.seek(0, os.SEEK_END) - 4096))
                 lines = file.read().splitlines()
         except FileNotFoundError:
@@ -351,25 +391,28 @@ class NotebookHistory:
         previous: str | None,
         origin: Origin | None,
         write: str | None = None,
+        content: Content | None = None,
     ) -> str:
         """Say which write comes next, for a process that dies before its entry (and for another
-        process that reads the file first): the write's id, which its entry carries too."""
+        process that reads the file first): the write's id, which its entry carries too.
+
+        ``content``, when given, is kept first as ``revision``'s (as `store` keeps it), under
+        the same hold of the lock."""
         write = write or secrets.token_hex(8)
-        record = {
-            "revision": revision,
-            "previous_revision": previous,
-            "write": write,
-            **asdict(origin or Origin()),
-        }
+        origin = origin or Origin()
+        record = {"revision": revision, "previous_revision": previous, "write": write}
+        record.update((name, getattr(origin, name)) for name in _ORIGIN_FIELDS)
         data = json.dumps(record).encode()
+        kept = content is None or revision is None or self._kept_already(revision)
         with self.locked():
+            if not kept:
+                assert content is not None and revision is not None
+                self._store(revision, content)
             # Rewritten in place, not replaced: a note comes before every write (each cell's
             # outputs in a run), and creating and renaming a file costs a millisecond or more
             # on some disks. Readers hold the lock; a process killed between the write and the
             # truncation leaves a note that does not parse, which is no note.
-            fd = os.open(
-                self.directory / "pending.json", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600
-            )
+            fd = os.open(self._pending_file, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 os.pwrite(fd, data, 0)
                 os.ftruncate(fd, len(data))
@@ -379,7 +422,7 @@ class NotebookHistory:
 
     def pending(self) -> dict[str, Any] | None:
         try:
-            record = json.loads((self.directory / "pending.json").read_text("utf-8"))
+            record = json.loads(_read(self._pending_file))
         except (FileNotFoundError, ValueError):
             return None
         return record if isinstance(record, dict) else None
@@ -388,7 +431,7 @@ class NotebookHistory:
         """Under the lock: the note of write ``write`` has its entry (another write's note stays)."""
         if write is not None and (self.pending() or {}).get("write") == write:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.directory / "pending.json")
+                os.unlink(self._pending_file)
 
     def append(
         self, revision: str, previous: str | None, origin: Origin | None, write: str | None = None
@@ -451,21 +494,16 @@ class NotebookHistory:
         self, revision: str, previous: str | None, origin: Origin | None, write: str | None
     ) -> None:
         """Under the lock (see `append`)."""
-        entries = self.entries()
+        known = self._entries()
+        entries = known.entries
         if entries and entries[-1]["revision"] == revision:
             return
         # Another server process may have recorded this very write already (it read the file
         # before this one added the entry, and found the pending note): once is enough. Only
         # the write's id says so: the same revisions come again in an undo then a redo.
-        if write is not None and any(
-            e.get("write") == write and e["revision"] == revision for e in entries
-        ):
+        if write is not None and (write, revision) in known.writes():
             return
-        index = self.index()
-        if not (self.directory / "index.json").exists() or index.get("missing"):
-            index.pop("missing", None)
-            index.update(path=self.key, namespace=self.namespace)
-            self.write_index(index)
+        self._settle_index()
         origin = origin or Origin()
         entry: dict[str, Any] = {
             "revision": revision,
@@ -482,16 +520,13 @@ class NotebookHistory:
         if write is not None:
             entry["write"] = write
         line = json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
-        path = self.directory / "entries.jsonl"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(self._entries_file, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             size = os.fstat(fd).st_size
-            if size and not _ends_with_newline(path, size):
+            if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # after a torn line: start a whole one
             try:
-                view = memoryview(line)
-                while view:  # a write cut short by a filling disk goes on (and then fails)
-                    view = view[os.write(fd, view) :]
+                _write_all(fd, line)  # a write cut short by a filling disk goes on (and then fails)
             except OSError:
                 # The disk filled up part way: no torn line is left for the next append.
                 with contextlib.suppress(OSError):
@@ -502,10 +537,30 @@ class NotebookHistory:
             os.close(fd)
         # Under the lock nobody else appended: the entries read above and this one are
         # the file, and the next look (the bounds, the next edit) need not parse it again.
-        self._entries_cache = ((status.st_size, status.st_mtime_ns), [*entries, entry])
+        self._entries_cache = known.followed_by(entry, (status.st_size, status.st_mtime_ns))
         if self._bytes is not None:
             self._bytes += len(line)
         self._within_bounds()
+
+    def _settle_index(self) -> None:
+        """Under the lock, before an entry: the index exists, names the notebook, and does not
+        say it is missing. Read only when its status changed since it was last found so (a
+        note that it is missing always changes its size)."""
+        try:
+            status = os.stat(self._index_file)
+        except FileNotFoundError:
+            index = self.index()
+        else:
+            seen = (status.st_ino, status.st_size, status.st_mtime_ns)
+            if seen == self._index_settled:
+                return
+            index = self.index()
+            if not index.get("missing"):
+                self._index_settled = seen
+                return
+        index.pop("missing", None)
+        index.update(path=self.key, namespace=self.namespace)
+        self.write_index(index)
 
     def mark_missing(self) -> None:
         """The notebook is gone (deleted or renamed outside the server): its history stays."""
@@ -555,7 +610,7 @@ class NotebookHistory:
                 json.dumps(e, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
                 for e in kept
             )
-            self._write_file(self.directory / "entries.jsonl", data)
+            self._write_file(self._entries_file, data)
             index = self.index()
             index["dropped"] = int(index.get("dropped", 0)) + dropped
             self.write_index(index)
@@ -583,13 +638,13 @@ class NotebookHistory:
         self._bytes = None
 
 
-def _opened(path: Path, flags: int, mode: int) -> int:
+def _opened(path: str, flags: int, mode: int) -> int:
     """``os.open`` of a file of the history, its folder made first when missing (the folder's
     first file, or a folder someone removed): asked of the disk only then, not every time."""
     try:
         return os.open(path, flags, mode)
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         return os.open(path, flags, mode)
 
 
@@ -601,7 +656,12 @@ def _unpacked(data: bytes) -> Any:
     return json.loads(zlib.decompress(data).decode("utf-8", "surrogatepass"))
 
 
-def _ends_with_newline(path: Path, size: int) -> bool:
+def _read(path: str) -> bytes:
     with open(path, "rb") as file:
-        file.seek(size - 1)
-        return file.read(1) == b"\n"
+        return file.read()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

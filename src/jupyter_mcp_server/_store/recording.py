@@ -239,9 +239,12 @@ class Recorder:
                 held.before.setdefault(key, previous)
                 history.intend(revision, history.last_revision(), EDIT_ORIGIN.get(), held.write)
                 return None
+            content = None
             if revision is not None and notebook is not None:
-                history.store(revision, content_of(notebook, written))
-            self._writes[key] = history.intend(revision, previous, EDIT_ORIGIN.get())
+                content = content_of(notebook, written)
+            self._writes[key] = history.intend(
+                revision, previous, EDIT_ORIGIN.get(), content=content
+            )
         except Exception as error:
             return self._off(key, error)
         return None
