@@ -126,7 +126,7 @@ def traced(tmp_path: Path):
         "-s",
         "48",
         "-e",
-        "trace=fsync,fdatasync,rename,renameat,renameat2,write",
+        "trace=fsync,fdatasync,rename,renameat,renameat2,write,pwrite64",
         "-e",
         "signal=none",
         "-o",
@@ -186,6 +186,27 @@ def test_a_stored_change_is_fsynced_renamed_and_its_directory_fsynced_before_the
         f"{tool}: expected {writes} durable write(s) of the notebook before the answer "
         f"(file fsync, rename, directory fsync), saw {done}"
     )
+
+
+def test_the_history_says_a_write_is_coming_before_the_rename_and_records_it_after(traced):
+    # What the history's crash safety rests on (docs/history.md): the note that a write is
+    # coming is on disk before the file is replaced, and the write's entry only after.
+    server, _workspace, trace, _history = traced
+    calls = _then_answered(server, trace, "execute_cell", {"cell_index": 0})
+    renamed = [
+        i
+        for i, call in enumerate(calls)
+        if call.name in ("rename", "renameat", "renameat2") and f'"{NOTEBOOK}"' in call.args
+    ]
+    noted = [i for i, c in enumerate(calls) if c.name == "pwrite64" and "pending.json>" in c.args]
+    recorded = [i for i, c in enumerate(calls) if c.name == "write" and "entries.jsonl>" in c.args]
+    synced = [i for i, c in enumerate(calls) if c.name == "fsync" and c.args.endswith(">")]
+    # (An entry may come before the note: the revision the call changes, when the history
+    # starts with this call.)
+    assert len(renamed) == len(noted) == 1, (renamed, noted)
+    assert [i for i in recorded if i > noted[0]] == recorded[-1:], recorded
+    assert noted[0] < renamed[0] < recorded[-1] < len(calls) - 1
+    assert synced and synced[-1] < len(calls) - 1, "the answer comes after the directory's fsync"
 
 
 def test_a_quick_new_cell_is_one_write_and_one_history_entry_with_its_outputs(traced):
