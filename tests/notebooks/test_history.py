@@ -19,6 +19,7 @@ import sys
 import zlib
 from pathlib import Path
 
+import nbformat
 import pytest
 from conftest import ERROR_KEY, REPO, ok, refused, serve, text_of
 
@@ -653,3 +654,38 @@ def test_a_notebook_said_missing_is_not_once_a_change_of_it_is_recorded(tmp_path
         assert one.index()["missing"] is True
         writer.append(revision, None, None)
         assert "missing" not in one.index() and one.index()["path"] == "n.ipynb"
+
+
+async def test_a_bounded_history_keeps_every_kept_revision_whole_as_old_ones_come_back(tmp_path):
+    # A tight bound collects at almost every write, and revisions collected earlier come
+    # back (an undo, a restore) and are kept again, their texts perhaps in other packs:
+    # what a collection keeps is read from each kept revision (once per file it sees),
+    # and every kept entry must read back byte for byte, whatever was collected.
+    root = tmp_path / "ws"
+    root.mkdir()
+    limits = Limits(max_entries=6, max_bytes=10**9, young_seconds=0)
+    store = NotebookStore(
+        Workspace(root), recorder=Recorder(Histories(tmp_path / "h", limits), "t")
+    )
+    await store.create("n.ipynb")
+    on_disk = root / "n.ipynb"
+    rng = random.Random(11)
+    seen = {revision_of(on_disk.read_bytes()): on_disk.read_bytes()}
+    for step in range(150):
+        if len(seen) > 3 and rng.random() < 0.4:
+            back = nbformat.reads(rng.choice(list(seen.values())), as_version=4)
+
+            def change(notebook, back=back):
+                notebook["cells"] = back["cells"]
+                notebook["metadata"] = back["metadata"]
+
+            await store.mutate("n.ipynb", change)
+        else:
+            seen.update(await random_edits(store, "n.ipynb", 1, rng, on_disk))
+        seen[revision_of(on_disk.read_bytes())] = on_disk.read_bytes()
+        history = store.recorder.history("n.ipynb")
+        assert history is not None
+        for entry in history.entries():
+            restored = notebook_at(history, entry["revision"])
+            assert serialize_notebook(restored, IPYNB) == seen[entry["revision"]], step
+    assert history.index()["collected"] > 40

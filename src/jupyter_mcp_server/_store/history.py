@@ -176,6 +176,8 @@ class NotebookHistory:
         #: generation (a collection by any process may delete packs).
         self._where: dict[str, str] = {}
         self._where_generation: int | None = None
+        #: Each kept revision's packs, by the status of its file when it was read.
+        self._packs_of: dict[str, tuple[tuple[int, int, int], list[str]]] = {}
         self._bytes: int | None = None
 
     # Files.
@@ -621,21 +623,39 @@ class NotebookHistory:
             )
         index = self.index()
         needed = {e["revision"] for e in kept} | set(index.get("checkpoints", {}).values())
-        now = time.time()
+        oldest_young = time.time() - self.limits.young_seconds
         packs: set[str] = set()
-        for path in (self.directory / "revisions").glob("*"):
-            young = now - path.stat().st_mtime < self.limits.young_seconds
-            if path.name not in needed and not young:
-                path.unlink()
+        size = 0
+        packs_of: dict[str, tuple[tuple[int, int, int], list[str]]] = {}
+        for entry in _files_in(os.path.join(self.directory, "revisions")):
+            status = entry.stat()
+            if entry.name not in needed and status.st_mtime < oldest_young:
+                os.unlink(entry.path)
                 continue
-            with contextlib.suppress(OSError, ValueError, KeyError):
-                packs.update(self._record(path.name)["packs"])
-        for path in (self.directory / "packs").glob("*"):
-            if path.name not in packs and now - path.stat().st_mtime >= self.limits.young_seconds:
-                path.unlink()
+            size += status.st_size
+            # A revision's file is only ever replaced whole: by its status, its packs are
+            # the ones read at an earlier collection, and only new files are read.
+            stamp = (status.st_ino, status.st_size, status.st_mtime_ns)
+            known = self._packs_of.get(entry.name)
+            if known is None or known[0] != stamp:
+                try:
+                    known = (stamp, list(_unpacked(_read(entry.path))["packs"]))
+                except (OSError, ValueError, KeyError, TypeError, zlib.error):
+                    continue
+            packs_of[entry.name] = known
+            packs.update(known[1])
+        self._packs_of = packs_of
+        for entry in _files_in(os.path.join(self.directory, "packs")):
+            status = entry.stat()
+            if entry.name not in packs and status.st_mtime < oldest_young:
+                os.unlink(entry.path)
+            else:
+                size += status.st_size
         index["collected"] = int(index.get("collected", 0)) + 1
         self.write_index(index)
-        self._bytes = None
+        for entry in _files_in(self.directory):
+            size += entry.stat().st_size
+        self._bytes = size
 
 
 def _opened(path: str, flags: int, mode: int) -> int:
@@ -654,6 +674,15 @@ def _packed(value: Any) -> bytes:
 
 def _unpacked(data: bytes) -> Any:
     return json.loads(zlib.decompress(data).decode("utf-8", "surrogatepass"))
+
+
+def _files_in(folder: str | Path) -> list[os.DirEntry[str]]:
+    """The files directly in ``folder`` (none when it is missing)."""
+    try:
+        with os.scandir(folder) as entries:
+            return [entry for entry in entries if entry.is_file(follow_symlinks=False)]
+    except FileNotFoundError:
+        return []
 
 
 def _read(path: str) -> bytes:
