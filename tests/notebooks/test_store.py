@@ -220,6 +220,32 @@ async def test_an_in_place_edit_in_the_same_clock_tick_is_still_noticed(
     assert view.notebook.cells[0].source == "bbbb"
 
 
+async def test_an_in_place_edit_in_the_same_clock_tick_during_a_change_is_not_overwritten(
+    store: NotebookStore, root: Path
+) -> None:
+    # The write's last check, under the directory lock, reads the bytes of a file written
+    # within its racy window: an edit that kept the size, the inode and the mtime is seen,
+    # and the change is applied again on top of it.
+    path = root / "tick.ipynb"
+    save(path, notebook_with("aaaa"))
+    await store.read("tick.ipynb")
+    seen = []
+
+    def change(notebook: nbformat.NotebookNode) -> None:
+        seen.append(notebook.cells[0].source)
+        if len(seen) == 1:
+            status = path.stat()
+            path.write_bytes(path.read_bytes().replace(b"aaaa", b"bbbb"))
+            os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+            assert path.stat().st_ino == status.st_ino
+        notebook.cells.append(new_cell("code", "agent"))
+
+    await store.mutate("tick.ipynb", change)
+    assert seen == ["aaaa", "bbbb"]
+    on_disk = nbformat.reads(path.read_text(), as_version=4)
+    assert [cell.source for cell in on_disk.cells] == ["bbbb", "agent"]
+
+
 async def test_a_write_racing_the_change_is_not_overwritten(
     store: NotebookStore, root: Path
 ) -> None:

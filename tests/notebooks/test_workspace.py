@@ -760,3 +760,15 @@ def test_a_started_server_sweeps_beside_a_2000_level_tree_and_refuses_deeper_pat
     assert "Looking for temporary files left by a crash failed" not in said, said
     assert "Removed 1 temporary files left by an earlier crash" in said
     assert "Did not look for temporary files left by a crash in 1 directories 128 levels" in said
+
+
+def test_a_read_with_its_status_gives_the_status_of_the_very_file_read(workspace):
+    (workspace.root / "a.ipynb").write_bytes(b"abc")
+    data, status = workspace.read_with_status("a.ipynb")
+    on_disk = (workspace.root / "a.ipynb").stat()
+    assert data == b"abc"
+    assert (status.st_ino, status.st_size, status.st_mtime_ns) == (
+        on_disk.st_ino,
+        on_disk.st_size,
+        on_disk.st_mtime_ns,
+    )

@@ -134,6 +134,12 @@ class ContentsFiles:
     def being_saved(self, key: str) -> bool:
         return False  # the server reads its own files: a read sees a save whole, or not at all
 
+    async def read_with_fingerprint(self, key: str) -> tuple[bytes, Fingerprint] | None:
+        fingerprint = await self.stat(key)  # first: bytes never older than it
+        if fingerprint is None:
+            return None
+        return await self.read_bytes(key), fingerprint
+
     async def read_bytes(self, key: str) -> bytes:
         model = await self._get(key, content=True)
         if model is None:

@@ -89,6 +89,12 @@ class Files(Protocol):
 
     async def read_bytes(self, key: str) -> bytes: ...
 
+    async def read_with_fingerprint(self, key: str) -> tuple[bytes, Fingerprint] | None:
+        """The file's bytes and its fingerprint, taken first (bytes never older than it); None
+        when there is no file. Where a snapshot's bytes must be compared anyway (within its
+        racy window), one look instead of a `stat` and then a read."""
+        ...
+
     async def list_files(self, path: str, max_depth: int, pattern: str) -> list[dict[str, Any]]:
         """Entries under ``path`` down to ``max_depth`` levels (``path``, ``type``, ``size``,
         ``last_modified``), sorted by path; ``pattern`` is a glob on an entry's path or name."""
@@ -161,6 +167,18 @@ class WorkspaceFiles:
     async def read_bytes(self, key: str) -> bytes:
         return self.workspace.read_bytes(key)
 
+    async def read_with_fingerprint(self, key: str) -> tuple[bytes, Fingerprint] | None:
+        return self._read_with_fingerprint(key)
+
+    def _read_with_fingerprint(self, key: str) -> tuple[bytes, Fingerprint] | None:
+        try:
+            data, status = self.workspace.read_with_status(key)
+        except ToolFailure:
+            if self.workspace.stat(key) is None:
+                return None  # missing, as `stat` says it: the caller's own message follows
+            raise
+        return data, Fingerprint.of(status)
+
     async def list_files(self, path: str, max_depth: int, pattern: str) -> list[dict[str, Any]]:
         return [dict(entry) for entry in self.workspace.list_files(path, max_depth, pattern)]
 
@@ -220,6 +238,15 @@ class WorkspaceFiles:
 
     def still_holds(self, key: str, snapshot: Snapshot) -> bool:
         """Whether the file still holds what ``snapshot`` saw."""
+        if snapshot.is_racy():
+            # The bytes are compared anyway: one look gives them and the status.
+            with contextlib.suppress(ToolFailure):  # then as below, which says why
+                seen = self._read_with_fingerprint(key)
+                return (
+                    seen is not None
+                    and seen[1] == snapshot.fingerprint
+                    and revision_of(seen[0]) == snapshot.revision
+                )
         status = self.workspace.stat(key)
         if status is None or Fingerprint.of(status) != snapshot.fingerprint:
             return False

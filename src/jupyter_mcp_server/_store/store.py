@@ -427,7 +427,14 @@ class NotebookStore:
     async def _current(self, key: str, fmt: str, waited: float = 0.0) -> _Document:
         """The document matching the file as it is now, parsing only if it changed."""
         checked_ns = time.time_ns()
-        fingerprint = await self.files.stat(key)
+        document = self._documents.get(key)
+        data = None
+        if document is not None and not document.stale and not self.files.trusts(document.snapshot):
+            # Its bytes are compared whatever the status says: one look gives both.
+            seen = await self.files.read_with_fingerprint(key)
+            data, fingerprint = (None, None) if seen is None else seen
+        else:
+            fingerprint = await self.files.stat(key)
         if fingerprint is None:
             if self.recorder is not None:
                 self.recorder.missing(key)
@@ -437,16 +444,13 @@ class NotebookStore:
                 'mode="create", or use list_files to find an existing notebook.',
                 path=key,
             )
-        document = self._documents.get(key)
-        data = None
         if (
             document is not None
             and not document.stale
             and document.snapshot.fingerprint == fingerprint
         ):
-            if self.files.trusts(document.snapshot):
+            if data is None:  # a snapshot its status proves
                 return document
-            data = await self.files.read_bytes(key)
             if revision_of(data) == document.revision:
                 document = replace(
                     document, snapshot=replace(document.snapshot, checked_ns=checked_ns)

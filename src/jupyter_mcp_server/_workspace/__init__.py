@@ -276,6 +276,12 @@ class Workspace:
 
     def read_bytes(self, relative: str) -> bytes:
         """The content of a regular file, refusing any symlink swapped in after the check."""
+        return self.read_with_status(relative)[0]
+
+    def read_with_status(self, relative: str) -> tuple[bytes, os.stat_result]:
+        """The content of a regular file (as `read_bytes`) and the status of that very file,
+        taken before the read: a change in between leaves bytes newer than the status,
+        never older, so what the status says changed is only ever read again."""
         names = self._names_of(relative)
         with self._explained(relative):
             directory = self._open_directory(names[:-1], create_missing=False)
@@ -286,12 +292,12 @@ class Workspace:
             finally:
                 os.close(directory)
             with open(fd, "rb") as file:
-                mode = os.fstat(fd).st_mode
-                if stat_module.S_ISDIR(mode):
+                status = os.fstat(fd)
+                if stat_module.S_ISDIR(status.st_mode):
                     raise self._reject(relative, "is a directory, not a file; use list_files on it")
-                if not stat_module.S_ISREG(mode):
+                if not stat_module.S_ISREG(status.st_mode):
                     raise self._reject(relative, "is not a regular file")
-                return file.read()
+                return file.read(), status
 
     def write_atomic(
         self,
