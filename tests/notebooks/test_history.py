@@ -24,9 +24,10 @@ import pytest
 from conftest import ERROR_KEY, REPO, ok, refused, serve, text_of
 
 from jupyter_mcp_server._store import NotebookStore, new_cell, revision_of
+from jupyter_mcp_server._store.change_origins import Origin
 from jupyter_mcp_server._store.formats import IPYNB, serialize_notebook
 from jupyter_mcp_server._store.histories import Histories
-from jupyter_mcp_server._store.history import Limits, Origin
+from jupyter_mcp_server._store.history import Limits
 from jupyter_mcp_server._store.recording import Recorder, diff_revisions, notebook_at
 from jupyter_mcp_server._workspace import Workspace
 

@@ -33,7 +33,7 @@ from jupyter_mcp_server._kernels.execution import ExecutionOutcome
 from jupyter_mcp_server._kernels.widgets import store_widget_state
 from jupyter_mcp_server._state import ServerState
 from jupyter_mcp_server._store import NotebookView
-from jupyter_mcp_server._store.history import HELD_ENTRY, HeldEntry
+from jupyter_mcp_server._store.change_origins import HELD_ENTRY, HeldEntry
 from jupyter_mcp_server._tool_calls.addressing import index_of_id
 
 logger = logging.getLogger(__name__)

@@ -50,13 +50,14 @@ import secrets
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._errors import NOT_FOUND, ToolFailure
 from .._text.timestamps import iso_utc
+from .change_origins import ORIGIN_FIELDS, Origin
+from .history_files import files_in, opened, packed, read, replace_whole, unpacked, write_all
 
 logger = logging.getLogger(__name__)
 
@@ -70,42 +71,6 @@ _DROP_TO = 0.9
 def digest_of(text: str) -> str:
     """The name of a cell's text in a notebook's history."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Who makes a change: the tool, the caller's client (its ``clientInfo`` name, or its
-    token's client), its connection, and the person it acts for (``_calls/callers.py``)."""
-
-    tool: str | None = None
-    client: str | None = None
-    connection: str | None = None
-    #: For a restore: the revision whose content it wrote.
-    restored_from: str | None = None
-    #: The caller's user: its token's subject, or the local OS user.
-    user: str | None = None
-
-
-_ORIGIN_FIELDS = tuple(f.name for f in fields(Origin))
-
-#: The origin of the changes the code running now makes (set by the tool being called).
-EDIT_ORIGIN: ContextVar[Origin | None] = ContextVar("jupyter_mcp_edit_origin", default=None)
-
-
-@dataclass
-class HeldEntry:
-    """Writes that are one change for a person (a whole-notebook run storing each cell's
-    outputs as it ends): one entry in the history for all of them, added when they are done,
-    instead of one per write pushing the rest of the history out."""
-
-    #: Per notebook written, the revision before the first of these writes.
-    before: dict[str, str | None] = field(default_factory=dict)
-    #: The id of these writes in their pending notes and their entry (see `NotebookHistory.intend`).
-    write: str = field(default_factory=lambda: secrets.token_hex(8))
-
-
-#: Set while writes whose entry is held are made (see `HeldEntry`).
-HELD_ENTRY: ContextVar[HeldEntry | None] = ContextVar("jupyter_mcp_held_entry", default=None)
 
 
 @dataclass(frozen=True)
@@ -187,7 +152,7 @@ class NotebookHistory:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        fd = _opened(self._lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = opened(self._lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -195,20 +160,7 @@ class NotebookHistory:
             os.close(fd)
 
     def _write_file(self, path: Path | str, data: bytes) -> None:
-        folder, name = os.path.split(path)
-        temporary = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = _opened(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-            try:
-                _write_all(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(temporary, path)
-        except BaseException:
-            # A full or read-only disk: the history is off for now, but leaves no litter behind.
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        replace_whole(path, data)
         if self._bytes is not None:
             self._bytes += len(data)
 
@@ -257,7 +209,7 @@ class NotebookHistory:
             if digest not in where and digest not in new:
                 new[digest] = text
         if new:
-            self._write_file(self._pack_path(revision), _packed(new))
+            self._write_file(self._pack_path(revision), packed(new))
             where.update(dict.fromkeys(new, revision))
         packs: list[str] = []
         numbered: dict[str, int] = {}
@@ -278,7 +230,7 @@ class NotebookHistory:
             "packs": packs,
             "at": at,
         }
-        self._write_file(self._revision_path(revision), _packed(record))
+        self._write_file(self._revision_path(revision), packed(record))
 
     def _known_packs(self) -> dict[str, str]:
         """Which pack holds each text of the latest revision (under the lock)."""
@@ -288,7 +240,7 @@ class NotebookHistory:
             last = self.last_revision()
             if last is not None and self.has_content(last):
                 with contextlib.suppress(OSError, ValueError, KeyError):
-                    record = _unpacked(_read(self._revision_path(last)))
+                    record = unpacked(read(self._revision_path(last)))
                     digests, packs = record["digests"], record["packs"]
                     for i, number in enumerate(record["at"]):
                         self._where[digests[i * DIGEST_CHARS : (i + 1) * DIGEST_CHARS]] = packs[
@@ -298,7 +250,7 @@ class NotebookHistory:
 
     def _record(self, revision: str) -> dict[str, Any]:
         try:
-            return dict(_unpacked(_read(self._revision_path(revision))))
+            return dict(unpacked(read(self._revision_path(revision))))
         except FileNotFoundError:
             raise self.not_kept(revision) from None
 
@@ -322,7 +274,7 @@ class NotebookHistory:
                 wanted.setdefault(packs[number], set()).add(digest)
         found: dict[str, str] = {}
         for pack, needed in wanted.items():
-            texts = _unpacked(_read(self._pack_path(pack)))
+            texts = unpacked(read(self._pack_path(pack)))
             found.update({digest: texts[digest] for digest in needed})
         return found
 
@@ -358,7 +310,7 @@ class NotebookHistory:
         if self._entries_cache is not None and self._entries_cache.stamp == stamp:
             return self._entries_cache
         entries = []
-        for line in _read(self._entries_file).splitlines():
+        for line in read(self._entries_file).splitlines():
             try:
                 entry = json.loads(line)
             except ValueError:
@@ -403,7 +355,7 @@ class NotebookHistory:
         write = write or secrets.token_hex(8)
         origin = origin or Origin()
         record = {"revision": revision, "previous_revision": previous, "write": write}
-        record.update((name, getattr(origin, name)) for name in _ORIGIN_FIELDS)
+        record.update((name, getattr(origin, name)) for name in ORIGIN_FIELDS)
         data = json.dumps(record).encode()
         kept = content is None or revision is None or self._kept_already(revision)
         with self.locked():
@@ -424,7 +376,7 @@ class NotebookHistory:
 
     def pending(self) -> dict[str, Any] | None:
         try:
-            record = json.loads(_read(self._pending_file))
+            record = json.loads(read(self._pending_file))
         except (FileNotFoundError, ValueError):
             return None
         return record if isinstance(record, dict) else None
@@ -528,7 +480,7 @@ class NotebookHistory:
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # after a torn line: start a whole one
             try:
-                _write_all(fd, line)  # a write cut short by a filling disk goes on (and then fails)
+                write_all(fd, line)  # a write cut short by a filling disk goes on (and then fails)
             except OSError:
                 # The disk filled up part way: no torn line is left for the next append.
                 with contextlib.suppress(OSError):
@@ -627,7 +579,7 @@ class NotebookHistory:
         packs: set[str] = set()
         size = 0
         packs_of: dict[str, tuple[tuple[int, int, int], list[str]]] = {}
-        for entry in _files_in(os.path.join(self.directory, "revisions")):
+        for entry in files_in(os.path.join(self.directory, "revisions")):
             status = entry.stat()
             if entry.name not in needed and status.st_mtime < oldest_young:
                 os.unlink(entry.path)
@@ -639,13 +591,13 @@ class NotebookHistory:
             known = self._packs_of.get(entry.name)
             if known is None or known[0] != stamp:
                 try:
-                    known = (stamp, list(_unpacked(_read(entry.path))["packs"]))
+                    known = (stamp, list(unpacked(read(entry.path))["packs"]))
                 except (OSError, ValueError, KeyError, TypeError, zlib.error):
                     continue
             packs_of[entry.name] = known
             packs.update(known[1])
         self._packs_of = packs_of
-        for entry in _files_in(os.path.join(self.directory, "packs")):
+        for entry in files_in(os.path.join(self.directory, "packs")):
             status = entry.stat()
             if entry.name not in packs and status.st_mtime < oldest_young:
                 os.unlink(entry.path)
@@ -653,44 +605,6 @@ class NotebookHistory:
                 size += status.st_size
         index["collected"] = int(index.get("collected", 0)) + 1
         self.write_index(index)
-        for entry in _files_in(self.directory):
+        for entry in files_in(self.directory):
             size += entry.stat().st_size
         self._bytes = size
-
-
-def _opened(path: str, flags: int, mode: int) -> int:
-    """``os.open`` of a file of the history, its folder made first when missing (the folder's
-    first file, or a folder someone removed): asked of the disk only then, not every time."""
-    try:
-        return os.open(path, flags, mode)
-    except FileNotFoundError:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        return os.open(path, flags, mode)
-
-
-def _packed(value: Any) -> bytes:
-    return zlib.compress(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
-
-
-def _unpacked(data: bytes) -> Any:
-    return json.loads(zlib.decompress(data).decode("utf-8", "surrogatepass"))
-
-
-def _files_in(folder: str | Path) -> list[os.DirEntry[str]]:
-    """The files directly in ``folder`` (none when it is missing)."""
-    try:
-        with os.scandir(folder) as entries:
-            return [entry for entry in entries if entry.is_file(follow_symlinks=False)]
-    except FileNotFoundError:
-        return []
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as file:
-        return file.read()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]

@@ -26,16 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._workspace.storage_errors import is_storage_error
 from . import formats
+from .change_origins import EDIT_ORIGIN, HELD_ENTRY, HeldEntry
 from .diffs import cell_diff, metadata_diff
 from .histories import Histories
-from .history import (
-    EDIT_ORIGIN,
-    HELD_ENTRY,
-    Content,
-    HeldEntry,
-    NotebookHistory,
-    digest_of,
-)
+from .history import Content, NotebookHistory, digest_of
 from .layout import CellTexts, NotPlainJson, Verbatim, indented_json
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._errors import ALREADY_EXISTS, NOT_FOUND, REVISION_CONFLICT, ToolFailure
 from .._workspace import ChangedMeanwhile
 from . import formats
+from .change_origins import HeldEntry
 from .files import Files, Snapshot, WorkspaceFiles, revision_of
-from .history import HeldEntry
 from .layout import CellTexts
 from .patience import Patience
 from .recording import Recorder

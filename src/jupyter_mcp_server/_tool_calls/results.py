@@ -31,7 +31,7 @@ from jupyter_mcp_server._hooks import ToolCall, ToolCallEnded, redacted
 from jupyter_mcp_server._schemas.answers import answer as answer
 from jupyter_mcp_server._schemas.answers import failure as failure
 from jupyter_mcp_server._state import serving_connection, state_of
-from jupyter_mcp_server._store.history import EDIT_ORIGIN, Origin
+from jupyter_mcp_server._store.change_origins import EDIT_ORIGIN, Origin
 from jupyter_mcp_server._store.store import HISTORY_OFF_NOTES
 
 logger = logging.getLogger(__name__)

@@ -26,9 +26,10 @@ from jupyter_mcp_server._errors import INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED,
 from jupyter_mcp_server._rendering.content import upgrade_by_edit
 from jupyter_mcp_server._schemas import history_models as hm
 from jupyter_mcp_server._state import ServerState, state_of
+from jupyter_mcp_server._store.change_origins import EDIT_ORIGIN, Origin
 from jupyter_mcp_server._store.contents import ContentsFiles
 from jupyter_mcp_server._store.diffs import cell_diff, diff_text, metadata_diff
-from jupyter_mcp_server._store.history import EDIT_ORIGIN, NotebookHistory, Origin
+from jupyter_mcp_server._store.history import NotebookHistory
 from jupyter_mcp_server._store.recording import diff_revisions, notebook_at
 from jupyter_mcp_server._store.store import revision_conflict
 from jupyter_mcp_server._tool_calls.addressing import notebook_path
