@@ -205,17 +205,21 @@ async def test_a_mutation_after_an_outside_edit_builds_on_the_new_content(
     ]
 
 
+def edit_unseen_by_status(path: Path, old: bytes, new: bytes) -> None:
+    """Edit the file in place so that only its bytes tell: same size, same inode, same mtime."""
+    status = path.stat()
+    path.write_bytes(path.read_bytes().replace(old, new))
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert path.stat().st_ino == status.st_ino
+
+
 async def test_an_in_place_edit_in_the_same_clock_tick_is_still_noticed(
     store: NotebookStore, root: Path
 ) -> None:
     path = root / "tick.ipynb"
     save(path, notebook_with("aaaa"))
     await store.read("tick.ipynb")
-    status = path.stat()
-    # Same size, same inode, same mtime: only the bytes tell.
-    path.write_bytes(path.read_bytes().replace(b"aaaa", b"bbbb"))
-    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
-    assert path.stat().st_ino == status.st_ino
+    edit_unseen_by_status(path, b"aaaa", b"bbbb")
     view = await store.read("tick.ipynb")
     assert view.notebook.cells[0].source == "bbbb"
 
@@ -234,10 +238,7 @@ async def test_an_in_place_edit_in_the_same_clock_tick_during_a_change_is_not_ov
     def change(notebook: nbformat.NotebookNode) -> None:
         seen.append(notebook.cells[0].source)
         if len(seen) == 1:
-            status = path.stat()
-            path.write_bytes(path.read_bytes().replace(b"aaaa", b"bbbb"))
-            os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
-            assert path.stat().st_ino == status.st_ino
+            edit_unseen_by_status(path, b"aaaa", b"bbbb")
         notebook.cells.append(new_cell("code", "agent"))
 
     await store.mutate("tick.ipynb", change)
