@@ -23,6 +23,11 @@ does). A request the kernel never acknowledged at all (no status, no
 reply) is said to be that when it times out, not taken for code that
 ignores SIGINT.
 
+An interrupt on purpose is sent once the execution has begun (its
+``execute_input`` came; see :data:`BEGIN_GRACE`), and an interrupted
+execution that ends with no reply ends ``interrupted``: it never
+reads as ``ok`` for lack of a reply saying otherwise.
+
 Whether the code failed is the kernel's to say, in its shell reply
 (``error``, ``aborted``), as nbclient reads it: an error output shown by
 code that went on (``get_ipython().showtraceback()`` in an ``except``, a
@@ -53,6 +58,11 @@ logger = logging.getLogger(__name__)
 LIVENESS_INTERVAL = 0.2
 #: How long an interrupted kernel gets to report itself idle again.
 INTERRUPT_GRACE = 3.0
+#: How long an interrupt on purpose waits for the execution it is meant to stop to begin.
+#: Sent earlier, it would be lost: ipykernel ignores SIGINT outside its handlers, so an
+#: execution still queued would then run in full, and one caught as its handler starts
+#: ends with no reply at all.
+BEGIN_GRACE = 3.0
 #: How long a look at whether a stuck execution has ended may spend reading what
 #: it printed meanwhile (at most a socket's worth of queued messages).
 DRAIN_LIMIT = 0.5
@@ -69,6 +79,11 @@ NEVER_ACKNOWLEDGED = (
     "and no reply for it. The kernel is busy with code from another client, or the connection to it "
     "was lost (it was restarted elsewhere, say). Calls on it are refused at once until it answers; "
     "call restart_notebook to start a fresh one (its variables are lost)."
+)
+#: What an execution interrupted on purpose that the kernel never replied to says.
+INTERRUPTED_WITHOUT_REPLY = (
+    "The kernel was interrupted as it began or finished this execution, and it sent no reply: "
+    "the code may not have run, or not in full. Run it again to be sure of its effect."
 )
 #: The shortest wait for a message: some clients never answer a wait of zero.
 SHORTEST_WAIT = 0.01
@@ -198,6 +213,7 @@ async def run_code(
     request: ExecutionRequest,
     *,
     interrupted: asyncio.Event | None = None,
+    began: asyncio.Event | None = None,
     on_still_running: Callable[[StillRunning], None] = lambda still_running: None,
     widgets: Widgets | None = None,
 ) -> ExecutionOutcome:
@@ -205,7 +221,8 @@ async def run_code(
 
     `interrupted` is set by whoever interrupted this kernel on purpose
     (`interrupt_kernel`), so a `KeyboardInterrupt` reads as `interrupted`
-    rather than as an error the code raised. Raises :class:`KernelDied`
+    rather than as an error the code raised; `began` is set once the kernel says
+    the code has begun, for them to wait for (:data:`BEGIN_GRACE`). Raises :class:`KernelDied`
     when the process disappears; the caller decides what that means.
     `on_still_running` hears of an execution the kernel is still running
     after its interrupt (a timeout's, a cancellation's). `widgets` are the
@@ -213,6 +230,7 @@ async def run_code(
     ``Output`` widget's captured outputs go there, not into the cell.
     """
     widgets = widgets if widgets is not None else Widgets()
+    began = began if began is not None else asyncio.Event()
     widgets.begin()
     collector = OutputCollector(request.max_output_bytes, request.max_output_blocks)
     collector.on_output = request.on_output
@@ -254,7 +272,9 @@ async def run_code(
                 message = await _receive(client.get_iopub_msg, min(wait, LIVENESS_INTERVAL))
             except asyncio.CancelledError:
                 if request.interrupt_on_cancel:
-                    await _interrupt_on_cancel(client, interrupt, msg_id, on_still_running)
+                    await _interrupt_on_cancel(
+                        client, interrupt, msg_id, on_still_running, has_begun=began.is_set()
+                    )
                 raise
             except queue.Empty:
                 if not await is_alive():
@@ -272,7 +292,7 @@ async def run_code(
             if message.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             acknowledged = True
-            if _went_idle(message, request, msg_id, widgets, collector):
+            if _went_idle(message, request, msg_id, widgets, collector, began):
                 break
         if reply is None and status is None:
             reply = await _reply_for(client, msg_id)
@@ -292,7 +312,12 @@ async def run_code(
             timed_out=timed_out,
             interrupted_on_purpose=interrupted is not None and interrupted.is_set(),
         )
-    reason = _reason(still_running=still_running, acknowledged=acknowledged, iopub_lost=iopub_lost)
+    reason = _reason(
+        still_running=still_running,
+        acknowledged=acknowledged,
+        iopub_lost=iopub_lost,
+        unreplied_interrupt=status == INTERRUPTED and reply is None and collected.error is None,
+    )
     if status == OK and collected.error is not None:
         collected, reason = _went_on(collected, reason)
     if status == ERROR and not await is_alive():
@@ -332,13 +357,16 @@ def _went_idle(
     msg_id: str,
     widgets: Widgets,
     collector: OutputCollector,
+    began: asyncio.Event,
 ) -> bool:
     """Take one iopub message of execution `msg_id`: an output for the cell, a widget's,
-    or its status; whether it is the idle status that ends the execution."""
+    or its status; whether it is the idle status that ends the execution. Any but a status
+    says its code has begun (`began`)."""
     msg_type = message["header"]["msg_type"]
     content = message["content"]
     if msg_type == "status":
         return bool(content.get("execution_state") == "idle")
+    began.set()
     if msg_type.startswith("comm_"):
         widgets.handle_comm(msg_type, message, request.max_output_bytes, request.max_output_blocks)
     elif not widgets.route(msg_id, msg_type, content):
@@ -351,13 +379,15 @@ async def _interrupt_on_cancel(
     interrupt: Callable[[], Awaitable[None]],
     msg_id: str,
     on_still_running: Callable[[StillRunning], None],
+    *,
+    has_begun: bool,
 ) -> None:
     """A cancelled call stops its code too: the kernel is interrupted and given time to settle;
     one that does not is still running it."""
     # The SDK cancels through anyio, which re-delivers cancellation at every await: only a
     # shielded scope lets the kernel settle before the next request may reach it.
     with anyio.CancelScope(shield=True):
-        settled = await _interrupt_and_settle(client, interrupt, msg_id)
+        settled = await _interrupt_and_settle(client, interrupt, msg_id, has_begun=has_begun)
     if not settled:
         on_still_running(StillRunning(msg_id, time.monotonic()))
 
@@ -390,6 +420,9 @@ def _status(
     ``interrupted`` when somebody interrupted the kernel on purpose."""
     if timed_out:
         return TIMEOUT
+    if replied is None and error is None and interrupted_on_purpose:
+        # Interrupted as its handler began or ended: no reply says the code ran in full.
+        return INTERRUPTED
     if replied == "error" or (replied is None and error is not None):
         is_keyboard = error is not None and error.ename == "KeyboardInterrupt"
         return INTERRUPTED if interrupted_on_purpose and is_keyboard else ERROR
@@ -398,9 +431,13 @@ def _status(
     return OK
 
 
-def _reason(*, still_running: bool, acknowledged: bool, iopub_lost: bool) -> str | None:
+def _reason(
+    *, still_running: bool, acknowledged: bool, iopub_lost: bool, unreplied_interrupt: bool
+) -> str | None:
     if still_running:
         return STILL_RUNNING_AFTER_TIMEOUT if acknowledged else NEVER_ACKNOWLEDGED
+    if unreplied_interrupt:
+        return INTERRUPTED_WITHOUT_REPLY
     return IOPUB_LOST if iopub_lost else None
 
 
@@ -460,29 +497,44 @@ async def _reply_for(client: Any, msg_id: str) -> dict[str, Any] | None:
 
 
 async def _interrupt_and_settle(
-    client: Any, interrupt: Callable[[], Awaitable[None]], msg_id: str
+    client: Any, interrupt: Callable[[], Awaitable[None]], msg_id: str, *, has_begun: bool
 ) -> bool:
-    """Interrupt, then wait for the interrupted execution to end; whether it did.
+    """Interrupt once the execution has begun (:data:`BEGIN_GRACE`), then wait for it to
+    end; whether it did.
 
     Returning before it ends would let the next request reach the kernel
     while the interrupt is still being handled, and ipykernel aborts requests
     queued behind an execution that failed.
     """
-    await _interrupt_quietly(interrupt)
-    deadline = time.monotonic() + INTERRUPT_GRACE
-    while (wait := deadline - time.monotonic()) > 0:
+    interrupted = False
+    if has_begun:
+        await _interrupt_quietly(interrupt)
+        interrupted = True
+    deadline = time.monotonic() + (INTERRUPT_GRACE if interrupted else BEGIN_GRACE)
+    while True:
+        wait = deadline - time.monotonic()
+        if wait <= 0 and interrupted:
+            return False
+        if wait <= 0:
+            # Never seen to begin: interrupted all the same, whatever it is doing.
+            await _interrupt_quietly(interrupt)
+            interrupted = True
+            deadline = time.monotonic() + INTERRUPT_GRACE
+            continue
         try:
             message = await client.get_iopub_msg(timeout=wait)
         except queue.Empty:
-            return False
-        if (
-            message.get("parent_header", {}).get("msg_id") == msg_id
-            and message["header"]["msg_type"] == "status"
-            and message["content"].get("execution_state") == "idle"
-        ):
+            continue
+        if message.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        msg_type = message["header"]["msg_type"]
+        if msg_type == "status" and message["content"].get("execution_state") == "idle":
             await _reply_for(client, msg_id)
             return True
-    return False
+        if msg_type != "status" and not interrupted:
+            await _interrupt_quietly(interrupt)
+            interrupted = True
+            deadline = time.monotonic() + INTERRUPT_GRACE
 
 
 async def _interrupt_quietly(interrupt: Callable[[], Awaitable[None]]) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from jupyter_mcp_server._errors import KERNEL_GONE, KERNEL_LIMIT, NOT_FOUND, ToolFailure
 from jupyter_mcp_server._kernels.backends import KernelBackend, LocalBackend, takes_a_folder
+from jupyter_mcp_server._kernels.execution import BEGIN_GRACE
 from jupyter_mcp_server._kernels.folders import existing_folder, folder_of, moved
 from jupyter_mcp_server._kernels.kernel import Kernel
 from jupyter_mcp_server._kernels.kernel_choice import KernelChoice
@@ -355,6 +356,8 @@ class KernelFleet:
             )
         if kernel.busy:
             kernel.interrupted.set()
+            # A SIGINT the kernel ignores (its execution not begun yet) would stop nothing.
+            await kernel.until_its_code_began(BEGIN_GRACE)
         await kernel.interrupt()
         # Still running code a timeout's interrupt did not stop is running all the same.
         return kernel.busy or kernel.still_running is not None

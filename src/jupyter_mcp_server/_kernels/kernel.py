@@ -9,6 +9,7 @@ kernel a notebook gets; :mod:`.turns` and :mod:`.execution` run code on one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ class Kernel:
     #: Set by a deliberate interrupt, so the KeyboardInterrupt it causes is
     #: reported as an interruption, not as the code's own error.
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set once the running execution's code has begun on the kernel, or it ended: an
+    #: interrupt sent before that would be lost (:data:`~.execution.BEGIN_GRACE`).
+    began: asyncio.Event = field(default_factory=asyncio.Event)
     busy: bool = False
     #: Started by this manager, and so stopped by it. A kernel an extension
     #: provided (a sandbox) is that extension's to stop.
@@ -76,6 +80,11 @@ class Kernel:
 
     async def interrupt(self) -> None:
         await self.manager.interrupt_kernel()
+
+    async def until_its_code_began(self, within: float) -> None:
+        """Wait, at most `within` seconds, for the running execution's code to begin."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.began.wait(), within)
 
     @property
     def lost_because(self) -> str | None:

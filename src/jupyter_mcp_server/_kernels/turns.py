@@ -134,6 +134,9 @@ async def run_in_turn(
         if hasattr(kernel, "running"):
             kernel.running = RunningCode(code, time.monotonic())
         kernel.interrupted.clear()
+        began = getattr(kernel, "began", None)
+        if began is not None:
+            began.clear()
         hooks.fire(
             hooks.before_execution,
             Execution(code=code, kernel_id=kernel.kernel_id, notebook=notebook),
@@ -145,6 +148,7 @@ async def run_in_turn(
                 kernel.interrupt,
                 request,
                 interrupted=kernel.interrupted,
+                began=began,
                 on_still_running=remember_still_running,
                 widgets=getattr(kernel, "widgets", None),
             )
@@ -173,6 +177,8 @@ async def run_in_turn(
             )
         finally:
             kernel.busy = False
+            if began is not None:
+                began.set()  # nobody waits for an execution that is over
             if hasattr(kernel, "running"):
                 kernel.running = None
             kernel.last_used = time.monotonic()
