@@ -167,9 +167,12 @@ async def test_cancel_from_the_app_ends_the_run_cancelled(tmp_path: Path) -> Non
     assert final["status"] == "cancelled" and final["outcome"] == "cancelled"
     assert final["cells_done"] == 1 and final["running"] is None
     assert "did not run" in final["said"]
-    # The cell it stopped in is shown, interrupted, as the notebook keeps it.
+    # The cell it stopped in is shown, interrupted, as the notebook keeps it: with the
+    # KeyboardInterrupt its code raised, or with nothing, when the interrupt landed as the
+    # kernel began it (cancelled at once, as here, it may: ipykernel then sends no reply).
     assert [(c["cell_id"], c["status"]) for c in cells] == [("step0", "interrupted")]
-    assert cells[0]["outputs"][0]["ename"] == "KeyboardInterrupt"
+    shown = [output.get("ename") for output in cells[0]["outputs"]]
+    assert shown in (["KeyboardInterrupt"], []), cells[0]
 
 
 async def test_without_apps_nothing_changes_and_watch_run_is_refused(tmp_path: Path) -> None:
