@@ -142,11 +142,14 @@ class ExecutionOutcome:
 
 @dataclass(frozen=True)
 class StillRunning:
-    """An execution that timed out and did not end when its kernel was interrupted."""
+    """An execution that timed out, or whose call was cancelled, and did not end when its
+    kernel was interrupted."""
 
     msg_id: str
     #: When the interrupt went unanswered (``time.monotonic()``).
     since: float
+    #: Why it was interrupted, as a later call reads it ("timed out", "was cancelled").
+    why_interrupted: str = "timed out"
 
 
 @dataclass(frozen=True)
@@ -389,7 +392,7 @@ async def _interrupt_on_cancel(
     with anyio.CancelScope(shield=True):
         settled = await _interrupt_and_settle(client, interrupt, msg_id, has_begun=has_begun)
     if not settled:
-        on_still_running(StillRunning(msg_id, time.monotonic()))
+        on_still_running(StillRunning(msg_id, time.monotonic(), "was cancelled"))
 
 
 def _tell_widgets(widgets: Widgets, client: Any) -> None:
