@@ -509,35 +509,36 @@ async def _interrupt_and_settle(
     while the interrupt is still being handled, and ipykernel aborts requests
     queued behind an execution that failed.
     """
-    interrupted = False
-    if has_begun:
-        await _interrupt_quietly(interrupt)
-        interrupted = True
-    deadline = time.monotonic() + (INTERRUPT_GRACE if interrupted else BEGIN_GRACE)
-    while True:
-        wait = deadline - time.monotonic()
-        if wait <= 0 and interrupted:
-            return False
-        if wait <= 0:
-            # Never seen to begin: interrupted all the same, whatever it is doing.
-            await _interrupt_quietly(interrupt)
-            interrupted = True
-            deadline = time.monotonic() + INTERRUPT_GRACE
-            continue
+    # Wait for a sign it began (at most the grace, then interrupt all the same); one that
+    # ends first needs no interrupt.
+    begin_by = time.monotonic() + BEGIN_GRACE
+    if not has_begun and await _next_sign(client, msg_id, begin_by) == "idle":
+        await _reply_for(client, msg_id)
+        return True
+    await _interrupt_quietly(interrupt)
+    deadline = time.monotonic() + INTERRUPT_GRACE
+    while (sign := await _next_sign(client, msg_id, deadline)) is not None:
+        if sign == "idle":
+            await _reply_for(client, msg_id)
+            return True
+    return False
+
+
+async def _next_sign(client: Any, msg_id: str, deadline: float) -> str | None:
+    """What execution `msg_id`'s next iopub message before `deadline` says: ``"idle"`` for
+    its idle status, ``"begun"`` for any message but a status; None when none comes."""
+    while (wait := deadline - time.monotonic()) > 0:
         try:
             message = await client.get_iopub_msg(timeout=wait)
         except queue.Empty:
-            continue
+            return None
         if message.get("parent_header", {}).get("msg_id") != msg_id:
             continue
-        msg_type = message["header"]["msg_type"]
-        if msg_type == "status" and message["content"].get("execution_state") == "idle":
-            await _reply_for(client, msg_id)
-            return True
-        if msg_type != "status" and not interrupted:
-            await _interrupt_quietly(interrupt)
-            interrupted = True
-            deadline = time.monotonic() + INTERRUPT_GRACE
+        if message["header"]["msg_type"] != "status":
+            return "begun"
+        if message["content"].get("execution_state") == "idle":
+            return "idle"
+    return None
 
 
 async def _interrupt_quietly(interrupt: Callable[[], Awaitable[None]]) -> None:

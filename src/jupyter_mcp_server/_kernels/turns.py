@@ -47,7 +47,8 @@ def still_running_message(where: str, still_running: StillRunning) -> str:
     waited = time.monotonic() - still_running.since
     return (
         f"Nothing ran: {where} is still running an earlier execution that "
-        f"{still_running.why_interrupted} and did not stop when interrupted (that code ignores or blocks SIGINT; interrupted {waited:.0f} s ago). "
+        f"{still_running.why_interrupted} and did not stop when interrupted (that code ignores or "
+        f"blocks SIGINT; interrupted {waited:.0f} s ago). "
         "Until it ends, every call on this kernel is refused at once. Call restart_notebook to stop it and start "
         "a fresh kernel (its variables are lost), or retry once it has finished; the "
         "'kernel.restart-unresponsive' capability restarts such a kernel after a grace period."
